@@ -1,0 +1,10 @@
+"""dcgym's C++ discrete-event engine.
+
+The compiled module ``dcgym.cpp_core._engine`` is private; this package
+re-exports what users need. Configs are the plain dicts produced by
+:mod:`dcgym.envs.scenario`; build them from a scenario file rather than by hand.
+"""
+
+from dcgym.cpp_core._engine import Distribution, LogHistogram, RackSim, check_rack_config
+
+__all__ = ["Distribution", "LogHistogram", "RackSim", "check_rack_config"]

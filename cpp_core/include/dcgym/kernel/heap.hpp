@@ -1,0 +1,142 @@
+// Priority queues of the event engine.
+//
+// IndexedMinHeap keeps one key per id in [0, n) (e.g. each node's next event
+// time) and lets an id's key change in O(log n); +infinity means "nothing
+// scheduled". EventQueue is a plain timed-event heap whose ties pop in
+// insertion order, so the order of simultaneous events never depends on the
+// heap's internals. Both are 4-ary: shallower than binary heaps and kinder to
+// the cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+namespace dcgym::kernel {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+class IndexedMinHeap {
+ public:
+  explicit IndexedMinHeap(uint32_t n = 0) { Reset(n); }
+
+  void Reset(uint32_t n) {
+    heap_.resize(n);
+    pos_.resize(n);
+    key_.assign(n, kInfinity);
+    for (uint32_t i = 0; i < n; ++i) heap_[i] = pos_[i] = i;
+  }
+
+  uint32_t Size() const { return static_cast<uint32_t>(heap_.size()); }
+  uint32_t Top() const { return heap_[0]; }
+  double TopKey() const { return heap_.empty() ? kInfinity : key_[heap_[0]]; }
+  double Key(uint32_t id) const { return key_[id]; }
+
+  void Update(uint32_t id, double key) {
+    const double old = key_[id];
+    key_[id] = key;
+    if (key < old) SiftUp(pos_[id]);
+    else if (key > old) SiftDown(pos_[id]);
+  }
+
+ private:
+  void Place(uint32_t slot, uint32_t id) {
+    heap_[slot] = id;
+    pos_[id] = slot;
+  }
+  void SiftUp(uint32_t slot) {
+    const uint32_t id = heap_[slot];
+    const double k = key_[id];
+    while (slot > 0) {
+      const uint32_t parent = (slot - 1) >> 2;
+      if (!(k < key_[heap_[parent]])) break;
+      Place(slot, heap_[parent]);
+      slot = parent;
+    }
+    Place(slot, id);
+  }
+  void SiftDown(uint32_t slot) {
+    const uint32_t n = Size(), id = heap_[slot];
+    const double k = key_[id];
+    for (;;) {
+      const uint32_t first = 4 * slot + 1;
+      if (first >= n) break;
+      uint32_t best = first;
+      double best_key = key_[heap_[first]];
+      const uint32_t last = first + 4 < n ? first + 4 : n;
+      for (uint32_t c = first + 1; c < last; ++c) {
+        const double ck = key_[heap_[c]];
+        if (ck < best_key) { best = c; best_key = ck; }
+      }
+      if (!(best_key < k)) break;
+      Place(slot, heap_[best]);
+      slot = best;
+    }
+    Place(slot, id);
+  }
+
+  std::vector<uint32_t> heap_, pos_;
+  std::vector<double> key_;
+};
+
+// A min-heap of timed payloads; equal times pop first-in first-out.
+template <typename Payload>
+class EventQueue {
+ public:
+  struct Entry {
+    double time;
+    uint64_t seq;
+    Payload payload;
+    bool Before(const Entry& o) const { return time < o.time || (time == o.time && seq < o.seq); }
+  };
+
+  bool Empty() const { return heap_.empty(); }
+  size_t Size() const { return heap_.size(); }
+  double TopTime() const { return heap_.empty() ? kInfinity : heap_[0].time; }
+  const Entry& Top() const { return heap_[0]; }
+  void Clear() { heap_.clear(); }
+
+  void Push(double time, Payload payload) {
+    heap_.push_back(Entry{time, next_seq_++, std::move(payload)});
+    size_t slot = heap_.size() - 1;
+    Entry e = std::move(heap_[slot]);
+    while (slot > 0) {
+      const size_t parent = (slot - 1) >> 2;
+      if (!e.Before(heap_[parent])) break;
+      heap_[slot] = std::move(heap_[parent]);
+      slot = parent;
+    }
+    heap_[slot] = std::move(e);
+  }
+
+  Entry Pop() {
+    Entry top = std::move(heap_[0]);
+    Entry e = std::move(heap_.back());
+    heap_.pop_back();
+    const size_t n = heap_.size();
+    if (n > 0) {
+      size_t slot = 0;
+      for (;;) {
+        const size_t first = 4 * slot + 1;
+        if (first >= n) break;
+        size_t best = first;
+        const size_t last = first + 4 < n ? first + 4 : n;
+        for (size_t c = first + 1; c < last; ++c)
+          if (heap_[c].Before(heap_[best])) best = c;
+        if (!heap_[best].Before(e)) break;
+        heap_[slot] = std::move(heap_[best]);
+        slot = best;
+      }
+      heap_[slot] = std::move(e);
+    }
+    return top;
+  }
+
+ private:
+  std::vector<Entry> heap_;
+  uint64_t next_seq_ = 0;
+};
+
+}  // namespace dcgym::kernel

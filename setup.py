@@ -1,0 +1,56 @@
+"""Build and install dcgym.
+
+One import namespace, ``dcgym``, is assembled from the root folders
+(``envs/`` -> ``dcgym.envs``, ``agents/`` -> ``dcgym.agents``,
+``cpp_core/`` -> ``dcgym.cpp_core``, ``configs/`` -> ``dcgym.configs``,
+the scenario and experiment files) and the private pybind11 extension
+``dcgym.cpp_core._engine`` is compiled from ``cpp_core/``. Metadata and the
+pinned dependencies live in ``pyproject.toml``.
+"""
+
+from pathlib import Path
+
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
+from setuptools import setup
+
+ROOT = Path(__file__).parent.resolve()
+ROOT_FOLDERS = {"envs": "envs", "agents": "agents", "cpp_core": "cpp_core", "configs": "configs"}
+
+
+def find_packages_under(folder: str, prefix: str) -> list[str]:
+    """Every folder with an ``__init__.py`` below ``folder``, as dotted names under ``prefix``."""
+    packages = []
+    for init in sorted((ROOT / folder).rglob("__init__.py")):
+        rel = init.parent.relative_to(ROOT / folder)
+        packages.append(".".join([prefix, *rel.parts]))
+    return packages
+
+
+packages = []
+package_dir = {}
+for name, folder in ROOT_FOLDERS.items():
+    for pkg in find_packages_under(folder, f"dcgym.{name}"):
+        packages.append(pkg)
+        package_dir[pkg] = str(Path(folder, *pkg.split(".")[2:]))
+
+ParallelCompile("DCGYM_BUILD_JOBS", default=0).install()
+
+sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cpp_core/src").glob("*.cpp"))
+sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cpp_core/bindings").glob("*.cpp"))
+
+engine = Pybind11Extension(
+    "dcgym.cpp_core._engine",
+    sources,
+    include_dirs=["cpp_core/include"],
+    cxx_std=17,
+    extra_compile_args=["-O3", "-Wall", "-Wextra", "-Wshadow", "-Wno-unused-parameter"],
+)
+
+setup(
+    packages=packages,
+    package_dir=package_dir,
+    package_data={"dcgym.cpp_core": ["*.pyi", "py.typed"], "dcgym.configs": ["scenarios/*.yaml", "experiments/*.yaml"]},
+    ext_modules=[engine],
+    cmdclass={"build_ext": build_ext},
+    zip_safe=False,
+)
