@@ -43,7 +43,7 @@ engine = Pybind11Extension(
     sources,
     include_dirs=["cpp_core/include"],
     cxx_std=17,
-    extra_compile_args=["-O3", "-Wall", "-Wextra", "-Wshadow", "-Wno-unused-parameter"],
+    extra_compile_args=["-O3", "-Wall", "-Wextra"],
 )
 
 setup(

@@ -108,12 +108,12 @@ py::dict Results(const RackSim& sim) {
   r["arrival_rate_per_us"] = sim.ArrivalRate();
   r["latency_us"] = Summary(sim.Latency());
   py::list by_class;
-  for (const auto& h : sim.LatencyByClass()) by_class.append(Summary(h));
+  for (uint32_t k = 0; k < sim.NumClasses(); ++k) by_class.append(Summary(sim.LatencyOfClass(k)));
   r["latency_by_class_us"] = by_class;
-  const auto& w = sim.Waits();
+  const auto& w = sim.Starts();
   py::dict wait;
   wait["count"] = w.started;
-  wait["mean"] = w.started ? w.sum / static_cast<double>(w.started) : std::nan("");
+  wait["mean"] = w.started ? w.wait_sum / static_cast<double>(w.started) : std::nan("");
   wait["p_wait"] = w.started ? static_cast<double>(w.waited) / static_cast<double>(w.started) : std::nan("");
   r["wait_us"] = wait;
 
@@ -130,7 +130,7 @@ py::dict Results(const RackSim& sim) {
     cm(i) = nc.completed;
     dm(i) = nc.dropped;
     om(i) = nd.Outstanding();
-    um(i) = sim.Now() > 0 ? nc.work_done / (nd.Workers() * nd.Speed() * sim.Now()) : 0.0;
+    um(i) = sim.Now() > 0 ? nd.WorkStarted() / (nd.Workers() * nd.Speed() * sim.Now()) : 0.0;
   }
   py::dict nodes;
   nodes["completed"] = completed;

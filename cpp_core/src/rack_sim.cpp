@@ -24,6 +24,7 @@ RackSim::RackSim(const RackConfig& config)
       dispatcher_(config.dispatch, config.NumNodes(), kernel::MakeRng(config.seed, Stream::kDispatch)),
       track_loads_(dispatcher_.NeedsLoads()),
       central_(config.dispatch.kind == DispatchKind::kCentralFcfs),
+      per_class_(config.service.NumClasses() > 1),
       arrival_rng_(kernel::MakeRng(config.seed, Stream::kArrivals)),
       service_rng_(kernel::MakeRng(config.seed, Stream::kService)),
       central_rng_(kernel::MakeRng(config.seed, Stream::kDispatch, 1)),
@@ -31,7 +32,7 @@ RackSim::RackSim(const RackConfig& config)
       latency_by_class_(ClassHistograms(config)) {
   nodes_.reserve(config.NumNodes());
   for (const auto& g : config.groups)
-    for (uint32_t k = 0; k < g.count; ++k) nodes_.emplace_back(g, config.intra, &waits_);
+    for (uint32_t k = 0; k < g.count; ++k) nodes_.emplace_back(g, config.intra, &starts_);
   rate_ = config.load * config.Capacity() / config.service.Mean();
   next_arrival_ = arrival_rng_.Exp1() / rate_;
 
@@ -51,7 +52,7 @@ RackSim::RackSim(const RackConfig& config)
   }
 }
 
-void RackSim::RunTasks(uint64_t n) {
+[[gnu::flatten]] void RackSim::RunTasks(uint64_t n) {
   const uint64_t target = counters_.arrived + n;
   for (;;) {
     const double t_node = node_events_.TopKey();
@@ -66,7 +67,7 @@ void RackSim::RunTasks(uint64_t n) {
   }
 }
 
-void RackSim::RunUntil(double t_us) {
+[[gnu::flatten]] void RackSim::RunUntil(double t_us) {
   if (!(t_us >= now_)) throw std::invalid_argument("run_until: time must be >= the current time");
   for (;;) {
     const double t_node = node_events_.TopKey();
@@ -88,7 +89,7 @@ void RackSim::OnArrival() {
   const kernel::Sample s = config_.service.Draw(service_rng_);
   Task t;
   t.arrival = now_;
-  t.work = t.size = s.value;
+  t.work = s.value;
   t.cls = s.cls;
   if (counters_.arrived < config_.warmup_tasks) {
     t.flags = Task::kWarmup;
@@ -105,8 +106,7 @@ void RackSim::OnArrival() {
 }
 
 void RackSim::Place(uint32_t i, const Task& t) {
-  bool started;
-  if (!nodes_[i].Admit(t, now_, &started)) {
+  if (!nodes_[i].Admit(t, now_)) {
     ++counters_.dropped;
     ++node_counters_[i].dropped;
     return;
@@ -124,18 +124,17 @@ void RackSim::OnNodeEvent(uint32_t i) {
 
 void RackSim::Complete(uint32_t i, const Task& t) {
   ++counters_.completed;
-  auto& nc = node_counters_[i];
-  ++nc.completed;
-  nc.work_done += t.size;
+  ++node_counters_[i].completed;
   if (t.flags & Task::kWarmup) return;
   const double latency = now_ - t.arrival;
   latency_.Record(latency);
-  latency_by_class_[t.cls].Record(latency);
+  if (per_class_) latency_by_class_[t.cls].Record(latency);
 }
 
 void RackSim::AfterChange(uint32_t i) {
   const Node& nd = nodes_[i];
-  node_events_.Update(i, nd.NextEventTime());
+  const double next = nd.NextEventTime();
+  if (next != node_events_.Key(i)) node_events_.Update(i, next);
   if (track_loads_) {
     const double load = config_.dispatch.metric == LoadMetric::kQueue ? nd.Queued() : nd.Outstanding();
     load_info_.OnNodeChange(i, load, now_);

@@ -140,3 +140,74 @@ class EventQueue {
 };
 
 }  // namespace dcgym::kernel
+
+namespace dcgym::kernel {
+
+// A small min-heap of timed payloads (e.g. the busy workers of one node),
+// stored inline. It is 4-ary and padded with four +infinity sentinels, so the
+// smallest child is found without bounds checks or data-dependent branches:
+// with a few entries, mispredicted branches cost more than the comparisons.
+template <typename Payload>
+class SlotHeap {
+ public:
+  struct Entry {
+    double time;
+    Payload payload;
+  };
+
+  SlotHeap() : a_(kPad, Entry{kInfinity, Payload{}}) {}
+
+  uint32_t Size() const { return n_; }
+  bool Empty() const { return n_ == 0; }
+  double TopTime() const { return a_[0].time; }  // +infinity when empty (a sentinel)
+
+  void Push(double time, const Payload& p) {
+    a_.push_back(Entry{kInfinity, Payload{}});  // keep kPad sentinels after n_ + 1 entries
+    size_t slot = n_++;
+    while (slot > 0) {
+      const size_t parent = (slot - 1) >> 2;
+      if (!(time < a_[parent].time)) break;
+      a_[slot] = a_[parent];
+      slot = parent;
+    }
+    a_[slot] = Entry{time, p};
+  }
+
+  // Removes the earliest entry and returns its payload.
+  Payload Pop() {
+    const Payload top = a_[0].payload;
+    const Entry last = a_[--n_];
+    a_[n_].time = kInfinity;
+    a_.pop_back();
+    if (n_ == 0) return top;
+    size_t slot = 0;
+    for (;;) {
+      const size_t first = 4 * slot + 1;
+      if (first >= n_) break;
+      size_t best = first;
+      double best_time = a_[first].time;
+      for (size_t c = first + 1; c < first + 4; ++c) {
+        const bool less = a_[c].time < best_time;
+        best = less ? c : best;
+        best_time = less ? a_[c].time : best_time;
+      }
+      if (!(best_time < last.time)) break;
+      a_[slot] = a_[best];
+      slot = best;
+    }
+    a_[slot] = last;
+    return top;
+  }
+
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (uint32_t i = 0; i < n_; ++i) f(a_[i].payload);
+  }
+
+ private:
+  static constexpr size_t kPad = 4;
+  std::vector<Entry> a_;  // n_ entries, then kPad +infinity sentinels
+  uint32_t n_ = 0;
+};
+
+}  // namespace dcgym::kernel

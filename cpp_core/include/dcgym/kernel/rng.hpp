@@ -13,6 +13,25 @@
 
 namespace dcgym::kernel {
 
+// Tables of the ziggurat method for the unit exponential (Marsaglia and Tsang
+// 2000, "The Ziggurat Method for Generating Random Variables", 256 layers of
+// area kV, base layer ending at kR). x[0] = kV / f(kR) is the base strip's
+// pseudo-width, x[1] = kR, x[256] = 0; f[i] = exp(-x[i]).
+struct ExpZiggurat {
+  static constexpr double kR = 7.69711747013104972;
+  static constexpr double kV = 0.0039496598225815571993;
+  double x[257];
+  double f[257];
+  ExpZiggurat() {
+    x[0] = kV * std::exp(kR);
+    x[1] = kR;
+    for (int i = 2; i < 256; ++i) x[i] = -std::log(kV / x[i - 1] + std::exp(-x[i - 1]));
+    x[256] = 0;
+    for (int i = 0; i < 257; ++i) f[i] = std::exp(-x[i]);
+  }
+};
+inline const ExpZiggurat kExpZiggurat;
+
 // SplitMix64 (Steele, Lea, Flood 2014): used only to expand seeds.
 inline uint64_t SplitMix64(uint64_t& x) {
   uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
@@ -48,8 +67,19 @@ class Rng {
   // Uniform on (0, 1]: safe to take the logarithm of.
   double UniformOpen0() { return static_cast<double>((Next() >> 11) + 1) * 0x1.0p-53; }
 
-  // Exponential with mean 1 by inversion.
-  double Exp1() { return -std::log(UniformOpen0()); }
+  // Exponential with mean 1 by the ziggurat method: one 64-bit draw and a
+  // multiply in 98.9% of calls; exact in distribution (not an approximation).
+  double Exp1() {
+    const ExpZiggurat& z = kExpZiggurat;
+    for (;;) {
+      const uint64_t bits = Next();
+      const int i = static_cast<int>(bits & 0xff);
+      const double x = static_cast<double>(bits >> 11) * 0x1.0p-53 * z.x[i];
+      if (x < z.x[i + 1]) return x;  // inside the layer's rectangle
+      if (i == 0) return ExpZiggurat::kR - std::log(UniformOpen0());  // tail beyond kR
+      if (z.f[i + 1] + (z.f[i] - z.f[i + 1]) * Uniform() < std::exp(-x)) return x;  // wedge
+    }
+  }
 
   // Uniform integer in [0, n) without modulo bias (Lemire 2019).
   uint32_t Below(uint32_t n) {

@@ -39,7 +39,7 @@ class Dispatcher {
       case DispatchKind::kJsq:
         return Shortest(loads);
       default:
-        return rng_.Below(n_);
+        return n_ == 1 ? 0 : rng_.Below(n_);
     }
   }
 

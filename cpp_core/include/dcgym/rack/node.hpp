@@ -1,7 +1,7 @@
 // One server of the rack and its intra-node discipline.
 //
 // fcfs: a single queue served first-come first-served by `workers` workers
-// (the "cFCFS" of RackSched and Malcolm). Each busy worker is a slot in a
+// (the "cFCFS" of RackSched and Malcolm). Each busy worker is an entry in a
 // small heap ordered by the time its current activity ends.
 //
 // ps, quantum_us > 0: the same workers, but a task runs at most one quantum
@@ -29,29 +29,33 @@ namespace dcgym::rack {
 struct Task {
   double arrival = 0;  // time the task entered the rack (us)
   double work = 0;     // remaining work (us at speed 1)
-  double size = 0;     // total work, for statistics
   uint32_t cls = 0;    // class (mixture component or task type)
   uint32_t flags = 0;
 
   static constexpr uint32_t kWarmup = 1;   // excluded from statistics
   static constexpr uint32_t kStarted = 2;  // has received service before
+  // What a worker is doing with the task (worker-heap entries only).
+  static constexpr uint32_t kActivityShift = 8;
+  static constexpr uint32_t kActivityMask = 3u << kActivityShift;
 };
 
-// Waiting-time statistics, updated when a task first receives service.
-struct WaitStats {
-  double sum = 0;       // total wait of measured tasks (us)
-  uint64_t started = 0; // measured tasks that started service
-  uint64_t waited = 0;  // ... of which waited for a worker
+// Statistics a node updates when a task first receives service.
+struct StartStats {
+  double wait_sum = 0;    // total wait of measured tasks (us)
+  uint64_t started = 0;   // measured tasks that started service
+  uint64_t waited = 0;    // ... of which waited for a worker
 };
 
 class Node {
  public:
-  Node(const NodeGroup& g, const IntraNodeConfig& intra, WaitStats* waits)
+  Node(const NodeGroup& g, const IntraNodeConfig& intra, StartStats* starts)
       : workers_(g.workers), speed_(g.speed), capacity_(g.queue_capacity), intra_(intra),
-        ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), waits_(waits) {}
+        ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), starts_(starts) {}
 
   uint32_t Workers() const { return workers_; }
   double Speed() const { return speed_; }
+  // Total work (us at speed 1) of the tasks that started service here.
+  double WorkStarted() const { return work_started_; }
   // Tasks at the node, waiting or in service.
   uint32_t Outstanding() const {
     return ideal_ps_ ? static_cast<uint32_t>(jobs_.size()) : static_cast<uint32_t>(queue_.Size()) + busy_tasks_;
@@ -64,27 +68,24 @@ class Node {
   // Workers neither serving, switching nor waiting for a fetched task.
   uint32_t IdleWorkers() const {
     if (ideal_ps_) return jobs_.size() >= workers_ ? 0 : workers_ - static_cast<uint32_t>(jobs_.size());
-    return workers_ - static_cast<uint32_t>(slots_.size());
+    return workers_ - busy_.Size();
   }
-  bool Full() const { return capacity_ >= 0 && static_cast<int64_t>(Queued()) >= capacity_ && IdleWorkers() == 0; }
   double NextEventTime() const { return next_time_; }
 
-  // Accepts a task arriving at `now`. Returns false (and keeps nothing) when
-  // the queue is full. Returns in `started` whether service began at once.
-  bool Admit(const Task& t, double now, bool* started) {
-    *started = false;
+  // Accepts a task arriving at `now`; returns false (keeping nothing) when the
+  // node already holds queue_capacity tasks beyond its busy workers.
+  bool Admit(const Task& t, double now) {
     if (ideal_ps_) {
       if (capacity_ >= 0 && jobs_.size() >= workers_ + static_cast<uint64_t>(capacity_)) return false;
       AdvanceVirtual(now);
-      PushJob(PsJob{vtime_ + t.work, t});
-      *started = true;
-      if (!(t.flags & Task::kWarmup)) ++waits_->started;
+      PsJob j{vtime_ + t.work, t};
+      OnFirstStart(j.task, now);
+      PushJob(j);
       RefreshPs(now);
       return true;
     }
-    if (slots_.size() < workers_) {
+    if (busy_.Size() < workers_) {
       StartTask(t, now);
-      *started = true;
     } else {
       if (capacity_ >= 0 && static_cast<int64_t>(queue_.Size()) >= capacity_) return false;
       queue_.PushBack(t);
@@ -92,111 +93,99 @@ class Node {
     return true;
   }
 
-  // A worker reserved at `now` receives `t` after `delay` (central dispatch).
+  // An idle worker, reserved at `now`, receives `t` after `delay` (central
+  // dispatch pulling from a global queue).
   void Fetch(const Task& t, double now, double delay) {
-    if (delay <= 0) {
-      StartTask(t, now);
-      return;
-    }
-    PushSlot(Slot{now + delay, t, Slot::kFetch});
+    if (delay <= 0) StartTask(t, now);
+    else Occupy(now + delay, t, kFetch);
   }
 
   // Processes the node's next event, due at `now` == NextEventTime(). Returns
-  // true and the task in `done` when a task completed.
+  // true, with the task in `done`, when a task completed.
   bool HandleEvent(double now, Task* done) {
     if (ideal_ps_) {
       AdvanceVirtual(now);
       *done = PopJob().task;
-      done->work = 0;
       if (jobs_.empty()) vtime_ = 0;  // keep tags small: restart the virtual clock
       RefreshPs(now);
       return true;
     }
-    Slot s = PopSlot();
+    Task t = busy_.Pop();
+    next_time_ = busy_.TopTime();
     bool completed = false;
-    switch (s.kind) {
-      case Slot::kFinish:
+    switch (Activity(t)) {
+      case kFinish:
         --busy_tasks_;
-        *done = s.task;
-        done->work = 0;
+        *done = t;
         completed = true;
         break;
-      case Slot::kSlice:
+      case kSlice:
         --busy_tasks_;
-        s.task.work -= intra_.quantum_us * speed_;
+        t.work -= intra_.quantum_us * speed_;
         if (queue_.Empty()) {  // nobody waits: keep running without a switch
-          StartTask(s.task, now);
+          StartTask(t, now);
           return false;
         }
-        queue_.PushBack(s.task);
+        queue_.PushBack(t);
         if (intra_.switch_cost_us > 0) {
-          PushSlot(Slot{now + intra_.switch_cost_us, Task{}, Slot::kSwitch});
+          Occupy(now + intra_.switch_cost_us, Task{}, kSwitch);
           return false;
         }
         break;
-      case Slot::kSwitch:
+      case kSwitch:
         break;
-      case Slot::kFetch:
-        StartTask(s.task, now);
+      case kFetch:
+        StartTask(t, now);
         return false;
     }
     if (!queue_.Empty()) StartTask(queue_.PopFront(), now);  // the freed worker takes the next task
     return completed;
   }
 
-  // Every task held, for conservation checks: calls f(task).
+  // Calls f(task) for every task held (conservation checks).
   template <typename F>
   void ForEachTask(F&& f) const {
     for (const auto& j : jobs_) f(j.task);
-    for (const auto& s : slots_)
-      if (s.kind != Slot::kSwitch) f(s.task);
+    busy_.ForEach([&f](const Task& t) {
+      if (Activity(t) != kSwitch) f(t);
+    });
     for (size_t i = 0; i < queue_.Size(); ++i) f(queue_.At(i));
   }
 
  private:
-  struct Slot {
-    double t_end;
-    Task task;
-    enum Kind : uint32_t { kFinish, kSlice, kSwitch, kFetch } kind;
-  };
+  enum ActivityKind : uint32_t { kFinish = 0, kSlice = 1, kSwitch = 2, kFetch = 3 };
+  static ActivityKind Activity(const Task& t) {
+    return static_cast<ActivityKind>((t.flags & Task::kActivityMask) >> Task::kActivityShift);
+  }
   struct PsJob {
     double tag;  // virtual finish time
     Task task;
   };
 
-  void StartTask(Task t, double now) {
-    ++busy_tasks_;
-    if (!(t.flags & Task::kStarted)) {
-      t.flags |= Task::kStarted;
-      if (!(t.flags & Task::kWarmup)) {
-        const double wait = now - t.arrival;
-        waits_->sum += wait;
-        ++waits_->started;
-        waits_->waited += wait > 0;
-      }
-    }
-    const double q = intra_.quantum_us;
-    if (q > 0 && t.work > q * speed_ * (1 + 1e-12)) {
-      PushSlot(Slot{now + q, t, Slot::kSlice});
-    } else {
-      PushSlot(Slot{now + t.work / speed_, t, Slot::kFinish});
-    }
+  void Occupy(double until, Task t, ActivityKind a) {
+    t.flags = (t.flags & ~Task::kActivityMask) | (a << Task::kActivityShift);
+    busy_.Push(until, t);
+    next_time_ = busy_.TopTime();
   }
 
-  // Binary heap of slots by end time (a node has few workers).
-  void PushSlot(const Slot& s) {
-    slots_.push_back(s);
-    std::push_heap(slots_.begin(), slots_.end(), SlotLater);
-    next_time_ = slots_.front().t_end;
+  void OnFirstStart(Task& t, double now) {
+    if (t.flags & Task::kStarted) return;
+    t.flags |= Task::kStarted;
+    work_started_ += t.work;
+    if (t.flags & Task::kWarmup) return;
+    const double wait = now - t.arrival;
+    starts_->wait_sum += wait;
+    ++starts_->started;
+    starts_->waited += wait > 0;
   }
-  Slot PopSlot() {
-    std::pop_heap(slots_.begin(), slots_.end(), SlotLater);
-    Slot s = slots_.back();
-    slots_.pop_back();
-    next_time_ = slots_.empty() ? kernel::kInfinity : slots_.front().t_end;
-    return s;
+
+  void StartTask(Task t, double now) {
+    ++busy_tasks_;
+    OnFirstStart(t, now);
+    const double q = intra_.quantum_us;
+    if (q > 0 && t.work > q * speed_ * (1 + 1e-12)) Occupy(now + q, t, kSlice);
+    else Occupy(now + t.work / speed_, t, kFinish);
   }
-  static bool SlotLater(const Slot& a, const Slot& b) { return a.t_end > b.t_end; }
 
   // Ideal processor sharing.
   double Rate() const {
@@ -208,11 +197,7 @@ class Node {
     vtime_at_ = now;
   }
   void RefreshPs(double now) {
-    if (jobs_.empty()) {
-      next_time_ = kernel::kInfinity;
-      return;
-    }
-    next_time_ = now + std::max(0.0, jobs_.front().tag - vtime_) / Rate();
+    next_time_ = jobs_.empty() ? kernel::kInfinity : now + std::max(0.0, jobs_.front().tag - vtime_) / Rate();
   }
   void PushJob(const PsJob& j) {
     jobs_.push_back(j);
@@ -231,11 +216,12 @@ class Node {
   int64_t capacity_;
   IntraNodeConfig intra_;
   bool ideal_ps_;
-  WaitStats* waits_;
+  StartStats* starts_;
 
   double next_time_ = kernel::kInfinity;
-  std::vector<Slot> slots_;
-  uint32_t busy_tasks_ = 0;  // slots serving a task (not switching, not fetching)
+  double work_started_ = 0;
+  kernel::SlotHeap<Task> busy_;  // busy workers, by the time their activity ends
+  uint32_t busy_tasks_ = 0;      // busy workers serving a task (not switching or fetching)
   kernel::RingBuffer<Task> queue_;
 
   std::vector<PsJob> jobs_;

@@ -24,7 +24,6 @@ namespace dcgym::rack {
 struct NodeCounters {
   uint64_t completed = 0;
   uint64_t dropped = 0;
-  double work_done = 0;  // sum of sizes of completed tasks (us at speed 1)
 };
 
 struct RackCounters {
@@ -54,8 +53,10 @@ class RackSim {
   const RackCounters& Counters() const { return counters_; }
   const std::vector<NodeCounters>& NodeStats() const { return node_counters_; }
   const kernel::LogHistogram& Latency() const { return latency_; }
-  const std::vector<kernel::LogHistogram>& LatencyByClass() const { return latency_by_class_; }
-  const WaitStats& Waits() const { return waits_; }
+  // Per-class latencies; with a single class, the overall histogram.
+  const kernel::LogHistogram& LatencyOfClass(uint32_t k) const { return per_class_ ? latency_by_class_[k] : latency_; }
+  uint32_t NumClasses() const { return config_.service.NumClasses(); }
+  const StartStats& Starts() const { return starts_; }
   const Node& NodeAt(uint32_t i) const { return nodes_[i]; }
   // Tasks currently in the rack, counted by walking every queue.
   uint64_t InFlight() const;
@@ -78,6 +79,7 @@ class RackSim {
   Dispatcher dispatcher_;
   bool track_loads_;
   bool central_;
+  bool per_class_;  // more than one class: keep a histogram per class
 
   kernel::Rng arrival_rng_, service_rng_;
   double rate_;           // arrivals per us
@@ -95,7 +97,7 @@ class RackSim {
   std::vector<NodeCounters> node_counters_;
   kernel::LogHistogram latency_;
   std::vector<kernel::LogHistogram> latency_by_class_;
-  WaitStats waits_;
+  StartStats starts_;
 };
 
 }  // namespace dcgym::rack
