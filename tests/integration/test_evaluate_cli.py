@@ -1,0 +1,95 @@
+"""Smoke runs of evaluate.py as users run it, with tiny budgets (DESIGN.md, "evaluate.py")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULT_FIELDS = {
+    "policy", "load", "throughput_ktps", "latency_us", "tasks_completed", "tasks_dropped", "tasks_warmup",
+    "migrations", "steals", "events", "sim_time_us", "wall_s",
+}
+
+
+def evaluate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def run_json(tmp_path: Path, *args: str) -> dict:
+    proc = evaluate("--scenario", "mm16", "--policy", "random", "--policy", "po2", "--loads", "0.5,0.9",
+                    "--tasks", "3000", "--out", str(tmp_path), "--json", *args)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)  # the whole of stdout is the document
+
+
+def test_smoke_run_writes_json_csv_and_png(tmp_path):
+    proc = evaluate("--scenario", "malcolm_homog_exp", "--policy", "random", "--policy", "po_d:d=3",
+                    "--loads", "0.5,0.9", "--tasks", "3000", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert "po_d:d=3" in proc.stdout  # the table
+    doc = json.loads((tmp_path / "out/results.json").read_text())
+    assert [(r["policy"], r["load"]) for r in doc["results"]] == [
+        ("random", 0.5), ("random", 0.9), ("po_d:d=3", 0.5), ("po_d:d=3", 0.9)
+    ]
+    csv = (tmp_path / "out/results.csv").read_text().splitlines()
+    assert len(csv) == 5 and "latency_us_p99" in csv[0]
+    assert (tmp_path / "out/p99_vs_load.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_json_output_has_the_design_fields(tmp_path):
+    doc = run_json(tmp_path)
+    assert {"scenario", "seed", "tasks", "dcgym_version", "results"} <= doc.keys()
+    assert (doc["scenario"], doc["seed"], doc["tasks"]) == ("mm16", 1, 3000)
+    assert len(doc["results"]) == 4
+    for r in doc["results"]:
+        assert RESULT_FIELDS <= r.keys()
+        assert set(r["latency_us"]) == {"mean", "p50", "p90", "p99", "p999"}
+        assert r["tasks_warmup"] == 300
+        assert r["tasks_completed"] <= 2700
+        assert (r["migrations"], r["steals"]) == (0, 0)
+
+
+def test_same_seed_gives_identical_results_except_wall_time(tmp_path):
+    first, second = run_json(tmp_path / "a"), run_json(tmp_path / "b")
+    other = run_json(tmp_path / "c", "--seed", "2")
+    for doc in (first, second, other):
+        for r in doc["results"]:
+            r.pop("wall_s")
+    assert first == second
+    assert first != other
+
+
+BAD_INPUTS = {
+    "unknown scenario": ["--scenario", "malcom_homog_exp"],
+    "missing scenario file": ["--scenario", "no/such.yaml"],
+    "unknown policy": ["--policy", "jqs"],
+    "bad policy parameter": ["--policy", "po_d:d=0"],
+    "huge load": ["--loads", "1.5e9"],
+    "non-numeric load": ["--loads", "abc"],
+    "zero tasks": ["--tasks", "0"],
+    "non-integer tasks": ["--tasks", "abc"],
+    "negative seed": ["--seed", "-1"],
+    "unknown option": ["--bogus"],
+    "invalid yaml": ["--scenario", "broken.yaml"],
+    "bad field in yaml": ["--scenario", "badfield.yaml"],
+}
+
+
+@pytest.mark.parametrize("args", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
+def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
+    (tmp_path / "broken.yaml").write_text("kind: rack\nnodes: [\n  - {count: 1\n")
+    (tmp_path / "badfield.yaml").write_text(
+        "kind: rack\ndescription: x\nnodes: [{count: 2, workers: -1}]\nservice: {dist: exp, mean_us: 1}\n"
+    )
+    proc = evaluate(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
