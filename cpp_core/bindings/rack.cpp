@@ -60,23 +60,88 @@ RackConfig ParseRackConfig(const py::dict& d) {
   const auto disp = GetDict(d, "dispatch", "config");
   c.dispatch.kind = Choice<DispatchKind>(Get<std::string>(disp, "policy", "dispatch"), "dispatch.policy",
                                          {{"random", DispatchKind::kRandom},
+                                          {"ecmp", DispatchKind::kRandom},
                                           {"round_robin", DispatchKind::kRoundRobin},
                                           {"po_d", DispatchKind::kPowerOfD},
                                           {"jsq", DispatchKind::kJsq},
-                                          {"central_fcfs", DispatchKind::kCentralFcfs}});
+                                          {"jbt", DispatchKind::kJbt},
+                                          {"jbsq", DispatchKind::kJbsq},
+                                          {"sed", DispatchKind::kSed},
+                                          {"wcmp", DispatchKind::kWcmp},
+                                          {"lsq", DispatchKind::kLsq},
+                                          {"central_fcfs", DispatchKind::kCentralFcfs},
+                                          {"oracle", DispatchKind::kOracle},
+                                          {"table", DispatchKind::kTable}});
   const auto dd = Get<int64_t>(disp, "d", "dispatch", 2);
   if (dd < 1 || dd > 64) throw std::invalid_argument("dispatch.d: must be in [1, 64], got " + std::to_string(dd));
   c.dispatch.d = static_cast<uint32_t>(dd);
   c.dispatch.replace = Get<bool>(disp, "replace", "dispatch", true);
   c.dispatch.metric = Choice<LoadMetric>(Get<std::string>(disp, "metric", "dispatch", std::string("outstanding")),
                                          "dispatch.metric",
-                                         {{"outstanding", LoadMetric::kOutstanding}, {"queue", LoadMetric::kQueue}});
+                                         {{"outstanding", LoadMetric::kOutstanding},
+                                          {"queue", LoadMetric::kQueue},
+                                          {"expected_wait", LoadMetric::kExpectedWait},
+                                          {"work", LoadMetric::kWork}});
   c.dispatch.rtt_us = Get<double>(disp, "rtt_us", "dispatch", 0.0);
+  c.dispatch.threshold = Get<double>(disp, "threshold", "dispatch", 1.0);
+  const auto bound = Get<int64_t>(disp, "bound", "dispatch", 1);
+  if (bound < 1 || bound > (1 << 20)) throw std::invalid_argument("dispatch.bound: must be in [1, 1048576], got " + std::to_string(bound));
+  c.dispatch.bound = static_cast<uint32_t>(bound);
+  c.dispatch.sed_by_speed = Choice<bool>(Get<std::string>(disp, "by", "dispatch", std::string("capacity")), "dispatch.by",
+                                         {{"capacity", true}, {"workers", false}});
+  c.dispatch.weights = Get<std::vector<double>>(disp, "weights", "dispatch", {});
+
+  if (d.contains("entry")) {
+    const auto e = GetDict(d, "entry", "config");
+    c.entry.kind = Choice<EntryKind>(Get<std::string>(e, "kind", "entry"), "entry.kind",
+                                     {{"switch", EntryKind::kSwitch}, {"balancers", EntryKind::kBalancers},
+                                      {"nodes", EntryKind::kNodes}});
+    const auto count = Get<int64_t>(e, "count", "entry", 1);
+    if (count < 1 || count > 4096) throw std::invalid_argument("entry.count: must be in [1, 4096], got " + std::to_string(count));
+    c.entry.count = static_cast<uint32_t>(count);
+    c.entry.split = Get<std::vector<double>>(e, "split", "entry", {});
+  }
   if (d.contains("load_info")) {
     const auto li = GetDict(d, "load_info", "config");
-    Choice<LoadInfoKind>(Get<std::string>(li, "model", "load_info", std::string("fresh")), "load_info.model",
-                         {{"fresh", LoadInfoKind::kFresh}});
+    c.load_info.kind = Choice<LoadInfoKind>(Get<std::string>(li, "model", "load_info", std::string("fresh")), "load_info.model",
+                                            {{"fresh", LoadInfoKind::kFresh}, {"periodic", LoadInfoKind::kPeriodic},
+                                             {"piggyback", LoadInfoKind::kPiggyback}, {"min_only", LoadInfoKind::kMinOnly},
+                                             {"proactive", LoadInfoKind::kProactive}});
+    c.load_info.period_us = Get<double>(li, "period_us", "load_info", 100.0);
+    c.load_info.delay_us = Get<double>(li, "delay_us", "load_info", 0.0);
+    c.load_info.local_increment = Get<bool>(li, "local_increment", "load_info", false);
   }
+  if (d.contains("migration")) {
+    const auto mg = GetDict(d, "migration", "config");
+    c.migration.delay_us = Get<double>(mg, "delay_us", "migration", 0.0);
+    c.migration.steal_below = Get<double>(mg, "steal_below", "migration", 1.0);
+    c.migration.queue_smoothing = Get<double>(mg, "queue_smoothing", "migration", 0.95);
+  }
+  if (d.contains("dynamics")) {
+    py::object dyn = d["dynamics"];
+    if (!py::isinstance<py::list>(dyn)) throw std::invalid_argument("dynamics: must be a list of changes");
+    size_t k = 0;
+    for (auto item : dyn.cast<py::list>()) {
+      const std::string f = "dynamics[" + std::to_string(k++) + "]";
+      if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
+      auto e = item.cast<py::dict>();
+      DynamicsEvent ev;
+      ev.at_us = Get<double>(e, "at_us", f);
+      ev.kind = Choice<DynamicsEvent::Kind>(Get<std::string>(e, "kind", f), f + ".kind",
+                                            {{"split", DynamicsEvent::kSplit}, {"speed", DynamicsEvent::kSpeed},
+                                             {"remove", DynamicsEvent::kRemove}, {"add", DynamicsEvent::kAdd},
+                                             {"load", DynamicsEvent::kLoad}});
+      ev.nodes = Get<std::vector<uint32_t>>(e, "nodes", f, {});
+      switch (ev.kind) {
+        case DynamicsEvent::kSplit: ev.values = Get<std::vector<double>>(e, "split", f); break;
+        case DynamicsEvent::kSpeed: ev.values = {Get<double>(e, "factor", f)}; break;
+        case DynamicsEvent::kLoad: ev.values = {Get<double>(e, "load", f)}; break;
+        default: break;
+      }
+      c.dynamics.push_back(ev);
+    }
+  }
+  c.sample_period_us = Get<double>(d, "sample_period_us", "config", 0.0);
   c.Validate();
   return c;
 }
@@ -103,6 +168,9 @@ py::dict Results(const RackSim& sim) {
   r["tasks_dropped"] = c.dropped;
   r["tasks_in_flight"] = sim.InFlight();
   r["tasks_warmup"] = c.warmup;
+  r["migrations"] = c.migrations;
+  r["steals"] = c.steals;
+  r["failed_steals"] = c.failed_steals;
   r["events"] = c.events;
   r["sim_time_us"] = sim.Now();
   r["arrival_rate_per_us"] = sim.ArrivalRate();
@@ -118,25 +186,35 @@ py::dict Results(const RackSim& sim) {
   r["wait_us"] = wait;
 
   const uint32_t n = sim.NumNodes();
-  py::array_t<uint64_t> completed(n), dropped(n), outstanding(n);
+  py::array_t<uint64_t> completed(n), dropped(n), outstanding(n), migrated_out(n), stolen_from(n);
   py::array_t<double> utilization(n);
+  py::array_t<bool> active(n);
   auto cm = completed.mutable_unchecked<1>();
   auto dm = dropped.mutable_unchecked<1>();
   auto om = outstanding.mutable_unchecked<1>();
+  auto mm = migrated_out.mutable_unchecked<1>();
+  auto sm = stolen_from.mutable_unchecked<1>();
   auto um = utilization.mutable_unchecked<1>();
+  auto am = active.mutable_unchecked<1>();
   for (uint32_t i = 0; i < n; ++i) {
     const auto& nc = sim.NodeStats()[i];
     const auto& nd = sim.NodeAt(i);
     cm(i) = nc.completed;
     dm(i) = nc.dropped;
     om(i) = nd.Outstanding();
-    um(i) = sim.Now() > 0 ? nd.WorkStarted() / (nd.Workers() * nd.Speed() * sim.Now()) : 0.0;
+    mm(i) = nc.migrated_out;
+    sm(i) = nc.stolen_from;
+    um(i) = sim.Now() > 0 ? nd.BusyTime(sim.Now()) / (nd.Workers() * sim.Now()) : 0.0;
+    am(i) = sim.IsActive(i);
   }
   py::dict nodes;
   nodes["completed"] = completed;
   nodes["dropped"] = dropped;
   nodes["outstanding"] = outstanding;
+  nodes["migrated_out"] = migrated_out;
+  nodes["stolen_from"] = stolen_from;
   nodes["utilization"] = utilization;
+  nodes["active"] = active;
   r["nodes"] = nodes;
   return r;
 }
@@ -170,6 +248,76 @@ void BindRack(py::module_& m) {
             s.RunUntil(t);
           },
           py::arg("time_us"), "Run until simulated time time_us. Releases the GIL.")
+      .def(
+          "set_tables",
+          [](RackSim& s, py::array_t<double, py::array::c_style | py::array::forcecast> migration,
+             py::object stealing) {
+            const uint32_t n = s.NumNodes();
+            auto check = [n](const py::array_t<double, py::array::c_style | py::array::forcecast>& a, const char* what) {
+              if (a.ndim() != 2 || a.shape(0) != n || a.shape(1) != n)
+                throw std::invalid_argument(std::string(what) + ": must have shape (" + std::to_string(n) + ", " +
+                                            std::to_string(n) + ")");
+            };
+            check(migration, "migration");
+            for (uint32_t i = 0; i < n; ++i) s.SetMigrationTable(i, migration.data() + static_cast<size_t>(i) * n);
+            if (!stealing.is_none()) {
+              auto st = stealing.cast<py::array_t<double, py::array::c_style | py::array::forcecast>>();
+              check(st, "stealing");
+              for (uint32_t i = 0; i < n; ++i) s.SetStealTable(i, st.data() + static_cast<size_t>(i) * n);
+            }
+          },
+          py::arg("migration"), py::arg("stealing") = py::none(),
+          "Set every node's migration (and stealing) probabilities: arrays of shape (nodes, nodes), rows summing "
+          "to 1; row i, column i is 'accept' (migration) or 'no steal' (stealing).")
+      .def(
+          "decision_counts",
+          [](RackSim& s, bool reset) {
+            auto& dc = s.Decisions();
+            const py::ssize_t n = dc.n;
+            py::dict out;
+            out["migrate"] = py::array_t<uint64_t>({n, n}, dc.migrate.data());
+            out["steal"] = py::array_t<uint64_t>({n, n}, dc.steal.data());
+            out["migrations"] = py::array_t<uint64_t>(n, dc.migrations.data());
+            out["steals"] = py::array_t<uint64_t>(n, dc.steals.data());
+            out["failed_steals"] = py::array_t<uint64_t>(n, dc.failed_steals.data());
+            out["dropped"] = py::array_t<uint64_t>(n, dc.dropped.data());
+            if (reset) dc.Reset();
+            return out;
+          },
+          py::arg("reset") = true,
+          "Decisions of the nodes' load managers since the last reset (entry 'nodes'): migrate[i, j] and "
+          "steal[i, j] count node i choosing j; per-node migrations, steals, failed steals and dropped tasks.")
+      .def(
+          "beliefs",
+          [](const RackSim& s) {
+            const uint32_t v = s.NumViewers(), n = s.NumNodes();
+            py::array_t<double> out({static_cast<py::ssize_t>(v), static_cast<py::ssize_t>(n)});
+            auto o = out.mutable_unchecked<2>();
+            for (uint32_t a = 0; a < v; ++a)
+              for (uint32_t j = 0; j < n; ++j) o(a, j) = s.Belief(a, j);
+            return out;
+          },
+          "Loads each dispatcher (switch, balancer or node) believes every node has, in the dispatch metric.")
+      .def(
+          "true_loads",
+          [](const RackSim& s) {
+            py::array_t<double> out(s.NumNodes());
+            auto o = out.mutable_unchecked<1>();
+            for (uint32_t j = 0; j < s.NumNodes(); ++j) o(j) = s.TrueLoad(j);
+            return out;
+          },
+          "Every node's current load in the dispatch metric.")
+      .def(
+          "take_samples",
+          [](RackSim& s) {
+            const auto& t = s.SampleTimes();
+            const py::ssize_t rows = static_cast<py::ssize_t>(t.size()), n = s.NumNodes();
+            py::array_t<double> times(rows, t.data());
+            py::array_t<float> loads({rows, n}, s.Samples().data());
+            s.ClearSamples();
+            return py::make_tuple(times, loads);
+          },
+          "(times, outstanding tasks per node) recorded every sample_period_us since the last call.")
       .def_property_readonly("now_us", &RackSim::Now)
       .def_property_readonly("num_nodes", &RackSim::NumNodes)
       .def("results", &b::Results, "Counters and latency statistics as a dict.")

@@ -35,6 +35,34 @@ double RackConfig::Capacity() const {
   return c;
 }
 
+namespace {
+
+void RequireFinite(double v, double lo, const std::string& field, bool strict = false) {
+  if (!std::isfinite(v) || (strict ? !(v > lo) : !(v >= lo)))
+    Fail(field, std::string("must be a finite number ") + (strict ? "> " : ">= ") + Str(lo) + ", got " + Str(v));
+}
+
+void RequireWeights(const std::vector<double>& w, size_t size, const std::string& field, const std::string& of) {
+  if (w.size() != size)
+    Fail(field, "needs one value per " + of + " (" + Str(size) + "), got " + Str(w.size()));
+  double total = 0;
+  for (size_t k = 0; k < w.size(); ++k) {
+    RequireFinite(w[k], 0, field + "[" + Str(k) + "]");
+    total += w[k];
+  }
+  if (!(total > 0)) Fail(field, "values must not all be 0");
+}
+
+const char* EntryName(EntryKind k) {
+  switch (k) {
+    case EntryKind::kBalancers: return "balancers";
+    case EntryKind::kNodes: return "nodes";
+    default: return "switch";
+  }
+}
+
+}  // namespace
+
 void RackConfig::Validate() const {
   if (groups.empty()) Fail("nodes", "needs at least one node group");
   uint64_t total = 0;
@@ -44,36 +72,111 @@ void RackConfig::Validate() const {
     if (g.count < 1) Fail(f + ".count", "must be >= 1, got " + Str(g.count));
     if (g.workers < 1 || g.workers > kMaxWorkers)
       Fail(f + ".workers", "must be in [1, " + Str(kMaxWorkers) + "], got " + Str(g.workers));
-    if (!(g.speed > 0) || !std::isfinite(g.speed))
-      Fail(f + ".speed", "must be a positive finite number, got " + Str(g.speed));
+    RequireFinite(g.speed, 0, f + ".speed", true);
     if (g.queue_capacity < -1)
       Fail(f + ".queue_capacity", "must be >= 0 or -1 (unbounded), got " + Str(g.queue_capacity));
     total += g.count;
   }
   if (total > kMaxNodes) Fail("nodes", "at most " + Str(kMaxNodes) + " nodes, got " + Str(total));
-  if (!(load > 0) || !std::isfinite(load) || load > 10)
-    Fail("load", "must be in (0, 10], got " + Str(load));
+  const uint32_t n = static_cast<uint32_t>(total);
+  if (!(load > 0) || !std::isfinite(load) || load > 10) Fail("load", "must be in (0, 10], got " + Str(load));
   if (!(service.Mean() > 0)) Fail("service", "mean must be positive");
-  if (!(intra.quantum_us >= 0) || !std::isfinite(intra.quantum_us))
-    Fail("intra_node.quantum_us", "must be >= 0, got " + Str(intra.quantum_us));
-  if (!(intra.switch_cost_us >= 0) || !std::isfinite(intra.switch_cost_us))
-    Fail("intra_node.switch_cost_us", "must be >= 0, got " + Str(intra.switch_cost_us));
+  RequireFinite(intra.quantum_us, 0, "intra_node.quantum_us");
+  RequireFinite(intra.switch_cost_us, 0, "intra_node.switch_cost_us");
   if (intra.discipline == Discipline::kFcfs && (intra.quantum_us > 0 || intra.switch_cost_us > 0))
     Fail("intra_node.quantum_us", "applies to discipline 'ps' only");
-  if (intra.quantum_us == 0 && intra.switch_cost_us > 0)
-    Fail("intra_node.switch_cost_us", "needs a quantum_us > 0");
-  if (dispatch.kind == DispatchKind::kPowerOfD) {
+  if (intra.quantum_us == 0 && intra.switch_cost_us > 0) Fail("intra_node.switch_cost_us", "needs a quantum_us > 0");
+
+  // Entry point.
+  switch (entry.kind) {
+    case EntryKind::kSwitch:
+      if (!entry.split.empty()) Fail("entry.split", "applies to entry 'balancers' or 'nodes' only");
+      break;
+    case EntryKind::kBalancers:
+      if (entry.count < 1 || entry.count > 4096) Fail("entry.count", "must be in [1, 4096], got " + Str(entry.count));
+      if (!entry.split.empty()) RequireWeights(entry.split, entry.count, "entry.split", "balancer");
+      break;
+    case EntryKind::kNodes:
+      if (!entry.split.empty()) RequireWeights(entry.split, n, "entry.split", "node");
+      break;
+  }
+
+  // Dispatch policy.
+  const auto kind = dispatch.kind;
+  if (kind == DispatchKind::kPowerOfD) {
     if (dispatch.d < 1 || dispatch.d > 64) Fail("dispatch.d", "must be in [1, 64], got " + Str(dispatch.d));
     if (!dispatch.replace && dispatch.d > total)
-      Fail("dispatch.d", "without replacement must be <= the number of nodes (" + Str(total) +
-                             "), got " + Str(dispatch.d));
+      Fail("dispatch.d", "without replacement must be <= the number of nodes (" + Str(total) + "), got " + Str(dispatch.d));
   }
-  if (!(dispatch.rtt_us >= 0) || !std::isfinite(dispatch.rtt_us))
-    Fail("dispatch.rtt_us", "must be >= 0, got " + Str(dispatch.rtt_us));
-  if (dispatch.kind != DispatchKind::kCentralFcfs && dispatch.rtt_us > 0)
+  RequireFinite(dispatch.rtt_us, 0, "dispatch.rtt_us");
+  if (kind != DispatchKind::kCentralFcfs && dispatch.rtt_us > 0)
     Fail("dispatch.rtt_us", "applies to policy 'central_fcfs' only");
-  if (dispatch.kind == DispatchKind::kCentralFcfs && intra.discipline != Discipline::kFcfs)
+  if (kind == DispatchKind::kCentralFcfs && intra.discipline != Discipline::kFcfs)
     Fail("intra_node.discipline", "policy 'central_fcfs' serves one global FCFS queue; use 'fcfs'");
+  if ((kind == DispatchKind::kCentralFcfs || kind == DispatchKind::kJbsq) && entry.kind != EntryKind::kSwitch)
+    Fail("dispatch.policy", std::string("central_fcfs and jbsq queue tasks at one switch; entry is '") +
+                                EntryName(entry.kind) + "'");
+  if (kind == DispatchKind::kTable && entry.kind != EntryKind::kNodes)
+    Fail("dispatch.policy", "'table' sets the migration tables of nodes; it needs entry 'nodes'");
+  if (kind == DispatchKind::kJbt && !std::isfinite(dispatch.threshold))
+    Fail("dispatch.threshold", "must be finite, got " + Str(dispatch.threshold));
+  if (kind == DispatchKind::kJbsq && dispatch.bound < 1) Fail("dispatch.bound", "must be >= 1, got " + Str(dispatch.bound));
+  if (kind == DispatchKind::kWcmp && !dispatch.weights.empty())
+    RequireWeights(dispatch.weights, n, "dispatch.weights", "node");
+
+  // Load information.
+  RequireFinite(load_info.period_us, 0, "load_info.period_us", true);
+  RequireFinite(load_info.delay_us, 0, "load_info.delay_us");
+  if (load_info.kind == LoadInfoKind::kMinOnly && entry.kind == EntryKind::kNodes)
+    Fail("load_info.model", "'min_only' tracks the replies a dispatcher receives; it needs entry 'switch' or 'balancers'");
+
+  // Migration and stealing.
+  RequireFinite(migration.delay_us, 0, "migration.delay_us");
+  RequireFinite(migration.steal_below, 0, "migration.steal_below");
+  if (!(migration.queue_smoothing >= 0 && migration.queue_smoothing < 1))
+    Fail("migration.queue_smoothing", "must be in [0, 1), got " + Str(migration.queue_smoothing));
+
+  // Dynamics, replayed on the set of active nodes so it never becomes empty.
+  std::vector<char> active(n, 1);
+  uint32_t num_active = n;
+  double last = 0;
+  for (size_t k = 0; k < dynamics.size(); ++k) {
+    const auto& e = dynamics[k];
+    const std::string f = "dynamics[" + Str(k) + "]";
+    RequireFinite(e.at_us, last, f + ".at_us");
+    last = e.at_us;
+    for (uint32_t i : e.nodes)
+      if (i >= n) Fail(f + ".nodes", "node " + Str(i) + " does not exist (nodes are 0.." + Str(n - 1) + ")");
+    switch (e.kind) {
+      case DynamicsEvent::kSplit:
+        if (entry.kind == EntryKind::kSwitch) Fail(f, "a traffic split needs entry 'balancers' or 'nodes'");
+        RequireWeights(e.values, entry.kind == EntryKind::kBalancers ? entry.count : n, f + ".split",
+                       entry.kind == EntryKind::kBalancers ? "balancer" : "node");
+        break;
+      case DynamicsEvent::kSpeed:
+        if (e.values.size() != 1) Fail(f + ".factor", "needs one speed factor");
+        RequireFinite(e.values[0], 0, f + ".factor", true);
+        if (e.nodes.empty()) Fail(f + ".nodes", "needs at least one node");
+        break;
+      case DynamicsEvent::kRemove:
+      case DynamicsEvent::kAdd:
+        if (e.nodes.empty()) Fail(f + ".nodes", "needs at least one node");
+        for (uint32_t i : e.nodes) {
+          const char want = e.kind == DynamicsEvent::kAdd;
+          if (active[i] != want) {
+            active[i] = want;
+            num_active += want ? 1 : -1;
+          }
+        }
+        if (num_active == 0) Fail(f + ".nodes", "removes the last active node");
+        break;
+      case DynamicsEvent::kLoad:
+        if (e.values.size() != 1 || !(e.values[0] > 0) || !(e.values[0] <= 10))
+          Fail(f + ".load", "must be in (0, 10]");
+        break;
+    }
+  }
+  RequireFinite(sample_period_us, 0, "sample_period_us");
 }
 
 }  // namespace dcgym::rack

@@ -1,7 +1,9 @@
 #include "dcgym/rack/rack_sim.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace dcgym::rack {
 
@@ -11,76 +13,144 @@ namespace {
 
 constexpr uint32_t kNotIdle = UINT32_MAX;
 
-std::vector<kernel::LogHistogram> ClassHistograms(const RackConfig& c) {
-  return std::vector<kernel::LogHistogram>(c.service.NumClasses());
+std::vector<double> NodeRates(const RackConfig& c) {
+  std::vector<double> r;
+  for (const auto& g : c.groups)
+    for (uint32_t k = 0; k < g.count; ++k) r.push_back(c.dispatch.sed_by_speed ? g.workers * g.speed : g.workers);
+  return r;
+}
+
+DispatchConfig WithDefaultWeights(const RackConfig& c) {
+  DispatchConfig d = c.dispatch;
+  if (d.kind == DispatchKind::kWcmp && d.weights.empty())
+    for (const auto& g : c.groups)
+      for (uint32_t k = 0; k < g.count; ++k) d.weights.push_back(g.workers * g.speed);
+  return d;
+}
+
+uint32_t ViewersOf(const RackConfig& c) {
+  switch (c.entry.kind) {
+    case EntryKind::kBalancers: return c.entry.count;
+    case EntryKind::kNodes: return c.NumNodes();
+    default: return 1;
+  }
 }
 
 }  // namespace
 
+void DecisionCounts::Reset() {
+  std::fill(migrate.begin(), migrate.end(), 0);
+  std::fill(steal.begin(), steal.end(), 0);
+  std::fill(migrations.begin(), migrations.end(), 0);
+  std::fill(steals.begin(), steals.end(), 0);
+  std::fill(failed_steals.begin(), failed_steals.end(), 0);
+  std::fill(dropped.begin(), dropped.end(), 0);
+}
+
 RackSim::RackSim(const RackConfig& config)
     : config_((config.Validate(), config)),
       node_events_(config.NumNodes()),
-      load_info_(config.load_info, config.NumNodes()),
-      dispatcher_(config.dispatch, config.NumNodes(), kernel::MakeRng(config.seed, Stream::kDispatch)),
-      track_loads_(dispatcher_.NeedsLoads()),
-      central_(config.dispatch.kind == DispatchKind::kCentralFcfs),
+      board_(config.load_info, ViewersOf(config), config.NumNodes(), config.entry.kind == EntryKind::kNodes),
+      dispatcher_(WithDefaultWeights(config), NodeRates(config), ViewersOf(config),
+                  kernel::MakeRng(config.seed, Stream::kDispatch)),
+      entry_(config.entry.kind),
+      policy_(config.dispatch.kind),
       per_class_(config.service.NumClasses() > 1),
       arrival_rng_(kernel::MakeRng(config.seed, Stream::kArrivals)),
       service_rng_(kernel::MakeRng(config.seed, Stream::kService)),
+      entry_rng_(kernel::MakeRng(config.seed, Stream::kArrivals, 1)),
+      table_rng_(kernel::MakeRng(config.seed, Stream::kPolicy)),
       central_rng_(kernel::MakeRng(config.seed, Stream::kDispatch, 1)),
       node_counters_(config.NumNodes()),
-      latency_by_class_(ClassHistograms(config)) {
-  nodes_.reserve(config.NumNodes());
+      latency_by_class_(per_class_ ? config.service.NumClasses() : 0) {
+  const uint32_t n = config.NumNodes();
+  nodes_.reserve(n);
   for (const auto& g : config.groups)
-    for (uint32_t k = 0; k < g.count; ++k) nodes_.emplace_back(g, config.intra, &starts_);
+    for (uint32_t k = 0; k < g.count; ++k) {
+      nodes_.emplace_back(g, config.intra, config.service.Mean(), &starts_);
+      workers_of_.push_back(g.workers);
+    }
+  table_ = entry_ == EntryKind::kNodes && policy_ == DispatchKind::kTable;
+  needs_replies_ = board_.UsesReplies() || policy_ == DispatchKind::kLsq || policy_ == DispatchKind::kJbsq;
+  local_counts_ = policy_ == DispatchKind::kLsq || policy_ == DispatchKind::kJbsq;
+  track_truth_ = dispatcher_.ReadsLoads() || board_.Kind() != LoadInfoKind::kFresh || table_;
+  if (local_counts_) local_count_.assign(static_cast<size_t>(board_.NumViewers()) * n, 0.0);
+
+  is_active_.assign(n, 1);
+  for (uint32_t i = 0; i < n; ++i) active_.push_back(i);
+  dispatcher_.OnActiveChanged(active_);
+  RebuildSplit();
+
+  if (entry_ == EntryKind::kNodes) {  // only load managers take decisions
+    decisions_.n = n;
+    decisions_.migrate.assign(static_cast<size_t>(n) * n, 0);
+    decisions_.steal.assign(static_cast<size_t>(n) * n, 0);
+    decisions_.migrations.assign(n, 0);
+    decisions_.steals.assign(n, 0);
+    decisions_.failed_steals.assign(n, 0);
+    decisions_.dropped.assign(n, 0);
+  }
+  if (table_) {
+    // Until told otherwise every node accepts every task and never steals.
+    migrate_cum_.assign(static_cast<size_t>(n) * n, 0.0);
+    steal_cum_.assign(static_cast<size_t>(n) * n, 0.0);
+    for (uint32_t i = 0; i < n; ++i)
+      for (uint32_t j = i; j < n; ++j) migrate_cum_[i * n + j] = steal_cum_[i * n + j] = 1.0;
+    queue_ema_.assign(n, 0.0);
+  }
+
   rate_ = config.load * config.Capacity() / config.service.Mean();
   next_arrival_ = arrival_rng_.Exp1() / rate_;
 
-  if (central_) {
+  if (policy_ == DispatchKind::kCentralFcfs) {
     std::vector<double> speeds;
     for (const auto& nd : nodes_) speeds.push_back(nd.Speed());
     std::sort(speeds.begin(), speeds.end(), std::greater<double>());
     speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
     idle_by_speed_.resize(speeds.size());
-    speed_class_.resize(nodes_.size());
-    idle_pos_.assign(nodes_.size(), kNotIdle);
-    for (uint32_t i = 0; i < nodes_.size(); ++i) {
-      speed_class_[i] = static_cast<uint32_t>(
-          std::find(speeds.begin(), speeds.end(), nodes_[i].Speed()) - speeds.begin());
+    speed_class_.resize(n);
+    idle_pos_.assign(n, kNotIdle);
+    for (uint32_t i = 0; i < n; ++i) {
+      speed_class_[i] = static_cast<uint32_t>(std::find(speeds.begin(), speeds.end(), nodes_[i].Speed()) - speeds.begin());
       CentralTrackIdle(i);
     }
   }
+  if (board_.Kind() == LoadInfoKind::kPeriodic) Schedule(config.load_info.period_us, Message(Message::kBroadcast));
+  for (uint32_t k = 0; k < config.dynamics.size(); ++k) {
+    Message m(Message::kDynamics);
+    m.a = k;
+    Schedule(config.dynamics[k].at_us, m);
+  }
+  if (config.sample_period_us > 0) Schedule(config.sample_period_us, Message(Message::kSample));
 }
 
-[[gnu::flatten]] void RackSim::RunTasks(uint64_t n) {
-  const uint64_t target = counters_.arrived + n;
+// ---------------------------------------------------------------- event loop
+
+template <bool kUntil>
+void RackSim::Loop(uint64_t target_arrivals, double horizon) {
   for (;;) {
-    const double t_node = node_events_.TopKey();
-    if (next_arrival_ <= t_node) {
-      if (counters_.arrived >= target) return;
+    const double t_node = node_events_.TopKey(), t_msg = messages_.TopTime();
+    if (next_arrival_ <= t_node && next_arrival_ <= t_msg) {
+      if (kUntil ? next_arrival_ > horizon : counters_.arrived >= target_arrivals) return;
       now_ = next_arrival_;
       OnArrival();
-    } else {
+    } else if (t_node <= t_msg) {
+      if (kUntil && t_node > horizon) return;
       now_ = t_node;
       OnNodeEvent(node_events_.Top());
+    } else {
+      if (kUntil && t_msg > horizon) return;
+      now_ = t_msg;
+      OnMessage(messages_.Pop().payload);
     }
   }
 }
+
+[[gnu::flatten]] void RackSim::RunTasks(uint64_t n) { Loop<false>(counters_.arrived + n, 0.0); }
 
 [[gnu::flatten]] void RackSim::RunUntil(double t_us) {
   if (!(t_us >= now_)) throw std::invalid_argument("run_until: time must be >= the current time");
-  for (;;) {
-    const double t_node = node_events_.TopKey();
-    if (next_arrival_ <= t_node) {
-      if (next_arrival_ > t_us) break;
-      now_ = next_arrival_;
-      OnArrival();
-    } else {
-      if (t_node > t_us) break;
-      now_ = t_node;
-      OnNodeEvent(node_events_.Top());
-    }
-  }
+  Loop<true>(0, t_us);
   now_ = t_us;
 }
 
@@ -89,8 +159,8 @@ void RackSim::OnArrival() {
   const kernel::Sample s = config_.service.Draw(service_rng_);
   Task t;
   t.arrival = now_;
-  t.work = s.value;
-  t.cls = s.cls;
+  t.work = t.size = s.value;
+  t.cls = static_cast<uint16_t>(s.cls);
   if (counters_.arrived < config_.warmup_tasks) {
     t.flags = Task::kWarmup;
     ++counters_.warmup;
@@ -98,17 +168,107 @@ void RackSim::OnArrival() {
   ++counters_.arrived;
   next_arrival_ = now_ + arrival_rng_.Exp1() / rate_;
 
-  if (central_) {
-    if (!CentralPlace(t)) central_queue_.PushBack(t);
-    return;
+  switch (entry_) {
+    case EntryKind::kSwitch:
+      return Dispatch(0, t);
+    case EntryKind::kBalancers:
+      return Dispatch(SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size())), t);
+    case EntryKind::kNodes: {
+      const uint32_t k = split_cum_.empty()
+                             ? (active_.size() == 1 ? 0 : entry_rng_.Below(static_cast<uint32_t>(active_.size())))
+                             : SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size()));
+      return ArriveAtNode(active_[k], t);
+    }
   }
-  Place(dispatcher_.Pick(load_info_.View()), t);
+}
+
+void RackSim::Dispatch(uint32_t viewer, Task t) {
+  t.origin = viewer;
+  switch (policy_) {
+    case DispatchKind::kCentralFcfs:
+      if (!CentralPlace(t)) dispatcher_queue_.PushBack(t);
+      return;
+    case DispatchKind::kJbsq: {
+      // The shortest queue (per worker) among nodes below their bound, else wait here.
+      const uint32_t n = NumNodes();
+      uint32_t best = 0, ties = 0;
+      double best_count = 0;
+      for (uint32_t j : active_) {
+        const double c = local_count_[viewer * n + j] / workers_of_[j];
+        if (c >= config_.dispatch.bound) continue;
+        if (ties == 0 || c < best_count) {
+          best = j;
+          best_count = c;
+          ties = 1;
+        } else if (c == best_count && central_rng_.Below(++ties) == 0) {
+          best = j;
+        }
+      }
+      if (ties == 0) dispatcher_queue_.PushBack(t);
+      else Send(viewer, best, t);
+      return;
+    }
+    case DispatchKind::kLsq: {
+      const double* counts = &local_count_[static_cast<size_t>(viewer) * NumNodes()];
+      return Send(viewer, dispatcher_.Pick(viewer, active_, [counts](uint32_t j) { return counts[j]; }, t.size), t);
+    }
+    case DispatchKind::kOracle:
+      return Send(viewer, dispatcher_.Pick(viewer, active_, [this](uint32_t j) { return nodes_[j].RemainingWork(now_); }, t.size), t);
+    default:
+      if (board_.Kind() == LoadInfoKind::kFresh) {  // the common case, without the board's indirection
+        const double* truth = board_.Truths().data();
+        return Send(viewer, dispatcher_.Pick(viewer, active_, [truth](uint32_t j) { return truth[j]; }, t.size), t);
+      }
+      return Send(viewer, dispatcher_.Pick(viewer, active_, [this, viewer](uint32_t j) { return board_.Belief(viewer, j); }, t.size), t);
+  }
+}
+
+void RackSim::Send(uint32_t viewer, uint32_t j, Task t) {
+  t.origin = viewer;
+  if (track_truth_) board_.OnSend(viewer, j, LoadIncrement(j, t));
+  if (local_counts_) local_count_[static_cast<size_t>(viewer) * NumNodes() + j] += 1;
+  Place(j, t);
+}
+
+// Malcolm §3.2: the load manager of node i accepts the task or migrates it.
+void RackSim::ArriveAtNode(uint32_t i, Task t) {
+  t.origin = i;
+  uint32_t j = i;
+  switch (policy_) {
+    case DispatchKind::kRandom:  // clients already chose the node at random (Malcolm's RAND)
+      break;
+    case DispatchKind::kTable:
+      j = SampleCumulative(&migrate_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes());
+      if (!is_active_[j]) j = i;
+      break;
+    default:
+      j = dispatcher_.Pick(i, active_, [this, i](uint32_t k) { return board_.Belief(i, k); }, t.size);
+      break;
+  }
+  ++decisions_.migrate[static_cast<size_t>(i) * NumNodes() + j];
+  if (j == i) Place(i, t);
+  else Migrate(i, j, t);
+}
+
+void RackSim::Migrate(uint32_t from, uint32_t to, Task t) {
+  t.flags |= Task::kMigrated;
+  ++counters_.migrations;
+  ++decisions_.migrations[from];
+  ++node_counters_[from].migrated_out;
+  if (track_truth_) board_.OnSend(from, to, LoadIncrement(to, t));
+  if (config_.migration.delay_us <= 0) return Place(to, t);
+  Message m(Message::kDeliver);
+  m.a = to;
+  m.task = t;
+  Schedule(now_ + config_.migration.delay_us, m);
 }
 
 void RackSim::Place(uint32_t i, const Task& t) {
   if (!nodes_[i].Admit(t, now_)) {
     ++counters_.dropped;
     ++node_counters_[i].dropped;
+    if (entry_ == EntryKind::kNodes) ++decisions_.dropped[i];
+    if (needs_replies_) Reply(t.origin, i, LoadOf(i));  // the refusal is a reply
     return;
   }
   AfterChange(i);
@@ -117,30 +277,226 @@ void RackSim::Place(uint32_t i, const Task& t) {
 void RackSim::OnNodeEvent(uint32_t i) {
   ++counters_.events;
   Task done;
-  if (nodes_[i].HandleEvent(now_, &done)) Complete(i, done);
-  if (central_) CentralRefill(i);
+  const bool completed = nodes_[i].HandleEvent(now_, &done);
+  if (policy_ == DispatchKind::kCentralFcfs) CentralRefill(i);
   AfterChange(i);
+  if (completed) Complete(i, done);
 }
 
 void RackSim::Complete(uint32_t i, const Task& t) {
   ++counters_.completed;
   ++node_counters_[i].completed;
-  if (t.flags & Task::kWarmup) return;
-  const double latency = now_ - t.arrival;
-  latency_.Record(latency);
-  if (per_class_) latency_by_class_[t.cls].Record(latency);
+  if (!(t.flags & Task::kWarmup)) {
+    const double latency = now_ - t.arrival;
+    latency_.Record(latency);
+    if (per_class_) latency_by_class_[t.cls].Record(latency);
+  }
+  if (needs_replies_) Reply(t.origin, i, LoadOf(i));
+  if (table_) MaybeSteal(i);
+}
+
+void RackSim::Reply(uint32_t viewer, uint32_t i, double load) {
+  const double delay = config_.load_info.delay_us;
+  if (delay > 0) {
+    Message m(Message::kReply);
+    m.a = viewer;
+    m.b = i;
+    m.value = load;
+    return Schedule(now_ + delay, m);
+  }
+  board_.OnReply(viewer, i, load);
+  if (local_counts_) {
+    local_count_[static_cast<size_t>(viewer) * NumNodes() + i] -= 1;
+    if (policy_ == DispatchKind::kJbsq) JbsqRefill(i);
+  }
+}
+
+// Malcolm §3.2: after a completion, a node whose smoothed queue is short may
+// ask a victim drawn from its stealing table for one queued task.
+void RackSim::MaybeSteal(uint32_t i) {
+  const double w = config_.migration.queue_smoothing;
+  queue_ema_[i] = w * queue_ema_[i] + (1 - w) * nodes_[i].Queued();
+  if (!(queue_ema_[i] < config_.migration.steal_below)) return;
+  const uint32_t victim = SampleCumulative(&steal_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes());
+  ++decisions_.steal[static_cast<size_t>(i) * NumNodes() + victim];
+  if (victim == i) return;
+  Message m(Message::kStealRequest);
+  m.a = i;
+  m.b = victim;
+  if (config_.migration.delay_us > 0) Schedule(now_ + config_.migration.delay_us, m);
+  else OnMessage(m);
+}
+
+void RackSim::OnMessage(const Message& m) {
+  ++counters_.events;
+  switch (m.kind) {
+    case Message::kDeliver:
+      return Place(m.a, m.task);
+    case Message::kStealRequest: {
+      Task t;
+      if (!nodes_[m.b].StealQueued(&t)) {
+        ++counters_.failed_steals;
+        ++decisions_.failed_steals[m.a];
+        return;
+      }
+      AfterChange(m.b);
+      ++counters_.steals;
+      ++decisions_.steals[m.a];
+      ++node_counters_[m.b].stolen_from;
+      t.flags |= Task::kMigrated;
+      if (config_.migration.delay_us <= 0) return Place(m.a, t);
+      Message d(Message::kDeliver);
+      d.a = m.a;
+      d.task = t;
+      return Schedule(now_ + config_.migration.delay_us, d);
+    }
+    case Message::kReply:
+      board_.OnReply(m.a, m.b, m.value);
+      if (local_counts_) {
+        local_count_[static_cast<size_t>(m.a) * NumNodes() + m.b] -= 1;
+        if (policy_ == DispatchKind::kJbsq) JbsqRefill(m.b);
+      }
+      return;
+    case Message::kBroadcast: {
+      const double delay = config_.load_info.delay_us;
+      if (delay > 0) {
+        broadcasts_.push_back(board_.Truths());
+        Schedule(now_ + delay, Message(Message::kPublish));
+      } else {
+        board_.Publish(board_.Truths());
+      }
+      return Schedule(now_ + config_.load_info.period_us, Message(Message::kBroadcast));
+    }
+    case Message::kPublish:
+      board_.Publish(broadcasts_.front());
+      broadcasts_.pop_front();
+      return;
+    case Message::kDynamics:
+      return ApplyDynamics(config_.dynamics[m.a]);
+    case Message::kSample:
+      sample_times_.push_back(now_);
+      for (const auto& nd : nodes_) samples_.push_back(static_cast<float>(nd.Outstanding()));
+      return Schedule(now_ + config_.sample_period_us, Message(Message::kSample));
+  }
 }
 
 void RackSim::AfterChange(uint32_t i) {
   const Node& nd = nodes_[i];
   const double next = nd.NextEventTime();
   if (next != node_events_.Key(i)) node_events_.Update(i, next);
-  if (track_loads_) {
-    const double load = config_.dispatch.metric == LoadMetric::kQueue ? nd.Queued() : nd.Outstanding();
-    load_info_.OnNodeChange(i, load, now_);
-  }
-  if (central_) CentralTrackIdle(i);
+  if (track_truth_) board_.SetTruth(i, LoadOf(i));
+  if (policy_ == DispatchKind::kCentralFcfs) CentralTrackIdle(i);
 }
+
+double RackSim::LoadOf(uint32_t i) const {
+  const Node& nd = nodes_[i];
+  switch (config_.dispatch.metric) {
+    case LoadMetric::kQueue: return nd.Queued();
+    case LoadMetric::kExpectedWait: return nd.Outstanding() * nd.ExecEstimate() / nd.Workers();
+    case LoadMetric::kWork: return nd.OutstandingWork();
+    default: return nd.Outstanding();
+  }
+}
+
+double RackSim::LoadIncrement(uint32_t j, const Task& t) const {
+  switch (config_.dispatch.metric) {
+    case LoadMetric::kExpectedWait: return nodes_[j].ExecEstimate() / nodes_[j].Workers();
+    case LoadMetric::kWork: return t.size;
+    default: return 1.0;
+  }
+}
+
+// ------------------------------------------------------------------ dynamics
+
+void RackSim::ApplyDynamics(const DynamicsEvent& e) {
+  switch (e.kind) {
+    case DynamicsEvent::kSplit:
+      config_.entry.split = e.values;
+      return RebuildSplit();
+    case DynamicsEvent::kSpeed:
+      for (uint32_t i : e.nodes) {
+        nodes_[i].SetSpeed(nodes_[i].Speed() * e.values[0], now_);
+        AfterChange(i);
+      }
+      return;
+    case DynamicsEvent::kRemove:
+    case DynamicsEvent::kAdd:
+      for (uint32_t i : e.nodes) {
+        SetActive(i, e.kind == DynamicsEvent::kAdd);
+        AfterChange(i);
+      }
+      dispatcher_.OnActiveChanged(active_);
+      return RebuildSplit();
+    case DynamicsEvent::kLoad:
+      rate_ = e.values[0] * config_.Capacity() / config_.service.Mean();
+      next_arrival_ = now_ + arrival_rng_.Exp1() / rate_;  // memoryless: redraw at the new rate
+      return;
+  }
+}
+
+void RackSim::SetActive(uint32_t i, bool active) {
+  if (static_cast<bool>(is_active_[i]) == active) return;
+  is_active_[i] = active;
+  if (active) active_.insert(std::lower_bound(active_.begin(), active_.end(), i), i);
+  else active_.erase(std::find(active_.begin(), active_.end(), i));
+}
+
+// Cumulative traffic shares: over balancers, or over the active nodes.
+void RackSim::RebuildSplit() {
+  const auto& split = config_.entry.split;
+  split_cum_.clear();
+  if (entry_ == EntryKind::kSwitch) return;
+  if (entry_ == EntryKind::kBalancers) {
+    double c = 0;
+    for (uint32_t k = 0; k < config_.entry.count; ++k) split_cum_.push_back(c += split.empty() ? 1.0 : split[k]);
+  } else if (!split.empty()) {
+    double c = 0;
+    for (uint32_t i : active_) split_cum_.push_back(c += split[i]);
+    if (!(c > 0)) split_cum_.clear();  // every node with traffic removed: fall back to uniform
+  }
+  for (auto& x : split_cum_) x /= split_cum_.back();
+}
+
+// --------------------------------------------------------------------- tables
+
+void RackSim::SetTable(std::vector<double>& cum, uint32_t n, uint32_t row, const double* probs, const char* what) {
+  if (cum.empty()) throw std::invalid_argument(std::string(what) + ": needs entry 'nodes' with policy 'table'");
+  if (row >= n) throw std::invalid_argument(std::string(what) + ": node " + std::to_string(row) + " out of range");
+  double total = 0;
+  for (uint32_t j = 0; j < n; ++j) {
+    if (!(probs[j] >= 0) || !std::isfinite(probs[j]))
+      throw std::invalid_argument(std::string(what) + "[" + std::to_string(row) + "][" + std::to_string(j) +
+                                  "]: probabilities must be finite and >= 0, got " + std::to_string(probs[j]));
+    total += probs[j];
+  }
+  if (std::fabs(total - 1.0) > 1e-6)
+    throw std::invalid_argument(std::string(what) + "[" + std::to_string(row) + "]: probabilities must sum to 1, got " +
+                                std::to_string(total));
+  double c = 0;
+  for (uint32_t j = 0; j < n; ++j) cum[static_cast<size_t>(row) * n + j] = (c += probs[j]) / total;
+  cum[static_cast<size_t>(row) * n + n - 1] = 1.0;
+}
+
+void RackSim::SetMigrationTable(uint32_t node, const double* probs) {
+  SetTable(migrate_cum_, NumNodes(), node, probs, "migration");
+}
+
+void RackSim::SetStealTable(uint32_t node, const double* probs) {
+  SetTable(steal_cum_, NumNodes(), node, probs, "stealing");
+}
+
+// Inverse-CDF sampling from `width` cumulative probabilities ending at 1.
+uint32_t RackSim::SampleCumulative(const double* c, uint32_t width) {
+  const double u = table_rng_.Uniform();
+  uint32_t lo = 0, hi = width - 1;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (c[mid] <= u) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+// ------------------------------------------------------ central dispatching
 
 bool RackSim::CentralPlace(const Task& t) {
   for (auto& idle : idle_by_speed_) {
@@ -155,13 +511,14 @@ bool RackSim::CentralPlace(const Task& t) {
 
 void RackSim::CentralRefill(uint32_t i) {
   Node& nd = nodes_[i];
-  while (nd.IdleWorkers() > 0 && !central_queue_.Empty())
-    nd.Fetch(central_queue_.PopFront(), now_, config_.dispatch.rtt_us);
+  if (!is_active_[i]) return;
+  while (nd.IdleWorkers() > 0 && !dispatcher_queue_.Empty())
+    nd.Fetch(dispatcher_queue_.PopFront(), now_, config_.dispatch.rtt_us);
 }
 
 void RackSim::CentralTrackIdle(uint32_t i) {
   auto& idle = idle_by_speed_[speed_class_[i]];
-  const bool has_idle = nodes_[i].IdleWorkers() > 0;
+  const bool has_idle = is_active_[i] && nodes_[i].IdleWorkers() > 0;
   if (has_idle && idle_pos_[i] == kNotIdle) {
     idle_pos_[i] = static_cast<uint32_t>(idle.size());
     idle.push_back(i);
@@ -174,10 +531,24 @@ void RackSim::CentralTrackIdle(uint32_t i) {
   }
 }
 
+void RackSim::JbsqRefill(uint32_t i) {
+  if (dispatcher_queue_.Empty() || !is_active_[i]) return;
+  if (local_count_[i] >= static_cast<double>(config_.dispatch.bound) * workers_of_[i]) return;  // one switch: viewer 0
+  Send(0, i, dispatcher_queue_.PopFront());
+}
+
+// -------------------------------------------------------------- inspection
+
 uint64_t RackSim::InFlight() const {
-  uint64_t n = central_queue_.Size();
+  uint64_t n = dispatcher_queue_.Size();
   for (const auto& nd : nodes_) nd.ForEachTask([&n](const Task&) { ++n; });
+  messages_.ForEach([&n](const Message& m) { n += m.kind == Message::kDeliver; });
   return n;
+}
+
+void RackSim::ClearSamples() {
+  sample_times_.clear();
+  samples_.clear();
 }
 
 }  // namespace dcgym::rack

@@ -97,6 +97,11 @@ class EventQueue {
   double TopTime() const { return heap_.empty() ? kInfinity : heap_[0].time; }
   const Entry& Top() const { return heap_[0]; }
   void Clear() { heap_.clear(); }
+  // Visits every pending payload, in no particular order.
+  template <typename F>
+  void ForEach(F&& f) const {
+    for (const auto& e : heap_) f(e.payload);
+  }
 
   void Push(double time, Payload payload) {
     heap_.push_back(Entry{time, next_seq_++, std::move(payload)});
@@ -202,6 +207,20 @@ class SlotHeap {
   template <typename F>
   void ForEach(F&& f) const {
     for (uint32_t i = 0; i < n_; ++i) f(a_[i].payload);
+  }
+  template <typename F>
+  void ForEachTimed(F&& f) const {
+    for (uint32_t i = 0; i < n_; ++i) f(a_[i].time, a_[i].payload);
+  }
+
+  // Replaces every entry's time by f(time, payload), then restores the heap.
+  template <typename F>
+  void Retime(F&& f) {
+    std::vector<Entry> entries(a_.begin(), a_.begin() + n_);
+    for (auto& e : entries) e.time = f(e.time, e.payload);
+    a_.assign(kPad, Entry{kInfinity, Payload{}});
+    n_ = 0;
+    for (const auto& e : entries) Push(e.time, e.payload);
   }
 
  private:

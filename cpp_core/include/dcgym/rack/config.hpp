@@ -17,7 +17,7 @@ namespace dcgym::rack {
 struct NodeGroup {
   uint32_t count = 1;
   uint32_t workers = 1;
-  double speed = 1.0;          // work units per microsecond per worker
+  double speed = 1.0;           // work units per microsecond per worker
   int64_t queue_capacity = -1;  // tasks a node holds beyond its busy workers; -1 = unbounded
 };
 
@@ -32,36 +32,98 @@ struct IntraNodeConfig {
   double switch_cost_us = 0;  // ps with quantum: worker time lost per preemption
 };
 
+// How the load of a node is measured, wherever loads are compared.
 enum class LoadMetric {
-  kOutstanding,  // tasks at the node, waiting or in service (RackSched's counter)
-  kQueue,        // tasks waiting, not in service
+  kOutstanding,   // tasks at the node, waiting or in service (RackSched's counter)
+  kQueue,         // tasks waiting, not in service (Malcolm's baselines)
+  kExpectedWait,  // outstanding x estimated mean service time / workers (Malcolm §3.2)
+  kWork,          // total service demand of the outstanding tasks, us (RackSched INT3)
 };
 
-enum class DispatchKind { kRandom, kRoundRobin, kPowerOfD, kJsq, kCentralFcfs };
+enum class DispatchKind {
+  kRandom,       // uniform over nodes (ECMP is the same in a simulator without flows)
+  kRoundRobin,   // cyclic over nodes
+  kPowerOfD,     // least loaded of d sampled nodes, ties to the first sampled
+  kJsq,          // least loaded node, ties at random ("Shortest")
+  kJbt,          // a random node among those below `threshold`, else any random node
+  kJbsq,         // join-bounded-shortest-queue (R2P2): at most `bound` outstanding tasks per
+                 // worker of a node, the rest wait at the dispatcher
+  kSed,          // shortest expected delay: (load + 1) / rate, rate = workers or workers x speed
+  kWcmp,         // static weights
+  kLsq,          // local shortest queue: the dispatcher's own counts of what it sent
+  kCentralFcfs,  // one global FCFS queue over every worker (the ideal reference)
+  kOracle,       // knows every node's remaining work: least (work + size) / capacity
+  kTable,        // node entry only: migration probabilities set from outside (Malcolm)
+};
 
 struct DispatchConfig {
   DispatchKind kind = DispatchKind::kRandom;
-  uint32_t d = 2;             // power-of-d: number of sampled nodes
-  bool replace = true;        // power-of-d: sample with replacement (RackSched's rule)
+  uint32_t d = 2;               // power-of-d: number of sampled nodes
+  bool replace = true;          // power-of-d: sample with replacement (RackSched's rule)
   LoadMetric metric = LoadMetric::kOutstanding;
-  double rtt_us = 0;          // central_fcfs: delay before an idle worker gets its next task
+  double rtt_us = 0;            // central_fcfs: delay before an idle worker gets its next task
+  double threshold = 1;         // jbt: load below which a node is joined
+  uint32_t bound = 1;           // jbsq: outstanding tasks allowed per worker of a node
+  bool sed_by_speed = true;     // sed: rate = workers x speed (true) or workers (false)
+  std::vector<double> weights;  // wcmp: one per node (empty = proportional to workers x speed)
 };
 
-enum class LoadInfoKind { kFresh };
+enum class LoadInfoKind {
+  kFresh,      // every change is visible at once
+  kPeriodic,   // nodes broadcast their loads every period_us, delivered after delay_us
+  kPiggyback,  // a node's load rides on each reply to the dispatcher that sent the task (INT1)
+  kMinOnly,    // the dispatcher keeps only the least loaded node, updated by replies (INT2)
+  kProactive,  // the dispatcher counts what it sent minus the replies it got back
+};
 
 struct LoadInfoConfig {
   LoadInfoKind kind = LoadInfoKind::kFresh;
+  double period_us = 100;        // periodic: broadcast period
+  double delay_us = 0;           // periodic: broadcast delivery delay; piggyback: reply delay
+  bool local_increment = false;  // between updates, count +1 load for each task sent (Malcolm §7.1)
+};
+
+// Where tasks enter the rack.
+enum class EntryKind {
+  kSwitch,     // one central dispatcher (a ToR switch, RackSched)
+  kBalancers,  // `count` dispatchers, each with its share of the traffic (multi-LB; clients)
+  kNodes,      // a node chosen by the arrival split; its load manager may migrate (Malcolm)
+};
+
+struct EntryConfig {
+  EntryKind kind = EntryKind::kSwitch;
+  uint32_t count = 1;         // balancers
+  std::vector<double> split;  // traffic share per balancer (balancers) or per node (nodes); empty = equal
+};
+
+// Malcolm's node mechanics (entry: nodes).
+struct MigrationConfig {
+  double delay_us = 0;           // one-way network delay of a migrated or stolen task
+  double steal_below = 1.0;      // steal only when the smoothed queue length is below this
+  double queue_smoothing = 0.95; // EMA weight of the past for the smoothed queue length
+};
+
+// A change applied at a given time (Malcolm §7.4 adaptability; reconfiguration).
+struct DynamicsEvent {
+  enum Kind { kSplit, kSpeed, kRemove, kAdd, kLoad } kind = kLoad;
+  double at_us = 0;
+  std::vector<uint32_t> nodes;  // speed / remove / add: the nodes concerned
+  std::vector<double> values;   // split: new split; speed: factor applied to the speed; load: [new load]
 };
 
 struct RackConfig {
   std::vector<NodeGroup> groups;
   kernel::Distribution service = kernel::Distribution::Exp(1.0);
-  double load = 0.5;           // fraction of the total service capacity
+  double load = 0.5;  // fraction of the total service capacity
   uint64_t seed = 1;
   IntraNodeConfig intra;
+  EntryConfig entry;
   DispatchConfig dispatch;
   LoadInfoConfig load_info;
-  uint64_t warmup_tasks = 0;   // the first arrivals, excluded from latency statistics
+  MigrationConfig migration;
+  std::vector<DynamicsEvent> dynamics;  // in time order
+  uint64_t warmup_tasks = 0;            // the first arrivals, excluded from latency statistics
+  double sample_period_us = 0;          // > 0: record every node's load at this resolution
 
   uint32_t NumNodes() const;
   // Sum over nodes of workers x speed (work units per microsecond).

@@ -1,16 +1,25 @@
-// Inter-node dispatch policies of a central dispatcher (e.g. the ToR switch
-// of RackSched) that read loads from a LoadInfo view.
+// Dispatch policies: which node a dispatcher (switch, load balancer or node
+// load manager) sends a task to, given the loads it believes.
 //
-// random       uniform over nodes
-// round_robin  cyclic over nodes
-// po_d         sample d nodes (with or without replacement), send to the
-//              least loaded; ties go to the first sampled (RackSched's rule)
+// random       uniform over active nodes (also ECMP: per-task hashing is uniform)
+// round_robin  cyclic over active nodes, one pointer per dispatcher
+// po_d         sample d nodes (with or without replacement), send to the least
+//              loaded; ties go to the first sampled (RackSched's rule)
 // jsq          least loaded node; ties broken uniformly at random
-// central_fcfs is not a per-task choice: the rack simulator handles it with a
-//              global queue (see rack_sim.hpp).
+// jbt          uniformly among nodes with load below `threshold`; if none,
+//              any node at random (Malcolm §7.1)
+// sed          least (load + 1) / rate, rate = workers x speed or workers
+// wcmp         sampled in proportion to static weights
+// lsq          jsq on the dispatcher's own counts of tasks it sent and has
+//              not heard back about (multi-LB paper)
+// oracle       least (remaining work + size) / capacity: the node that would
+//              finish all its work, this task included, soonest
+// jbsq, central_fcfs and table need a queue at the dispatcher or tables set
+// from outside; the rack simulator handles them (rack_sim.cpp).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "dcgym/kernel/rng.hpp"
 #include "dcgym/rack/config.hpp"
@@ -19,80 +28,139 @@ namespace dcgym::rack {
 
 class Dispatcher {
  public:
-  Dispatcher(const DispatchConfig& config, uint32_t num_nodes, kernel::Rng rng)
-      : config_(config), n_(num_nodes), rng_(rng) {}
+  static constexpr uint32_t kMaxD = 64;
 
-  // Whether Pick() reads loads (so the rack must keep the view current).
-  bool NeedsLoads() const {
-    return config_.kind == DispatchKind::kPowerOfD || config_.kind == DispatchKind::kJsq;
+  Dispatcher(const DispatchConfig& config, std::vector<double> rates, uint32_t num_viewers, kernel::Rng rng)
+      : config_(config), rates_(std::move(rates)), rr_next_(num_viewers, 0), rng_(rng) {}
+
+  const DispatchConfig& Config() const { return config_; }
+  // Whether Pick() reads the believed loads.
+  bool ReadsLoads() const {
+    switch (config_.kind) {
+      case DispatchKind::kPowerOfD:
+      case DispatchKind::kJsq:
+      case DispatchKind::kJbt:
+      case DispatchKind::kSed:
+        return true;
+      default:
+        return false;
+    }
   }
 
-  uint32_t Pick(const double* loads) {
+  // Call whenever the set of active nodes changes (also once at the start).
+  void OnActiveChanged(const std::vector<uint32_t>& active) {
+    if (config_.kind != DispatchKind::kWcmp) return;
+    weight_cum_.clear();
+    double c = 0;
+    for (uint32_t j : active) weight_cum_.push_back(c += config_.weights[j]);
+  }
+
+  // Chooses among `active` (non-empty) for dispatcher v; load(j) is what v
+  // believes of node j (for lsq its own counts, for oracle the remaining work).
+  template <typename Load>
+  uint32_t Pick(uint32_t v, const std::vector<uint32_t>& active, const Load& load, double size) {
+    const uint32_t m = static_cast<uint32_t>(active.size());
     switch (config_.kind) {
       case DispatchKind::kRoundRobin: {
-        const uint32_t i = next_;
-        next_ = next_ + 1 == n_ ? 0 : next_ + 1;
-        return i;
+        uint32_t& next = rr_next_[v];
+        if (next >= m) next = 0;
+        return active[next++];
       }
       case DispatchKind::kPowerOfD:
-        return config_.replace ? PowerOfDWithReplacement(loads) : PowerOfDWithoutReplacement(loads);
+        return config_.replace ? PowerOfDWithReplacement(active, load) : PowerOfDWithoutReplacement(active, load);
       case DispatchKind::kJsq:
-        return Shortest(loads);
+      case DispatchKind::kLsq:
+        return Least(active, [&](uint32_t j) { return load(j); });
+      case DispatchKind::kSed:
+        return Least(active, [&](uint32_t j) { return (load(j) + 1) / rates_[j]; });
+      case DispatchKind::kOracle:
+        return Least(active, [&](uint32_t j) { return (load(j) + size) / rates_[j]; });
+      case DispatchKind::kJbt: {
+        uint32_t chosen = 0, below = 0;
+        for (uint32_t j : active)
+          if (load(j) < config_.threshold && rng_.Below(++below) == 0) chosen = j;
+        return below ? chosen : active[rng_.Below(m)];
+      }
+      case DispatchKind::kWcmp: {
+        const double u = rng_.Uniform() * weight_cum_.back();
+        uint32_t lo = 0, hi = m - 1;
+        while (lo < hi) {
+          const uint32_t mid = (lo + hi) / 2;
+          if (weight_cum_[mid] <= u) lo = mid + 1; else hi = mid;
+        }
+        return active[lo];
+      }
       default:
-        return n_ == 1 ? 0 : rng_.Below(n_);
+        return m == 1 ? active[0] : active[rng_.Below(m)];
     }
   }
 
  private:
-  uint32_t PowerOfDWithReplacement(const double* loads) {
-    uint32_t best = rng_.Below(n_);
+  template <typename Load>
+  uint32_t PowerOfDWithReplacement(const std::vector<uint32_t>& active, const Load& load) {
+    const uint32_t m = static_cast<uint32_t>(active.size());
+    uint32_t best = active[rng_.Below(m)];
+    double best_load = load(best);
     for (uint32_t k = 1; k < config_.d; ++k) {
-      const uint32_t c = rng_.Below(n_);
-      if (loads[c] < loads[best]) best = c;
+      const uint32_t c = active[rng_.Below(m)];
+      const double l = load(c);
+      if (l < best_load) {
+        best = c;
+        best_load = l;
+      }
     }
     return best;
   }
 
-  uint32_t PowerOfDWithoutReplacement(const double* loads) {
-    // d is small: draw, rejecting nodes already drawn.
+  template <typename Load>
+  uint32_t PowerOfDWithoutReplacement(const std::vector<uint32_t>& active, const Load& load) {
+    const uint32_t m = static_cast<uint32_t>(active.size());
+    const uint32_t d = config_.d < m ? config_.d : m;
     uint32_t drawn[kMaxD];
     uint32_t best = 0;
-    const uint32_t d = config_.d < kMaxD ? config_.d : kMaxD;
+    double best_load = 0;
     for (uint32_t k = 0; k < d; ++k) {
       uint32_t c;
       bool seen;
-      do {
-        c = rng_.Below(n_);
+      do {  // d is small: draw, rejecting positions already drawn
+        c = rng_.Below(m);
         seen = false;
-        for (uint32_t j = 0; j < k; ++j) seen |= drawn[j] == c;
+        for (uint32_t i = 0; i < k; ++i) seen |= drawn[i] == c;
       } while (seen);
       drawn[k] = c;
-      if (k == 0 || loads[c] < loads[best]) best = c;
-    }
-    return best;
-  }
-
-  uint32_t Shortest(const double* loads) {
-    uint32_t best = 0, ties = 1;
-    for (uint32_t i = 1; i < n_; ++i) {
-      if (loads[i] < loads[best]) {
-        best = i;
-        ties = 1;
-      } else if (loads[i] == loads[best] && rng_.Below(++ties) == 0) {
-        best = i;  // reservoir sampling: each tied node kept with probability 1/ties
+      const double l = load(active[c]);
+      if (k == 0 || l < best_load) {
+        best = active[c];
+        best_load = l;
       }
     }
     return best;
   }
 
- public:
-  static constexpr uint32_t kMaxD = 64;
+  // The node minimizing key(j); ties broken uniformly at random (reservoir).
+  template <typename Key>
+  uint32_t Least(const std::vector<uint32_t>& active, const Key& key) {
+    uint32_t best = active[0], ties = 1;
+    double best_key = key(best);
+    for (size_t i = 1; i < active.size(); ++i) {
+      const uint32_t j = active[i];
+      const double k = key(j);
+      if (k < best_key) {
+        best = j;
+        best_key = k;
+        ties = 1;
+      } else if (k == best_key && rng_.Below(++ties) == 0) {
+        best = j;
+      }
+    }
+    return best;
+  }
 
- private:
   DispatchConfig config_;
-  uint32_t n_;
+  std::vector<double> rates_;      // per node: sed's and oracle's service rate
+  std::vector<uint32_t> rr_next_;  // per dispatcher: round-robin position
+  std::vector<double> weight_cum_; // wcmp: cumulative weights over active nodes
   kernel::Rng rng_;
-  uint32_t next_ = 0;
 };
 
 }  // namespace dcgym::rack

@@ -27,16 +27,19 @@
 namespace dcgym::rack {
 
 struct Task {
-  double arrival = 0;  // time the task entered the rack (us)
-  double work = 0;     // remaining work (us at speed 1)
-  uint32_t cls = 0;    // class (mixture component or task type)
-  uint32_t flags = 0;
+  double arrival = 0;   // time the task entered the rack (us)
+  double work = 0;      // remaining work (us at speed 1)
+  double size = 0;      // total work (us at speed 1)
+  uint32_t origin = 0;  // the dispatcher (switch, balancer or node) that placed it
+  uint16_t cls = 0;     // class (mixture component or task type)
+  uint16_t flags = 0;
 
-  static constexpr uint32_t kWarmup = 1;   // excluded from statistics
-  static constexpr uint32_t kStarted = 2;  // has received service before
+  static constexpr uint16_t kWarmup = 1;    // excluded from statistics
+  static constexpr uint16_t kStarted = 2;   // has received service before
+  static constexpr uint16_t kMigrated = 4;  // moved between nodes once: never moved again
   // What a worker is doing with the task (worker-heap entries only).
-  static constexpr uint32_t kActivityShift = 8;
-  static constexpr uint32_t kActivityMask = 3u << kActivityShift;
+  static constexpr uint16_t kActivityShift = 8;
+  static constexpr uint16_t kActivityMask = 3u << kActivityShift;
 };
 
 // Statistics a node updates when a task first receives service.
@@ -48,14 +51,19 @@ struct StartStats {
 
 class Node {
  public:
-  Node(const NodeGroup& g, const IntraNodeConfig& intra, StartStats* starts)
+  Node(const NodeGroup& g, const IntraNodeConfig& intra, double mean_size, StartStats* starts)
       : workers_(g.workers), speed_(g.speed), capacity_(g.queue_capacity), intra_(intra),
-        ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), starts_(starts) {}
+        ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), starts_(starts),
+        exec_estimate_(mean_size / g.speed) {}
 
   uint32_t Workers() const { return workers_; }
   double Speed() const { return speed_; }
-  // Total work (us at speed 1) of the tasks that started service here.
-  double WorkStarted() const { return work_started_; }
+  // Worker time spent serving tasks up to `now` (us; switches and fetches excluded).
+  double BusyTime(double now) const { return busy_time_ + BusyWorkers() * (now - accounted_at_); }
+  // Total size of the tasks at the node (us at speed 1): RackSched's INT3 load.
+  double OutstandingWork() const { return outstanding_work_; }
+  // Moving average of observed execution times (weight 1/64, as Malcolm's code).
+  double ExecEstimate() const { return exec_estimate_; }
   // Tasks at the node, waiting or in service.
   uint32_t Outstanding() const {
     return ideal_ps_ ? static_cast<uint32_t>(jobs_.size()) : static_cast<uint32_t>(queue_.Size()) + busy_tasks_;
@@ -75,8 +83,10 @@ class Node {
   // Accepts a task arriving at `now`; returns false (keeping nothing) when the
   // node already holds queue_capacity tasks beyond its busy workers.
   bool Admit(const Task& t, double now) {
+    Account(now);
     if (ideal_ps_) {
       if (capacity_ >= 0 && jobs_.size() >= workers_ + static_cast<uint64_t>(capacity_)) return false;
+      outstanding_work_ += t.size;
       AdvanceVirtual(now);
       PsJob j{vtime_ + t.work, t};
       OnFirstStart(j.task, now);
@@ -90,12 +100,55 @@ class Node {
       if (capacity_ >= 0 && static_cast<int64_t>(queue_.Size()) >= capacity_) return false;
       queue_.PushBack(t);
     }
+    outstanding_work_ += t.size;
     return true;
+  }
+
+  // Removes the oldest waiting task (work stealing); false if none waits.
+  bool StealQueued(Task* t) {
+    if (ideal_ps_ || queue_.Empty()) return false;
+    *t = queue_.PopFront();
+    outstanding_work_ -= t->size;
+    return true;
+  }
+
+  // Changes the workers' speed at `now`: work in progress continues at the
+  // new speed (a time slice already under way keeps its length).
+  void SetSpeed(double speed, double now) {
+    if (ideal_ps_) {
+      AdvanceVirtual(now);
+      speed_ = speed;
+      RefreshPs(now);
+      return;
+    }
+    const double ratio = speed_ / speed;
+    speed_ = speed;
+    busy_.Retime([&](double t_end, const Task& t) {
+      return Activity(t) == kFinish ? now + (t_end - now) * ratio : t_end;
+    });
+    next_time_ = busy_.TopTime();
+  }
+
+  // Exact remaining work at the node (us at speed 1), walking its tasks.
+  double RemainingWork(double now) const {
+    double w = 0;
+    for (size_t i = 0; i < queue_.Size(); ++i) w += queue_.At(i).work;
+    busy_.ForEachTimed([&](double t_end, const Task& t) {
+      if (Activity(t) == kFinish) w += (t_end - now) * speed_;
+      else if (Activity(t) == kSlice) w += t.work + (t_end - now) * speed_;
+      else if (Activity(t) == kFetch) w += t.work;
+    });
+    if (ideal_ps_) {
+      const double v = vtime_ + (now - vtime_at_) * (jobs_.empty() ? 0.0 : Rate());
+      for (const auto& j : jobs_) w += j.tag - v;
+    }
+    return w;
   }
 
   // An idle worker, reserved at `now`, receives `t` after `delay` (central
   // dispatch pulling from a global queue).
   void Fetch(const Task& t, double now, double delay) {
+    Account(now);
     if (delay <= 0) StartTask(t, now);
     else Occupy(now + delay, t, kFetch);
   }
@@ -103,11 +156,13 @@ class Node {
   // Processes the node's next event, due at `now` == NextEventTime(). Returns
   // true, with the task in `done`, when a task completed.
   bool HandleEvent(double now, Task* done) {
+    Account(now);
     if (ideal_ps_) {
       AdvanceVirtual(now);
       *done = PopJob().task;
       if (jobs_.empty()) vtime_ = 0;  // keep tags small: restart the virtual clock
       RefreshPs(now);
+      OnComplete(*done);
       return true;
     }
     Task t = busy_.Pop();
@@ -118,10 +173,10 @@ class Node {
         --busy_tasks_;
         *done = t;
         completed = true;
+        OnComplete(t);
         break;
-      case kSlice:
+      case kSlice:  // the slice's work was deducted when it started
         --busy_tasks_;
-        t.work -= intra_.quantum_us * speed_;
         if (queue_.Empty()) {  // nobody waits: keep running without a switch
           StartTask(t, now);
           return false;
@@ -163,7 +218,7 @@ class Node {
   };
 
   void Occupy(double until, Task t, ActivityKind a) {
-    t.flags = (t.flags & ~Task::kActivityMask) | (a << Task::kActivityShift);
+    t.flags = static_cast<uint16_t>((t.flags & ~Task::kActivityMask) | (a << Task::kActivityShift));
     busy_.Push(until, t);
     next_time_ = busy_.TopTime();
   }
@@ -171,7 +226,6 @@ class Node {
   void OnFirstStart(Task& t, double now) {
     if (t.flags & Task::kStarted) return;
     t.flags |= Task::kStarted;
-    work_started_ += t.work;
     if (t.flags & Task::kWarmup) return;
     const double wait = now - t.arrival;
     starts_->wait_sum += wait;
@@ -183,8 +237,27 @@ class Node {
     ++busy_tasks_;
     OnFirstStart(t, now);
     const double q = intra_.quantum_us;
-    if (q > 0 && t.work > q * speed_ * (1 + 1e-12)) Occupy(now + q, t, kSlice);
-    else Occupy(now + t.work / speed_, t, kFinish);
+    if (q > 0 && t.work > q * speed_ * (1 + 1e-12)) {
+      t.work -= q * speed_;
+      Occupy(now + q, t, kSlice);
+    } else {
+      Occupy(now + t.work / speed_, t, kFinish);
+    }
+  }
+
+  double BusyWorkers() const {
+    if (ideal_ps_) return static_cast<double>(std::min<size_t>(jobs_.size(), workers_));
+    return busy_tasks_;
+  }
+  void Account(double now) {
+    busy_time_ += BusyWorkers() * (now - accounted_at_);
+    accounted_at_ = now;
+  }
+
+  void OnComplete(const Task& t) {
+    outstanding_work_ -= t.size;
+    if (outstanding_work_ < 1e-9 * t.size) outstanding_work_ = 0;  // no drift below zero
+    exec_estimate_ += (t.size / speed_ - exec_estimate_) * (1.0 / 64);
   }
 
   // Ideal processor sharing.
@@ -219,7 +292,9 @@ class Node {
   StartStats* starts_;
 
   double next_time_ = kernel::kInfinity;
-  double work_started_ = 0;
+  double busy_time_ = 0, accounted_at_ = 0;
+  double outstanding_work_ = 0;
+  double exec_estimate_;
   kernel::SlotHeap<Task> busy_;  // busy workers, by the time their activity ends
   uint32_t busy_tasks_ = 0;      // busy workers serving a task (not switching or fetching)
   kernel::RingBuffer<Task> queue_;

@@ -1,13 +1,16 @@
-// The rack simulator: open-loop Poisson arrivals, a dispatcher, nodes.
+// The rack simulator: open-loop Poisson arrivals, an entry point (a switch,
+// load balancers, or the nodes themselves), dispatch, nodes, and the network
+// messages between them.
 //
-// Event selection: the next arrival time is kept apart, and each node exposes
-// the time of its own next event through an indexed heap over nodes, so one
-// event costs O(log nodes) plus O(log workers) inside the node. Nothing is
-// stored per task beyond the tasks in flight; latencies go into fixed-size
-// histograms.
+// Event selection: the next arrival time is kept apart, each node exposes
+// the time of its own next event through an indexed heap over nodes, and
+// network messages (migrations, steals, replies, broadcasts), dynamics and
+// load samples wait in a timed queue. Nothing is stored per task beyond the
+// tasks in flight; latencies go into fixed-size histograms.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "dcgym/kernel/heap.hpp"
@@ -23,15 +26,30 @@ namespace dcgym::rack {
 
 struct NodeCounters {
   uint64_t completed = 0;
-  uint64_t dropped = 0;
+  uint64_t dropped = 0;        // tasks refused by this node's full queue
+  uint64_t migrated_out = 0;   // tasks this node's load manager sent elsewhere
+  uint64_t stolen_from = 0;    // tasks other nodes stole from this node
 };
 
 struct RackCounters {
   uint64_t arrived = 0;
   uint64_t completed = 0;
-  uint64_t dropped = 0;     // refused by a full queue ("failed tasks")
-  uint64_t warmup = 0;      // arrivals excluded from statistics
-  uint64_t events = 0;      // arrivals + node events processed
+  uint64_t dropped = 0;        // refused by a full queue ("failed tasks")
+  uint64_t warmup = 0;         // arrivals excluded from statistics
+  uint64_t events = 0;         // arrivals + node events + messages processed
+  uint64_t migrations = 0;
+  uint64_t steals = 0;         // successful steals
+  uint64_t failed_steals = 0;  // steal requests that found an empty queue
+};
+
+// Decisions of the nodes' load managers since the last reset (Malcolm's
+// actor gradient needs the count of each destination actually chosen).
+struct DecisionCounts {
+  uint32_t n = 0;
+  std::vector<uint64_t> migrate;  // n x n: node i chose j on arrival (j == i: accepted)
+  std::vector<uint64_t> steal;    // n x n: node i chose victim j on completion (j == i: no steal)
+  std::vector<uint64_t> migrations, steals, failed_steals, dropped;  // per node
+  void Reset();
 };
 
 class RackSim {
@@ -46,9 +64,18 @@ class RackSim {
   // Processes every event at or before time `t_us`; the clock ends at t_us.
   void RunUntil(double t_us);
 
+  // Malcolm's tables (entry: nodes, policy: table): node i's probabilities
+  // over all nodes of migrating an arriving task (self = accept) and of
+  // stealing from each victim on completion (self = no steal). Must be
+  // non-negative and sum to 1; throws std::invalid_argument otherwise.
+  void SetMigrationTable(uint32_t node, const double* probs);
+  void SetStealTable(uint32_t node, const double* probs);
+  DecisionCounts& Decisions() { return decisions_; }
+
   double Now() const { return now_; }
   double ArrivalRate() const { return rate_; }  // tasks per us
   uint32_t NumNodes() const { return static_cast<uint32_t>(nodes_.size()); }
+  uint32_t NumViewers() const { return board_.NumViewers(); }
   const RackConfig& Config() const { return config_; }
   const RackCounters& Counters() const { return counters_; }
   const std::vector<NodeCounters>& NodeStats() const { return node_counters_; }
@@ -58,46 +85,97 @@ class RackSim {
   uint32_t NumClasses() const { return config_.service.NumClasses(); }
   const StartStats& Starts() const { return starts_; }
   const Node& NodeAt(uint32_t i) const { return nodes_[i]; }
-  // Tasks currently in the rack, counted by walking every queue.
+  bool IsActive(uint32_t i) const { return is_active_[i]; }
+  // The load of node i in the dispatch metric, and what viewer v believes it is.
+  double TrueLoad(uint32_t i) const { return LoadOf(i); }
+  double Belief(uint32_t v, uint32_t j) const { return board_.Belief(v, j); }
+  // Tasks currently in the rack (queues, workers, network), counted by walking them.
   uint64_t InFlight() const;
+  // Recorded load samples: times and, per time, every node's outstanding tasks.
+  const std::vector<double>& SampleTimes() const { return sample_times_; }
+  const std::vector<float>& Samples() const { return samples_; }
+  void ClearSamples();
 
  private:
+  struct Message {
+    enum Kind : uint8_t { kDeliver, kStealRequest, kReply, kBroadcast, kPublish, kDynamics, kSample };
+    Message() = default;
+    explicit Message(Kind k) : kind(k) {}
+    Kind kind = kDeliver;
+    uint32_t a = 0, b = 0;  // deliver: node; steal: thief a, victim b; reply: viewer a, node b; dynamics: index
+    double value = 0;       // reply: the node's load
+    Task task;
+  };
+
+  template <bool kUntil>
+  void Loop(uint64_t target_arrivals, double horizon);
   void OnArrival();
   void OnNodeEvent(uint32_t i);
+  void OnMessage(const Message& m);
+  void Dispatch(uint32_t viewer, Task t);
+  void ArriveAtNode(uint32_t i, Task t);
+  void Send(uint32_t viewer, uint32_t j, Task t);
+  void Migrate(uint32_t from, uint32_t to, Task t);
   void Place(uint32_t i, const Task& t);
   void AfterChange(uint32_t i);
   void Complete(uint32_t i, const Task& t);
-  // central_fcfs
+  void Reply(uint32_t viewer, uint32_t i, double load);
+  void MaybeSteal(uint32_t i);
+  void ApplyDynamics(const DynamicsEvent& e);
+  void SetActive(uint32_t i, bool active);
+  void RebuildSplit();
+  double LoadOf(uint32_t i) const;
+  double LoadIncrement(uint32_t j, const Task& t) const;
+  void Schedule(double t, const Message& m) { messages_.Push(t, m); }
+  // central_fcfs and jbsq: tasks waiting at the dispatcher
   bool CentralPlace(const Task& t);
   void CentralRefill(uint32_t i);
   void CentralTrackIdle(uint32_t i);
+  void JbsqRefill(uint32_t i);
+  static void SetTable(std::vector<double>& cum, uint32_t n, uint32_t row, const double* probs, const char* what);
+  uint32_t SampleCumulative(const double* cum, uint32_t width);
 
   RackConfig config_;
   std::vector<Node> nodes_;
+  std::vector<uint32_t> workers_of_;
   kernel::IndexedMinHeap node_events_;
-  LoadInfo load_info_;
+  kernel::EventQueue<Message> messages_;
+  LoadBoard board_;
   Dispatcher dispatcher_;
-  bool track_loads_;
-  bool central_;
-  bool per_class_;  // more than one class: keep a histogram per class
+  EntryKind entry_;
+  DispatchKind policy_;
+  bool track_truth_;      // keep the board's true loads current
+  bool per_class_;        // more than one class: keep a histogram per class
+  bool needs_replies_;    // completions send a reply to the dispatcher that placed the task
+  bool local_counts_;     // lsq / jbsq: per-dispatcher counts of tasks sent
+  bool table_;            // entry nodes with Malcolm's probability tables
 
-  kernel::Rng arrival_rng_, service_rng_;
+  kernel::Rng arrival_rng_, service_rng_, entry_rng_, table_rng_, central_rng_;
   double rate_;           // arrivals per us
   double next_arrival_;
   double now_ = 0;
 
-  // central_fcfs: the global queue and, per speed class (fastest first), the
-  // nodes with an idle worker, with each node's position for O(1) removal.
-  kernel::RingBuffer<Task> central_queue_;
-  std::vector<std::vector<uint32_t>> idle_by_speed_;
+  std::vector<uint32_t> active_;  // active nodes, in id order
+  std::vector<char> is_active_;
+  std::vector<double> split_cum_;  // entry split over balancers, or over active nodes
+
+  std::vector<double> local_count_;  // viewer x node: tasks sent, not yet replied (lsq, jbsq)
+  kernel::RingBuffer<Task> dispatcher_queue_;  // central_fcfs, jbsq (switch entry only)
+  std::vector<std::vector<uint32_t>> idle_by_speed_;  // central_fcfs: nodes with an idle worker
   std::vector<uint32_t> speed_class_, idle_pos_;
-  kernel::Rng central_rng_;
+
+  std::vector<double> migrate_cum_, steal_cum_;  // table: n x n cumulative probabilities
+  std::vector<double> queue_ema_;                // per node: smoothed queue length
+  std::deque<std::vector<double>> broadcasts_;   // periodic: snapshots in transit
 
   RackCounters counters_;
   std::vector<NodeCounters> node_counters_;
+  DecisionCounts decisions_;
   kernel::LogHistogram latency_;
   std::vector<kernel::LogHistogram> latency_by_class_;
   StartStats starts_;
+  std::vector<double> sample_times_;
+  std::vector<float> samples_;
 };
 
 }  // namespace dcgym::rack
