@@ -47,6 +47,23 @@ RackConfig ParseRackConfig(const py::dict& d) {
     c.groups.push_back(ng);
   }
   c.service = ParseDistribution(GetDict(d, "service", "config"), "service");
+  if (d.contains("types") && !d["types"].is_none()) {
+    py::object types = d["types"];
+    if (!py::isinstance<py::list>(types)) throw std::invalid_argument("types: must be a list of task types");
+    size_t k = 0;
+    for (auto item : types.cast<py::list>()) {
+      const std::string f = "types[" + std::to_string(k++) + "]";
+      if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
+      auto td = item.cast<py::dict>();
+      TaskType t;
+      t.share = Get<double>(td, "share", f);
+      t.service = ParseDistribution(GetDict(td, "service", f), f + ".service");
+      t.slo_us = Get<double>(td, "slo_us", f, 1.0);
+      t.priority = Get<int32_t>(td, "priority", f, 0);
+      t.nodes = Get<std::vector<uint32_t>>(td, "nodes", f, {});
+      c.types.push_back(t);
+    }
+  }
   c.load = Get<double>(d, "load", "config");
   c.seed = Get<uint64_t>(d, "seed", "config");
   c.warmup_tasks = Get<uint64_t>(d, "warmup_tasks", "config", 0);
@@ -55,6 +72,10 @@ RackConfig ParseRackConfig(const py::dict& d) {
   c.intra.discipline = Choice<Discipline>(Get<std::string>(intra, "discipline", "intra_node"),
                                           "intra_node.discipline", {{"fcfs", Discipline::kFcfs}, {"ps", Discipline::kPs}});
   c.intra.quantum_us = Get<double>(intra, "quantum_us", "intra_node", 0.0);
+  c.intra.queueing = Choice<Queueing>(Get<std::string>(intra, "queueing", "intra_node", std::string("fifo")),
+                                      "intra_node.queueing",
+                                      {{"fifo", Queueing::kFifo}, {"per_type", Queueing::kPerType},
+                                       {"priority", Queueing::kPriority}});
   c.intra.switch_cost_us = Get<double>(intra, "switch_cost_us", "intra_node", 0.0);
 
   const auto disp = GetDict(d, "dispatch", "config");
@@ -83,6 +104,7 @@ RackConfig ParseRackConfig(const py::dict& d) {
                                           {"expected_wait", LoadMetric::kExpectedWait},
                                           {"work", LoadMetric::kWork}});
   c.dispatch.rtt_us = Get<double>(disp, "rtt_us", "dispatch", 0.0);
+  c.dispatch.per_type = Get<bool>(disp, "per_type", "dispatch", false);
   c.dispatch.threshold = Get<double>(disp, "threshold", "dispatch", 1.0);
   const auto bound = Get<int64_t>(disp, "bound", "dispatch", 1);
   if (bound < 1 || bound > (1 << 20)) throw std::invalid_argument("dispatch.bound: must be in [1, 1048576], got " + std::to_string(bound));

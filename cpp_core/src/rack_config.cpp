@@ -29,6 +29,21 @@ uint32_t RackConfig::NumNodes() const {
   return static_cast<uint32_t>(n);
 }
 
+std::vector<TaskType> RackConfig::EffectiveTypes() const {
+  if (!types.empty()) return types;
+  TaskType t;
+  t.service = service;
+  return {t};
+}
+
+double RackConfig::MeanSize() const {
+  if (types.empty()) return service.Mean();
+  double total = 0, mean = 0;
+  for (const auto& t : types) total += t.share;
+  for (const auto& t : types) mean += t.share / total * t.service.Mean();
+  return mean;
+}
+
 double RackConfig::Capacity() const {
   double c = 0;
   for (const auto& g : groups) c += g.count * g.workers * g.speed;
@@ -81,6 +96,27 @@ void RackConfig::Validate() const {
   const uint32_t n = static_cast<uint32_t>(total);
   if (!(load > 0) || !std::isfinite(load) || load > 10) Fail("load", "must be in (0, 10], got " + Str(load));
   if (!(service.Mean() > 0)) Fail("service", "mean must be positive");
+  if (types.size() > 65535) Fail("types", "at most 65535 task types");
+  double share_total = 0;
+  for (size_t k = 0; k < types.size(); ++k) {
+    const auto& t = types[k];
+    const std::string f = "types[" + Str(k) + "]";
+    RequireFinite(t.share, 0, f + ".share");
+    share_total += t.share;
+    RequireFinite(t.slo_us, 0, f + ".slo_us", true);
+    for (uint32_t i : t.nodes)
+      if (i >= n) Fail(f + ".nodes", "node " + Str(i) + " does not exist (nodes are 0.." + Str(n - 1) + ")");
+  }
+  if (!types.empty() && !(share_total > 0)) Fail("types", "shares must not all be 0");
+  if (service.NumClasses() > 65535) Fail("service", "at most 65535 mixture components");
+  if (intra.queueing != Queueing::kFifo && types.size() < 2)
+    Fail("intra_node.queueing", "per-type or priority queues need at least two task types");
+  if (intra.queueing != Queueing::kFifo && intra.discipline == Discipline::kPs && intra.quantum_us == 0)
+    Fail("intra_node.queueing", "ideal processor sharing has no queue to order; use fcfs or a quantum");
+  if (dispatch.per_type && (types.size() < 2 || dispatch.metric != LoadMetric::kOutstanding))
+    Fail("dispatch.per_type", "needs at least two task types and metric 'outstanding'");
+  if (dispatch.kind == DispatchKind::kCentralFcfs && types.size() > 1)
+    Fail("dispatch.policy", "central_fcfs serves a single FCFS queue; task types are not supported");
   RequireFinite(intra.quantum_us, 0, "intra_node.quantum_us");
   RequireFinite(intra.switch_cost_us, 0, "intra_node.switch_cost_us");
   if (intra.discipline == Discipline::kFcfs && (intra.quantum_us > 0 || intra.switch_cost_us > 0))
@@ -169,6 +205,11 @@ void RackConfig::Validate() const {
           }
         }
         if (num_active == 0) Fail(f + ".nodes", "removes the last active node");
+        for (size_t k = 0; k < types.size(); ++k) {
+          bool any = types[k].nodes.empty() && num_active > 0;
+          for (uint32_t i : types[k].nodes) any |= static_cast<bool>(active[i]);
+          if (!any) Fail(f + ".nodes", "leaves task type " + Str(k) + " with no active node it may run on");
+        }
         break;
       case DynamicsEvent::kLoad:
         if (e.values.size() != 1 || !(e.values[0] > 0) || !(e.values[0] <= 10))

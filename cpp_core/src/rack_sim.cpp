@@ -28,6 +28,11 @@ DispatchConfig WithDefaultWeights(const RackConfig& c) {
   return d;
 }
 
+std::vector<LoadBoard> MakeBoards(const RackConfig& c, uint32_t viewers) {
+  const size_t count = c.dispatch.per_type ? c.types.size() : 1;
+  return std::vector<LoadBoard>(count, LoadBoard(c.load_info, viewers, c.NumNodes(), c.entry.kind == EntryKind::kNodes));
+}
+
 uint32_t ViewersOf(const RackConfig& c) {
   switch (c.entry.kind) {
     case EntryKind::kBalancers: return c.entry.count;
@@ -50,36 +55,47 @@ void DecisionCounts::Reset() {
 RackSim::RackSim(const RackConfig& config)
     : config_((config.Validate(), config)),
       node_events_(config.NumNodes()),
-      board_(config.load_info, ViewersOf(config), config.NumNodes(), config.entry.kind == EntryKind::kNodes),
+      types_(config.EffectiveTypes()),
+      typed_(!config.types.empty()),
+      num_classes_(typed_ ? static_cast<uint32_t>(config.types.size()) : config.service.NumClasses()),
+      boards_(MakeBoards(config, ViewersOf(config))),
       dispatcher_(WithDefaultWeights(config), NodeRates(config), ViewersOf(config),
                   kernel::MakeRng(config.seed, Stream::kDispatch)),
       entry_(config.entry.kind),
       policy_(config.dispatch.kind),
-      per_class_(config.service.NumClasses() > 1),
+      per_class_(num_classes_ > 1),
       arrival_rng_(kernel::MakeRng(config.seed, Stream::kArrivals)),
       service_rng_(kernel::MakeRng(config.seed, Stream::kService)),
       entry_rng_(kernel::MakeRng(config.seed, Stream::kArrivals, 1)),
       table_rng_(kernel::MakeRng(config.seed, Stream::kPolicy)),
       central_rng_(kernel::MakeRng(config.seed, Stream::kDispatch, 1)),
       node_counters_(config.NumNodes()),
-      latency_by_class_(per_class_ ? config.service.NumClasses() : 0) {
+      latency_by_class_(per_class_ ? num_classes_ : 0) {
   const uint32_t n = config.NumNodes();
   nodes_.reserve(n);
   for (const auto& g : config.groups)
     for (uint32_t k = 0; k < g.count; ++k) {
-      nodes_.emplace_back(g, config.intra, config.service.Mean(), &starts_);
+      nodes_.emplace_back(g, config.intra, types_, config.MeanSize(), &starts_);
       workers_of_.push_back(g.workers);
     }
   table_ = entry_ == EntryKind::kNodes && policy_ == DispatchKind::kTable;
-  needs_replies_ = board_.UsesReplies() || policy_ == DispatchKind::kLsq || policy_ == DispatchKind::kJbsq;
+  const LoadBoard& board = boards_[0];
+  needs_replies_ = board.UsesReplies() || policy_ == DispatchKind::kLsq || policy_ == DispatchKind::kJbsq;
   local_counts_ = policy_ == DispatchKind::kLsq || policy_ == DispatchKind::kJbsq;
-  track_truth_ = dispatcher_.ReadsLoads() || board_.Kind() != LoadInfoKind::kFresh || table_;
-  if (local_counts_) local_count_.assign(static_cast<size_t>(board_.NumViewers()) * n, 0.0);
+  track_truth_ = dispatcher_.ReadsLoads() || board.Kind() != LoadInfoKind::kFresh || table_;
+  if (local_counts_) local_count_.assign(static_cast<size_t>(board.NumViewers()) * n, 0.0);
+  if (typed_) {
+    double c = 0;
+    for (const auto& t : types_) type_cum_.push_back(c += t.share);
+    for (auto& x : type_cum_) x /= c;
+    type_cum_.back() = 1.0;
+  }
 
   is_active_.assign(n, 1);
   for (uint32_t i = 0; i < n; ++i) active_.push_back(i);
   dispatcher_.OnActiveChanged(active_);
   RebuildSplit();
+  RebuildCandidates();
 
   if (entry_ == EntryKind::kNodes) {  // only load managers take decisions
     decisions_.n = n;
@@ -99,7 +115,7 @@ RackSim::RackSim(const RackConfig& config)
     queue_ema_.assign(n, 0.0);
   }
 
-  rate_ = config.load * config.Capacity() / config.service.Mean();
+  rate_ = config.load * config.Capacity() / config.MeanSize();
   next_arrival_ = arrival_rng_.Exp1() / rate_;
 
   if (policy_ == DispatchKind::kCentralFcfs) {
@@ -115,7 +131,7 @@ RackSim::RackSim(const RackConfig& config)
       CentralTrackIdle(i);
     }
   }
-  if (board_.Kind() == LoadInfoKind::kPeriodic) Schedule(config.load_info.period_us, Message(Message::kBroadcast));
+  if (board.Kind() == LoadInfoKind::kPeriodic) Schedule(config.load_info.period_us, Message(Message::kBroadcast));
   for (uint32_t k = 0; k < config.dynamics.size(); ++k) {
     Message m(Message::kDynamics);
     m.a = k;
@@ -156,11 +172,13 @@ void RackSim::Loop(uint64_t target_arrivals, double horizon) {
 
 void RackSim::OnArrival() {
   ++counters_.events;
-  const kernel::Sample s = config_.service.Draw(service_rng_);
+  uint32_t type = 0;
+  if (typed_) type = SampleCumulative(type_cum_.data(), static_cast<uint32_t>(type_cum_.size()), service_rng_);
+  const kernel::Sample s = types_[type].service.Draw(service_rng_);
   Task t;
   t.arrival = now_;
   t.work = t.size = s.value;
-  t.cls = static_cast<uint16_t>(s.cls);
+  t.cls = static_cast<uint16_t>(typed_ ? type : s.cls);
   if (counters_.arrived < config_.warmup_tasks) {
     t.flags = Task::kWarmup;
     ++counters_.warmup;
@@ -172,18 +190,26 @@ void RackSim::OnArrival() {
     case EntryKind::kSwitch:
       return Dispatch(0, t);
     case EntryKind::kBalancers:
-      return Dispatch(SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size())), t);
+      return Dispatch(SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size()), entry_rng_), t);
     case EntryKind::kNodes: {
       const uint32_t k = split_cum_.empty()
                              ? (active_.size() == 1 ? 0 : entry_rng_.Below(static_cast<uint32_t>(active_.size())))
-                             : SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size()));
-      return ArriveAtNode(active_[k], t);
+                             : SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size()), entry_rng_);
+      uint32_t i = active_[k];
+      if (typed_) {  // a client only sends a task to a node that may run its type
+        const auto& allowed = candidates_[t.cls];
+        if (!std::binary_search(allowed.begin(), allowed.end(), i))
+          i = allowed[entry_rng_.Below(static_cast<uint32_t>(allowed.size()))];
+      }
+      return ArriveAtNode(i, t);
     }
   }
 }
 
 void RackSim::Dispatch(uint32_t viewer, Task t) {
   t.origin = viewer;
+  const std::vector<uint32_t>& candidates = candidates_[typed_ ? t.cls : 0];
+  const LoadBoard& board = BoardOf(t);
   switch (policy_) {
     case DispatchKind::kCentralFcfs:
       if (!CentralPlace(t)) dispatcher_queue_.PushBack(t);
@@ -193,7 +219,7 @@ void RackSim::Dispatch(uint32_t viewer, Task t) {
       const uint32_t n = NumNodes();
       uint32_t best = 0, ties = 0;
       double best_count = 0;
-      for (uint32_t j : active_) {
+      for (uint32_t j : candidates) {
         const double c = local_count_[viewer * n + j] / workers_of_[j];
         if (c >= config_.dispatch.bound) continue;
         if (ties == 0 || c < best_count) {
@@ -210,22 +236,22 @@ void RackSim::Dispatch(uint32_t viewer, Task t) {
     }
     case DispatchKind::kLsq: {
       const double* counts = &local_count_[static_cast<size_t>(viewer) * NumNodes()];
-      return Send(viewer, dispatcher_.Pick(viewer, active_, [counts](uint32_t j) { return counts[j]; }, t.size), t);
+      return Send(viewer, dispatcher_.Pick(viewer, candidates, [counts](uint32_t j) { return counts[j]; }, t.size), t);
     }
     case DispatchKind::kOracle:
-      return Send(viewer, dispatcher_.Pick(viewer, active_, [this](uint32_t j) { return nodes_[j].RemainingWork(now_); }, t.size), t);
+      return Send(viewer, dispatcher_.Pick(viewer, candidates, [this](uint32_t j) { return nodes_[j].RemainingWork(now_); }, t.size), t);
     default:
-      if (board_.Kind() == LoadInfoKind::kFresh) {  // the common case, without the board's indirection
-        const double* truth = board_.Truths().data();
-        return Send(viewer, dispatcher_.Pick(viewer, active_, [truth](uint32_t j) { return truth[j]; }, t.size), t);
+      if (board.Kind() == LoadInfoKind::kFresh) {  // the common case, without the board's indirection
+        const double* truth = board.Truths().data();
+        return Send(viewer, dispatcher_.Pick(viewer, candidates, [truth](uint32_t j) { return truth[j]; }, t.size), t);
       }
-      return Send(viewer, dispatcher_.Pick(viewer, active_, [this, viewer](uint32_t j) { return board_.Belief(viewer, j); }, t.size), t);
+      return Send(viewer, dispatcher_.Pick(viewer, candidates, [&board, viewer](uint32_t j) { return board.Belief(viewer, j); }, t.size), t);
   }
 }
 
 void RackSim::Send(uint32_t viewer, uint32_t j, Task t) {
   t.origin = viewer;
-  if (track_truth_) board_.OnSend(viewer, j, LoadIncrement(j, t));
+  if (track_truth_) BoardOf(t).OnSend(viewer, j, LoadIncrement(j, t));
   if (local_counts_) local_count_[static_cast<size_t>(viewer) * NumNodes() + j] += 1;
   Place(j, t);
 }
@@ -234,16 +260,19 @@ void RackSim::Send(uint32_t viewer, uint32_t j, Task t) {
 void RackSim::ArriveAtNode(uint32_t i, Task t) {
   t.origin = i;
   uint32_t j = i;
+  const std::vector<uint32_t>& candidates = candidates_[typed_ ? t.cls : 0];
   switch (policy_) {
     case DispatchKind::kRandom:  // clients already chose the node at random (Malcolm's RAND)
       break;
     case DispatchKind::kTable:
-      j = SampleCumulative(&migrate_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes());
-      if (!is_active_[j]) j = i;
+      j = SampleCumulative(&migrate_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes(), table_rng_);
+      if (!std::binary_search(candidates.begin(), candidates.end(), j)) j = i;  // not allowed: keep it
       break;
-    default:
-      j = dispatcher_.Pick(i, active_, [this, i](uint32_t k) { return board_.Belief(i, k); }, t.size);
+    default: {
+      const LoadBoard& board = BoardOf(t);
+      j = dispatcher_.Pick(i, candidates, [&board, i](uint32_t k) { return board.Belief(i, k); }, t.size);
       break;
+    }
   }
   ++decisions_.migrate[static_cast<size_t>(i) * NumNodes() + j];
   if (j == i) Place(i, t);
@@ -255,7 +284,7 @@ void RackSim::Migrate(uint32_t from, uint32_t to, Task t) {
   ++counters_.migrations;
   ++decisions_.migrations[from];
   ++node_counters_[from].migrated_out;
-  if (track_truth_) board_.OnSend(from, to, LoadIncrement(to, t));
+  if (track_truth_) BoardOf(t).OnSend(from, to, LoadIncrement(to, t));
   if (config_.migration.delay_us <= 0) return Place(to, t);
   Message m(Message::kDeliver);
   m.a = to;
@@ -268,7 +297,7 @@ void RackSim::Place(uint32_t i, const Task& t) {
     ++counters_.dropped;
     ++node_counters_[i].dropped;
     if (entry_ == EntryKind::kNodes) ++decisions_.dropped[i];
-    if (needs_replies_) Reply(t.origin, i, LoadOf(i));  // the refusal is a reply
+    if (needs_replies_) Reply(t.origin, i, t);  // the refusal is a reply
     return;
   }
   AfterChange(i);
@@ -291,20 +320,24 @@ void RackSim::Complete(uint32_t i, const Task& t) {
     latency_.Record(latency);
     if (per_class_) latency_by_class_[t.cls].Record(latency);
   }
-  if (needs_replies_) Reply(t.origin, i, LoadOf(i));
+  if (needs_replies_) Reply(t.origin, i, t);
   if (table_) MaybeSteal(i);
 }
 
-void RackSim::Reply(uint32_t viewer, uint32_t i, double load) {
+// The reply for task t, done (or refused) at node i, carries i's load to the
+// dispatcher that placed it.
+void RackSim::Reply(uint32_t viewer, uint32_t i, const Task& t) {
+  const double load = LoadOf(i, t.cls);
   const double delay = config_.load_info.delay_us;
   if (delay > 0) {
     Message m(Message::kReply);
     m.a = viewer;
     m.b = i;
     m.value = load;
+    m.task.cls = t.cls;
     return Schedule(now_ + delay, m);
   }
-  board_.OnReply(viewer, i, load);
+  BoardOf(t).OnReply(viewer, i, load);
   if (local_counts_) {
     local_count_[static_cast<size_t>(viewer) * NumNodes() + i] -= 1;
     if (policy_ == DispatchKind::kJbsq) JbsqRefill(i);
@@ -317,7 +350,7 @@ void RackSim::MaybeSteal(uint32_t i) {
   const double w = config_.migration.queue_smoothing;
   queue_ema_[i] = w * queue_ema_[i] + (1 - w) * nodes_[i].Queued();
   if (!(queue_ema_[i] < config_.migration.steal_below)) return;
-  const uint32_t victim = SampleCumulative(&steal_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes());
+  const uint32_t victim = SampleCumulative(&steal_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes(), table_rng_);
   ++decisions_.steal[static_cast<size_t>(i) * NumNodes() + victim];
   if (victim == i) return;
   Message m(Message::kStealRequest);
@@ -351,7 +384,7 @@ void RackSim::OnMessage(const Message& m) {
       return Schedule(now_ + config_.migration.delay_us, d);
     }
     case Message::kReply:
-      board_.OnReply(m.a, m.b, m.value);
+      BoardOf(m.task).OnReply(m.a, m.b, m.value);
       if (local_counts_) {
         local_count_[static_cast<size_t>(m.a) * NumNodes() + m.b] -= 1;
         if (policy_ == DispatchKind::kJbsq) JbsqRefill(m.b);
@@ -359,17 +392,18 @@ void RackSim::OnMessage(const Message& m) {
       return;
     case Message::kBroadcast: {
       const double delay = config_.load_info.delay_us;
-      if (delay > 0) {
-        broadcasts_.push_back(board_.Truths());
-        Schedule(now_ + delay, Message(Message::kPublish));
-      } else {
-        board_.Publish(board_.Truths());
+      for (auto& board : boards_) {
+        if (delay > 0) broadcasts_.push_back(board.Truths());
+        else board.Publish(board.Truths());
       }
+      if (delay > 0) Schedule(now_ + delay, Message(Message::kPublish));
       return Schedule(now_ + config_.load_info.period_us, Message(Message::kBroadcast));
     }
     case Message::kPublish:
-      board_.Publish(broadcasts_.front());
-      broadcasts_.pop_front();
+      for (auto& board : boards_) {
+        board.Publish(broadcasts_.front());
+        broadcasts_.pop_front();
+      }
       return;
     case Message::kDynamics:
       return ApplyDynamics(config_.dynamics[m.a]);
@@ -384,12 +418,14 @@ void RackSim::AfterChange(uint32_t i) {
   const Node& nd = nodes_[i];
   const double next = nd.NextEventTime();
   if (next != node_events_.Key(i)) node_events_.Update(i, next);
-  if (track_truth_) board_.SetTruth(i, LoadOf(i));
+  if (track_truth_)
+    for (uint32_t k = 0; k < boards_.size(); ++k) boards_[k].SetTruth(i, LoadOf(i, k));
   if (policy_ == DispatchKind::kCentralFcfs) CentralTrackIdle(i);
 }
 
-double RackSim::LoadOf(uint32_t i) const {
+double RackSim::LoadOf(uint32_t i, uint32_t type) const {
   const Node& nd = nodes_[i];
+  if (boards_.size() > 1) return nd.OutstandingOfType(type);  // per-type loads (metric outstanding)
   switch (config_.dispatch.metric) {
     case LoadMetric::kQueue: return nd.Queued();
     case LoadMetric::kExpectedWait: return nd.Outstanding() * nd.ExecEstimate() / nd.Workers();
@@ -426,9 +462,10 @@ void RackSim::ApplyDynamics(const DynamicsEvent& e) {
         AfterChange(i);
       }
       dispatcher_.OnActiveChanged(active_);
+      RebuildCandidates();
       return RebuildSplit();
     case DynamicsEvent::kLoad:
-      rate_ = e.values[0] * config_.Capacity() / config_.service.Mean();
+      rate_ = e.values[0] * config_.Capacity() / config_.MeanSize();
       next_arrival_ = now_ + arrival_rng_.Exp1() / rate_;  // memoryless: redraw at the new rate
       return;
   }
@@ -439,6 +476,16 @@ void RackSim::SetActive(uint32_t i, bool active) {
   is_active_[i] = active;
   if (active) active_.insert(std::lower_bound(active_.begin(), active_.end(), i), i);
   else active_.erase(std::find(active_.begin(), active_.end(), i));
+}
+
+// Per type, the active nodes it may run on (locality, RackSched §3.6).
+void RackSim::RebuildCandidates() {
+  candidates_.assign(types_.size(), {});
+  for (size_t k = 0; k < types_.size(); ++k) {
+    const auto& allowed = types_[k].nodes;
+    for (uint32_t i : active_)
+      if (allowed.empty() || std::find(allowed.begin(), allowed.end(), i) != allowed.end()) candidates_[k].push_back(i);
+  }
 }
 
 // Cumulative traffic shares: over balancers, or over the active nodes.
@@ -486,8 +533,8 @@ void RackSim::SetStealTable(uint32_t node, const double* probs) {
 }
 
 // Inverse-CDF sampling from `width` cumulative probabilities ending at 1.
-uint32_t RackSim::SampleCumulative(const double* c, uint32_t width) {
-  const double u = table_rng_.Uniform();
+uint32_t RackSim::SampleCumulative(const double* c, uint32_t width, kernel::Rng& rng) {
+  const double u = rng.Uniform();
   uint32_t lo = 0, hi = width - 1;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;

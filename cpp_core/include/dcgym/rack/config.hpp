@@ -26,8 +26,16 @@ enum class Discipline {
   kPs,    // processor sharing: egalitarian if quantum_us == 0, else round-robin slices
 };
 
+// How a node picks the next waiting task when it has several task types.
+enum class Queueing {
+  kFifo,      // one queue, first come first served
+  kPerType,   // a queue per type; the head that waited longest relative to its SLO (Shinjuku)
+  kPriority,  // a queue per type; strict priority, lower value first
+};
+
 struct IntraNodeConfig {
   Discipline discipline = Discipline::kFcfs;
+  Queueing queueing = Queueing::kFifo;
   double quantum_us = 0;      // ps only: 0 = ideal egalitarian sharing
   double switch_cost_us = 0;  // ps with quantum: worker time lost per preemption
 };
@@ -61,6 +69,7 @@ struct DispatchConfig {
   uint32_t d = 2;               // power-of-d: number of sampled nodes
   bool replace = true;          // power-of-d: sample with replacement (RackSched's rule)
   LoadMetric metric = LoadMetric::kOutstanding;
+  bool per_type = false;        // typed racks: compare loads of the task's own type (RackSched §3.6)
   double rtt_us = 0;            // central_fcfs: delay before an idle worker gets its next task
   double threshold = 1;         // jbt: load below which a node is joined
   uint32_t bound = 1;           // jbsq: outstanding tasks allowed per worker of a node
@@ -103,6 +112,15 @@ struct MigrationConfig {
   double queue_smoothing = 0.95; // EMA weight of the past for the smoothed queue length
 };
 
+// A task type with its own service distribution (RackSched §3.6).
+struct TaskType {
+  double share = 1.0;                 // relative frequency among arrivals
+  kernel::Distribution service = kernel::Distribution::Exp(1.0);
+  double slo_us = 1.0;                // per_type queueing: the wait is compared relative to it
+  int32_t priority = 0;               // priority queueing: lower is served first
+  std::vector<uint32_t> nodes;        // locality: the nodes that may serve it (empty = all)
+};
+
 // A change applied at a given time (Malcolm §7.4 adaptability; reconfiguration).
 struct DynamicsEvent {
   enum Kind { kSplit, kSpeed, kRemove, kAdd, kLoad } kind = kLoad;
@@ -114,6 +132,7 @@ struct DynamicsEvent {
 struct RackConfig {
   std::vector<NodeGroup> groups;
   kernel::Distribution service = kernel::Distribution::Exp(1.0);
+  std::vector<TaskType> types;  // if set, replaces `service`: each arrival draws a type by share
   double load = 0.5;  // fraction of the total service capacity
   uint64_t seed = 1;
   IntraNodeConfig intra;
@@ -126,6 +145,10 @@ struct RackConfig {
   double sample_period_us = 0;          // > 0: record every node's load at this resolution
 
   uint32_t NumNodes() const;
+  // The task types in effect: `types`, or one type made of `service`.
+  std::vector<TaskType> EffectiveTypes() const;
+  // Mean task size over all types (us at speed 1).
+  double MeanSize() const;
   // Sum over nodes of workers x speed (work units per microsecond).
   double Capacity() const;
   // Throws std::invalid_argument naming the first bad field.

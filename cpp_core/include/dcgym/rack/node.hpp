@@ -23,6 +23,7 @@
 #include "dcgym/kernel/heap.hpp"
 #include "dcgym/kernel/ring_buffer.hpp"
 #include "dcgym/rack/config.hpp"
+#include "dcgym/rack/wait_queue.hpp"
 
 namespace dcgym::rack {
 
@@ -51,10 +52,13 @@ struct StartStats {
 
 class Node {
  public:
-  Node(const NodeGroup& g, const IntraNodeConfig& intra, double mean_size, StartStats* starts)
+  // types: the task types' SLOs and priorities (one entry when untyped).
+  Node(const NodeGroup& g, const IntraNodeConfig& intra, const std::vector<TaskType>& types, double mean_size,
+       StartStats* starts)
       : workers_(g.workers), speed_(g.speed), capacity_(g.queue_capacity), intra_(intra),
         ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), starts_(starts),
-        exec_estimate_(mean_size / g.speed) {}
+        exec_estimate_(mean_size / g.speed), queue_(intra.queueing, Slos(types), Priorities(types)),
+        outstanding_by_type_(types.size() > 1 ? types.size() : 0, 0) {}
 
   uint32_t Workers() const { return workers_; }
   double Speed() const { return speed_; }
@@ -64,6 +68,10 @@ class Node {
   double OutstandingWork() const { return outstanding_work_; }
   // Moving average of observed execution times (weight 1/64, as Malcolm's code).
   double ExecEstimate() const { return exec_estimate_; }
+  // Tasks of type k at the node, waiting or in service (typed racks only).
+  uint32_t OutstandingOfType(uint32_t k) const {
+    return outstanding_by_type_.empty() ? Outstanding() : outstanding_by_type_[k];
+  }
   // Tasks at the node, waiting or in service.
   uint32_t Outstanding() const {
     return ideal_ps_ ? static_cast<uint32_t>(jobs_.size()) : static_cast<uint32_t>(queue_.Size()) + busy_tasks_;
@@ -91,6 +99,7 @@ class Node {
       PsJob j{vtime_ + t.work, t};
       OnFirstStart(j.task, now);
       PushJob(j);
+      if (!outstanding_by_type_.empty()) ++outstanding_by_type_[t.cls];
       RefreshPs(now);
       return true;
     }
@@ -98,17 +107,19 @@ class Node {
       StartTask(t, now);
     } else {
       if (capacity_ >= 0 && static_cast<int64_t>(queue_.Size()) >= capacity_) return false;
-      queue_.PushBack(t);
+      queue_.Push(t);
     }
     outstanding_work_ += t.size;
+    if (!outstanding_by_type_.empty()) ++outstanding_by_type_[t.cls];
     return true;
   }
 
   // Removes the oldest waiting task (work stealing); false if none waits.
   bool StealQueued(Task* t) {
     if (ideal_ps_ || queue_.Empty()) return false;
-    *t = queue_.PopFront();
+    *t = queue_.PopOldest();
     outstanding_work_ -= t->size;
+    if (!outstanding_by_type_.empty()) --outstanding_by_type_[t->cls];
     return true;
   }
 
@@ -132,7 +143,7 @@ class Node {
   // Exact remaining work at the node (us at speed 1), walking its tasks.
   double RemainingWork(double now) const {
     double w = 0;
-    for (size_t i = 0; i < queue_.Size(); ++i) w += queue_.At(i).work;
+    queue_.ForEach([&w](const Task& t) { w += t.work; });
     busy_.ForEachTimed([&](double t_end, const Task& t) {
       if (Activity(t) == kFinish) w += (t_end - now) * speed_;
       else if (Activity(t) == kSlice) w += t.work + (t_end - now) * speed_;
@@ -193,7 +204,7 @@ class Node {
         StartTask(t, now);
         return false;
     }
-    if (!queue_.Empty()) StartTask(queue_.PopFront(), now);  // the freed worker takes the next task
+    if (!queue_.Empty()) StartTask(queue_.PopNext(now), now);  // the freed worker takes the next task
     return completed;
   }
 
@@ -204,10 +215,21 @@ class Node {
     busy_.ForEach([&f](const Task& t) {
       if (Activity(t) != kSwitch) f(t);
     });
-    for (size_t i = 0; i < queue_.Size(); ++i) f(queue_.At(i));
+    queue_.ForEach(f);
   }
 
  private:
+  static std::vector<double> Slos(const std::vector<TaskType>& types) {
+    std::vector<double> v;
+    for (const auto& t : types) v.push_back(t.slo_us);
+    return v;
+  }
+  static std::vector<int32_t> Priorities(const std::vector<TaskType>& types) {
+    std::vector<int32_t> v;
+    for (const auto& t : types) v.push_back(t.priority);
+    return v;
+  }
+
   enum ActivityKind : uint32_t { kFinish = 0, kSlice = 1, kSwitch = 2, kFetch = 3 };
   static ActivityKind Activity(const Task& t) {
     return static_cast<ActivityKind>((t.flags & Task::kActivityMask) >> Task::kActivityShift);
@@ -256,6 +278,7 @@ class Node {
 
   void OnComplete(const Task& t) {
     outstanding_work_ -= t.size;
+    if (!outstanding_by_type_.empty()) --outstanding_by_type_[t.cls];
     if (outstanding_work_ < 1e-9 * t.size) outstanding_work_ = 0;  // no drift below zero
     exec_estimate_ += (t.size / speed_ - exec_estimate_) * (1.0 / 64);
   }
@@ -297,7 +320,8 @@ class Node {
   double exec_estimate_;
   kernel::SlotHeap<Task> busy_;  // busy workers, by the time their activity ends
   uint32_t busy_tasks_ = 0;      // busy workers serving a task (not switching or fetching)
-  kernel::RingBuffer<Task> queue_;
+  WaitQueue<Task> queue_;
+  std::vector<uint32_t> outstanding_by_type_;  // typed racks only
 
   std::vector<PsJob> jobs_;
   double vtime_ = 0, vtime_at_ = 0;

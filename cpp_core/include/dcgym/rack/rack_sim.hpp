@@ -75,20 +75,22 @@ class RackSim {
   double Now() const { return now_; }
   double ArrivalRate() const { return rate_; }  // tasks per us
   uint32_t NumNodes() const { return static_cast<uint32_t>(nodes_.size()); }
-  uint32_t NumViewers() const { return board_.NumViewers(); }
+  uint32_t NumViewers() const { return boards_[0].NumViewers(); }
   const RackConfig& Config() const { return config_; }
   const RackCounters& Counters() const { return counters_; }
   const std::vector<NodeCounters>& NodeStats() const { return node_counters_; }
   const kernel::LogHistogram& Latency() const { return latency_; }
   // Per-class latencies; with a single class, the overall histogram.
   const kernel::LogHistogram& LatencyOfClass(uint32_t k) const { return per_class_ ? latency_by_class_[k] : latency_; }
-  uint32_t NumClasses() const { return config_.service.NumClasses(); }
+  uint32_t NumClasses() const { return num_classes_; }
   const StartStats& Starts() const { return starts_; }
   const Node& NodeAt(uint32_t i) const { return nodes_[i]; }
   bool IsActive(uint32_t i) const { return is_active_[i]; }
   // The load of node i in the dispatch metric, and what viewer v believes it is.
-  double TrueLoad(uint32_t i) const { return LoadOf(i); }
-  double Belief(uint32_t v, uint32_t j) const { return board_.Belief(v, j); }
+  // With per-type loads, `type` selects the type's board.
+  double TrueLoad(uint32_t i, uint32_t type = 0) const { return LoadOf(i, type); }
+  double Belief(uint32_t v, uint32_t j, uint32_t type = 0) const { return boards_[BoardIndex(type)].Belief(v, j); }
+  uint32_t NumBoards() const { return static_cast<uint32_t>(boards_.size()); }
   // Tasks currently in the rack (queues, workers, network), counted by walking them.
   uint64_t InFlight() const;
   // Recorded load samples: times and, per time, every node's outstanding tasks.
@@ -119,12 +121,15 @@ class RackSim {
   void Place(uint32_t i, const Task& t);
   void AfterChange(uint32_t i);
   void Complete(uint32_t i, const Task& t);
-  void Reply(uint32_t viewer, uint32_t i, double load);
+  void Reply(uint32_t viewer, uint32_t i, const Task& t);
   void MaybeSteal(uint32_t i);
   void ApplyDynamics(const DynamicsEvent& e);
   void SetActive(uint32_t i, bool active);
   void RebuildSplit();
-  double LoadOf(uint32_t i) const;
+  double LoadOf(uint32_t i, uint32_t type) const;
+  uint32_t BoardIndex(uint32_t type) const { return boards_.size() == 1 ? 0 : type; }
+  LoadBoard& BoardOf(const Task& t) { return boards_[BoardIndex(t.cls)]; }
+  void RebuildCandidates();
   double LoadIncrement(uint32_t j, const Task& t) const;
   void Schedule(double t, const Message& m) { messages_.Push(t, m); }
   // central_fcfs and jbsq: tasks waiting at the dispatcher
@@ -133,14 +138,19 @@ class RackSim {
   void CentralTrackIdle(uint32_t i);
   void JbsqRefill(uint32_t i);
   static void SetTable(std::vector<double>& cum, uint32_t n, uint32_t row, const double* probs, const char* what);
-  uint32_t SampleCumulative(const double* cum, uint32_t width);
+  static uint32_t SampleCumulative(const double* cum, uint32_t width, kernel::Rng& rng);
 
   RackConfig config_;
   std::vector<Node> nodes_;
   std::vector<uint32_t> workers_of_;
   kernel::IndexedMinHeap node_events_;
   kernel::EventQueue<Message> messages_;
-  LoadBoard board_;
+  std::vector<TaskType> types_;  // the effective task types (one when untyped)
+  bool typed_;                   // arrivals draw a type; its index is the task's class
+  uint32_t num_classes_;
+  std::vector<double> type_cum_;  // cumulative type shares
+  std::vector<LoadBoard> boards_;  // one, or one per type with per-type loads
+  std::vector<std::vector<uint32_t>> candidates_;  // per type: active nodes it may run on
   Dispatcher dispatcher_;
   EntryKind entry_;
   DispatchKind policy_;
