@@ -244,7 +244,109 @@ py::dict Results(const RackSim& sim) {
 }  // namespace
 }  // namespace dcgym::bindings
 
+namespace dcgym::bindings {
+namespace {
+
+using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// One heartbeat of B rack simulations in one call: set every node's tables
+// from actions of shape (B, N, N), advance each simulation by `duration_us`
+// (the GIL released), and return what an environment step observes, stacked:
+// beliefs (B, N, N), true loads (B, N), decision counts (B, N, N) x 2,
+// per-node counters (B, N) and per-step latency sums (B,).
+py::dict StepBatch(const py::list& sims, const Array& migration, const py::object& stealing, double duration_us) {
+  const py::ssize_t b = static_cast<py::ssize_t>(sims.size());
+  std::vector<RackSim*> ptrs;
+  for (auto s : sims) ptrs.push_back(s.cast<RackSim*>());
+  if (b == 0) throw std::invalid_argument("sims: needs at least one simulation");
+  const uint32_t n = ptrs[0]->NumNodes();
+  for (auto* p : ptrs)
+    if (p->NumNodes() != n || p->NumViewers() != n)
+      throw std::invalid_argument("sims: every simulation needs entry 'nodes' and the same number of nodes");
+  auto check = [&](const Array& a, const char* what) {
+    if (a.ndim() != 3 || a.shape(0) != b || a.shape(1) != n || a.shape(2) != n)
+      throw std::invalid_argument(std::string(what) + ": must have shape (" + std::to_string(b) + ", " +
+                                  std::to_string(n) + ", " + std::to_string(n) + ")");
+  };
+  check(migration, "migration");
+  Array steal;
+  const bool has_steal = !stealing.is_none();
+  if (has_steal) {
+    steal = stealing.cast<Array>();
+    check(steal, "stealing");
+  }
+  if (!(duration_us >= 0) || !std::isfinite(duration_us))
+    throw std::invalid_argument("duration_us: must be a finite number >= 0, got " + std::to_string(duration_us));
+  const size_t nn = static_cast<size_t>(n) * n;
+  for (py::ssize_t k = 0; k < b; ++k)  // validate every table before changing anything
+    for (uint32_t i = 0; i < n; ++i) {
+      ptrs[k]->SetMigrationTable(i, migration.data() + k * nn + i * n);
+      if (has_steal) ptrs[k]->SetStealTable(i, steal.data() + k * nn + i * n);
+    }
+  py::array_t<double> beliefs({b, static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(n)});
+  py::array_t<double> loads({b, static_cast<py::ssize_t>(n)});
+  py::array_t<uint64_t> migrate({b, static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(n)});
+  py::array_t<uint64_t> stealc({b, static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(n)});
+  py::array_t<double> step_mean(b), step_p99(b);
+  py::array_t<uint64_t> step_count(b);
+  double *sm = step_mean.mutable_data(), *sp = step_p99.mutable_data();
+  uint64_t* sc = step_count.mutable_data();
+  py::array_t<uint64_t> migrations({b, static_cast<py::ssize_t>(n)}), steals({b, static_cast<py::ssize_t>(n)}),
+      failed({b, static_cast<py::ssize_t>(n)}), dropped({b, static_cast<py::ssize_t>(n)});
+  double* bel = beliefs.mutable_data();
+  double* lo = loads.mutable_data();
+  uint64_t *mg = migrate.mutable_data(), *st = stealc.mutable_data(), *ms = migrations.mutable_data(),
+           *ss = steals.mutable_data(), *fs = failed.mutable_data(), *dr = dropped.mutable_data();
+  {
+    py::gil_scoped_release release;
+    for (py::ssize_t k = 0; k < b; ++k) {
+      RackSim& s = *ptrs[k];
+      s.EnableStepLatency();
+      s.RunUntil(s.Now() + duration_us);
+      auto& h = s.StepLatency();
+      sm[k] = h.Mean();
+      sp[k] = h.Quantile(0.99);
+      sc[k] = h.Count();
+      h.Clear();
+      auto& dc = s.Decisions();
+      std::copy(dc.migrate.begin(), dc.migrate.end(), mg + k * nn);
+      std::copy(dc.steal.begin(), dc.steal.end(), st + k * nn);
+      std::copy(dc.migrations.begin(), dc.migrations.end(), ms + k * n);
+      std::copy(dc.steals.begin(), dc.steals.end(), ss + k * n);
+      std::copy(dc.failed_steals.begin(), dc.failed_steals.end(), fs + k * n);
+      std::copy(dc.dropped.begin(), dc.dropped.end(), dr + k * n);
+      dc.Reset();
+      for (uint32_t v = 0; v < n; ++v) {
+        lo[k * n + v] = s.TrueLoad(v);
+        for (uint32_t j = 0; j < n; ++j) bel[k * nn + v * n + j] = s.Belief(v, j);
+      }
+    }
+  }
+  py::dict out;
+  out["beliefs"] = beliefs;
+  out["loads"] = loads;
+  out["migrate"] = migrate;
+  out["steal"] = stealc;
+  out["migrations"] = migrations;
+  out["steals"] = steals;
+  out["failed_steals"] = failed;
+  out["dropped"] = dropped;
+  out["latency_mean_us"] = step_mean;
+  out["latency_p99_us"] = step_p99;
+  out["completed"] = step_count;
+  return out;
+}
+
+}  // namespace
+}  // namespace dcgym::bindings
+
 void BindRack(py::module_& m) {
+  m.def("step_rack_batch", &dcgym::bindings::StepBatch, py::arg("sims"), py::arg("migration"),
+        py::arg("stealing") = py::none(), py::arg("duration_us"),
+        "Set tables, advance every simulation by duration_us in one C++ call (GIL released) and return the "
+        "stacked observations: beliefs (B, N, N), loads (B, N), migrate/steal decision counts (B, N, N), "
+        "migrations/steals/failed_steals/dropped (B, N), and the step's latency_mean_us, latency_p99_us and "
+        "completed (B,). Decision counts and step latencies are reset.");
   using dcgym::rack::RackSim;
   namespace b = dcgym::bindings;
 
@@ -340,6 +442,18 @@ void BindRack(py::module_& m) {
             return py::make_tuple(times, loads);
           },
           "(times, outstanding tasks per node) recorded every sample_period_us since the last call.")
+      .def(
+          "step_latency",
+          [](RackSim& s, bool reset) {
+            s.EnableStepLatency();
+            auto& h = s.StepLatency();
+            py::dict d = b::Summary(h);
+            if (reset) h.Clear();
+            return d;
+          },
+          py::arg("reset") = true,
+          "Latency summary of the tasks completed since the last reset (warm-up included); the first call "
+          "starts the recording.")
       .def_property_readonly("now_us", &RackSim::Now)
       .def_property_readonly("num_nodes", &RackSim::NumNodes)
       .def("results", &b::Results, "Counters and latency statistics as a dict.")

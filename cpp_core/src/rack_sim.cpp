@@ -315,6 +315,7 @@ void RackSim::OnNodeEvent(uint32_t i) {
 void RackSim::Complete(uint32_t i, const Task& t) {
   ++counters_.completed;
   ++node_counters_[i].completed;
+  if (step_latency_on_) step_latency_.Record(now_ - t.arrival);
   if (!(t.flags & Task::kWarmup)) {
     const double latency = now_ - t.arrival;
     latency_.Record(latency);

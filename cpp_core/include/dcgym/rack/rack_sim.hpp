@@ -84,6 +84,10 @@ class RackSim {
   const kernel::LogHistogram& LatencyOfClass(uint32_t k) const { return per_class_ ? latency_by_class_[k] : latency_; }
   uint32_t NumClasses() const { return num_classes_; }
   const StartStats& Starts() const { return starts_; }
+  // Latencies of the tasks completed since the last reset (all tasks, warm-up
+  // included): what an environment step reports. Off until first enabled.
+  void EnableStepLatency() { step_latency_on_ = true; }
+  kernel::LogHistogram& StepLatency() { return step_latency_; }
   const Node& NodeAt(uint32_t i) const { return nodes_[i]; }
   bool IsActive(uint32_t i) const { return is_active_[i]; }
   // The load of node i in the dispatch metric, and what viewer v believes it is.
@@ -183,6 +187,8 @@ class RackSim {
   DecisionCounts decisions_;
   kernel::LogHistogram latency_;
   std::vector<kernel::LogHistogram> latency_by_class_;
+  kernel::LogHistogram step_latency_;
+  bool step_latency_on_ = false;
   StartStats starts_;
   std::vector<double> sample_times_;
   std::vector<float> samples_;
