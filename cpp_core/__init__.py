@@ -5,6 +5,22 @@ re-exports what users need. Configs are the plain dicts produced by
 :mod:`dcgym.envs.scenario`; build them from a scenario file rather than by hand.
 """
 
-from dcgym.cpp_core._engine import Distribution, LogHistogram, RackSim, check_rack_config
+from dcgym.cpp_core._engine import (
+    Distribution,
+    LogHistogram,
+    MultistageSim,
+    RackSim,
+    check_multistage_config,
+    check_rack_config,
+    step_rack_batch,
+)
 
-__all__ = ["Distribution", "LogHistogram", "RackSim", "check_rack_config"]
+__all__ = [
+    "Distribution",
+    "LogHistogram",
+    "MultistageSim",
+    "RackSim",
+    "check_multistage_config",
+    "check_rack_config",
+    "step_rack_batch",
+]
