@@ -93,7 +93,6 @@ RackSim::RackSim(const RackConfig& config)
 
   is_active_.assign(n, 1);
   for (uint32_t i = 0; i < n; ++i) active_.push_back(i);
-  dispatcher_.OnActiveChanged(active_);
   RebuildSplit();
   RebuildCandidates();
 
@@ -118,19 +117,7 @@ RackSim::RackSim(const RackConfig& config)
   rate_ = config.load * config.Capacity() / config.MeanSize();
   next_arrival_ = arrival_rng_.Exp1() / rate_;
 
-  if (policy_ == DispatchKind::kCentralFcfs) {
-    std::vector<double> speeds;
-    for (const auto& nd : nodes_) speeds.push_back(nd.Speed());
-    std::sort(speeds.begin(), speeds.end(), std::greater<double>());
-    speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
-    idle_by_speed_.resize(speeds.size());
-    speed_class_.resize(n);
-    idle_pos_.assign(n, kNotIdle);
-    for (uint32_t i = 0; i < n; ++i) {
-      speed_class_[i] = static_cast<uint32_t>(std::find(speeds.begin(), speeds.end(), nodes_[i].Speed()) - speeds.begin());
-      CentralTrackIdle(i);
-    }
-  }
+  if (policy_ == DispatchKind::kCentralFcfs) BuildSpeedClasses();
   if (board.Kind() == LoadInfoKind::kPeriodic) Schedule(config.load_info.period_us, Message(Message::kBroadcast));
   for (uint32_t k = 0; k < config.dynamics.size(); ++k) {
     Message m(Message::kDynamics);
@@ -209,7 +196,6 @@ void RackSim::OnArrival() {
 void RackSim::Dispatch(uint32_t viewer, Task t) {
   t.origin = viewer;
   const std::vector<uint32_t>& candidates = candidates_[typed_ ? t.cls : 0];
-  const LoadBoard& board = BoardOf(t);
   switch (policy_) {
     case DispatchKind::kCentralFcfs:
       if (!CentralPlace(t)) dispatcher_queue_.PushBack(t);
@@ -234,18 +220,29 @@ void RackSim::Dispatch(uint32_t viewer, Task t) {
       else Send(viewer, best, t);
       return;
     }
+    default:
+      return Send(viewer, Choose(viewer, t), t);
+  }
+}
+
+// The dispatcher's pick for task t among the nodes that may run it.
+uint32_t RackSim::Choose(uint32_t viewer, const Task& t) {
+  const uint32_t type = typed_ ? t.cls : 0;
+  const std::vector<uint32_t>& candidates = candidates_[type];
+  const LoadBoard& board = BoardOf(t);
+  switch (policy_) {
     case DispatchKind::kLsq: {
       const double* counts = &local_count_[static_cast<size_t>(viewer) * NumNodes()];
-      return Send(viewer, dispatcher_.Pick(viewer, candidates, [counts](uint32_t j) { return counts[j]; }, t.size), t);
+      return dispatcher_.Pick(viewer, type, candidates, [counts](uint32_t j) { return counts[j]; }, t.size);
     }
     case DispatchKind::kOracle:
-      return Send(viewer, dispatcher_.Pick(viewer, candidates, [this](uint32_t j) { return nodes_[j].RemainingWork(now_); }, t.size), t);
+      return dispatcher_.Pick(viewer, type, candidates, [this](uint32_t j) { return nodes_[j].RemainingWork(now_); }, t.size);
     default:
       if (board.Kind() == LoadInfoKind::kFresh) {  // the common case, without the board's indirection
         const double* truth = board.Truths().data();
-        return Send(viewer, dispatcher_.Pick(viewer, candidates, [truth](uint32_t j) { return truth[j]; }, t.size), t);
+        return dispatcher_.Pick(viewer, type, candidates, [truth](uint32_t j) { return truth[j]; }, t.size);
       }
-      return Send(viewer, dispatcher_.Pick(viewer, candidates, [&board, viewer](uint32_t j) { return board.Belief(viewer, j); }, t.size), t);
+      return dispatcher_.Pick(viewer, type, candidates, [&board, viewer](uint32_t j) { return board.Belief(viewer, j); }, t.size);
   }
 }
 
@@ -268,23 +265,22 @@ void RackSim::ArriveAtNode(uint32_t i, Task t) {
       j = SampleCumulative(&migrate_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes(), table_rng_);
       if (!std::binary_search(candidates.begin(), candidates.end(), j)) j = i;  // not allowed: keep it
       break;
-    default: {
-      const LoadBoard& board = BoardOf(t);
-      j = dispatcher_.Pick(i, candidates, [&board, i](uint32_t k) { return board.Belief(i, k); }, t.size);
+    default:
+      j = Choose(i, t);
       break;
-    }
   }
   ++decisions_.migrate[static_cast<size_t>(i) * NumNodes() + j];
-  if (j == i) Place(i, t);
-  else Migrate(i, j, t);
+  if (j != i) return Migrate(i, j, t);
+  if (local_counts_) local_count_[static_cast<size_t>(i) * NumNodes() + i] += 1;
+  Place(i, t);
 }
 
 void RackSim::Migrate(uint32_t from, uint32_t to, Task t) {
-  t.flags |= Task::kMigrated;
   ++counters_.migrations;
   ++decisions_.migrations[from];
   ++node_counters_[from].migrated_out;
   if (track_truth_) BoardOf(t).OnSend(from, to, LoadIncrement(to, t));
+  if (local_counts_) local_count_[static_cast<size_t>(from) * NumNodes() + to] += 1;
   if (config_.migration.delay_us <= 0) return Place(to, t);
   Message m(Message::kDeliver);
   m.a = to;
@@ -322,7 +318,7 @@ void RackSim::Complete(uint32_t i, const Task& t) {
     if (per_class_) latency_by_class_[t.cls].Record(latency);
   }
   if (needs_replies_) Reply(t.origin, i, t);
-  if (table_) MaybeSteal(i);
+  if (table_ && is_active_[i]) MaybeSteal(i);
 }
 
 // The reply for task t, done (or refused) at node i, carries i's load to the
@@ -377,7 +373,11 @@ void RackSim::OnMessage(const Message& m) {
       ++counters_.steals;
       ++decisions_.steals[m.a];
       ++node_counters_[m.b].stolen_from;
-      t.flags |= Task::kMigrated;
+      BoardOf(t).OnMove(t.origin, m.b, m.a);
+      if (local_counts_) {
+        local_count_[static_cast<size_t>(t.origin) * NumNodes() + m.b] -= 1;
+        local_count_[static_cast<size_t>(t.origin) * NumNodes() + m.a] += 1;
+      }
       if (config_.migration.delay_us <= 0) return Place(m.a, t);
       Message d(Message::kDeliver);
       d.a = m.a;
@@ -398,7 +398,8 @@ void RackSim::OnMessage(const Message& m) {
         else board.Publish(board.Truths());
       }
       if (delay > 0) Schedule(now_ + delay, Message(Message::kPublish));
-      return Schedule(now_ + config_.load_info.period_us, Message(Message::kBroadcast));
+      return Schedule(static_cast<double>(++broadcasts_sent_ + 1) * config_.load_info.period_us,
+                      Message(Message::kBroadcast));
     }
     case Message::kPublish:
       for (auto& board : boards_) {
@@ -453,18 +454,24 @@ void RackSim::ApplyDynamics(const DynamicsEvent& e) {
     case DynamicsEvent::kSpeed:
       for (uint32_t i : e.nodes) {
         nodes_[i].SetSpeed(nodes_[i].Speed() * e.values[0], now_);
+        dispatcher_.SetRate(i, nodes_[i].Workers(), nodes_[i].Speed());
         AfterChange(i);
       }
+      if (policy_ == DispatchKind::kCentralFcfs) BuildSpeedClasses();
       return;
     case DynamicsEvent::kRemove:
     case DynamicsEvent::kAdd:
+      for (uint32_t i : e.nodes) SetActive(i, e.kind == DynamicsEvent::kAdd);
+      RebuildCandidates();
+      RebuildSplit();
       for (uint32_t i : e.nodes) {
-        SetActive(i, e.kind == DynamicsEvent::kAdd);
+        AfterChange(i);
+        if (e.kind != DynamicsEvent::kAdd) continue;
+        if (policy_ == DispatchKind::kCentralFcfs) CentralRefill(i);  // waiting tasks go to it at once
+        if (policy_ == DispatchKind::kJbsq) JbsqRefill(i);
         AfterChange(i);
       }
-      dispatcher_.OnActiveChanged(active_);
-      RebuildCandidates();
-      return RebuildSplit();
+      return;
     case DynamicsEvent::kLoad:
       rate_ = e.values[0] * config_.Capacity() / config_.MeanSize();
       next_arrival_ = now_ + arrival_rng_.Exp1() / rate_;  // memoryless: redraw at the new rate
@@ -487,6 +494,7 @@ void RackSim::RebuildCandidates() {
     for (uint32_t i : active_)
       if (allowed.empty() || std::find(allowed.begin(), allowed.end(), i) != allowed.end()) candidates_[k].push_back(i);
   }
+  dispatcher_.OnCandidatesChanged(candidates_);
 }
 
 // Cumulative traffic shares: over balancers, or over the active nodes.
@@ -546,6 +554,22 @@ uint32_t RackSim::SampleCumulative(const double* c, uint32_t width, kernel::Rng&
 
 // ------------------------------------------------------ central dispatching
 
+// central_fcfs: group the nodes by speed, fastest first, and index those with an idle worker.
+void RackSim::BuildSpeedClasses() {
+  const uint32_t n = NumNodes();
+  std::vector<double> speeds;
+  for (const auto& nd : nodes_) speeds.push_back(nd.Speed());
+  std::sort(speeds.begin(), speeds.end(), std::greater<double>());
+  speeds.erase(std::unique(speeds.begin(), speeds.end()), speeds.end());
+  idle_by_speed_.assign(speeds.size(), {});
+  speed_class_.resize(n);
+  idle_pos_.assign(n, kNotIdle);
+  for (uint32_t i = 0; i < n; ++i) {
+    speed_class_[i] = static_cast<uint32_t>(std::find(speeds.begin(), speeds.end(), nodes_[i].Speed()) - speeds.begin());
+    CentralTrackIdle(i);
+  }
+}
+
 bool RackSim::CentralPlace(const Task& t) {
   for (auto& idle : idle_by_speed_) {
     if (idle.empty()) continue;
@@ -580,9 +604,10 @@ void RackSim::CentralTrackIdle(uint32_t i) {
 }
 
 void RackSim::JbsqRefill(uint32_t i) {
-  if (dispatcher_queue_.Empty() || !is_active_[i]) return;
-  if (local_count_[i] >= static_cast<double>(config_.dispatch.bound) * workers_of_[i]) return;  // one switch: viewer 0
-  Send(0, i, dispatcher_queue_.PopFront());
+  if (!is_active_[i]) return;
+  const double room = static_cast<double>(config_.dispatch.bound) * workers_of_[i];
+  while (!dispatcher_queue_.Empty() && local_count_[i] < room)  // one switch: viewer 0
+    Send(0, i, dispatcher_queue_.PopFront());
 }
 
 // -------------------------------------------------------------- inspection

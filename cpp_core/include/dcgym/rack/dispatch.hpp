@@ -47,18 +47,27 @@ class Dispatcher {
     }
   }
 
-  // Call whenever the set of active nodes changes (also once at the start).
-  void OnActiveChanged(const std::vector<uint32_t>& active) {
+  // Call whenever the candidate lists change (also once at the start): one
+  // list of active nodes per task type.
+  void OnCandidatesChanged(const std::vector<std::vector<uint32_t>>& lists) {
     if (config_.kind != DispatchKind::kWcmp) return;
-    weight_cum_.clear();
-    double c = 0;
-    for (uint32_t j : active) weight_cum_.push_back(c += config_.weights[j]);
+    weight_cum_.assign(lists.size(), {});
+    for (size_t k = 0; k < lists.size(); ++k) {
+      double c = 0;
+      for (uint32_t j : lists[k]) weight_cum_[k].push_back(c += config_.weights[j]);
+      if (!(c > 0)) weight_cum_[k].clear();  // every weighted node removed: fall back to uniform
+    }
+  }
+  // A node's service rate changed (dynamics): sed and oracle see the new capacity.
+  void SetRate(uint32_t node, double workers, double speed) {
+    rates_[node] = config_.sed_by_speed ? workers * speed : workers;
   }
 
-  // Chooses among `active` (non-empty) for dispatcher v; load(j) is what v
-  // believes of node j (for lsq its own counts, for oracle the remaining work).
+  // Chooses among `active` (non-empty: the active nodes that may run a task of
+  // type `type`) for dispatcher v; load(j) is what v believes of node j (for
+  // lsq its own counts, for oracle the remaining work).
   template <typename Load>
-  uint32_t Pick(uint32_t v, const std::vector<uint32_t>& active, const Load& load, double size) {
+  uint32_t Pick(uint32_t v, uint32_t type, const std::vector<uint32_t>& active, const Load& load, double size) {
     const uint32_t m = static_cast<uint32_t>(active.size());
     switch (config_.kind) {
       case DispatchKind::kRoundRobin: {
@@ -82,11 +91,13 @@ class Dispatcher {
         return below ? chosen : active[rng_.Below(m)];
       }
       case DispatchKind::kWcmp: {
-        const double u = rng_.Uniform() * weight_cum_.back();
+        const std::vector<double>& cum = weight_cum_[type];
+        if (cum.empty()) return active[rng_.Below(m)];
+        const double u = rng_.Uniform() * cum.back();
         uint32_t lo = 0, hi = m - 1;
         while (lo < hi) {
           const uint32_t mid = (lo + hi) / 2;
-          if (weight_cum_[mid] <= u) lo = mid + 1; else hi = mid;
+          if (cum[mid] <= u) lo = mid + 1; else hi = mid;
         }
         return active[lo];
       }
@@ -159,7 +170,7 @@ class Dispatcher {
   DispatchConfig config_;
   std::vector<double> rates_;      // per node: sed's and oracle's service rate
   std::vector<uint32_t> rr_next_;  // per dispatcher: round-robin position
-  std::vector<double> weight_cum_; // wcmp: cumulative weights over active nodes
+  std::vector<std::vector<double>> weight_cum_;  // wcmp, per type: cumulative weights over candidates
   kernel::Rng rng_;
 };
 

@@ -135,6 +135,14 @@ class LoadBoard {
         break;
     }
   }
+  // A task viewer v sent to node `from` was stolen by node `to`: proactive
+  // counts follow the task, so they keep matching what v has outstanding.
+  void OnMove(uint32_t v, uint32_t from, uint32_t to) {
+    if (config_.kind != LoadInfoKind::kProactive) return;
+    belief_[Cell(v, from)] -= 1;
+    belief_[Cell(v, to)] += 1;
+  }
+
   // Whether replies carry information for this model (the rack then routes them).
   bool UsesReplies() const {
     return config_.kind == LoadInfoKind::kPiggyback || config_.kind == LoadInfoKind::kMinOnly ||

@@ -37,7 +37,6 @@ struct Task {
 
   static constexpr uint16_t kWarmup = 1;    // excluded from statistics
   static constexpr uint16_t kStarted = 2;   // has received service before
-  static constexpr uint16_t kMigrated = 4;  // moved between nodes once: never moved again
   // What a worker is doing with the task (worker-heap entries only).
   static constexpr uint16_t kActivityShift = 8;
   static constexpr uint16_t kActivityMask = 3u << kActivityShift;
@@ -57,13 +56,21 @@ class Node {
        StartStats* starts)
       : workers_(g.workers), speed_(g.speed), capacity_(g.queue_capacity), intra_(intra),
         ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), starts_(starts),
-        exec_estimate_(mean_size / g.speed), queue_(intra.queueing, Slos(types), Priorities(types)),
+        exec_estimate_(mean_size / g.speed), inv_speed_(1.0 / g.speed), queue_(intra.queueing, Slos(types), Priorities(types)),
         outstanding_by_type_(types.size() > 1 ? types.size() : 0, 0) {}
 
   uint32_t Workers() const { return workers_; }
   double Speed() const { return speed_; }
   // Worker time spent serving tasks up to `now` (us; switches and fetches excluded).
-  double BusyTime(double now) const { return busy_time_ + BusyWorkers() * (now - accounted_at_); }
+  double BusyTime(double now) const {
+    if (ideal_ps_) return busy_time_ + BusyWorkers() * (now - accounted_at_);
+    // Service time is committed when an activity starts; take back what lies ahead.
+    double ahead = 0;
+    busy_.ForEachTimed([&](double t_end, const Task& t) {
+      if (Activity(t) == kFinish || Activity(t) == kSlice) ahead += t_end - now;
+    });
+    return busy_time_ - ahead;
+  }
   // Total size of the tasks at the node (us at speed 1): RackSched's INT3 load.
   double OutstandingWork() const { return outstanding_work_; }
   // Moving average of observed execution times (weight 1/64, as Malcolm's code).
@@ -91,8 +98,8 @@ class Node {
   // Accepts a task arriving at `now`; returns false (keeping nothing) when the
   // node already holds queue_capacity tasks beyond its busy workers.
   bool Admit(const Task& t, double now) {
-    Account(now);
     if (ideal_ps_) {
+      Account(now);
       if (capacity_ >= 0 && jobs_.size() >= workers_ + static_cast<uint64_t>(capacity_)) return false;
       outstanding_work_ += t.size;
       AdvanceVirtual(now);
@@ -126,7 +133,9 @@ class Node {
   // Changes the workers' speed at `now`: work in progress continues at the
   // new speed (a time slice already under way keeps its length).
   void SetSpeed(double speed, double now) {
+    inv_speed_ = 1.0 / speed;
     if (ideal_ps_) {
+      Account(now);
       AdvanceVirtual(now);
       speed_ = speed;
       RefreshPs(now);
@@ -135,7 +144,10 @@ class Node {
     const double ratio = speed_ / speed;
     speed_ = speed;
     busy_.Retime([&](double t_end, const Task& t) {
-      return Activity(t) == kFinish ? now + (t_end - now) * ratio : t_end;
+      if (Activity(t) != kFinish) return t_end;
+      const double new_end = now + (t_end - now) * ratio;
+      busy_time_ += new_end - t_end;  // the committed service time changes with the speed
+      return new_end;
     });
     next_time_ = busy_.TopTime();
   }
@@ -159,7 +171,6 @@ class Node {
   // An idle worker, reserved at `now`, receives `t` after `delay` (central
   // dispatch pulling from a global queue).
   void Fetch(const Task& t, double now, double delay) {
-    Account(now);
     if (delay <= 0) StartTask(t, now);
     else Occupy(now + delay, t, kFetch);
   }
@@ -167,8 +178,8 @@ class Node {
   // Processes the node's next event, due at `now` == NextEventTime(). Returns
   // true, with the task in `done`, when a task completed.
   bool HandleEvent(double now, Task* done) {
-    Account(now);
     if (ideal_ps_) {
+      Account(now);
       AdvanceVirtual(now);
       *done = PopJob().task;
       if (jobs_.empty()) vtime_ = 0;  // keep tags small: restart the virtual clock
@@ -261,9 +272,12 @@ class Node {
     const double q = intra_.quantum_us;
     if (q > 0 && t.work > q * speed_ * (1 + 1e-12)) {
       t.work -= q * speed_;
+      busy_time_ += q;
       Occupy(now + q, t, kSlice);
     } else {
-      Occupy(now + t.work / speed_, t, kFinish);
+      const double service = t.work / speed_;
+      busy_time_ += service;
+      Occupy(now + service, t, kFinish);
     }
   }
 
@@ -280,7 +294,7 @@ class Node {
     outstanding_work_ -= t.size;
     if (!outstanding_by_type_.empty()) --outstanding_by_type_[t.cls];
     if (outstanding_work_ < 1e-9 * t.size) outstanding_work_ = 0;  // no drift below zero
-    exec_estimate_ += (t.size / speed_ - exec_estimate_) * (1.0 / 64);
+    exec_estimate_ += (t.size * inv_speed_ - exec_estimate_) * (1.0 / 64);
   }
 
   // Ideal processor sharing.
@@ -318,6 +332,7 @@ class Node {
   double busy_time_ = 0, accounted_at_ = 0;
   double outstanding_work_ = 0;
   double exec_estimate_;
+  double inv_speed_;
   kernel::SlotHeap<Task> busy_;  // busy workers, by the time their activity ends
   uint32_t busy_tasks_ = 0;      // busy workers serving a task (not switching or fetching)
   WaitQueue<Task> queue_;

@@ -121,6 +121,8 @@ class RackSim {
   void Dispatch(uint32_t viewer, Task t);
   void ArriveAtNode(uint32_t i, Task t);
   void Send(uint32_t viewer, uint32_t j, Task t);
+  uint32_t Choose(uint32_t viewer, const Task& t);
+  void BuildSpeedClasses();
   void Migrate(uint32_t from, uint32_t to, Task t);
   void Place(uint32_t i, const Task& t);
   void AfterChange(uint32_t i);
@@ -181,6 +183,7 @@ class RackSim {
   std::vector<double> migrate_cum_, steal_cum_;  // table: n x n cumulative probabilities
   std::vector<double> queue_ema_;                // per node: smoothed queue length
   std::deque<std::vector<double>> broadcasts_;   // periodic: snapshots in transit
+  uint64_t broadcasts_sent_ = 0;
 
   RackCounters counters_;
   std::vector<NodeCounters> node_counters_;
