@@ -1,12 +1,19 @@
 """Evaluate dispatch policies on a scenario (DESIGN.md, "evaluate.py").
 
     python evaluate.py --scenario malcolm_hetero_paper_exp --policy random --policy po2 \\
-                       --loads 0.4,0.7,0.85 --tasks 1000000 --seed 1 --out out/demo [--json]
+                       --loads 0.4,0.7,0.85 --tasks 1000000 --seeds 5 --out out/demo [--json]
 
-Writes results.json, results.csv and p99_vs_load.png into --out and prints a
-table (or, with --json, only the results document) on standard output. Bad
-input prints one ``error: ...`` line on standard error and exits with status 2.
-This is a thin front: everything happens in :mod:`dcgym.agents.evaluation`.
+Runs every policy at every load with every seed (``--seeds 5`` = seeds 1..5,
+``--seeds 1,2,7`` those, ``--seed 3`` one), in parallel on Ray: a local
+cluster of ``--workers`` CPUs (default: all cores, or serial in this process
+for a single run; ``--workers 0`` always serial) or the cluster at
+``--address``. Writes results.json, results.csv, summary.csv,
+p99_vs_load.png, latency_cdf.png and, when loads are sampled (the scenario's
+sample_period_us or ``--timeline US``), load_over_time.png into --out, and
+prints a table of means with 95% confidence intervals over seeds (or, with
+--json, only the results document) on standard output. Bad input prints one
+``error: ...`` line on standard error and exits with status 2. This is a thin
+front: everything happens in :mod:`dcgym.agents.evaluation`.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dcgym.agents.evaluation import DEFAULT_TASKS, evaluate, plot_p99_vs_load, to_json, write_results
+from dcgym.agents.evaluation import DEFAULT_TASKS, evaluate, parse_seeds, to_json, write_plots, write_results
+from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import DEFAULT_SCENARIO
 
 BAD_INPUT = 2
@@ -33,44 +41,68 @@ app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 def main(
     scenario: Annotated[str, typer.Option(help="packaged scenario name or YAML path")] = DEFAULT_SCENARIO,
     policy: Annotated[
-        list[str] | None, typer.Option(help="policy, e.g. po2 or po_d:d=3 (repeatable; default: the scenario's)")
+        list[str] | None,
+        typer.Option(help="policy, e.g. po2 or jbt:threshold=30 (repeatable; default: the scenario's)"),
     ] = None,
     loads: Annotated[str | None, typer.Option(help="comma-separated loads (default: the scenario's grid)")] = None,
     tasks: Annotated[int, typer.Option(help="arrivals per run, warm-up included")] = DEFAULT_TASKS,
-    seed: Annotated[int, typer.Option(help="seed of every random stream")] = 1,
+    seed: Annotated[int | None, typer.Option(help="one seed of every random stream (default 1)")] = None,
+    seeds: Annotated[str | None, typer.Option(help="N for seeds 1..N, or a comma-separated list")] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="parallel runs on a local Ray cluster; 0 = serial (default: all cores)")
+    ] = None,
+    address: Annotated[str | None, typer.Option(help="address of a running Ray cluster to use")] = None,
+    timeline: Annotated[
+        float | None, typer.Option(help="sample every node's load every US microseconds for load_over_time.png")
+    ] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("out/evaluate"),
     json_out: Annotated[bool, typer.Option("--json", help="print the results document on stdout")] = False,
 ) -> None:
-    """Run every policy at every load and write the results."""
+    """Run every policy at every load with every seed and write the results."""
     grid = None if loads is None else [part.strip() for part in loads.split(",")]  # validated as loads downstream
+    if seed is not None and seeds is not None:
+        raise InvalidConfigError("seeds", seeds, f"nothing when --seed ({seed}) is given: one or the other")
+    seed_list = None if seeds is None else parse_seeds(seeds)
     out.mkdir(parents=True, exist_ok=True)  # fail before the runs, not after
-    doc = evaluate(scenario, policy, grid, tasks=tasks, seed=seed)
+    doc = evaluate(
+        scenario, policy, grid, tasks=tasks, seed=seed, seeds=seed_list, workers=workers, address=address,
+        sample_period_us=timeline,
+    )
     write_results(doc, out)
-    plot_p99_vs_load(doc, out / "p99_vs_load.png")
+    write_plots(doc, out)
     if json_out:
         sys.stdout.write(to_json(doc) + "\n")
     else:
-        Console().print(_table(doc))
+        Console(width=None if sys.stdout.isatty() else 160).print(_table(doc))
 
 
 def _table(doc: dict[str, Any]) -> Table:
-    table = Table(title=f"{doc['scenario']} (seed {doc['seed']}, {doc['tasks']:,} tasks per run)")
-    for column in ("policy", "load", "p99 (us)", "mean (us)", "throughput (ktps)", "dropped"):
+    seeds = doc["seeds"]
+    which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
+    table = Table(title=f"{doc['scenario']} ({which}, {doc['tasks']:,} tasks per run)")
+    counts = [c for c in ("migrations", "steals") if any(s[c]["mean"] for s in doc["summary"])]
+    columns = ["policy", "load", "p99 (us)", "mean (us)", "throughput (ktps)", "dropped", *counts]
+    for column in columns:
         table.add_column(column, justify="left" if column == "policy" else "right")
-    for r in doc["results"]:
-        table.add_row(
-            r["policy"],
-            f"{r['load']:g}",
-            _fmt(r["latency_us"]["p99"]),
-            _fmt(r["latency_us"]["mean"]),
-            _fmt(r["throughput_ktps"]),
-            f"{r['tasks_dropped']:,}",
-        )
+    for s in doc["summary"]:
+        row = [
+            s["policy"],
+            f"{s['load']:g}",
+            _fmt(s["latency_us"]["p99"]),
+            _fmt(s["latency_us"]["mean"]),
+            _fmt(s["throughput_ktps"]),
+            _fmt(s["tasks_dropped"], 0),
+        ]
+        row += [_fmt(s[c], 0) for c in counts]
+        table.add_row(*row)
     return table
 
 
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f}"
+def _fmt(stat: dict[str, Any], digits: int = 1) -> str:
+    if stat["mean"] is None:
+        return "-"
+    text = f"{stat['mean']:,.{digits}f}"
+    return text if stat["ci95"] is None else f"{text} ± {stat['ci95']:,.{digits}f}"
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -1,16 +1,31 @@
 """Evaluate dispatch policies on a rack scenario: the library behind ``evaluate.py``.
 
-Every policy runs at every load for ``tasks`` arrivals in the C++ engine; the
-first ``warmup_fraction`` of them are excluded from the statistics (and their
-count reported). The results document is the one of DESIGN.md ("evaluate.py"):
+Every policy runs at every load with every seed for ``tasks`` arrivals in the
+C++ engine; the first ``warmup_fraction`` of them are excluded from the
+statistics (and their count reported). The runs are independent jobs: run
+serially in this process (``workers=0``) or in parallel on Ray (a local
+cluster, or an existing one at ``address``), with the same numbers bit for
+bit either way. The results document extends the one of DESIGN.md
+("evaluate.py")::
 
-    {scenario, seed, tasks, dcgym_version,
-     results: [{policy, load, throughput_ktps, offered_ktps, latency_us {mean, p50, p90, p99, p999},
-                tasks_completed, tasks_dropped, tasks_warmup, migrations, steals, events, sim_time_us, wall_s}]}
+    {scenario, seed, seeds, tasks, dcgym_version,
+     results: [{policy, load, seed, throughput_ktps, offered_ktps, latency_us {mean, p50, p90, p99, p999},
+                tasks_completed, tasks_dropped, tasks_warmup, migrations, steals, failed_steals,
+                events, sim_time_us, wall_s}],                          one per (policy, load, seed)
+     summary: [{policy, load, runs, throughput_ktps {mean, ci95, n}, latency_us {p99 {mean, ci95, n}, ...},
+                tasks_dropped {...}, migrations {...}, steals {...}, latency_cdf_us [...]}],
+     cdf_probabilities: [...],
+     timelines: [{policy, load, seed, times_us, groups [{label, nodes, outstanding_per_worker}]}]}
 
-Latencies are in microseconds and carry the engine histogram's relative
-error (well under 1%). A statistic with no sample is ``None`` (``null`` in
-JSON), never NaN. The same seed gives the same document except ``wall_s``.
+``ci95`` is the half-width of a 95% Student-t interval over seeds (null for
+one seed); ``latency_cdf_us`` holds the latency quantiles at
+``cdf_probabilities`` over all seeds' tasks together. ``timelines`` (the first
+seed of each policy and load) is there when the scenario or the caller sets a
+sampling period. Counts (tasks dropped, migrations, steals) exclude the
+warm-up. Latencies are in microseconds and carry the engine histogram's
+relative error (well under 1%). A statistic with no sample is ``None``
+(``null`` in JSON), never NaN. The same seeds give the same document except
+``wall_s``.
 """
 
 from __future__ import annotations
@@ -18,23 +33,33 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from pydantic import Field
 from tqdm import tqdm
 
-from dcgym.agents.heuristics import Policy, parse_policy
+from dcgym.agents.heuristics import Policy
+from dcgym.agents.plots import plot_latency_cdf, plot_load_over_time, plot_p99_vs_load
+from dcgym.agents.stats import CDF_PROBABILITIES, mean_ci, merged_quantiles, nonzero_histogram
 from dcgym.cpp_core import RackSim, check_rack_config
-from dcgym.envs.scenario import Load, RackScenario, load_scenario
+from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.scenario import Load, RackScenario, Seed, load_scenario
 from dcgym.envs.validation import validate
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_TASKS", "Job", "evaluate", "parse_seeds", "plot_latency_cdf", "plot_load_over_time", "plot_p99_vs_load",
+    "results_table", "run_job", "summary_table", "to_json", "write_plots", "write_results",
+]
 
 DEFAULT_TASKS = 1_000_000
 """Arrivals per run, warm-up included."""
@@ -42,7 +67,25 @@ DEFAULT_TASKS = 1_000_000
 PolicySpec = str | Mapping[str, Any] | Policy
 Tasks = Annotated[int, Field(ge=1)]
 Loads = Annotated[list[Load], Field(min_length=1)]
+Seeds = Annotated[list[Seed], Field(min_length=1)]
+Workers = Annotated[int, Field(ge=0, le=4096)]
+SamplePeriod = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 _PERCENTILES = ("mean", "p50", "p90", "p99", "p999")
+_COUNTS = ("tasks_dropped", "migrations", "steals")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One engine run: a policy at a load with a seed. Plain data, so it travels to Ray workers."""
+
+    policy: str
+    load: float
+    seed: int
+    config: dict[str, Any]
+    tasks: int
+    warmup: int
+    groups: tuple[tuple[str, int, int, int], ...]  # (label, first node, nodes, workers) per node group
+    timeline: bool  # keep this run's load samples
 
 
 def evaluate(
@@ -50,70 +93,227 @@ def evaluate(
     policies: PolicySpec | Sequence[PolicySpec] | None = None,
     loads: Sequence[float] | None = None,
     tasks: int = DEFAULT_TASKS,
-    seed: int = 1,
+    seed: int | None = None,
     progress: bool = True,
+    *,
+    seeds: Sequence[int] | None = None,
+    workers: int | None = None,
+    address: str | None = None,
+    sample_period_us: float | None = None,
 ) -> dict[str, Any]:
-    """Run every policy at every load and return the results document.
+    """Run every policy at every load with every seed and return the results document.
 
     ``scenario`` is a RackScenario or a name or path for :func:`load_scenario`;
     ``policies`` (one or a list, in any form :func:`parse_policy` accepts)
     default to the scenario's dispatch policy and ``loads`` to its grid.
+    ``seed`` (one) or ``seeds`` (several) default to seed 1. ``workers``: 0
+    runs serially in this process; N > 0 on a local Ray cluster of N CPUs (or
+    the running Ray session, or the cluster at ``address``); None picks
+    serial for a single run and Ray with every core otherwise.
+    ``sample_period_us`` replaces the scenario's load-sampling period.
     Every argument and every engine config is checked before the first run,
     so bad input raises InvalidConfigError (or the engine's ValueError)
     without wasting a run.
     """
     if not isinstance(scenario, RackScenario):
         scenario = load_scenario(scenario)
+        if not isinstance(scenario, RackScenario):
+            raise InvalidConfigError("scenario", scenario.name, "a rack scenario (kind: rack)")
     tasks = validate(Tasks, tasks, "tasks")
+    seed_list = _seeds(seed, seeds)
+    workers = None if workers is None else validate(Workers, workers, "workers")
+    if sample_period_us is not None:
+        sample_period_us = validate(SamplePeriod, sample_period_us, "sample_period_us")
     if isinstance(policies, (str, Mapping, Policy)):
         policies = [policies]
-    parsed = [parse_policy(p) for p in policies] if policies else [scenario.dispatch]
+    parsed = [scenario.policy(p) for p in policies] if policies else [scenario.dispatch]
     grid = scenario.loads if loads is None else validate(Loads, loads, "loads")
+    for field, values in (("policy", [p.label for p in parsed]), ("loads", grid)):
+        if len(set(values)) != len(values):
+            raise InvalidConfigError(field, values, "distinct values (a repeated one would repeat its runs)")
     warmup = scenario.warmup_tasks(tasks)
-    runs = [(p, load, scenario.engine_config(load, seed, p, warmup)) for p in parsed for load in grid]
-    for *_, config in runs:
-        check_rack_config(config)
-    results = []
-    for policy, load, config in tqdm(runs, desc=scenario.name or "scenario", unit="run", disable=not progress):
-        results.append(_run(policy, load, config, tasks, warmup))
-        log.debug("%s at load %g: p99 %s us", policy, load, results[-1]["latency_us"]["p99"])
-    return {
-        "scenario": scenario.name,
-        "seed": seed,
-        "tasks": tasks,
-        "dcgym_version": version("dcgym"),
-        "results": results,
-    }
+    groups = tuple(
+        (f"{g.count} x {g.workers} workers" + (f" x speed {g.speed:g}" if g.speed != 1 else ""), ids.start, g.count,
+         g.workers)
+        for g, ids in zip(scenario.nodes, scenario.node_ids())
+    )
+    jobs = []
+    for p in parsed:
+        for load in grid:
+            for s in seed_list:
+                config = scenario.engine_config(load, s, p, warmup, sample_period_us)
+                keep = config["sample_period_us"] > 0 and s == seed_list[0]
+                jobs.append(Job(p.label, load, s, config, tasks, warmup, groups, keep))
+    for job in jobs:
+        check_rack_config(job.config)
+    outputs = _run_all(jobs, workers, address, progress, scenario.name or "scenario")
+    return _document(scenario, seed_list, tasks, jobs, outputs)
 
 
-def _run(policy: Policy, load: float, config: dict[str, Any], tasks: int, warmup: int) -> dict[str, Any]:
-    """One engine run; throughput counts measured completions over the time after the warm-up."""
+def parse_seeds(text: str) -> list[int]:
+    """``"5"`` -> seeds 1..5; ``"1,2,7"`` -> those seeds. Raises InvalidConfigError naming ``seeds``."""
+    allowed = "a count N (seeds 1..N) or a comma-separated list of distinct seeds >= 0"
+    parts = [part.strip() for part in str(text).split(",")]
+    try:
+        numbers = [int(part) for part in parts if part]
+    except ValueError:
+        raise InvalidConfigError("seeds", text, allowed) from None
+    if not numbers or (len(parts) == 1 and numbers[0] < 1):
+        raise InvalidConfigError("seeds", text, allowed)
+    return list(range(1, numbers[0] + 1)) if len(parts) == 1 else numbers
+
+
+def _seeds(seed: int | None, seeds: Sequence[int] | None) -> list[int]:
+    if seed is not None and seeds is not None:
+        raise InvalidConfigError("seeds", list(seeds), f"nothing when seed ({seed}) is given: one or the other")
+    if seeds is None:
+        return [validate(Seed, 1 if seed is None else seed, "seed")]
+    chosen = validate(Seeds, list(seeds), "seeds")
+    if len(set(chosen)) != len(chosen):
+        raise InvalidConfigError("seeds", chosen, "distinct seeds (a repeated seed repeats a run exactly)")
+    return chosen
+
+
+# ------------------------------------------------------------------------------------- running
+
+
+def run_job(job: Job) -> dict[str, Any]:
+    """One engine run: its result row, its latency histogram and (if asked) its load timeline."""
     start = time.perf_counter()
-    sim = RackSim(config)
-    sim.run_tasks(warmup)
-    measured_from_us, dropped_in_warmup = sim.now_us, sim.results()["tasks_dropped"]
-    sim.run_tasks(tasks - warmup)
+    sim = RackSim(job.config)
+    sim.run_tasks(job.warmup)
+    at_warmup = sim.results()
+    measured_from_us = sim.now_us
+    sim.run_tasks(job.tasks - job.warmup)
     r = sim.results()
+    lower, counts = sim.latency_histogram()
+    timeline = _timeline(sim, job) if job.timeline else None
     wall_s = time.perf_counter() - start
     latency = r["latency_us"]
     measured_us = r["sim_time_us"] - measured_from_us
-    return _finite(
-        {
-            "policy": policy.label,
-            "load": load,
-            "throughput_ktps": latency["count"] / measured_us * 1e3 if measured_us > 0 else math.nan,
-            "offered_ktps": r["arrival_rate_per_us"] * 1e3,
-            "latency_us": {k: latency[k] for k in _PERCENTILES},
-            "tasks_completed": latency["count"],
-            "tasks_dropped": r["tasks_dropped"] - dropped_in_warmup,
-            "tasks_warmup": r["tasks_warmup"],
-            "migrations": 0,
-            "steals": 0,
-            "events": r["events"],
-            "sim_time_us": r["sim_time_us"],
-            "wall_s": wall_s,
-        }
-    )
+    row = {
+        "policy": job.policy,
+        "load": job.load,
+        "seed": job.seed,
+        "throughput_ktps": latency["count"] / measured_us * 1e3 if measured_us > 0 else math.nan,
+        "offered_ktps": r["arrival_rate_per_us"] * 1e3,
+        "latency_us": {k: latency[k] for k in _PERCENTILES},
+        "tasks_completed": latency["count"],
+        "tasks_dropped": r["tasks_dropped"] - at_warmup["tasks_dropped"],
+        "tasks_warmup": r["tasks_warmup"],
+        "migrations": r["migrations"] - at_warmup["migrations"],
+        "steals": r["steals"] - at_warmup["steals"],
+        "failed_steals": r["failed_steals"] - at_warmup["failed_steals"],
+        "events": r["events"],
+        "sim_time_us": r["sim_time_us"],
+        "wall_s": wall_s,
+    }
+    return {"result": _finite(row), "histogram": nonzero_histogram(lower, counts), "timeline": timeline}
+
+
+def _timeline(sim: RackSim, job: Job) -> dict[str, Any]:
+    """Mean outstanding tasks per worker in each node group, at every sample."""
+    times, loads = sim.take_samples()
+    groups = []
+    for label, first, count, workers in job.groups:
+        per_worker = loads[:, first : first + count].astype(np.float64).mean(axis=1) / workers
+        nodes = [first, first + count - 1]
+        groups.append({"label": label, "nodes": nodes, "outstanding_per_worker": per_worker.tolist()})
+    return {"policy": job.policy, "load": job.load, "seed": job.seed, "times_us": times.tolist(), "groups": groups}
+
+
+def _run_all(jobs: list[Job], workers: int | None, address: str | None, progress: bool, name: str) -> list[dict]:
+    if workers is None:
+        workers = 0 if len(jobs) == 1 and address is None else _cores()
+    bar = tqdm(total=len(jobs), desc=name, unit="run", disable=not progress)
+    try:
+        if workers == 0 and address is None:
+            outputs = []
+            for job in jobs:
+                outputs.append(run_job(job))
+                bar.update()
+            return outputs
+        return _run_on_ray(jobs, workers, address, bar)
+    finally:
+        bar.close()
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def _run_on_ray(jobs: list[Job], workers: int, address: str | None, bar: tqdm) -> list[dict]:
+    """Run the jobs as Ray tasks, one CPU each; results come back in job order."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    import ray  # only here: importing Ray takes a second
+
+    started = not ray.is_initialized()
+    if started and address is not None:
+        ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    elif started:
+        ray.init(
+            num_cpus=workers or _cores(), include_dashboard=False, log_to_driver=False,
+            _node_ip_address="127.0.0.1", logging_level=logging.WARNING,
+        )
+    try:
+        remote = ray.remote(num_cpus=1)(run_job)
+        refs = [remote.remote(job) for job in jobs]
+        position = {ref: k for k, ref in enumerate(refs)}
+        outputs: list[dict | None] = [None] * len(jobs)
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                outputs[position[ref]] = ray.get(ref)
+                bar.update()
+        return outputs  # type: ignore[return-value]
+    finally:
+        if started:
+            ray.shutdown()
+
+
+# ------------------------------------------------------------------------------------ document
+
+
+def _document(
+    scenario: RackScenario, seeds: list[int], tasks: int, jobs: list[Job], outputs: list[dict]
+) -> dict[str, Any]:
+    results = [out["result"] for out in outputs]
+    summary = []
+    cells: dict[tuple[str, float], list[int]] = {}
+    for k, job in enumerate(jobs):
+        cells.setdefault((job.policy, job.load), []).append(k)
+    for (policy, load), ks in cells.items():
+        rows = [results[k] for k in ks]
+        summary.append(
+            {
+                "policy": policy,
+                "load": load,
+                "runs": len(rows),
+                "throughput_ktps": mean_ci([r["throughput_ktps"] for r in rows]),
+                "latency_us": {p: mean_ci([r["latency_us"][p] for r in rows]) for p in _PERCENTILES},
+                **{c: mean_ci([r[c] for r in rows]) for c in _COUNTS},
+                "latency_cdf_us": merged_quantiles([outputs[k]["histogram"] for k in ks], CDF_PROBABILITIES),
+            }
+        )
+    doc = {
+        "scenario": scenario.name,
+        "seed": seeds[0] if len(seeds) == 1 else None,
+        "seeds": seeds,
+        "tasks": tasks,
+        "dcgym_version": version("dcgym"),
+        "results": results,
+        "summary": _finite(summary),
+        "cdf_probabilities": list(CDF_PROBABILITIES),
+    }
+    timelines = [out["timeline"] for out in outputs if out["timeline"] is not None]
+    if timelines:
+        doc["timelines"] = timelines
+    return doc
 
 
 def _finite(value: Any) -> Any:
@@ -133,46 +333,40 @@ def to_json(doc: Mapping[str, Any]) -> str:
 
 
 def results_table(doc: Mapping[str, Any]) -> pd.DataFrame:
-    """One row per run, nested fields flattened (``latency_us_p99``), scenario and seed repeated."""
+    """One row per run, nested fields flattened (``latency_us_p99``), the scenario repeated."""
     table = pd.json_normalize(list(doc["results"]), sep="_")
     table.insert(0, "scenario", doc["scenario"])
-    table.insert(1, "seed", doc["seed"])
+    return table
+
+
+def summary_table(doc: Mapping[str, Any]) -> pd.DataFrame:
+    """One row per policy and load: mean and 95% half-width of each statistic (``latency_us_p99_mean``)."""
+    rows = [{k: v for k, v in s.items() if k != "latency_cdf_us"} for s in doc["summary"]]
+    table = pd.json_normalize(rows, sep="_")
+    table.insert(0, "scenario", doc["scenario"])
     return table
 
 
 def write_results(doc: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
-    """Write ``results.json`` and ``results.csv`` into ``out_dir`` (created if needed); return their paths."""
+    """Write ``results.json``, ``results.csv`` and ``summary.csv`` into ``out_dir``; return their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    paths = {"json": out / "results.json", "csv": out / "results.csv"}
+    paths = {"json": out / "results.json", "csv": out / "results.csv", "summary": out / "summary.csv"}
     paths["json"].write_text(to_json(doc) + "\n", encoding="utf-8")
     results_table(doc).to_csv(paths["csv"], index=False)
+    summary_table(doc).to_csv(paths["summary"], index=False)
     for path in paths.values():
         log.info("wrote %s", path)
     return paths
 
 
-def plot_p99_vs_load(doc: Mapping[str, Any], path: str | Path) -> Path:
-    """Plot p99 latency against load, one line per policy, log-scale latency; write a PNG to ``path``."""
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
-    ax = fig.subplots()
-    for policy in dict.fromkeys(r["policy"] for r in doc["results"]):
-        points = sorted(
-            (r["load"], r["latency_us"]["p99"])
-            for r in doc["results"]
-            if r["policy"] == policy and r["latency_us"]["p99"] is not None
-        )
-        if points:
-            ax.plot(*zip(*points), marker="o", label=policy)
-    ax.set_yscale("log")
-    ax.set_xlabel("load (fraction of capacity)")
-    ax.set_ylabel("p99 latency (us)")
-    ax.set_title(f"{doc['scenario']}: {doc['tasks']:,} tasks per run, seed {doc['seed']}")
-    ax.grid(True, which="both", alpha=0.3)
-    if ax.lines:
-        ax.legend()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    log.info("wrote %s", path)
-    return path
+def write_plots(doc: Mapping[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    """Write ``p99_vs_load.png``, ``latency_cdf.png`` and, with timelines, ``load_over_time.png``."""
+    out = Path(out_dir)
+    paths = {
+        "p99": plot_p99_vs_load(doc, out / "p99_vs_load.png"),
+        "cdf": plot_latency_cdf(doc, out / "latency_cdf.png"),
+    }
+    if doc.get("timelines"):
+        paths["timeline"] = plot_load_over_time(doc, out / "load_over_time.png")
+    return paths

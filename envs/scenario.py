@@ -1,115 +1,79 @@
 """Rack scenario files: schema, loading, and the engine config they produce.
 
 A scenario (DESIGN.md, "Scenario files") is a YAML file describing one rack:
-its node groups, the service-time distribution, arrivals, the intra-node
+its node groups, the service-time distribution, arrivals, where tasks enter
+(a switch, load balancers, or the nodes themselves), the intra-node
 discipline, the default dispatch policy and how fresh the loads it reads are,
-plus the loads to evaluate it at. Load is always the fraction of the rack's
-total capacity (sum over nodes of workers x speed / mean service time), so one
-file serves every load. Every field is validated here, with defaults in this
-schema only, before anything reaches the C++ engine::
+Malcolm's migration mechanics, changes over time, plus the loads to evaluate
+it at. Load is always the fraction of the rack's total capacity (sum over
+nodes of workers x speed / mean service time), so one file serves every load.
+Every field is validated here and in :mod:`dcgym.envs.rack_schema`, with
+defaults in the schema only, before anything reaches the C++ engine::
 
     scenario = load_scenario("malcolm_homog_exp", {"dispatch": "jsq"})
     sim = dcgym.cpp_core.RackSim(scenario.engine_config(load=0.9, seed=1))
+
+Files of another ``kind`` share the folder: ``kind: multistage`` files are
+loaded by :func:`dcgym.envs.lb_scenario.load_lb_scenario`, to which
+:func:`load_scenario` hands them.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib
 import math
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PlainSerializer,
-    PlainValidator,
-    PrivateAttr,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PlainSerializer, PlainValidator, PrivateAttr, field_validator, model_validator
 
-from dcgym.agents.heuristics import Policy, parse_policy
-from dcgym.envs.error import InvalidConfigError, UnknownScenarioError, Verbatim
+from dcgym.agents.heuristics import Policy, Rack, parse_policy, policy_parameters
+from dcgym.envs.error import InvalidConfigError, UnknownScenarioError, Verbatim, did_you_mean
+from dcgym.envs.rack_schema import (
+    Arrivals,
+    Change,
+    Entry,
+    Fcfs,
+    FreshLoadInfo,
+    IntraNode,
+    Load,
+    LoadInfo,
+    MinOnlyLoadInfo,
+    Migration,
+    NodeGroup,
+    NodesEntry,
+    Poisson,
+    Seed,
+    SwitchEntry,
+    _Schema,
+    check_dynamics,
+    check_entry,
+)
 from dcgym.envs.service import Service
 from dcgym.envs.validation import validate
+
+__all__ = [
+    "DEFAULT_SCENARIO", "KINDS", "Load", "RackScenario", "Seed", "apply_overrides", "list_scenarios", "load_scenario",
+    "scenario_kind",
+]
 
 DEFAULT_SCENARIO = "malcolm_hetero_paper_exp"
 """The scenario of ``make demo``: Malcolm's heterogeneous rack (§7.1, paper text) under Exp(75)."""
 
-Load = Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
-"""Offered load as a fraction of total capacity; above 1 the rack is overloaded (the engine allows up to 10)."""
-
-Seed = Annotated[int, Field(ge=0, lt=2**64)]
-"""The one seed every random stream of a run derives from."""
+KINDS: dict[str, str | None] = {"rack": None, "multistage": "dcgym.envs.lb_scenario:load_lb_scenario"}
+"""Scenario kinds, with the loader of the kinds other than rack (imported when first needed)."""
 
 WarmupTasks = Annotated[int, Field(ge=0)]
 """The first arrivals of a run, excluded from its statistics."""
 
+SamplePeriod = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""Resolution of the per-node load samples (us); 0 = none."""
 
-class _Schema(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class NodeGroup(_Schema):
-    """A group of identical nodes (servers)."""
-
-    count: int = Field(ge=1, le=2**20, description="number of nodes in the group")
-    workers: int = Field(ge=1, le=2**16, description="worker threads (cores) per node")
-    speed: float = Field(
-        1.0, gt=0, allow_inf_nan=False, description="work per microsecond per worker: 2 serves a task in half its time"
-    )
-    queue_capacity: int | None = Field(
-        None,
-        ge=0,
-        description="tasks a node holds beyond its busy workers; a task arriving at a full node is dropped "
-        "(Malcolm §7.1: workers x 32, x 128 for HyperExp); null = unbounded",
-    )
-
-
-class Poisson(_Schema):
-    """Open-loop Poisson arrivals at rate load x capacity / mean service time."""
-
-    process: Literal["poisson"] = Field("poisson", description="the arrival process")
-
-
-class Fcfs(_Schema):
-    """One queue per node served first-come first-served by its workers (cFCFS; Malcolm §3.1)."""
-
-    discipline: Literal["fcfs"] = Field(description="the intra-node discipline")
-
-
-class ProcessorSharing(_Schema):
-    """Workers share their time among the node's tasks (PS; Malcolm §3.1, Shinjuku in RackSched §3.1)."""
-
-    discipline: Literal["ps"] = Field(description="the intra-node discipline")
-    quantum_us: float = Field(
-        0.0, ge=0, allow_inf_nan=False, description="time slice; 0 = ideal egalitarian sharing (RackSched Fig. 2: 25)"
-    )
-    switch_cost_us: float = Field(
-        0.0, ge=0, allow_inf_nan=False, description="worker time lost per preemption; needs quantum_us > 0"
-    )
-
-    @model_validator(mode="after")
-    def _cost_needs_quantum(self) -> ProcessorSharing:
-        if self.switch_cost_us > 0 and self.quantum_us == 0:
-            raise InvalidConfigError("switch_cost_us", self.switch_cost_us, "0 when quantum_us is 0 (ideal PS)")
-        return self
-
-
-class FreshLoadInfo(_Schema):
-    """The dispatcher reads every node's current load (no staleness)."""
-
-    model: Literal["fresh"] = Field("fresh", description="how stale the loads a dispatcher reads are")
-
-
-Arrivals = Annotated[Poisson, Field(discriminator="process")]
-IntraNode = Annotated[Fcfs | ProcessorSharing, Field(discriminator="discipline")]
-LoadInfo = Annotated[FreshLoadInfo, Field(discriminator="model")]
 DispatchPolicy = Annotated[
     Policy,
     PlainValidator(parse_policy, json_schema_input_type=str | dict[str, Any]),
@@ -127,8 +91,28 @@ class RackScenario(_Schema):
     service: Service = Field(description="the service-time distribution of tasks (work at speed 1, in us)")
     arrivals: Arrivals = Field(Poisson(), description="the arrival process")
     intra_node: IntraNode = Field(Fcfs(discipline="fcfs"), description="how a node's workers share its tasks")
+    entry: Entry = Field(
+        SwitchEntry(kind="switch"),
+        description="where tasks enter: one switch (RackSched §3.1), several balancers or clients (multi-LB App. "
+        "C.1, RackSched §4.5), or the nodes, whose load managers migrate (Malcolm §3.2)",
+    )
     dispatch: DispatchPolicy = Field(parse_policy("po2"), description="the default inter-node dispatch policy")
-    load_info: LoadInfo = Field(FreshLoadInfo(), description="the load information dispatchers read")
+    policy_defaults: dict[str, Any] = Field(
+        {},
+        description="parameters given to every policy run on this scenario that takes them and does not set them "
+        "(Malcolm §7.1: the baselines compare queue lengths, {metric: queue})",
+    )
+    load_info: LoadInfo = Field(FreshLoadInfo(), description="the load information dispatchers read (how stale)")
+    migration: Migration = Field(
+        Migration(), description="Malcolm's migration and stealing mechanics (§3.2), used with entry nodes"
+    )
+    dynamics: list[Change] = Field(
+        [], description="changes at given times, in time order (Malcolm §7.4 adaptability, Fig. 11)"
+    )
+    sample_period_us: SamplePeriod = Field(
+        0.0, description="record every node's outstanding tasks at this resolution for load-over-time plots "
+        "(Malcolm Fig. 2, Fig. 11); 0 = no samples"
+    )
     loads: list[Load] = Field([0.5, 0.7, 0.9], min_length=1, description="the default grid of loads to evaluate")
     warmup_fraction: float = Field(
         0.1, ge=0, lt=1, description="fraction of a run's first arrivals excluded from the statistics"
@@ -143,9 +127,37 @@ class RackScenario(_Schema):
         return value.strip()
 
     @model_validator(mode="after")
-    def _dispatch_fits_rack(self) -> RackScenario:
-        self.check_policy(self.dispatch)
+    def _parts_fit_the_rack(self) -> RackScenario:
+        try:
+            check_entry(self.entry, self.num_nodes)
+        except InvalidConfigError as exc:
+            raise exc.under("entry") from None
+        if isinstance(self.load_info, MinOnlyLoadInfo) and isinstance(self.entry, NodesEntry):
+            raise InvalidConfigError(
+                "load_info.model", "min_only", "a model other than min_only at entry nodes (min_only tracks the "
+                "replies one dispatcher receives; it needs entry switch or balancers)"
+            )
+        try:
+            check_dynamics(self.dynamics, self.entry, self.num_nodes)
+        except InvalidConfigError as exc:
+            raise exc.under("dynamics") from None
+        self._check_policy_defaults()
+        object.__setattr__(self, "dispatch", self.policy())  # frozen: the defaults are part of the policy
         return self
+
+    def _check_policy_defaults(self) -> None:
+        takers = policy_parameters()
+        for key, value in self.policy_defaults.items():
+            if key not in takers:
+                raise InvalidConfigError(
+                    f"policy_defaults.{key}", value, "parameters some policy takes: " + ", ".join(takers),
+                    suggestion=did_you_mean(key, takers),
+                )
+            for name in takers[key]:
+                try:
+                    parse_policy(name).with_defaults({key: value})
+                except InvalidConfigError as exc:
+                    raise exc.under("policy_defaults") from None
 
     @property
     def name(self) -> str:
@@ -157,27 +169,56 @@ class RackScenario(_Schema):
         """Nodes in the rack, over all groups."""
         return sum(group.count for group in self.nodes)
 
-    def check_policy(self, policy: Policy) -> None:
-        """Raise InvalidConfigError if ``policy`` cannot run on this rack (e.g. central_fcfs with PS)."""
+    @property
+    def rack(self) -> Rack:
+        """What policies check about the rack they run on."""
+        return Rack(self.num_nodes, self.intra_node.discipline, self.entry.kind)
+
+    def policy(self, spec: str | Mapping[str, Any] | Policy | None = None) -> Policy:
+        """``spec`` (default: the scenario's dispatch policy) parsed, with the scenario's policy_defaults applied.
+
+        Raises InvalidConfigError if the policy cannot run on this rack
+        (central_fcfs with PS, table without entry nodes, ...).
+        """
+        policy = parse_policy(self.dispatch if spec is None else spec)
         try:
-            policy.params.check_rack(self.num_nodes, self.intra_node.discipline)
+            policy = policy.with_defaults(self.policy_defaults)
+            policy.check_rack(self.rack)
         except InvalidConfigError as exc:
             raise exc.under("dispatch") from None
+        return policy
+
+    def check_policy(self, policy: str | Mapping[str, Any] | Policy) -> None:
+        """Raise InvalidConfigError if ``policy`` cannot run on this rack."""
+        self.policy(policy)
+
+    def node_ids(self) -> list[range]:
+        """The node ids of each group (ids run through the groups in order)."""
+        ids, start = [], 0
+        for group in self.nodes:
+            ids.append(range(start, start + group.count))
+            start += group.count
+        return ids
 
     def warmup_tasks(self, tasks: int) -> int:
         """How many of ``tasks`` arrivals are warm-up."""
         return math.floor(self.warmup_fraction * tasks)
 
     def engine_config(
-        self, load: float, seed: int, policy: str | Mapping[str, Any] | Policy | None = None, warmup_tasks: int = 0
+        self,
+        load: float,
+        seed: int,
+        policy: str | Mapping[str, Any] | Policy | None = None,
+        warmup_tasks: int = 0,
+        sample_period_us: float | None = None,
     ) -> dict[str, Any]:
         """The config dict :class:`dcgym.cpp_core.RackSim` takes, at ``load`` with ``seed``.
 
         ``policy`` (any form :func:`parse_policy` accepts) replaces the
-        scenario's dispatch policy.
+        scenario's dispatch policy; ``sample_period_us`` its sampling period.
         """
-        policy = self.dispatch if policy is None else parse_policy(policy)
-        self.check_policy(policy)
+        policy = self.policy(policy)
+        period = self.sample_period_us if sample_period_us is None else sample_period_us
         return {
             "nodes": [
                 {
@@ -193,25 +234,47 @@ class RackScenario(_Schema):
             "seed": validate(Seed, seed, "seed"),
             "warmup_tasks": validate(WarmupTasks, warmup_tasks, "warmup_tasks"),
             "intra_node": self.intra_node.model_dump(),
+            "entry": {"count": 1, "split": [], **self.entry.model_dump()},
             "dispatch": policy.engine_dict(),
             "load_info": self.load_info.model_dump(),
+            "migration": self.migration.model_dump(),
+            "dynamics": [change.model_dump() for change in self.dynamics],
+            "sample_period_us": validate(SamplePeriod, period, "sample_period_us"),
         }
+
+
+# ------------------------------------------------------------------------------------ loading
 
 
 def _scenario_dir():
     return resources.files("dcgym.configs") / "scenarios"
 
 
-def list_scenarios() -> list[str]:
-    """Names of the packaged scenarios (``configs/scenarios/*.yaml``)."""
-    return sorted(f.name.removesuffix(".yaml") for f in _scenario_dir().iterdir() if f.name.endswith(".yaml"))
+_KIND = re.compile(r"^kind:\s*['\"]?([A-Za-z0-9_-]+)", re.MULTILINE)
 
 
-def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> RackScenario:
+def scenario_kind(text: str) -> str | None:
+    """The ``kind`` a scenario file's text declares at its top level, if any."""
+    match = _KIND.search(text)
+    return match[1] if match else None
+
+
+def list_scenarios(kind: str | None = "rack") -> list[str]:
+    """Names of the packaged scenarios (``configs/scenarios/*.yaml``) of ``kind``; every kind if None."""
+    return sorted(
+        f.name.removesuffix(".yaml")
+        for f in _scenario_dir().iterdir()
+        if f.name.endswith(".yaml") and (kind is None or scenario_kind(f.read_text(encoding="utf-8")) == kind)
+    )
+
+
+def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> Any:
     """Load and validate a scenario: a packaged name (``malcolm_homog_exp``) or a YAML file path.
 
     ``overrides`` maps dotted keys to values applied before validation:
     ``{"dispatch": "jsq", "nodes.0.workers": 8, "intra_node.discipline": "ps"}``.
+    Returns a :class:`RackScenario` for ``kind: rack``; other kinds go to their
+    own loader (``multistage``: :func:`dcgym.envs.lb_scenario.load_lb_scenario`).
     Raises UnknownScenarioError or InvalidConfigError (naming the field).
     """
     name, source, text = _read(name_or_path)
@@ -224,9 +287,24 @@ def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None 
         raise InvalidConfigError(source, Verbatim(f"invalid YAML ({problem}{where})"), "a YAML mapping") from None
     if not isinstance(raw, dict):
         raise InvalidConfigError(source, raw, "a YAML mapping of scenario fields")
-    scenario = validate(RackScenario, apply_overrides(raw, overrides or {}))
+    data = apply_overrides(raw, overrides or {})
+    kind = data.get("kind")
+    if isinstance(kind, str) and kind != "rack":
+        return _other_kind(kind)(name_or_path, overrides)
+    scenario = validate(RackScenario, data)
     scenario._name = name
     return scenario
+
+
+def _other_kind(kind: str):
+    """The loader of a scenario kind other than rack."""
+    if kind not in KINDS:
+        raise InvalidConfigError("kind", kind, "one of " + ", ".join(KINDS), suggestion=did_you_mean(kind, KINDS))
+    module, _, function = KINDS[kind].partition(":")
+    try:
+        return getattr(importlib.import_module(module), function)
+    except ImportError:
+        raise InvalidConfigError("kind", kind, f"rack (the {kind} model is not installed: no {module})") from None
 
 
 def _read(name_or_path: str | Path) -> tuple[str, str, str]:
@@ -234,11 +312,11 @@ def _read(name_or_path: str | Path) -> tuple[str, str, str]:
     path = Path(name_or_path)
     if isinstance(name_or_path, Path) or path.suffix in (".yaml", ".yml") or len(path.parts) > 1:
         if not path.is_file():
-            raise UnknownScenarioError(str(name_or_path), list_scenarios())
+            raise UnknownScenarioError(str(name_or_path), list_scenarios(None))
         return path.stem, str(path), path.read_text(encoding="utf-8")
     resource = _scenario_dir() / f"{name_or_path}.yaml"
     if not resource.is_file():
-        raise UnknownScenarioError(str(name_or_path), list_scenarios())
+        raise UnknownScenarioError(str(name_or_path), list_scenarios(None))
     return str(name_or_path), f"{name_or_path}.yaml", resource.read_text(encoding="utf-8")
 
 

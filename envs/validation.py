@@ -82,7 +82,7 @@ def _locate(root: Any, loc: tuple) -> tuple[list[str], _Node]:
     path: list[str] = []
     node = _unwrap(root)
     for key in loc:
-        base = node.annotation
+        base = _without_none(node.annotation)
         if node.discriminator and isinstance(key, str):
             member = next((m for m in _members(base) if key in _tags(m, node.discriminator)), None)
             if member is not None:
@@ -101,6 +101,15 @@ def _locate(root: Any, loc: tuple) -> tuple[list[str], _Node]:
         else:
             return path, _Node(known=False)
     return path, node
+
+
+def _without_none(annotation: Any) -> Any:
+    """``X`` for ``X | None`` (a value given for an optional field is an X); anything else unchanged."""
+    if _is_union(annotation):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) == 1:
+            return _unwrap(members[0]).annotation
+    return annotation
 
 
 def _from_field(info: FieldInfo) -> _Node:

@@ -4,6 +4,14 @@ The policies themselves run in the C++ engine; this package names them and
 validates their parameters (see :mod:`dcgym.agents.heuristics.registry`).
 """
 
-from dcgym.agents.heuristics.registry import HEURISTICS, Heuristic, Policy, known_policy_names, parse_policy
+from dcgym.agents.heuristics.registry import (
+    HEURISTICS,
+    Heuristic,
+    Policy,
+    Rack,
+    known_policy_names,
+    parse_policy,
+    policy_parameters,
+)
 
-__all__ = ["HEURISTICS", "Heuristic", "Policy", "known_policy_names", "parse_policy"]
+__all__ = ["HEURISTICS", "Heuristic", "Policy", "Rack", "known_policy_names", "parse_policy", "policy_parameters"]

@@ -5,11 +5,15 @@ A policy is named the same way in a scenario file and on the command line
 
     po2                      power-of-d with d = 2 (any poN works)
     po_d:d=3,replace=false   parameters after a colon
+    jbt:threshold=30         join-below-threshold with its threshold
+    wcmp:weights=4;4;1;1     a list parameter, items separated by ';'
     {policy: po_d, d: 3}     the same as a YAML mapping
 
 Each entry of :data:`HEURISTICS` maps a name to a pydantic model of its
-parameters, with their defaults and allowed values. A new heuristic (jbt,
-jbsq, sed, wcmp, ...) is one more entry here plus its engine dispatcher.
+parameters, with their defaults and allowed values, a one-line summary citing
+the paper it comes from, and the entry points (DESIGN.md: switch, balancers,
+nodes) it can run at. The policies themselves run in the C++ engine
+(``cpp_core/include/dcgym/rack/dispatch.hpp``).
 """
 
 from __future__ import annotations
@@ -17,12 +21,24 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dcgym.envs.error import MISSING, InvalidConfigError, UnknownPolicyError, did_you_mean
 from dcgym.envs.validation import validate
+
+ENTRIES = ("switch", "balancers", "nodes")
+"""Where tasks can enter a rack (see :mod:`dcgym.envs.rack_schema`)."""
+
+
+@dataclass(frozen=True)
+class Rack:
+    """What a policy's checks need to know about the rack it is to run on."""
+
+    num_nodes: int
+    discipline: str = "fcfs"
+    entry: str = "switch"
 
 
 class Params(BaseModel):
@@ -30,65 +46,158 @@ class Params(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def check_rack(self, num_nodes: int, discipline: str) -> None:
-        """Raise InvalidConfigError (fields relative to ``dispatch``) if the policy cannot run on this rack."""
+    def check_rack(self, rack: Rack) -> None:
+        """Raise InvalidConfigError (fields relative to ``dispatch``) if the policy cannot run on ``rack``."""
+
+    def engine_fields(self) -> dict[str, Any]:
+        """The parameters as the engine's ``dispatch`` mapping takes them."""
+        return self.model_dump()
 
 
 class LoadAwareParams(Params):
     """Parameters of a policy that compares node loads."""
 
-    metric: Literal["outstanding", "queue"] = Field(
+    metric: Literal["outstanding", "queue", "expected_wait", "work"] = Field(
         "outstanding",
-        description="load of a node: tasks waiting or in service (RackSched §3.5, the switch's counter), "
-        "or tasks waiting only (the queue length of Malcolm's baselines, §7.1)",
+        description="load of a node: tasks waiting or in service (RackSched §3.5, INT1's counter); tasks waiting "
+        "only (the queue length of Malcolm's baselines, §7.1); outstanding x mean service time / workers (Malcolm "
+        "§3.2's expected wait); or the outstanding service demand in us (RackSched §3.5, INT3)",
     )
 
 
 class PowerOfDParams(LoadAwareParams):
     """Power-of-d choices: the least loaded of d sampled nodes, ties to the first sampled."""
 
-    d: int = Field(2, ge=1, le=64, description="nodes sampled per task")
+    d: int = Field(2, ge=1, le=64, description="nodes sampled per task (RackSched Fig. 15: Sampling-2, Sampling-4)")
     replace: bool = Field(
         True, description="sample with replacement, as RackSched's switch draws two ids independently (§3.3)"
     )
 
-    def check_rack(self, num_nodes: int, discipline: str) -> None:
-        if not self.replace and self.d > num_nodes:
+    def check_rack(self, rack: Rack) -> None:
+        if not self.replace and self.d > rack.num_nodes:
             raise InvalidConfigError(
-                "d", self.d, f"an integer in [1, {num_nodes}] (the number of nodes) when replace is false"
+                "d", self.d, f"an integer in [1, {rack.num_nodes}] (the number of nodes) when replace is false"
             )
+
+
+class JbtParams(LoadAwareParams):
+    """Join-below-threshold: a random node among those below the threshold, else any node."""
+
+    threshold: float = Field(
+        1.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="a node is joined while its load is below this; 1 with metric queue = no task waiting "
+        "(Malcolm §7.1 fixes a static threshold without giving it)",
+    )
+
+
+class JbsqParams(Params):
+    """Join-bounded-shortest-queue: a node takes at most ``bound`` tasks per worker; the rest wait at the switch."""
+
+    bound: int = Field(
+        1, ge=1, le=2**20,
+        description="outstanding tasks allowed per worker of a node (R2P2's JBSQ(n), n = bound x workers)",
+    )
+
+
+class SedParams(LoadAwareParams):
+    """Shortest expected delay: the least (load + 1) / rate."""
+
+    by: Literal["capacity", "workers"] = Field(
+        "capacity", description="a node's rate: workers x speed (capacity), or its worker count (multi-LB App. C.3)"
+    )
+
+
+class WcmpParams(Params):
+    """Weighted random choice by static weights."""
+
+    weights: list[Annotated[float, Field(ge=0, allow_inf_nan=False)]] | None = Field(
+        None, description="one weight per node (string form: 4;4;1;1); null = workers x speed (multi-LB App. C.3)"
+    )
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _from_text(cls, value: Any) -> Any:
+        if isinstance(value, str):  # the command-line form: wcmp:weights=4;4;1;1
+            return [item.strip() for item in value.split(";") if item.strip()]
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _some_weight(cls, weights: list[float] | None) -> list[float] | None:
+        if weights is not None and not sum(weights) > 0:
+            raise InvalidConfigError("", weights, "non-negative weights, not all 0, or null")
+        return weights
+
+    def check_rack(self, rack: Rack) -> None:
+        if self.weights is not None and len(self.weights) != rack.num_nodes:
+            raise InvalidConfigError("weights", self.weights, f"one weight per node ({rack.num_nodes}) or null")
+
+    def engine_fields(self) -> dict[str, Any]:
+        return {"weights": self.weights or []}
 
 
 class CentralFcfsParams(Params):
     """The ideal centralized cFCFS: one rack-wide queue that idle workers pull from."""
 
     rtt_us: float = Field(
-        0.0, ge=0, allow_inf_nan=False, description="delay before an idle worker receives its next task (us)"
+        0.0, ge=0, allow_inf_nan=False,
+        description="delay before an idle worker receives its next task (Malcolm §2, Fig. 3)",
     )
 
-    def check_rack(self, num_nodes: int, discipline: str) -> None:
-        if discipline != "fcfs":
+    def check_rack(self, rack: Rack) -> None:
+        if rack.discipline != "fcfs":
             raise InvalidConfigError(
-                "policy", "central_fcfs", f"a per-node policy when intra_node.discipline is {discipline} "
+                "policy", "central_fcfs", f"a per-node policy when intra_node.discipline is {rack.discipline} "
                 "(central_fcfs serves one global FCFS queue)"
             )
 
 
 @dataclass(frozen=True)
 class Heuristic:
-    """A registry entry: the parameter model and a one-line summary citing the papers."""
+    """A registry entry: the parameter model, a one-line summary citing the papers, the entries it runs at."""
 
     params: type[Params]
     summary: str
+    entries: tuple[str, ...] = ENTRIES
 
 
 HEURISTICS: dict[str, Heuristic] = {
-    "random": Heuristic(Params, "uniform over nodes: Malcolm's RAND (§7.1), plain Shinjuku in RackSched (§4.2)"),
-    "round_robin": Heuristic(Params, "cyclic over nodes (RackSched §4.5)"),
-    "po_d": Heuristic(PowerOfDParams, "least loaded of d sampled nodes: Malcolm's Po2 (§7.1), RackSched (§3.3)"),
-    "jsq": Heuristic(LoadAwareParams, "least loaded node, ties at random: Malcolm's JSQ (§7.1), RackSched's Shortest"),
+    "random": Heuristic(
+        Params, "uniform over nodes; at entry nodes every node accepts its arrivals: Malcolm's RAND (§7.1); "
+        "plain Shinjuku in RackSched (§4.2)"
+    ),
+    "round_robin": Heuristic(Params, "cyclic over nodes: RackSched's RR (§4.6, Fig. 15)"),
+    "po_d": Heuristic(
+        PowerOfDParams, "least loaded of d sampled nodes: Malcolm's Po2 (§7.1), RackSched's Sampling-k (§3.3, §4.6)"
+    ),
+    "jsq": Heuristic(
+        LoadAwareParams, "least loaded node, ties at random: Malcolm's JSQ (§7.1), RackSched's Shortest (§4.6)"
+    ),
+    "jbt": Heuristic(JbtParams, "a random node below a load threshold, else any node: Malcolm's JBT (§7.1)"),
+    "jbsq": Heuristic(
+        JbsqParams, "join-bounded-shortest-queue, excess tasks wait at the switch: R2P2's JBSQ as compared in "
+        "RackSched (§4.5, Fig. 14) and Malcolm (§7.1)", ("switch",)
+    ),
+    "sed": Heuristic(
+        SedParams, "shortest expected delay, least (load + 1) / rate: the multi-LB paper's SED (App. C.3)"
+    ),
+    "wcmp": Heuristic(WcmpParams, "random by static weights: the multi-LB paper's WCMP (App. C.3)"),
+    "lsq": Heuristic(
+        Params, "least own count of tasks sent and not yet replied: the multi-LB paper's LSQ (App. C.3)"
+    ),
+    "ecmp": Heuristic(Params, "per-flow hashing, uniform per task: the multi-LB paper's ECMP (App. C.3)"),
+    "oracle": Heuristic(
+        Params, "knows every node's remaining work; least (work + size) / capacity: the multi-LB paper's Oracle "
+        "(App. C.3)"
+    ),
     "central_fcfs": Heuristic(
-        CentralFcfsParams, "ideal centralized cFCFS (Malcolm §2 Fig. 1, RackSched §2 Fig. 2)"
+        CentralFcfsParams, "ideal centralized cFCFS (Malcolm §2 Fig. 1, RackSched §2 Fig. 2)", ("switch",)
+    ),
+    "table": Heuristic(
+        Params, "each node's migration and stealing probabilities, set from Python with RackSim.set_tables; until "
+        "then every node accepts every task: Malcolm's load manager (§3.2, §6.1)", ("nodes",)
     ),
 }
 """Every heuristic policy, by its canonical name."""
@@ -104,6 +213,15 @@ def known_policy_names() -> list[str]:
     return [*HEURISTICS, *ALIASES, "poN"]
 
 
+def policy_parameters() -> dict[str, list[str]]:
+    """Every parameter name any policy takes, with the policies that take it."""
+    names: dict[str, list[str]] = {}
+    for name, heuristic in HEURISTICS.items():
+        for field in heuristic.params.model_fields:
+            names.setdefault(field, []).append(name)
+    return names
+
+
 @dataclass(frozen=True)
 class Policy:
     """A parsed policy: its registry name, validated parameters, and the label results report it under."""
@@ -114,7 +232,31 @@ class Policy:
 
     def engine_dict(self) -> dict[str, Any]:
         """The ``dispatch`` entry of the engine config, every parameter filled in."""
-        return {"policy": self.name, **self.params.model_dump()}
+        return {"policy": self.name, **self.params.engine_fields()}
+
+    def check_rack(self, rack: Rack) -> None:
+        """Raise InvalidConfigError (fields relative to ``dispatch``) if the policy cannot run on ``rack``."""
+        entries = HEURISTICS[self.name].entries
+        if rack.entry not in entries:
+            raise InvalidConfigError(
+                "policy", self.name, f"a policy that runs at entry {rack.entry} "
+                f"({self.name} needs entry {' or '.join(entries)})"
+            )
+        self.params.check_rack(rack)
+
+    def with_defaults(self, defaults: Mapping[str, Any]) -> Policy:
+        """The same policy with ``defaults`` for the parameters it takes and was not given explicitly.
+
+        A scenario uses this to give every policy run on it the same setting
+        (Malcolm's baselines compare queue lengths: ``{metric: queue}``). The
+        label is unchanged. Raises InvalidConfigError naming a bad value.
+        """
+        fields, given = type(self.params).model_fields, self.params.model_fields_set
+        extra = {k: v for k, v in defaults.items() if k in fields and k not in given}
+        if not extra:
+            return self
+        params = validate(type(self.params), {**extra, **self.params.model_dump(include=given)})
+        return Policy(self.name, params, self.label)
 
     def __str__(self) -> str:
         return self.label
@@ -178,4 +320,6 @@ def _show(value: Any) -> str:
         return str(value).lower()
     if isinstance(value, float):
         return f"{value:g}"
+    if isinstance(value, list):
+        return ";".join(_show(v) for v in value)
     return str(value)

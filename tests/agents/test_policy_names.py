@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dcgym.agents.heuristics import HEURISTICS, known_policy_names, parse_policy
-from dcgym.cpp_core import check_rack_config
+from dcgym.agents.heuristics import HEURISTICS, Rack, known_policy_names, parse_policy
+from dcgym.cpp_core import RackSim, check_rack_config
 from dcgym.envs.error import InvalidConfigError, UnknownPolicyError
 from dcgym.envs.scenario import load_scenario
 
@@ -16,6 +16,13 @@ SAME = [
     ("jsq:metric=queue", {"policy": "jsq", "metric": "queue"}),
     ("central_fcfs:rtt_us=5", {"policy": "central_fcfs", "rtt_us": 5.0}),
     ("random", {"policy": "random"}),
+    ("jbt:threshold=30", {"policy": "jbt", "threshold": 30}),
+    ("sed:by=workers", {"policy": "sed", "by": "workers"}),
+    ("po2:metric=expected_wait", {"policy": "po2", "metric": "expected_wait"}),
+    ("jbsq:bound=3", {"policy": "jbsq", "bound": 3}),
+    ("wcmp:weights=4;4;1", {"policy": "wcmp", "weights": [4, 4, 1]}),
+    ("jsq:metric=work", {"policy": "jsq", "metric": "work"}),
+    ("ecmp", {"policy": "ecmp"}),
 ]
 
 
@@ -31,6 +38,8 @@ ALIASES = [
     ("po4", {"policy": "po_d", "d": 4}),
     ("po7", "po_d:d=7"),
     ("po_d", "po_d:d=2,replace=true,metric=outstanding"),
+    ("po2:metric=expected_wait", "po_d:d=2,metric=expected_wait"),
+    ("ecmp", "ecmp"),
 ]
 
 
@@ -43,6 +52,57 @@ def test_defaults_are_filled_in_the_engine_dict():
     assert parse_policy("po2").engine_dict() == {"policy": "po_d", "d": 2, "replace": True, "metric": "outstanding"}
     assert parse_policy("central_fcfs").engine_dict() == {"policy": "central_fcfs", "rtt_us": 0.0}
     assert parse_policy("rr").engine_dict() == {"policy": "round_robin"}
+    assert parse_policy("jbt").engine_dict() == {"policy": "jbt", "metric": "outstanding", "threshold": 1.0}
+    assert parse_policy("jbsq").engine_dict() == {"policy": "jbsq", "bound": 1}
+    assert parse_policy("sed").engine_dict() == {"policy": "sed", "metric": "outstanding", "by": "capacity"}
+    assert parse_policy("wcmp").engine_dict() == {"policy": "wcmp", "weights": []}  # engine: workers x speed
+    for name in ("lsq", "ecmp", "oracle", "table", "random"):
+        assert parse_policy(name).engine_dict() == {"policy": name}
+
+
+def test_every_summary_cites_a_paper_section():
+    for name, heuristic in HEURISTICS.items():
+        assert "§" in heuristic.summary or "App. " in heuristic.summary, name
+
+
+def test_with_defaults_fills_only_parameters_that_were_not_given():
+    defaults = {"metric": "queue", "threshold": 5}
+    assert parse_policy("po2").with_defaults(defaults).params.metric == "queue"
+    assert parse_policy("jsq:metric=work").with_defaults(defaults).params.metric == "work"
+    jbt = parse_policy("jbt:threshold=30").with_defaults(defaults)
+    assert (jbt.params.metric, jbt.params.threshold, jbt.label) == ("queue", 30.0, "jbt:threshold=30")
+    assert parse_policy("rr").with_defaults(defaults) == parse_policy("rr")
+    with pytest.raises(InvalidConfigError) as info:
+        parse_policy("po2").with_defaults({"metric": "avg"})
+    assert info.value.field == "metric"
+
+
+RACK_CHECKS = [
+    ("table", Rack(4, entry="switch"), "policy", "table needs entry nodes"),
+    ("table", Rack(4, entry="balancers"), "policy", "table needs entry nodes"),
+    ("jbsq", Rack(4, entry="nodes"), "policy", "jbsq needs entry switch"),
+    ("jbsq", Rack(4, entry="balancers"), "policy", "jbsq needs entry switch"),
+    ("central_fcfs", Rack(4, entry="nodes"), "policy", "central_fcfs needs entry switch"),
+    ("central_fcfs", Rack(4, discipline="ps"), "policy", "discipline is ps"),
+    ("wcmp:weights=1;2;3", Rack(4), "weights", "one weight per node (4) or null"),
+    ("po_d:d=5,replace=false", Rack(4), "d", "an integer in [1, 4]"),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "rack", "field", "text"), RACK_CHECKS, ids=[f"{s}@{r.entry}" for s, r, _, _ in RACK_CHECKS]
+)
+def test_policies_refuse_racks_they_cannot_run_on(spec, rack, field, text):
+    with pytest.raises(InvalidConfigError) as info:
+        parse_policy(spec).check_rack(rack)
+    assert info.value.field == field
+    assert text in str(info.value)
+
+
+@pytest.mark.parametrize("spec", ["table", "jbsq", "central_fcfs", "lsq", "oracle", "wcmp:weights=1;2;3;4", "po4"])
+def test_policies_accept_racks_they_run_on(spec):
+    entry = {"table": "nodes"}.get(spec, "switch")
+    parse_policy(spec).check_rack(Rack(4, entry=entry))
 
 
 @pytest.mark.parametrize(
@@ -66,7 +126,11 @@ def test_unknown_name_suggests_and_lists_the_known_policies(typo, suggestion):
     ("spec", "field"),
     [("po_d:d=0", "d"), ("po_d:d=65", "d"), ("po_d:d=abc", "d"), ("po_d:replace=maybe", "replace"),
      ("jsq:metric=avg", "metric"), ("random:d=2", "d"), ("po2:d=3", "d"), ("po_d:d", "policy"),
-     ("po_d:d=2,d=3", "policy"), ("", "policy"), ({"d": 3}, "policy"), ("central_fcfs:rtt_us=-1", "rtt_us")],
+     ("po_d:d=2,d=3", "policy"), ("", "policy"), ({"d": 3}, "policy"), ("central_fcfs:rtt_us=-1", "rtt_us"),
+     ("jbt:threshold=-1", "threshold"), ("jbt:threshold=inf", "threshold"), ("jbt:threshold=x", "threshold"),
+     ("jbsq:bound=0", "bound"), ("jbsq:bound=1.5", "bound"), ("jbsq:metric=queue", "metric"), ("sed:by=speed", "by"),
+     ("wcmp:weights=a;b", "weights.0"), ("wcmp:weights=0;0", "weights"), ("po2:metric=latency", "metric"),
+     ("lsq:d=2", "d"), ("table:metric=queue", "metric"), ("ecmp:weights=1", "weights")],
 )
 def test_bad_parameter_names_the_parameter(spec, field):
     with pytest.raises(InvalidConfigError) as info:
@@ -75,7 +139,12 @@ def test_bad_parameter_names_the_parameter(spec, field):
 
 
 @pytest.mark.parametrize("name", sorted(HEURISTICS))
-def test_every_registered_policy_with_defaults_is_accepted_by_the_engine(name):
-    config = load_scenario("mm16").engine_config(0.5, seed=1, policy=name)
+def test_every_registered_policy_with_defaults_runs_in_the_engine(name):
+    # A switch rack for the policies that run there, Malcolm's node-entry rack for the others.
+    scenario = load_scenario("mm16" if "switch" in HEURISTICS[name].entries else "malcolm_homog_exp")
+    config = scenario.engine_config(0.5, seed=1, policy=name)
     assert config["dispatch"]["policy"] == name
     check_rack_config(config)
+    sim = RackSim(config)
+    sim.run_tasks(2000)
+    assert sim.results()["tasks_completed"] > 1800

@@ -11,8 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT_FIELDS = {
-    "policy", "load", "throughput_ktps", "latency_us", "tasks_completed", "tasks_dropped", "tasks_warmup",
-    "migrations", "steals", "events", "sim_time_us", "wall_s",
+    "policy", "load", "seed", "throughput_ktps", "latency_us", "tasks_completed", "tasks_dropped", "tasks_warmup",
+    "migrations", "steals", "failed_steals", "events", "sim_time_us", "wall_s",
 }
 
 
@@ -24,23 +24,49 @@ def evaluate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 def run_json(tmp_path: Path, *args: str) -> dict:
     proc = evaluate("--scenario", "mm16", "--policy", "random", "--policy", "po2", "--loads", "0.5,0.9",
-                    "--tasks", "3000", "--out", str(tmp_path), "--json", *args)
+                    "--tasks", "3000", "--out", str(tmp_path), "--json", "--workers", "0", *args)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)  # the whole of stdout is the document
 
 
 def test_smoke_run_writes_json_csv_and_png(tmp_path):
     proc = evaluate("--scenario", "malcolm_homog_exp", "--policy", "random", "--policy", "po_d:d=3",
-                    "--loads", "0.5,0.9", "--tasks", "3000", "--out", str(tmp_path / "out"))
+                    "--loads", "0.5,0.9", "--tasks", "3000", "--workers", "0", "--out", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr
-    assert "po_d:d=3" in proc.stdout  # the table
+    assert "po_d:d=3" in proc.stdout and "migrations" in proc.stdout  # the table
     doc = json.loads((tmp_path / "out/results.json").read_text())
     assert [(r["policy"], r["load"]) for r in doc["results"]] == [
         ("random", 0.5), ("random", 0.9), ("po_d:d=3", 0.5), ("po_d:d=3", 0.9)
     ]
     csv = (tmp_path / "out/results.csv").read_text().splitlines()
     assert len(csv) == 5 and "latency_us_p99" in csv[0]
-    assert (tmp_path / "out/p99_vs_load.png").read_bytes().startswith(b"\x89PNG")
+    summary = (tmp_path / "out/summary.csv").read_text().splitlines()
+    assert len(summary) == 5 and "latency_us_p99_ci95" in summary[0]
+    for plot in ("p99_vs_load.png", "latency_cdf.png"):
+        assert (tmp_path / "out" / plot).read_bytes().startswith(b"\x89PNG")
+    assert not (tmp_path / "out/load_over_time.png").exists()
+
+
+def test_seeds_give_one_run_each_and_a_confidence_interval(tmp_path):
+    proc = evaluate("--scenario", "mm16", "--policy", "jbt:threshold=30", "--policy", "sed:by=workers",
+                    "--loads", "0.9", "--tasks", "2000", "--seeds", "3", "--workers", "0", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "3 seeds, mean ± 95% CI" in proc.stdout and "±" in proc.stdout
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["seeds"] == [1, 2, 3]
+    assert [(r["policy"], r["seed"]) for r in doc["results"]] == [
+        (p, s) for p in ("jbt:threshold=30", "sed:by=workers") for s in (1, 2, 3)
+    ]
+    assert all(s["latency_us"]["p99"]["ci95"] is not None for s in doc["summary"])
+
+
+def test_timeline_option_samples_loads_and_plots_them(tmp_path):
+    proc = evaluate("--scenario", "malcolm_homog_exp", "--policy", "po2", "--loads", "0.9", "--tasks", "3000",
+                    "--seed", "2", "--timeline", "50", "--workers", "0", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    (timeline,) = json.loads((tmp_path / "results.json").read_text())["timelines"]
+    assert (timeline["seed"], timeline["times_us"][:2]) == (2, [50.0, 100.0])
+    assert (tmp_path / "load_over_time.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_json_output_has_the_design_fields(tmp_path):
@@ -76,6 +102,15 @@ BAD_INPUTS = {
     "zero tasks": ["--tasks", "0"],
     "non-integer tasks": ["--tasks", "abc"],
     "negative seed": ["--seed", "-1"],
+    "seed and seeds": ["--seed", "1", "--seeds", "2"],
+    "zero seeds": ["--seeds", "0"],
+    "non-numeric seeds": ["--seeds", "a,b"],
+    "repeated seeds": ["--seeds", "1,1"],
+    "negative workers": ["--workers", "-1"],
+    "negative timeline": ["--timeline", "-5"],
+    "policy for another entry": ["--policy", "table"],
+    "bad new policy parameter": ["--policy", "jbsq:bound=0"],
+    "scenario of another kind": ["--scenario", "multilb_sim"],
     "unknown option": ["--bogus"],
     "invalid yaml": ["--scenario", "broken.yaml"],
     "bad field in yaml": ["--scenario", "badfield.yaml"],
@@ -88,7 +123,7 @@ def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
     (tmp_path / "badfield.yaml").write_text(
         "kind: rack\ndescription: x\nnodes: [{count: 2, workers: -1}]\nservice: {dist: exp, mean_us: 1}\n"
     )
-    proc = evaluate(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
+    proc = evaluate("--scenario", "mm16", "--tasks", "100", *args, "--out", str(tmp_path / "out"), cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()

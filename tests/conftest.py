@@ -1,0 +1,21 @@
+"""Shared fixtures."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One small local Ray cluster for the whole test session (starting one takes seconds)."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray = pytest.importorskip("ray")
+    ray.init(
+        num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20,
+        _node_ip_address="127.0.0.1",
+    )
+    yield ray
+    ray.shutdown()
