@@ -100,3 +100,11 @@ class UnknownPolicyError(InvalidConfigError):
         known = list(known)
         suggestion = suggestion or did_you_mean(name, known)
         super().__init__("policy", name, "one of " + ", ".join(known), suggestion=suggestion)
+
+
+class InvalidActionError(DcgymError, ValueError):
+    """An environment received an action it cannot apply; the message names the agent (and batch index)."""
+
+
+class ResetNeededError(DcgymError, RuntimeError):
+    """An environment was stepped before reset() or after its episode ended."""

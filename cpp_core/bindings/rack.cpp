@@ -280,6 +280,11 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
   const size_t nn = static_cast<size_t>(n) * n;
   for (py::ssize_t k = 0; k < b; ++k)  // validate every table before changing anything
     for (uint32_t i = 0; i < n; ++i) {
+      RackSim::CheckTableRow(migration.data() + k * nn + i * n, n, i, "migration");
+      if (has_steal) RackSim::CheckTableRow(steal.data() + k * nn + i * n, n, i, "stealing");
+    }
+  for (py::ssize_t k = 0; k < b; ++k)
+    for (uint32_t i = 0; i < n; ++i) {
       ptrs[k]->SetMigrationTable(i, migration.data() + k * nn + i * n);
       if (has_steal) ptrs[k]->SetStealTable(i, steal.data() + k * nn + i * n);
     }
@@ -292,11 +297,13 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
   double *sm = step_mean.mutable_data(), *sp = step_p99.mutable_data();
   uint64_t* sc = step_count.mutable_data();
   py::array_t<uint64_t> migrations({b, static_cast<py::ssize_t>(n)}), steals({b, static_cast<py::ssize_t>(n)}),
-      failed({b, static_cast<py::ssize_t>(n)}), dropped({b, static_cast<py::ssize_t>(n)});
+      failed({b, static_cast<py::ssize_t>(n)}), dropped({b, static_cast<py::ssize_t>(n)}),
+      completed_by_node({b, static_cast<py::ssize_t>(n)});
   double* bel = beliefs.mutable_data();
   double* lo = loads.mutable_data();
   uint64_t *mg = migrate.mutable_data(), *st = stealc.mutable_data(), *ms = migrations.mutable_data(),
-           *ss = steals.mutable_data(), *fs = failed.mutable_data(), *dr = dropped.mutable_data();
+           *ss = steals.mutable_data(), *fs = failed.mutable_data(), *dr = dropped.mutable_data(),
+           *cb = completed_by_node.mutable_data();
   {
     py::gil_scoped_release release;
     for (py::ssize_t k = 0; k < b; ++k) {
@@ -315,6 +322,7 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
       std::copy(dc.steals.begin(), dc.steals.end(), ss + k * n);
       std::copy(dc.failed_steals.begin(), dc.failed_steals.end(), fs + k * n);
       std::copy(dc.dropped.begin(), dc.dropped.end(), dr + k * n);
+      std::copy(dc.completed.begin(), dc.completed.end(), cb + k * n);
       dc.Reset();
       for (uint32_t v = 0; v < n; ++v) {
         lo[k * n + v] = s.TrueLoad(v);
@@ -331,6 +339,7 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
   out["steals"] = steals;
   out["failed_steals"] = failed;
   out["dropped"] = dropped;
+  out["completed_by_node"] = completed_by_node;
   out["latency_mean_us"] = step_mean;
   out["latency_p99_us"] = step_p99;
   out["completed"] = step_count;
@@ -345,7 +354,8 @@ void BindRack(py::module_& m) {
         py::arg("stealing") = py::none(), py::arg("duration_us"),
         "Set tables, advance every simulation by duration_us in one C++ call (GIL released) and return the "
         "stacked observations: beliefs (B, N, N), loads (B, N), migrate/steal decision counts (B, N, N), "
-        "migrations/steals/failed_steals/dropped (B, N), and the step's latency_mean_us, latency_p99_us and "
+        "migrations/steals/failed_steals/dropped/completed_by_node (B, N), and the step's latency_mean_us, "
+        "latency_p99_us and "
         "completed (B,). Decision counts and step latencies are reset.");
   using dcgym::rack::RackSim;
   namespace b = dcgym::bindings;
@@ -405,6 +415,7 @@ void BindRack(py::module_& m) {
             out["steals"] = py::array_t<uint64_t>(n, dc.steals.data());
             out["failed_steals"] = py::array_t<uint64_t>(n, dc.failed_steals.data());
             out["dropped"] = py::array_t<uint64_t>(n, dc.dropped.data());
+            out["completed"] = py::array_t<uint64_t>(n, dc.completed.data());
             if (reset) dc.Reset();
             return out;
           },

@@ -50,6 +50,7 @@ void DecisionCounts::Reset() {
   std::fill(steals.begin(), steals.end(), 0);
   std::fill(failed_steals.begin(), failed_steals.end(), 0);
   std::fill(dropped.begin(), dropped.end(), 0);
+  std::fill(completed.begin(), completed.end(), 0);
 }
 
 RackSim::RackSim(const RackConfig& config)
@@ -75,7 +76,8 @@ RackSim::RackSim(const RackConfig& config)
   nodes_.reserve(n);
   for (const auto& g : config.groups)
     for (uint32_t k = 0; k < g.count; ++k) {
-      nodes_.emplace_back(g, config.intra, types_, config.MeanSize(), &starts_);
+      nodes_.emplace_back(g, config.intra, types_, config.MeanSize(), &starts_,
+                          config.dispatch.metric == LoadMetric::kExpectedWait);
       workers_of_.push_back(g.workers);
     }
   table_ = entry_ == EntryKind::kNodes && policy_ == DispatchKind::kTable;
@@ -104,6 +106,7 @@ RackSim::RackSim(const RackConfig& config)
     decisions_.steals.assign(n, 0);
     decisions_.failed_steals.assign(n, 0);
     decisions_.dropped.assign(n, 0);
+    decisions_.completed.assign(n, 0);
   }
   if (table_) {
     // Until told otherwise every node accepts every task and never steals.
@@ -131,8 +134,10 @@ RackSim::RackSim(const RackConfig& config)
 
 template <bool kUntil>
 void RackSim::Loop(uint64_t target_arrivals, double horizon) {
+  const bool single = nodes_.size() == 1;  // one node: no heap over nodes to consult
   for (;;) {
-    const double t_node = node_events_.TopKey(), t_msg = messages_.TopTime();
+    const double t_node = single ? nodes_[0].NextEventTime() : node_events_.TopKey();
+    const double t_msg = messages_.TopTime();
     if (next_arrival_ <= t_node && next_arrival_ <= t_msg) {
       if (kUntil ? next_arrival_ > horizon : counters_.arrived >= target_arrivals) return;
       now_ = next_arrival_;
@@ -140,7 +145,7 @@ void RackSim::Loop(uint64_t target_arrivals, double horizon) {
     } else if (t_node <= t_msg) {
       if (kUntil && t_node > horizon) return;
       now_ = t_node;
-      OnNodeEvent(node_events_.Top());
+      OnNodeEvent(single ? 0 : node_events_.Top());
     } else {
       if (kUntil && t_msg > horizon) return;
       now_ = t_msg;
@@ -311,6 +316,7 @@ void RackSim::OnNodeEvent(uint32_t i) {
 void RackSim::Complete(uint32_t i, const Task& t) {
   ++counters_.completed;
   ++node_counters_[i].completed;
+  if (entry_ == EntryKind::kNodes) ++decisions_.completed[i];
   if (step_latency_on_) step_latency_.Record(now_ - t.arrival);
   if (!(t.flags & Task::kWarmup)) {
     const double latency = now_ - t.arrival;
@@ -419,7 +425,7 @@ void RackSim::OnMessage(const Message& m) {
 void RackSim::AfterChange(uint32_t i) {
   const Node& nd = nodes_[i];
   const double next = nd.NextEventTime();
-  if (next != node_events_.Key(i)) node_events_.Update(i, next);
+  if (nodes_.size() > 1 && next != node_events_.Key(i)) node_events_.Update(i, next);
   if (track_truth_)
     for (uint32_t k = 0; k < boards_.size(); ++k) boards_[k].SetTruth(i, LoadOf(i, k));
   if (policy_ == DispatchKind::kCentralFcfs) CentralTrackIdle(i);
@@ -515,9 +521,7 @@ void RackSim::RebuildSplit() {
 
 // --------------------------------------------------------------------- tables
 
-void RackSim::SetTable(std::vector<double>& cum, uint32_t n, uint32_t row, const double* probs, const char* what) {
-  if (cum.empty()) throw std::invalid_argument(std::string(what) + ": needs entry 'nodes' with policy 'table'");
-  if (row >= n) throw std::invalid_argument(std::string(what) + ": node " + std::to_string(row) + " out of range");
+void RackSim::CheckTableRow(const double* probs, uint32_t n, uint32_t row, const char* what) {
   double total = 0;
   for (uint32_t j = 0; j < n; ++j) {
     if (!(probs[j] >= 0) || !std::isfinite(probs[j]))
@@ -528,6 +532,14 @@ void RackSim::SetTable(std::vector<double>& cum, uint32_t n, uint32_t row, const
   if (std::fabs(total - 1.0) > 1e-6)
     throw std::invalid_argument(std::string(what) + "[" + std::to_string(row) + "]: probabilities must sum to 1, got " +
                                 std::to_string(total));
+}
+
+void RackSim::SetTable(std::vector<double>& cum, uint32_t n, uint32_t row, const double* probs, const char* what) {
+  if (cum.empty()) throw std::invalid_argument(std::string(what) + ": needs entry 'nodes' with policy 'table'");
+  if (row >= n) throw std::invalid_argument(std::string(what) + ": node " + std::to_string(row) + " out of range");
+  CheckTableRow(probs, n, row, what);
+  double total = 0;
+  for (uint32_t j = 0; j < n; ++j) total += probs[j];
   double c = 0;
   for (uint32_t j = 0; j < n; ++j) cum[static_cast<size_t>(row) * n + j] = (c += probs[j]) / total;
   cum[static_cast<size_t>(row) * n + n - 1] = 1.0;
@@ -573,7 +585,21 @@ void RackSim::BuildSpeedClasses() {
 bool RackSim::CentralPlace(const Task& t) {
   for (auto& idle : idle_by_speed_) {
     if (idle.empty()) continue;
-    const uint32_t i = idle[idle.size() == 1 ? 0 : central_rng_.Below(static_cast<uint32_t>(idle.size()))];
+    // A uniformly chosen idle worker: nodes weighted by their idle workers.
+    uint32_t i = idle[0];
+    if (idle.size() > 1) {
+      uint32_t total = 0;
+      for (uint32_t j : idle) total += nodes_[j].IdleWorkers();
+      uint32_t r = central_rng_.Below(total);
+      for (uint32_t j : idle) {
+        const uint32_t w = nodes_[j].IdleWorkers();
+        if (r < w) {
+          i = j;
+          break;
+        }
+        r -= w;
+      }
+    }
     nodes_[i].Fetch(t, now_, 0.0);
     AfterChange(i);
     return true;

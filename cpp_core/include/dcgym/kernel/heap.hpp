@@ -189,13 +189,14 @@ class SlotHeap {
     for (;;) {
       const size_t first = 4 * slot + 1;
       if (first >= n_) break;
-      size_t best = first;
-      double best_time = a_[first].time;
-      for (size_t c = first + 1; c < first + 4; ++c) {
-        const bool less = a_[c].time < best_time;
-        best = less ? c : best;
-        best_time = less ? a_[c].time : best_time;
-      }
+      // A tournament with integer masks: GCC turns "less ? c : best" into a branch.
+      const double t0 = a_[first].time, t1 = a_[first + 1].time, t2 = a_[first + 2].time, t3 = a_[first + 3].time;
+      const size_t i01 = first + static_cast<size_t>(t1 < t0);
+      const size_t i23 = first + 2 + static_cast<size_t>(t3 < t2);
+      const double m01 = t1 < t0 ? t1 : t0, m23 = t3 < t2 ? t3 : t2;
+      const size_t take23 = -static_cast<size_t>(m23 < m01);
+      const size_t best = i01 ^ ((i01 ^ i23) & take23);
+      const double best_time = m23 < m01 ? m23 : m01;
       if (!(best_time < last.time)) break;
       a_[slot] = a_[best];
       slot = best;

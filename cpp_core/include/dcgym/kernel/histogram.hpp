@@ -31,7 +31,10 @@ class LogHistogram {
   LogHistogram() : counts_(kNumBuckets, 0) {}
 
   void Record(double v) {
-    ++counts_[Index(v)];
+    const int i = Index(v);
+    ++counts_[i];
+    if (i < lo_) lo_ = i;
+    if (i > hi_) hi_ = i;
     ++count_;
     sum_ += v;
     if (v < min_) min_ = v;
@@ -39,15 +42,20 @@ class LogHistogram {
   }
 
   void Merge(const LogHistogram& o) {
-    for (int i = 0; i < kNumBuckets; ++i) counts_[i] += o.counts_[i];
+    for (int i = o.lo_; i <= o.hi_; ++i) counts_[i] += o.counts_[i];
+    lo_ = std::min(lo_, o.lo_);
+    hi_ = std::max(hi_, o.hi_);
     count_ += o.count_;
     sum_ += o.sum_;
     min_ = std::min(min_, o.min_);
     max_ = std::max(max_, o.max_);
   }
 
+  // Clears only the buckets ever touched: cheap for a per-step histogram.
   void Clear() {
-    std::fill(counts_.begin(), counts_.end(), 0);
+    if (hi_ >= lo_) std::fill(counts_.begin() + lo_, counts_.begin() + hi_ + 1, 0);
+    lo_ = kNumBuckets;
+    hi_ = -1;
     count_ = 0;
     sum_ = 0;
     min_ = kInf;
@@ -67,7 +75,7 @@ class LogHistogram {
     q = std::clamp(q, 0.0, 1.0);
     const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_))));
     uint64_t seen = 0;
-    for (int i = 0; i < kNumBuckets; ++i) {
+    for (int i = lo_; i <= hi_; ++i) {
       seen += counts_[i];
       if (seen >= rank) return std::clamp(Midpoint(i), min_, max_);
     }
@@ -105,6 +113,7 @@ class LogHistogram {
   static inline const double kMaxValue = std::ldexp(1.0, kMaxExp);
 
   std::vector<uint64_t> counts_;
+  int lo_ = kNumBuckets, hi_ = -1;  // range of buckets that may be non-zero
   uint64_t count_ = 0;
   double sum_ = 0;
   double min_ = kInf, max_ = -kInf;

@@ -52,10 +52,12 @@ struct StartStats {
 class Node {
  public:
   // types: the task types' SLOs and priorities (one entry when untyped).
+  // track_exec: keep the moving average of execution times (expected-wait loads).
   Node(const NodeGroup& g, const IntraNodeConfig& intra, const std::vector<TaskType>& types, double mean_size,
-       StartStats* starts)
+       StartStats* starts, bool track_exec = true)
       : workers_(g.workers), speed_(g.speed), capacity_(g.queue_capacity), intra_(intra),
-        ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), starts_(starts),
+        ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), track_exec_(track_exec),
+        starts_(starts),
         exec_estimate_(mean_size / g.speed), inv_speed_(1.0 / g.speed), queue_(intra.queueing, Slos(types), Priorities(types)),
         outstanding_by_type_(types.size() > 1 ? types.size() : 0, 0) {}
 
@@ -294,7 +296,7 @@ class Node {
     outstanding_work_ -= t.size;
     if (!outstanding_by_type_.empty()) --outstanding_by_type_[t.cls];
     if (outstanding_work_ < 1e-9 * t.size) outstanding_work_ = 0;  // no drift below zero
-    exec_estimate_ += (t.size * inv_speed_ - exec_estimate_) * (1.0 / 64);
+    if (track_exec_) exec_estimate_ += (t.size * inv_speed_ - exec_estimate_) * (1.0 / 64);
   }
 
   // Ideal processor sharing.
@@ -326,6 +328,7 @@ class Node {
   int64_t capacity_;
   IntraNodeConfig intra_;
   bool ideal_ps_;
+  bool track_exec_;
   StartStats* starts_;
 
   double next_time_ = kernel::kInfinity;

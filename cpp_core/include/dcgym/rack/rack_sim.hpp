@@ -48,7 +48,7 @@ struct DecisionCounts {
   uint32_t n = 0;
   std::vector<uint64_t> migrate;  // n x n: node i chose j on arrival (j == i: accepted)
   std::vector<uint64_t> steal;    // n x n: node i chose victim j on completion (j == i: no steal)
-  std::vector<uint64_t> migrations, steals, failed_steals, dropped;  // per node
+  std::vector<uint64_t> migrations, steals, failed_steals, dropped, completed;  // per node
   void Reset();
 };
 
@@ -70,6 +70,8 @@ class RackSim {
   // non-negative and sum to 1; throws std::invalid_argument otherwise.
   void SetMigrationTable(uint32_t node, const double* probs);
   void SetStealTable(uint32_t node, const double* probs);
+  // Checks a table row without setting it (same errors as the setters).
+  static void CheckTableRow(const double* probs, uint32_t n, uint32_t row, const char* what);
   DecisionCounts& Decisions() { return decisions_; }
 
   double Now() const { return now_; }
