@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+
+import numpy as np
 import os
 import platform
 import random
@@ -44,7 +46,7 @@ from dcgym.cpp_core import RackSim
 
 RHO = 0.9
 MM_SERVERS = 16
-TARGETS = {"a": 20e6, "b": 5e6}  # tasks/s on one core
+TARGETS = {"a": 20e6, "b": 5e6, "d": 5e6}  # tasks/s on one core
 BATCHES = 20  # batch means for the standard error of a mean response time
 
 console = Console(width=None if sys.stdout.isatty() else 170)  # wide tables in logs too
@@ -78,7 +80,34 @@ def scenario_configs(scale: float, mm16_policy: str) -> dict[str, tuple[str, dic
         "c": ("Malcolm 4x14+10x3, Po2", rack_config(
             [{"count": 4, "workers": 14, "speed": 1.0, "queue_capacity": 14 * 32},
              {"count": 10, "workers": 3, "speed": 1.0, "queue_capacity": 3 * 32}], "po_d", 75.0, n_bc), n_bc),
+        "d": ("Malcolm, tables + stale loads", malcolm_tables_config(n_bc), n_bc),
     }
+
+
+def malcolm_tables_config(n_tasks: int) -> dict:
+    """Malcolm's setting: tasks enter at nodes whose migration and stealing
+    tables are active (set by `apply_tables`), loads broadcast every 100 us."""
+    cfg = rack_config([{"count": 4, "workers": 14, "speed": 1.0, "queue_capacity": 14 * 32},
+                       {"count": 10, "workers": 3, "speed": 1.0, "queue_capacity": 3 * 32}], "table", 75.0, n_tasks)
+    cfg["entry"] = {"kind": "nodes"}
+    cfg["dispatch"] = {"policy": "table", "metric": "expected_wait"}
+    cfg["load_info"] = {"model": "periodic", "period_us": 100.0, "local_increment": True}
+    cfg["migration"] = {"delay_us": 2.0}
+    return cfg
+
+
+def apply_tables(sim: RackSim, cfg: dict) -> RackSim:
+    """For (d): every node keeps 70% of its arrivals and migrates the rest in
+    proportion to capacity; on completion it steals from a node drawn the same way."""
+    if cfg["dispatch"]["policy"] != "table":
+        return sim
+    capacity = np.array([14.0] * 4 + [3.0] * 10)
+    n = capacity.size
+    spread = capacity / capacity.sum()
+    migration = 0.7 * np.eye(n) + 0.3 * spread[None, :]
+    stealing = 0.5 * np.eye(n) + 0.5 * spread[None, :]
+    sim.set_tables(migration / migration.sum(1, keepdims=True), stealing / stealing.sum(1, keepdims=True))
+    return sim
 
 
 # --------------------------------------------------------------------------- exact values
@@ -177,7 +206,7 @@ class SpeedResult:
 
 def dcgym_batch_means(cfg: dict, n: int) -> tuple[MeanEstimate, dict, float]:
     """The warm-up run: n tasks, measured in BATCHES chunks after the warm-up tasks (batch means)."""
-    sim = RackSim(cfg)
+    sim = apply_tables(RackSim(cfg), cfg)
     warm = cfg["warmup_tasks"]
     t0 = time.perf_counter()
     sim.run_tasks(warm)
@@ -200,7 +229,7 @@ def bench_dcgym(name: str, cfg: dict, n: int, repeats: int) -> SpeedResult:
     est, r, warm_wall = dcgym_batch_means(cfg, n)
     times, cpu, events = [], [], None
     for _ in range(repeats):
-        sim = RackSim(cfg)
+        sim = apply_tables(RackSim(cfg), cfg)
         c0, t0 = time.thread_time(), time.perf_counter()
         sim.run_tasks(n)
         times.append(time.perf_counter() - t0)
@@ -425,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
                       ("mean resp. (us)", "right"), ("reference", "left")):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
     refs = {"a": f"Erlang C {exact:.4f}", "b": f"mean field N=inf {mean_field:.4f}",
-            "c": f"{results['c'].extra['dropped_fraction']:.2%} dropped (full queues)"}
+            "c": f"{results['c'].extra['dropped_fraction']:.2%} dropped (full queues)",
+            "d": f"{results['d'].extra['dropped_fraction']:.2%} dropped"}
     for key, r in results.items():
         label = f"({key}) {r.name}" if key in configs else f"(a) {r.name}"
         table.add_row(label, r.simulator, f"{r.tasks:,}", f"{r.best_s:.3f}", f"{r.cpu_of_best_s:.3f}", fmt_rate(r.tasks_per_s),
