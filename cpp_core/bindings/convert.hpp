@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dcgym/kernel/distribution.hpp"
+#include "dcgym/kernel/histogram.hpp"
 
 namespace dcgym::bindings {
 
@@ -41,6 +42,33 @@ inline py::dict GetDict(const py::dict& d, const char* key, const std::string& f
   py::object v = Required(d, key, field);
   if (!py::isinstance<py::dict>(v)) throw std::invalid_argument(field + "." + key + ": must be a mapping");
   return v.cast<py::dict>();
+}
+
+// One of a fixed set of names, mapped to its enum value.
+template <typename E>
+E Choice(const std::string& value, const std::string& field,
+         std::initializer_list<std::pair<const char*, E>> options) {
+  std::string allowed;
+  for (const auto& [name, e] : options) {
+    if (value == name) return e;
+    allowed += (allowed.empty() ? "" : ", ") + std::string(name);
+  }
+  throw std::invalid_argument(field + ": unknown value '" + value + "'; allowed: " + allowed);
+}
+
+// count, mean, min, percentiles and max of a latency histogram.
+inline py::dict Summary(const kernel::LogHistogram& h) {
+  py::dict s;
+  s["count"] = h.Count();
+  s["mean"] = h.Mean();
+  s["min"] = h.Min();
+  s["p50"] = h.Quantile(0.5);
+  s["p90"] = h.Quantile(0.9);
+  s["p99"] = h.Quantile(0.99);
+  s["p999"] = h.Quantile(0.999);
+  s["p9999"] = h.Quantile(0.9999);
+  s["max"] = h.Max();
+  return s;
 }
 
 // {"dist": "exp", "mean_us": 75} and the other forms of the scenario schema.

@@ -18,16 +18,6 @@ namespace {
 
 namespace ms = dcgym::rack::multistage;
 
-template <typename E>
-E PickOption(const std::string& value, const std::string& field,
-             std::initializer_list<std::pair<const char*, E>> options) {
-  std::string allowed;
-  for (const auto& [name, e] : options) {
-    if (value == name) return e;
-    allowed += (allowed.empty() ? "" : ", ") + std::string(name);
-  }
-  throw std::invalid_argument(field + ": unknown value '" + value + "'; allowed: " + allowed);
-}
 
 // An integer field in [lo, hi], read before any unsigned cast so that a
 // negative value is reported, not wrapped.
@@ -70,7 +60,7 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
     c.app.io = ParseDistribution(GetDict(app, "io", "application"), "application.io");
   }
   using Split = ms::Application::Split;
-  c.app.split = PickOption<Split>(Get<std::string>(app, "split", "application", std::string("uniform")),
+  c.app.split = Choice<Split>(Get<std::string>(app, "split", "application", std::string("uniform")),
                                   "application.split", {{"uniform", Split::kUniform}, {"equal", Split::kEqual}});
 
   i = 0;
@@ -79,7 +69,7 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
     if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
     const auto l = item.cast<py::dict>();
     ms::LbConfig lb;
-    lb.policy = PickOption<ms::LbPolicy>(Get<std::string>(l, "policy", f), f + ".policy",
+    lb.policy = Choice<ms::LbPolicy>(Get<std::string>(l, "policy", f), f + ".policy",
                                    {{"ecmp", ms::LbPolicy::kEcmp},
                                     {"wcmp", ms::LbPolicy::kWcmp},
                                     {"lsq", ms::LbPolicy::kLsq},
@@ -92,7 +82,7 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
   }
 
   c.load = Get<double>(d, "load", "config");
-  c.load_basis = PickOption<ms::LoadBasis>(Get<std::string>(d, "load_basis", "config", std::string("total")),
+  c.load_basis = Choice<ms::LoadBasis>(Get<std::string>(d, "load_basis", "config", std::string("total")),
                                            "load_basis",
                                            {{"total", ms::LoadBasis::kTotal}, {"cpu", ms::LoadBasis::kCpu}});
   c.seed = Get<uint64_t>(d, "seed", "config");
@@ -104,7 +94,7 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
     c.hop_max_us = Get<double>(hop, "max", "hop_delay_us");
   }
   c.decision_period_us = Get<double>(d, "decision_period_us", "config", 5e5);
-  c.wait_order = PickOption<ms::WaitOrder>(Get<std::string>(d, "cpu_wait_order", "config", std::string("fifo")),
+  c.wait_order = Choice<ms::WaitOrder>(Get<std::string>(d, "cpu_wait_order", "config", std::string("fifo")),
                                            "cpu_wait_order",
                                            {{"fifo", ms::WaitOrder::kFifo}, {"arrival", ms::WaitOrder::kArrival}});
   if (d.contains("observation") && !d["observation"].is_none()) {
@@ -119,18 +109,6 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
   return c;
 }
 
-py::dict HistogramSummary(const kernel::LogHistogram& h) {
-  py::dict s;
-  s["count"] = h.Count();
-  s["mean"] = h.Mean();
-  s["min"] = h.Min();
-  s["p50"] = h.Quantile(0.5);
-  s["p90"] = h.Quantile(0.9);
-  s["p99"] = h.Quantile(0.99);
-  s["p999"] = h.Quantile(0.999);
-  s["max"] = h.Max();
-  return s;
-}
 
 template <typename T, typename F>
 py::array_t<T> PerServerArray(const ms::MultistageSim& sim, F f) {
@@ -151,8 +129,8 @@ py::dict MultistageResults(const ms::MultistageSim& sim) {
   r["events"] = c.events;
   r["sim_time_us"] = sim.Now();
   r["arrival_rate_per_us"] = sim.ArrivalRate();
-  r["fct_us"] = HistogramSummary(sim.Fct());
-  r["fct_served_us"] = HistogramSummary(sim.FctServed());
+  r["fct_us"] = Summary(sim.Fct());
+  r["fct_served_us"] = Summary(sim.FctServed());
   const double now = sim.Now();
   py::dict s;
   s["jobs"] = PerServerArray<uint32_t>(sim, [&](uint32_t j) { return sim.ServerAt(j).Jobs(); });

@@ -16,17 +16,6 @@ namespace {
 
 using namespace dcgym::rack;
 
-template <typename E>
-E Choice(const std::string& value, const std::string& field,
-         std::initializer_list<std::pair<const char*, E>> options) {
-  std::string allowed;
-  for (const auto& [name, e] : options) {
-    if (value == name) return e;
-    allowed += (allowed.empty() ? "" : ", ") + std::string(name);
-  }
-  throw std::invalid_argument(field + ": unknown value '" + value + "'; allowed: " + allowed);
-}
-
 RackConfig ParseRackConfig(const py::dict& d) {
   RackConfig c;
   py::object nodes = Required(d, "nodes", "config");
@@ -168,19 +157,6 @@ RackConfig ParseRackConfig(const py::dict& d) {
   return c;
 }
 
-py::dict Summary(const kernel::LogHistogram& h) {
-  py::dict s;
-  s["count"] = h.Count();
-  s["mean"] = h.Mean();
-  s["min"] = h.Min();
-  s["p50"] = h.Quantile(0.5);
-  s["p90"] = h.Quantile(0.9);
-  s["p99"] = h.Quantile(0.99);
-  s["p999"] = h.Quantile(0.999);
-  s["p9999"] = h.Quantile(0.9999);
-  s["max"] = h.Max();
-  return s;
-}
 
 py::dict Results(const RackSim& sim) {
   const auto& c = sim.Counters();

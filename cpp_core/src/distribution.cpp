@@ -1,3 +1,4 @@
+#include "dcgym/kernel/check.hpp"
 #include "dcgym/kernel/distribution.hpp"
 
 #include <cmath>
@@ -6,16 +7,6 @@
 
 namespace dcgym::kernel {
 namespace {
-
-[[noreturn]] void Fail(const std::string& field, const std::string& what) {
-  throw std::invalid_argument(field + ": " + what);
-}
-
-std::string Str(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 void RequirePositiveFinite(double v, const std::string& field) {
   if (!(v > 0) || !std::isfinite(v)) Fail(field, "must be a positive finite number, got " + Str(v));

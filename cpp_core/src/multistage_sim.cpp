@@ -3,6 +3,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "dcgym/kernel/check.hpp"
 #include "dcgym/rack/multistage.hpp"
 
 namespace dcgym::rack::multistage {
@@ -11,16 +12,8 @@ using kernel::Stream;
 
 namespace {
 
-[[noreturn]] void Fail(const std::string& field, const std::string& what) {
-  throw std::invalid_argument(field + ": " + what);
-}
-
-template <typename T>
-std::string Str(T v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
+using kernel::Fail;
+using kernel::Str;
 
 void RequireNonNegativeFinite(double v, const std::string& field) {
   if (!(v >= 0) || !std::isfinite(v)) Fail(field, "must be a finite number >= 0, got " + Str(v));

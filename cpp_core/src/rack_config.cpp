@@ -1,22 +1,15 @@
 #include "dcgym/rack/config.hpp"
 
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
+
+#include "dcgym/kernel/check.hpp"
 
 namespace dcgym::rack {
 namespace {
 
-[[noreturn]] void Fail(const std::string& field, const std::string& what) {
-  throw std::invalid_argument(field + ": " + what);
-}
-
-template <typename T>
-std::string Str(T v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
+using kernel::Fail;
+using kernel::Str;
 
 constexpr uint32_t kMaxNodes = 1u << 20;
 constexpr uint32_t kMaxWorkers = 1u << 16;
