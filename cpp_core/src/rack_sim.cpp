@@ -370,7 +370,12 @@ void RackSim::OnMessage(const Message& m) {
       return Place(m.a, m.task);
     case Message::kStealRequest: {
       Task t;
-      if (!nodes_[m.b].StealQueued(&t)) {
+      const auto thief_may_run = [this, &m](const Task& task) {
+        if (!typed_) return true;
+        const auto& allowed = candidates_[task.cls];
+        return std::binary_search(allowed.begin(), allowed.end(), m.a);
+      };
+      if (!nodes_[m.b].StealQueued(&t, thief_may_run)) {
         ++counters_.failed_steals;
         ++decisions_.failed_steals[m.a];
         return;

@@ -333,3 +333,31 @@ def test_tables_need_node_entry_with_policy_table():
     sim = RackSim(rack(nodes(count=3), entry={"kind": "nodes"}))  # policy random
     with pytest.raises(ValueError, match="needs entry 'nodes' with policy 'table'"):
         sim.set_tables(np.eye(3))
+
+
+def test_stealing_respects_locality():
+    """Node 1 asks node 0 on every completion; node 0 holds only tasks of a type that may run on node 0
+    alone, so every steal fails. Without that restriction the same rack steals."""
+    def run(restricted: bool) -> dict:
+        cfg = {
+            "nodes": [{"count": 2, "workers": 1, "speed": 1.0, "queue_capacity": -1}],
+            "service": {"dist": "exp", "mean_us": 1.0},
+            "types": [
+                {"share": 0.25, "service": {"dist": "exp", "mean_us": 1.0}, "nodes": [1]},
+                {"share": 0.75, "service": {"dist": "exp", "mean_us": 1.0}, "nodes": [0] if restricted else []},
+            ],  # node 0 gets the second type at load 0.9, node 1 the first at 0.3
+            "load": 0.6, "seed": 3, "warmup_tasks": 0, "intra_node": {"discipline": "fcfs"},
+            "entry": {"kind": "nodes", "split": [1.0, 0.0]},
+            "dispatch": {"policy": "table"},
+            "load_info": {"model": "fresh"},
+        }
+        sim = RackSim(cfg)
+        sim.set_tables(np.eye(2), np.array([[1.0, 0.0], [1.0, 0.0]]))  # node 1 always asks node 0
+        sim.run_tasks(100_000)
+        return sim.results()
+
+    r = run(restricted=True)
+    assert r["steals"] == 0 and r["failed_steals"] > 1000
+    assert r["tasks_arrived"] == r["tasks_completed"] + r["tasks_dropped"] + r["tasks_in_flight"]
+    free = run(restricted=False)
+    assert free["steals"] > 1000

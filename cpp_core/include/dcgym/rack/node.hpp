@@ -123,9 +123,11 @@ class Node {
     return true;
   }
 
-  // Removes the oldest waiting task (work stealing); false if none waits.
-  bool StealQueued(Task* t) {
-    if (ideal_ps_ || queue_.Empty()) return false;
+  // Removes the oldest waiting task (work stealing) if allowed(task); false
+  // if none waits or the thief may not run it (locality).
+  template <typename Allowed>
+  bool StealQueued(Task* t, const Allowed& allowed) {
+    if (ideal_ps_ || queue_.Empty() || !allowed(queue_.Oldest())) return false;
     *t = queue_.PopOldest();
     outstanding_work_ -= t->size;
     if (!outstanding_by_type_.empty()) --outstanding_by_type_[t->cls];

@@ -51,14 +51,11 @@ class WaitQueue {
     return queues_[best].PopFront();
   }
 
-  // Removes the task that has waited longest (work stealing).
+  // The task that has waited longest (work stealing); the queue must not be empty.
+  const T& Oldest() const { return queues_[OldestQueue()].Front(); }
   T PopOldest() {
     --size_;
-    size_t best = queues_.size();
-    for (size_t k = 0; k < queues_.size(); ++k)
-      if (!queues_[k].Empty() && (best == queues_.size() || queues_[k].Front().arrival < queues_[best].Front().arrival))
-        best = k;
-    return queues_[best].PopFront();
+    return queues_[OldestQueue()].PopFront();
   }
 
   template <typename F>
@@ -68,6 +65,14 @@ class WaitQueue {
   }
 
  private:
+  size_t OldestQueue() const {
+    size_t best = queues_.size();
+    for (size_t k = 0; k < queues_.size(); ++k)
+      if (!queues_[k].Empty() && (best == queues_.size() || queues_[k].Front().arrival < queues_[best].Front().arrival))
+        best = k;
+    return best;
+  }
+
   // Whether queue a's head should go before queue b's.
   bool Before(size_t a, size_t b, double now) const {
     if (policy_ == Queueing::kPriority) {
