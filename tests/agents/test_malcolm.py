@@ -1,0 +1,331 @@
+"""Malcolm on RLlib: basis functions, Algorithm 1's gradients against numpy, consensus, checkpoints, learning."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from dcgym.agents.malcolm import MalcolmConfig, rack_config
+from dcgym.agents.malcolm.basis import BASES, features, num_features
+from dcgym.agents.malcolm.malcolm import RackMultiAgentEnv, rack_rollout
+from dcgym.agents.malcolm.malcolm_learner import EPISODE_START, MIGRATE_COUNTS, STEAL_COUNTS
+from dcgym.envs.error import InvalidConfigError
+
+# Every Algorithm built re-registers RLlib's env wrapper with Gymnasium, which warns from the second one on.
+pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
+
+# A tiny heterogeneous rack: a 4-worker node and a 1-worker node, 80% of the clients' tasks sent to the slow one.
+TWO_NODES = {
+    "scenario": "malcolm_hetero_paper_exp",
+    "overrides": {
+        "nodes": [{"count": 1, "workers": 4, "queue_capacity": 128}, {"count": 1, "workers": 1, "queue_capacity": 32}],
+        "entry": {"kind": "nodes", "split": [0.2, 0.8]},
+    },
+    "load": 0.8,
+    "max_steps": 1000,
+}
+THREE_NODES = {
+    "scenario": "malcolm_hetero_paper_exp",
+    "overrides": {"nodes": [{"count": 1, "workers": 4}, {"count": 2, "workers": 2}]},
+    "load": 0.9,
+    "max_steps": 50,
+}
+
+
+@pytest.fixture
+def storage(tmp_path, monkeypatch):
+    """An Algorithm built outside Tune makes a log folder under ~/ray_results: keep it in tmp_path."""
+    monkeypatch.setattr("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(tmp_path))
+    return tmp_path
+
+
+# ------------------------------------------------------------------- basis
+
+
+def test_basis_feature_counts_match_section_6_2():
+    for n in (1, 2, 3, 14, 64):
+        assert num_features("customized", n) == n * (n + 7) // 2 + 1
+        assert num_features("sort", n) == 2 * n + 1
+        assert num_features("raw", n) == n + 1
+        x = torch.rand(5, n, dtype=torch.float64)
+        for name in BASES:
+            assert features(name, x).shape == (5, num_features(name, n))
+    assert num_features("customized", 14) == 148 and num_features("sort", 14) == 29
+
+
+def test_basis_values_on_a_hand_example():
+    x = torch.tensor([[3.0, 1.0, 2.0]], dtype=torch.float64)
+    customized = [3, 1, 2, 9, 1, 4, 27, 1, 8, 81, 1, 16, 3 * 1, 3 * 2, 1 * 2, 1]
+    np.testing.assert_allclose(features("customized", x)[0].numpy(), customized, atol=1e-12)
+    # Sorted descending: node 0 is rank 0 (most loaded), node 2 rank 1, node 1 rank 2 (least loaded).
+    h = 0.5 * math.log(3)
+    ranks = [(math.log(1) - h) / h, (math.log(3) - h) / h, (math.log(2) - h) / h]
+    np.testing.assert_allclose(features("sort", x)[0].numpy(), [*ranks, 3, 1, 2, 1], atol=1e-12)
+    assert ranks[0] == -1.0 and abs(ranks[1] - 1.0) < 1e-12  # the most loaded node -1, the least +1
+    np.testing.assert_allclose(features("raw", x)[0].numpy(), [3, 1, 2, 1], atol=1e-12)
+    np.testing.assert_allclose(features("quadratic", x)[0].numpy(), [3, 1, 2, 9, 1, 4, 3, 6, 2, 1], atol=1e-12)
+    # Ties go to the lower node id: equal loads get ranks 0 and 1 in id order.
+    tied = features("sort", torch.tensor([[1.0, 1.0, 0.0]], dtype=torch.float64))[0, :3].numpy()
+    np.testing.assert_allclose(tied, [-1.0, (math.log(2) - h) / h, 1.0], atol=1e-12)
+
+
+# ---------------------------------------------------------- gradients (numpy)
+
+
+def _build_learner(**training):
+    config = rack_config({"env": THREE_NODES, "seed": 3, **training})
+    learner = config.build_learner(env=RackMultiAgentEnv(THREE_NODES))
+    for mid in learner.module.keys():
+        learner.module[mid].unwrapped().double()  # compare in float64; the parameters stay the same objects
+    return learner, config
+
+
+def _fixed_batch(rng: np.random.Generator, d: int, n: int, episode_start: list[int]) -> dict[str, torch.Tensor]:
+    obs = rng.uniform(0.0, 20.0, (d + 1, n + 1))
+    migrate = rng.integers(0, 6, (d, n)).astype(float)
+    steal = rng.integers(0, 3, (d, n)).astype(float)
+    steal[3] = 0.0  # a heartbeat without a stealing decision
+    start = np.zeros(d)
+    start[episode_start] = 1.0
+    return {
+        "obs": torch.tensor(obs[:-1]),
+        "new_obs": torch.tensor(obs[1:]),
+        "rewards": torch.tensor(-rng.uniform(0.0, 500.0, d)),
+        "terminateds": torch.zeros(d),
+        MIGRATE_COUNTS: torch.tensor(migrate),
+        STEAL_COUNTS: torch.tensor(steal),
+        EPISODE_START: torch.tensor(start),
+    }
+
+
+def _closed_form(module, batch, config, *, reward_rate, traces):
+    """Algorithm 1 (paper) or the authors' code, one heartbeat at a time, in numpy."""
+    variant, gamma, lam, eta = config.variant, config.gamma, config.resolved_trace_lambda, config.average_reward_step
+    th = module.critic_weights.detach().numpy()
+    w = {"migration": module.migration_weights.detach().numpy(), "stealing": module.stealing_weights.detach().numpy()}
+    x, x_next = batch["obs"][:, :3] * config.load_scale, batch["new_obs"][:, :3] * config.load_scale
+    phi_c = features(config.critic_basis, x).numpy()
+    phi_c_next = features(config.critic_basis, x_next).numpy()
+    phi_a = features(config.actor_basis, x).numpy()
+    counts = {"migration": batch[MIGRATE_COUNTS].numpy(), "stealing": batch[STEAL_COUNTS].numpy()}
+    r, start = batch["rewards"].numpy() * config.reward_scale, batch[EPISODE_START].numpy()
+    d = len(r)
+    kappa = lam if variant == "code" else gamma * lam
+    e = {k: (np.zeros_like(v) if traces is None else traces[k].copy()) for k, v in (("critic", th), *w.items())}
+    g = {k: np.zeros_like(v) for k, v in e.items()}
+    rbar = reward_rate
+    for t in range(d):
+        v, v_next = phi_c[t] @ th, phi_c_next[t] @ th
+        if variant == "code":
+            delta = r[t] - rbar + v_next - v
+            rbar += eta * delta
+        else:
+            delta = r[t] + gamma * v_next - v
+        step = {"critic": phi_c[t]}
+        for name in w:
+            z = w[name] @ phi_a[t]
+            pi = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
+            c = counts[name][t]
+            if variant == "code":
+                step[name] = np.outer(c / c.sum() - pi, phi_a[t]) if c.sum() > 0 else np.zeros_like(w[name])
+            else:
+                step[name] = np.outer(c - c.sum() * pi, phi_a[t])
+        for k in e:
+            e[k] = (0.0 if start[t] else kappa) * e[k] + step[k]
+            g[k] += delta * e[k] / d
+    return g, e, rbar
+
+
+@pytest.mark.usefixtures("ray_session")
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_gradients_equal_closed_form(variant):
+    """The learner's gradients (critic and both actors) are minus Algorithm 1's ascent direction, to 1e-6."""
+    learner, config = _build_learner(variant=variant, gamma=0.9)
+    rng = np.random.default_rng(7)
+    d = 20
+    assert config.resolved_trace_lambda == (0.6 if variant == "code" else 0.0)
+    assert (config.load_scale, config.reward_scale, config.gamma) == (0.1, 0.01, 0.9)
+    batch = {mid: _fixed_batch(rng, d, 3, [8]) for mid in learner.module.keys()}  # an episode starts at row 8
+    previous = {}
+    for mid in learner.module.keys():
+        module = learner.module[mid].unwrapped()
+        if variant == "code":  # a trace and R̄ left by an earlier mini-batch
+            previous[mid] = {
+                "critic": rng.normal(size=module.critic_weights.shape),
+                "migration": rng.normal(size=module.migration_weights.shape),
+                "stealing": rng.normal(size=module.stealing_weights.shape),
+            }
+            learner._traces[mid] = {k: torch.tensor(v) for k, v in previous[mid].items()}
+            learner._reward_rate[mid] = -1.5
+
+    fwd = learner.module.forward_train(batch)
+    losses = learner.compute_losses(fwd_out=fwd, batch=batch)
+    grads = learner.compute_gradients(losses)
+
+    for mid in learner.module.keys():
+        module = learner.module[mid].unwrapped()
+        expected, trace, rbar = _closed_form(module, batch[mid], config, reward_rate=-1.5, traces=previous.get(mid))
+        params = {"critic": module.critic_weights, "migration": module.migration_weights,
+                  "stealing": module.stealing_weights}
+        for name, param in params.items():
+            np.testing.assert_allclose(grads[param].numpy(), -expected[name], rtol=1e-6, atol=1e-6, err_msg=name)
+            assert np.abs(expected[name]).max() > 1e-3  # the check is not vacuous
+        if variant == "code":  # the learner keeps the trace and R̄ for the next mini-batch
+            for name in params:
+                np.testing.assert_allclose(learner._traces[mid][name].numpy(), trace[name], rtol=1e-6, atol=1e-6)
+            assert learner._reward_rate[mid] == pytest.approx(rbar, abs=1e-9)
+        else:
+            assert mid not in learner._traces and mid not in learner._reward_rate
+
+
+# ---------------------------------------------------------------- consensus
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_consensus_averages_critics_and_leaves_actors_alone():
+    learner, _ = _build_learner(consensus_period=2)
+    modules = [learner.module[mid].unwrapped() for mid in sorted(learner.module.keys())]
+    critics = [m.critic_weights.detach().clone() for m in modules]
+    actors = [(m.migration_weights.detach().clone(), m.stealing_weights.detach().clone()) for m in modules]
+    assert not torch.equal(critics[0], critics[1])
+    learner.apply_gradients({})  # update 1: no consensus yet
+    assert all(torch.equal(m.critic_weights, c) for m, c in zip(modules, critics))
+    learner.apply_gradients({})  # update 2 = P: consensus
+    mean = torch.stack(critics).mean(dim=0)
+    for m, (mig, steal) in zip(modules, actors):
+        torch.testing.assert_close(m.critic_weights.detach(), mean, rtol=0, atol=1e-12)
+        assert torch.equal(m.migration_weights, mig) and torch.equal(m.stealing_weights, steal)
+    assert learner.num_updates == 2
+
+
+# ---------------------------------------------------- sampling and execution
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_actions_are_each_nodes_own_logits_and_counts_reach_the_batch(storage):
+    algo = rack_config({"env": THREE_NODES, "seed": 1}).build_algo()
+    try:
+        episodes = algo.env_runner.sample(num_timesteps=30)
+        runner_module = algo.env_runner.module
+        batch = algo.learner_group._learner._learner_connector(
+            rl_module=algo.learner_group._learner.module, batch={}, episodes=episodes, shared_data={}
+        )
+        for episode in episodes:
+            for agent, sa in episode.agent_episodes.items():
+                obs = torch.as_tensor(np.asarray(sa.get_observations(slice(0, len(sa)))))
+                # Decentralized execution: node i's action is its module's output on its own observation.
+                out = runner_module[agent].forward_exploration({"obs": obs})["action_dist_inputs"].numpy()
+                np.testing.assert_allclose(np.asarray(sa.get_actions()), out, rtol=1e-6, atol=1e-6)
+                assert np.abs(out).max() <= 10.0  # centred logits fit the env's clip
+        for agent in ("node_0", "node_1", "node_2"):
+            infos = [i for e in episodes for i in e.agent_episodes[agent].get_infos()[1:]]
+            counts = batch[agent][MIGRATE_COUNTS].numpy()
+            np.testing.assert_array_equal(counts, np.stack([i["migrate"] for i in infos]))
+            np.testing.assert_array_equal(batch[agent][STEAL_COUNTS].numpy(), np.stack([i["steal"] for i in infos]))
+            assert counts.sum() > 0
+        assert batch["node_0"][EPISODE_START].numpy().tolist() == [1.0] + [0.0] * 29
+    finally:
+        algo.stop()
+
+
+# -------------------------------------------------------------- checkpoints
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_checkpoint_restores_weights_and_learner_state_and_training_continues(storage):
+    from dcgym.agents.malcolm import Malcolm
+
+    algo = rack_config({"env": THREE_NODES, "seed": 2, "variant": "code", "consensus_period": 3}).build_algo()
+    try:
+        for _ in range(4):
+            algo.train()
+        learner = algo.learner_group._learner
+        weights = {mid: {k: np.array(v, copy=True) for k, v in algo.get_module(mid).get_state().items()}
+                   for mid in learner.module.keys()}
+        state = (learner.num_updates, dict(learner._reward_rate), {m: {k: v.clone() for k, v in t.items()}
+                                                                     for m, t in learner._traces.items()})
+        path = algo.save_to_path(str(storage / "checkpoint"))
+    finally:
+        algo.stop()
+
+    restored = Malcolm.from_checkpoint(path)
+    try:
+        learner = restored.learner_group._learner
+        for mid, expected in weights.items():
+            for key, value in restored.get_module(mid).get_state().items():
+                np.testing.assert_array_equal(value, expected[key])
+        assert learner.num_updates == state[0] == 4 and learner._reward_rate == state[1]
+        for mid, trace in state[2].items():
+            for key, value in trace.items():
+                assert torch.equal(learner._traces[mid][key], value)
+        restored.train()
+        assert learner.num_updates == 5
+        assert not np.array_equal(restored.get_module("node_0").get_state()["migration_weights"],
+                                  weights["node_0"]["migration_weights"])
+    finally:
+        restored.stop()
+
+
+# ----------------------------------------------------------------- learning
+
+
+@pytest.mark.usefixtures("ray_session")
+def test_training_lowers_imbalance_on_a_two_node_rack(storage):
+    """3000 heartbeats (0.3 s simulated) of Algorithm 1 cut the imbalance of the random initial policy by >= 50%."""
+    algo = rack_config({"env": TWO_NODES, "seed": 1}).build_algo()
+    try:
+        def evaluate():
+            modules = {mid: algo.get_module(mid) for mid in ("node_0", "node_1")}
+            return rack_rollout(modules, TWO_NODES, heartbeats=2000, seed=123)
+
+        before = evaluate()
+        for _ in range(150):  # 150 x 20 heartbeats
+            algo.train()
+        after = evaluate()
+    finally:
+        algo.stop()
+    assert after["imbalance_mean"] <= 0.5 * before["imbalance_mean"], (before, after)
+    assert after["latency_us"]["p99"] < before["latency_us"]["p99"], (before, after)
+
+
+# --------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize(
+    ("training", "message"),
+    [
+        ({"train_batch_size_per_learner": 30},
+         r"`train_batch_size_per_learner` \(30\) must be a multiple of `minibatch_size` \(20\)"),
+        ({"variant": "papr"}, r"`variant` \('papr'\) must be one of \['paper', 'code'\]"),
+        ({"critic_basis": "cubic"}, r"`critic_basis` \('cubic'\) must be one of"),
+        ({"trace_lambda": 1.5}, r"`trace_lambda` \(1.5\) must be None or in \[0, 1\]"),
+        ({"consensus_period": -1}, r"`consensus_period` \(-1\) must be an integer >= 0"),
+        ({"lr_critic": 0.0}, r"`lr_critic` \(0.0\) must be > 0"),
+    ],
+)
+def test_validate_names_the_field_and_value(training, message):
+    config = MalcolmConfig().environment(RackMultiAgentEnv, env_config=THREE_NODES).training(**training)
+    with pytest.raises(ValueError, match=message):
+        config.validate()
+
+
+def test_validate_refuses_parallel_sampling():
+    config = MalcolmConfig().environment(RackMultiAgentEnv, env_config=THREE_NODES).env_runners(num_env_runners=2)
+    with pytest.raises(ValueError, match=r"`num_env_runners` \(2\) must be 0 or 1"):
+        config.validate()
+
+
+def test_rack_config_maps_hyperparameters_and_refuses_unknown_keys():
+    config = rack_config({"env": THREE_NODES, "seed": 4, "variant": "code", "lr_actor": 5e-4, "minibatch_size": 10,
+                          "train_batch_size_per_learner": 40})
+    assert (config.variant, config.lr_actor, config.minibatch_size, config.seed) == ("code", 5e-4, 10, 4)
+    assert list(config.policies) == ["node_0", "node_1", "node_2"]
+    assert config.policy_mapping_fn("node_2") == "node_2"
+    assert config.env_config["reward"] == "imbalance_delta"  # the code variant's reward unless given
+    with pytest.raises(InvalidConfigError, match="lr_critc: got 0.1; did you mean \"lr_critic\""):
+        rack_config({"env": THREE_NODES, "lr_critc": 0.1})
+    with pytest.raises(InvalidConfigError, match="^env.load: got -0.5"):
+        rack_config({"env": {**THREE_NODES, "load": -0.5}})
