@@ -1,4 +1,4 @@
-"""The parts of a rack scenario: nodes, arrivals, entry point, load information, migration and dynamics.
+"""The parts of a rack scenario: nodes, task types, arrivals, entry point, load information, migration and dynamics.
 
 Each model is one mapping of a scenario file (:mod:`dcgym.envs.scenario`
 assembles them into :class:`~dcgym.envs.scenario.RackScenario`). Defaults
@@ -9,12 +9,14 @@ range) are the functions at the end, which the scenario calls.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.service import Service
 
 Load = Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
 """Offered load as a fraction of total capacity; above 1 the rack is overloaded (the engine allows up to 10)."""
@@ -62,10 +64,49 @@ class Poisson(_Schema):
     process: Literal["poisson"] = Field("poisson", description="the arrival process")
 
 
+class TaskType(_Schema):
+    """A task type with its own service time, SLO, priority and servers (RackSched §3.6).
+
+    Each arrival draws its type by ``share``. A type is a task class: results
+    report latency per type. ``nodes`` restricts where it may run (locality:
+    only some servers hold its data, RackSched App. B Fig. 18).
+    """
+
+    name: str = Field(description="the type's name in results: letters, digits, _ and -")
+    share: float = Field(gt=0, allow_inf_nan=False, description="relative frequency among arrivals (shares need not "
+                         "sum to 1)")
+    service: Service = Field(description="the type's service-time distribution (work at speed 1, in us)")
+    slo_us: float = Field(
+        gt=0, allow_inf_nan=False, description="latency objective; queueing per_type serves the head that waited "
+        "longest relative to it (Shinjuku's policy, RackSched §3.6)"
+    )
+    priority: int = Field(0, ge=-(2**31), lt=2**31, description="queueing priority: lower is served first")
+    nodes: Annotated[list[NodeId], Field(min_length=1)] | None = Field(
+        None, description="node ids the type may run on, 0-based through the groups in order (locality, RackSched "
+        "§3.6); null = every node"
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _plain_name(cls, name: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
+            raise InvalidConfigError("", name, "a name of 1 to 64 letters, digits, _ and -")
+        return name
+
+
+Queueing = Literal["fifo", "per_type", "priority"]
+_QUEUEING = (
+    "how a node orders its waiting tasks: one FIFO queue; a queue per task type, the head that waited longest "
+    "relative to its type's slo_us first (Shinjuku, RackSched §3.6); or a queue per type in strict priority, lower "
+    "first (RackSched App. B Fig. 19); per_type and priority need at least two types"
+)
+
+
 class Fcfs(_Schema):
     """One queue per node served first-come first-served by its workers (cFCFS; Malcolm §3.1)."""
 
     discipline: Literal["fcfs"] = Field(description="the intra-node discipline")
+    queueing: Queueing = Field("fifo", description=_QUEUEING)
 
 
 class ProcessorSharing(_Schema):
@@ -78,11 +119,17 @@ class ProcessorSharing(_Schema):
     switch_cost_us: float = Field(
         0.0, ge=0, allow_inf_nan=False, description="worker time lost per preemption; needs quantum_us > 0"
     )
+    queueing: Queueing = Field("fifo", description=_QUEUEING + "; needs quantum_us > 0")
 
     @model_validator(mode="after")
     def _cost_needs_quantum(self) -> ProcessorSharing:
         if self.switch_cost_us > 0 and self.quantum_us == 0:
             raise InvalidConfigError("switch_cost_us", self.switch_cost_us, "0 when quantum_us is 0 (ideal PS)")
+        if self.queueing != "fifo" and self.quantum_us == 0:
+            raise InvalidConfigError(
+                "queueing", self.queueing, "fifo when quantum_us is 0 (ideal PS serves every task at once: there "
+                "is no queue to order)"
+            )
         return self
 
 
@@ -294,12 +341,26 @@ def check_entry(entry: SwitchEntry | BalancersEntry | NodesEntry, num_nodes: int
         raise InvalidConfigError("split", entry.split, f"[] or one weight per node ({num_nodes} weights)")
 
 
+def check_types(types: Sequence[TaskType], num_nodes: int) -> None:
+    """Distinct type names; locality on nodes that exist. Fields are relative to ``types``."""
+    seen: set[str] = set()
+    for k, task_type in enumerate(types):
+        if task_type.name in seen:
+            raise InvalidConfigError(f"{k}.name", task_type.name, "a name no other type has")
+        seen.add(task_type.name)
+        for i, node in enumerate(task_type.nodes or ()):
+            if node >= num_nodes:
+                raise InvalidConfigError(f"{k}.nodes.{i}", node, f"a node id in [0, {num_nodes - 1}]")
+
+
 def check_dynamics(
     changes: Sequence[SplitChange | SpeedChange | RemoveNodes | AddNodes | LoadChange],
     entry: SwitchEntry | BalancersEntry | NodesEntry,
     num_nodes: int,
+    types: Sequence[TaskType] = (),
 ) -> None:
-    """Changes in time order, on nodes that exist, never leaving the rack without an active node.
+    """Changes in time order, on nodes that exist, never leaving the rack, or a task type restricted to some
+    nodes, without an active node.
 
     Fields are relative to ``dynamics``.
     """
@@ -323,5 +384,11 @@ def check_dynamics(
                 active -= set(change.nodes)
                 if not active:
                     raise InvalidConfigError(f"{k}.nodes", change.nodes, "a list that leaves at least one node active")
+                for task_type in types:
+                    if task_type.nodes is not None and not active.intersection(task_type.nodes):
+                        raise InvalidConfigError(
+                            f"{k}.nodes", change.nodes, f"a list that leaves task type {task_type.name} an active "
+                            f"node it may run on (one of its nodes {task_type.nodes})"
+                        )
             elif isinstance(change, AddNodes):
                 active |= set(change.nodes)

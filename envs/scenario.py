@@ -1,7 +1,8 @@
 """Rack scenario files: schema, loading, and the engine config they produce.
 
 A scenario (DESIGN.md, "Scenario files") is a YAML file describing one rack:
-its node groups, the service-time distribution, arrivals, where tasks enter
+its node groups, the service-time distribution (or several task types, each
+with its own, RackSched §3.6), arrivals, where tasks enter
 (a switch, load balancers, or the nodes themselves), the intra-node
 discipline, the default dispatch policy and how fresh the loads it reads are,
 Malcolm's migration mechanics, changes over time, plus the loads to evaluate
@@ -33,7 +34,7 @@ import yaml
 from pydantic import Field, PlainSerializer, PlainValidator, PrivateAttr, field_validator, model_validator
 
 from dcgym.agents.heuristics import Policy, Rack, parse_policy, policy_parameters
-from dcgym.envs.error import InvalidConfigError, UnknownScenarioError, Verbatim, did_you_mean
+from dcgym.envs.error import MISSING, InvalidConfigError, UnknownScenarioError, Verbatim, did_you_mean
 from dcgym.envs.rack_schema import (
     Arrivals,
     Change,
@@ -50,9 +51,11 @@ from dcgym.envs.rack_schema import (
     Poisson,
     Seed,
     SwitchEntry,
+    TaskType,
     _Schema,
     check_dynamics,
     check_entry,
+    check_types,
 )
 from dcgym.envs.service import Service
 from dcgym.envs.validation import validate
@@ -88,7 +91,14 @@ class RackScenario(_Schema):
     kind: Literal["rack"] = Field(description="the engine model the scenario runs on")
     description: str = Field(description="one line: what the scenario is and the paper section it comes from")
     nodes: list[NodeGroup] = Field(min_length=1, description="the node groups of the rack")
-    service: Service = Field(description="the service-time distribution of tasks (work at speed 1, in us)")
+    service: Service | None = Field(
+        None, description="the service-time distribution of tasks (work at speed 1, in us); exactly one of service "
+        "and types"
+    )
+    types: Annotated[list[TaskType], Field(min_length=1)] | None = Field(
+        None, description="task types, each with its share of arrivals, service time, SLO, priority and the nodes it "
+        "may run on (RackSched §3.6), in place of service"
+    )
     arrivals: Arrivals = Field(Poisson(), description="the arrival process")
     intra_node: IntraNode = Field(Fcfs(discipline="fcfs"), description="how a node's workers share its tasks")
     entry: Entry = Field(
@@ -128,6 +138,7 @@ class RackScenario(_Schema):
 
     @model_validator(mode="after")
     def _parts_fit_the_rack(self) -> RackScenario:
+        self._check_types()
         try:
             check_entry(self.entry, self.num_nodes)
         except InvalidConfigError as exc:
@@ -138,12 +149,32 @@ class RackScenario(_Schema):
                 "replies one dispatcher receives; it needs entry switch or balancers)"
             )
         try:
-            check_dynamics(self.dynamics, self.entry, self.num_nodes)
+            check_dynamics(self.dynamics, self.entry, self.num_nodes, self.types or ())
         except InvalidConfigError as exc:
             raise exc.under("dynamics") from None
         self._check_policy_defaults()
         object.__setattr__(self, "dispatch", self.policy())  # frozen: the defaults are part of the policy
         return self
+
+    def _check_types(self) -> None:
+        """Exactly one of service and types; type names and nodes; queueing that has types to order."""
+        if self.service is not None and self.types is not None:
+            raise InvalidConfigError(
+                "service", self.service.model_dump(mode="json"), "nothing when types is given (each type has its "
+                "own service): give service for one kind of task, or types"
+            )
+        if self.service is None and self.types is None:
+            raise InvalidConfigError("service", MISSING, "a service-time distribution, or types instead")
+        try:
+            check_types(self.types or (), self.num_nodes)
+        except InvalidConfigError as exc:
+            raise exc.under("types") from None
+        queueing = self.intra_node.queueing
+        if queueing != "fifo" and len(self.types or ()) < 2:
+            raise InvalidConfigError(
+                "intra_node.queueing", queueing, f"fifo unless types lists at least two task types ({queueing} "
+                f"orders the queues of different types; this scenario has {len(self.types or ())})"
+            )
 
     def _check_policy_defaults(self) -> None:
         takers = policy_parameters()
@@ -172,7 +203,22 @@ class RackScenario(_Schema):
     @property
     def rack(self) -> Rack:
         """What policies check about the rack they run on."""
-        return Rack(self.num_nodes, self.intra_node.discipline, self.entry.kind)
+        return Rack(self.num_nodes, self.intra_node.discipline, self.entry.kind, len(self.types or ()))
+
+    @property
+    def type_names(self) -> list[str]:
+        """The names of the task types, in order; empty without types."""
+        return [t.name for t in self.types or ()]
+
+    @property
+    def mean_service_us(self) -> float:
+        """Mean task size (us at speed 1): over the types by share when there are types."""
+        from dcgym.cpp_core import Distribution  # the engine's own means, for every family
+
+        if self.types is None:
+            return Distribution(self.service.model_dump(mode="json")).mean
+        total = math.fsum(t.share for t in self.types)
+        return math.fsum(t.share / total * Distribution(t.service.model_dump(mode="json")).mean for t in self.types)
 
     def policy(self, spec: str | Mapping[str, Any] | Policy | None = None) -> Policy:
         """``spec`` (default: the scenario's dispatch policy) parsed, with the scenario's policy_defaults applied.
@@ -216,10 +262,14 @@ class RackScenario(_Schema):
 
         ``policy`` (any form :func:`parse_policy` accepts) replaces the
         scenario's dispatch policy; ``sample_period_us`` its sampling period.
+        With types, ``types`` lists them (names are the scenario's, not the
+        engine's) and ``service`` is a fixed value at their mean size: the
+        engine draws from the types and ignores it, but readers of the config
+        that need the mean task size find it there.
         """
         policy = self.policy(policy)
         period = self.sample_period_us if sample_period_us is None else sample_period_us
-        return {
+        config = {
             "nodes": [
                 {
                     "count": g.count,
@@ -229,7 +279,10 @@ class RackScenario(_Schema):
                 }
                 for g in self.nodes
             ],
-            "service": self.service.model_dump(mode="json"),
+            "service": (
+                self.service.model_dump(mode="json") if self.types is None
+                else {"dist": "det", "value_us": self.mean_service_us}
+            ),
             "load": validate(Load, load, "load"),
             "seed": validate(Seed, seed, "seed"),
             "warmup_tasks": validate(WarmupTasks, warmup_tasks, "warmup_tasks"),
@@ -241,6 +294,18 @@ class RackScenario(_Schema):
             "dynamics": [change.model_dump() for change in self.dynamics],
             "sample_period_us": validate(SamplePeriod, period, "sample_period_us"),
         }
+        if self.types is not None:
+            config["types"] = [
+                {
+                    "share": t.share,
+                    "service": t.service.model_dump(mode="json"),
+                    "slo_us": t.slo_us,
+                    "priority": t.priority,
+                    "nodes": [] if t.nodes is None else list(t.nodes),
+                }
+                for t in self.types
+            ]
+        return config
 
 
 # ------------------------------------------------------------------------------------ loading

@@ -54,6 +54,7 @@ def config_error(exc: ValidationError, root: Any) -> InvalidConfigError:
         allowed = "one of the fields " + ", ".join(known) if known else "nothing (no fields are allowed here)"
         return InvalidConfigError(field, err["input"], allowed, suggestion=did_you_mean(loc[-1], known))
     if kind in ("union_tag_invalid", "union_tag_not_found"):
+        node = _through_none(node)
         tags = [tag for member in _members(node.annotation) for tag in _tags(member, node.discriminator)]
         tag = ctx.get("tag", MISSING)
         return InvalidConfigError(
@@ -82,6 +83,7 @@ def _locate(root: Any, loc: tuple) -> tuple[list[str], _Node]:
     path: list[str] = []
     node = _unwrap(root)
     for key in loc:
+        node = _through_none(node)
         base = _without_none(node.annotation)
         if node.discriminator and isinstance(key, str):
             member = next((m for m in _members(base) if key in _tags(m, node.discriminator)), None)
@@ -110,6 +112,19 @@ def _without_none(annotation: Any) -> Any:
         if len(members) == 1:
             return _unwrap(members[0]).annotation
     return annotation
+
+
+def _through_none(node: _Node) -> _Node:
+    """For ``X | None`` with X a tagged union (an optional ``service``), the node of X with its tag; else ``node``."""
+    if node.discriminator or not _is_union(node.annotation):
+        return node
+    members = [a for a in typing.get_args(node.annotation) if a is not type(None)]
+    if len(members) != 1:
+        return node
+    inner = _unwrap(members[0])
+    if not inner.discriminator:
+        return node
+    return inner._replace(metadata=node.metadata + inner.metadata, parent_fields=node.parent_fields)
 
 
 def _from_field(info: FieldInfo) -> _Node:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dcgym.envs.error import MISSING, InvalidConfigError, UnknownPolicyError, did_you_mean
 from dcgym.envs.validation import validate
@@ -39,6 +39,7 @@ class Rack:
     num_nodes: int
     discipline: str = "fcfs"
     entry: str = "switch"
+    types: int = 0  # task types the scenario lists (RackSched §3.6); 0 = none, one kind of task
 
 
 class Params(BaseModel):
@@ -63,6 +64,25 @@ class LoadAwareParams(Params):
         "only (the queue length of Malcolm's baselines, §7.1); outstanding x mean service time / workers (Malcolm "
         "§3.2's expected wait); or the outstanding service demand in us (RackSched §3.5, INT3)",
     )
+    per_type: bool = Field(
+        False,
+        description="compare the loads of the task's own type: the switch tracks each node's outstanding tasks per "
+        "type (RackSched §3.6); needs at least two task types and metric outstanding",
+    )
+
+    @model_validator(mode="after")
+    def _per_type_counts_tasks(self) -> LoadAwareParams:
+        if self.per_type and self.metric != "outstanding":
+            raise InvalidConfigError(
+                "per_type", True, f"false when metric is {self.metric} (per-type loads count outstanding tasks)"
+            )
+        return self
+
+    def check_rack(self, rack: Rack) -> None:
+        if self.per_type and rack.types < 2:
+            raise InvalidConfigError(
+                "per_type", True, f"false unless the scenario lists at least two task types (it has {rack.types})"
+            )
 
 
 class PowerOfDParams(LoadAwareParams):
@@ -74,6 +94,7 @@ class PowerOfDParams(LoadAwareParams):
     )
 
     def check_rack(self, rack: Rack) -> None:
+        super().check_rack(rack)
         if not self.replace and self.d > rack.num_nodes:
             raise InvalidConfigError(
                 "d", self.d, f"an integer in [1, {rack.num_nodes}] (the number of nodes) when replace is false"
@@ -151,6 +172,11 @@ class CentralFcfsParams(Params):
             raise InvalidConfigError(
                 "policy", "central_fcfs", f"a per-node policy when intra_node.discipline is {rack.discipline} "
                 "(central_fcfs serves one global FCFS queue)"
+            )
+        if rack.types:
+            raise InvalidConfigError(
+                "policy", "central_fcfs", "a per-node policy when the scenario lists task types (central_fcfs serves "
+                "one global FCFS queue, blind to types and their nodes)"
             )
 
 

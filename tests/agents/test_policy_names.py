@@ -49,12 +49,19 @@ def test_aliases_and_shorthands_mean_the_canonical_policy(alias, canonical):
 
 
 def test_defaults_are_filled_in_the_engine_dict():
-    assert parse_policy("po2").engine_dict() == {"policy": "po_d", "d": 2, "replace": True, "metric": "outstanding"}
+    assert parse_policy("po2").engine_dict() == {
+        "policy": "po_d", "d": 2, "replace": True, "metric": "outstanding", "per_type": False
+    }
     assert parse_policy("central_fcfs").engine_dict() == {"policy": "central_fcfs", "rtt_us": 0.0}
     assert parse_policy("rr").engine_dict() == {"policy": "round_robin"}
-    assert parse_policy("jbt").engine_dict() == {"policy": "jbt", "metric": "outstanding", "threshold": 1.0}
+    assert parse_policy("jbt").engine_dict() == {
+        "policy": "jbt", "metric": "outstanding", "per_type": False, "threshold": 1.0
+    }
     assert parse_policy("jbsq").engine_dict() == {"policy": "jbsq", "bound": 1}
-    assert parse_policy("sed").engine_dict() == {"policy": "sed", "metric": "outstanding", "by": "capacity"}
+    assert parse_policy("sed").engine_dict() == {
+        "policy": "sed", "metric": "outstanding", "per_type": False, "by": "capacity"
+    }
+    assert parse_policy("jsq").engine_dict() == {"policy": "jsq", "metric": "outstanding", "per_type": False}
     assert parse_policy("wcmp").engine_dict() == {"policy": "wcmp", "weights": []}  # engine: workers x speed
     for name in ("lsq", "ecmp", "oracle", "table", "random"):
         assert parse_policy(name).engine_dict() == {"policy": name}

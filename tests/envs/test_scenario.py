@@ -28,10 +28,11 @@ def test_packaged_scenarios_include_the_papers_workloads_and_the_default():
         "racksched_testbed_homog_trimodal", "malcolm_adapt_shift", "malcolm_adapt_slowdown",
         "malcolm_adapt_shift_code", "malcolm_adapt_slowdown_code", "racksched_fig15_bimodal90",
         "racksched_fig15_bimodal50", "racksched_clients10_bimodal90", "racksched_clients100_bimodal90",
-        "lb_rack_reference", "lb_rack_balancers",
+        "lb_rack_reference", "lb_rack_balancers", "racksched_multitype_bimodal50", "racksched_multitype_trimodal",
+        "racksched_priority", "racksched_locality",
     }
     assert expected <= set(SCENARIOS)
-    assert len(SCENARIOS) == 44
+    assert len(SCENARIOS) == 48
 
 
 def test_list_scenarios_filters_by_kind():
@@ -96,9 +97,9 @@ def test_engine_config_is_exactly_the_engine_dict():
         "load": 0.9,
         "seed": 7,
         "warmup_tasks": 10,
-        "intra_node": {"discipline": "fcfs"},
+        "intra_node": {"discipline": "fcfs", "queueing": "fifo"},
         "entry": {"kind": "nodes", "count": 1, "split": []},
-        "dispatch": {"policy": "jsq", "metric": "queue"},
+        "dispatch": {"policy": "jsq", "metric": "queue", "per_type": False},
         "load_info": {"model": "periodic", "period_us": 100.0, "delay_us": 2.0, "local_increment": True},
         "migration": {"delay_us": 2.0, "steal_below": 1.0, "queue_smoothing": 0.95},
         "dynamics": [],
@@ -131,7 +132,9 @@ def test_malcolm_scenarios_have_the_settings_of_section_7_1(name):
 def test_policy_defaults_leave_the_label_and_explicit_parameters_alone():
     scenario = load_scenario("malcolm_homog_exp")
     assert scenario.dispatch.label == "po2"
-    assert scenario.dispatch.engine_dict() == {"policy": "po_d", "d": 2, "replace": True, "metric": "queue"}
+    assert scenario.dispatch.engine_dict() == {
+        "policy": "po_d", "d": 2, "replace": True, "metric": "queue", "per_type": False
+    }
     assert scenario.policy("random").engine_dict() == {"policy": "random"}  # takes no metric: untouched
     assert scenario.policy("sed:metric=work").params.metric == "work"
 
