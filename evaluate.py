@@ -3,6 +3,10 @@
     python evaluate.py --scenario malcolm_hetero_paper_exp --policy random --policy po2 \\
                        --loads 0.4,0.7,0.85 --tasks 1000000 --seeds 5 --out out/demo [--json]
 
+A ``--policy`` that is a path (a checkpoint or run folder written by
+train.py) is a trained policy, evaluated through its environment with the
+same metrics; the scenario then defaults to the one it was trained on.
+
 Runs every policy at every load with every seed (``--seeds 5`` = seeds 1..5,
 ``--seeds 1,2,7`` those, ``--seed 3`` one), in parallel on Ray: a local
 cluster of ``--workers`` CPUs (default: all cores, or serial in this process
@@ -10,7 +14,8 @@ for a single run; ``--workers 0`` always serial) or the cluster at
 ``--address``. Writes results.json, results.csv, summary.csv,
 p99_vs_load.png, latency_cdf.png and, when loads are sampled (the scenario's
 sample_period_us or ``--timeline US``), load_over_time.png into --out, and
-prints a table of means with 95% confidence intervals over seeds (or, with
+prints a table of means with 95% confidence intervals over seeds, with the
+p99 of each task type when the scenario has types (or, with
 --json, only the results document) on standard output. Bad input prints one
 ``error: ...`` line on standard error and exits with status 2. This is a thin
 front: everything happens in :mod:`dcgym.agents.evaluation`.
@@ -39,10 +44,16 @@ app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
 @app.command()
 def main(
-    scenario: Annotated[str, typer.Option(help="packaged scenario name or YAML path")] = DEFAULT_SCENARIO,
+    scenario: Annotated[
+        str | None,
+        typer.Option(
+            help=f"packaged scenario name or YAML path (default: a trained policy's, else {DEFAULT_SCENARIO})"
+        ),
+    ] = None,
     policy: Annotated[
         list[str] | None,
-        typer.Option(help="policy, e.g. po2 or jbt:threshold=30 (repeatable; default: the scenario's)"),
+        typer.Option(help="policy, e.g. po2 or jbt:threshold=30, or a checkpoint / run folder of train.py "
+                          "(repeatable; default: the scenario's)"),
     ] = None,
     loads: Annotated[str | None, typer.Option(help="comma-separated loads (default: the scenario's grid)")] = None,
     tasks: Annotated[int, typer.Option(help="arrivals per run, warm-up included")] = DEFAULT_TASKS,
@@ -57,16 +68,20 @@ def main(
     ] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("out/evaluate"),
     json_out: Annotated[bool, typer.Option("--json", help="print the results document on stdout")] = False,
+    explore: Annotated[bool, typer.Option("--explore", help="sample trained policies' actions (default: "
+                                                            "deterministic)")] = False,
 ) -> None:
     """Run every policy at every load with every seed and write the results."""
     grid = None if loads is None else [part.strip() for part in loads.split(",")]  # validated as loads downstream
     if seed is not None and seeds is not None:
         raise InvalidConfigError("seeds", seeds, f"nothing when --seed ({seed}) is given: one or the other")
     seed_list = None if seeds is None else parse_seeds(seeds)
+    if scenario is None:
+        scenario = _trained_scenario(policy or [])
     out.mkdir(parents=True, exist_ok=True)  # fail before the runs, not after
     doc = evaluate(
         scenario, policy, grid, tasks=tasks, seed=seed, seeds=seed_list, workers=workers, address=address,
-        sample_period_us=timeline,
+        sample_period_us=timeline, explore=explore,
     )
     write_results(doc, out)
     write_plots(doc, out)
@@ -76,12 +91,26 @@ def main(
         Console(width=None if sys.stdout.isatty() else 160).print(_table(doc))
 
 
+def _trained_scenario(policies: list[str]) -> Any:
+    """The scenario (with overrides) the first trained policy among ``policies`` was trained on, else the default."""
+    from dcgym.agents.checkpoints import checkpoint_scenario, is_checkpoint_spec
+    from dcgym.envs.scenario import load_scenario
+
+    trained = [p for p in policies if is_checkpoint_spec(p)]
+    if not trained:
+        return DEFAULT_SCENARIO
+    name, overrides = checkpoint_scenario(trained[0])
+    return load_scenario(name, overrides) if overrides else name
+
+
 def _table(doc: dict[str, Any]) -> Table:
     seeds = doc["seeds"]
     which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
     table = Table(title=f"{doc['scenario']} ({which}, {doc['tasks']:,} tasks per run)")
     counts = [c for c in ("migrations", "steals") if any(s[c]["mean"] for s in doc["summary"])]
-    columns = ["policy", "load", "p99 (us)", "mean (us)", "throughput (ktps)", "dropped", *counts]
+    types = list(next((s["latency_by_type_us"] for s in doc["summary"] if "latency_by_type_us" in s), {}))
+    columns = ["policy", "load", "p99 (us)", *(f"p99 {t} (us)" for t in types), "mean (us)", "throughput (ktps)",
+               "dropped", *counts]
     for column in columns:
         table.add_column(column, justify="left" if column == "policy" else "right")
     for s in doc["summary"]:
@@ -89,6 +118,7 @@ def _table(doc: dict[str, Any]) -> Table:
             s["policy"],
             f"{s['load']:g}",
             _fmt(s["latency_us"]["p99"]),
+            *(_fmt(s["latency_by_type_us"][t]["p99"]) if "latency_by_type_us" in s else "-" for t in types),
             _fmt(s["latency_us"]["mean"]),
             _fmt(s["throughput_ktps"]),
             _fmt(s["tasks_dropped"], 0),

@@ -19,13 +19,22 @@ bit either way. The results document extends the one of DESIGN.md
 
 ``ci95`` is the half-width of a 95% Student-t interval over seeds (null for
 one seed); ``latency_cdf_us`` holds the latency quantiles at
-``cdf_probabilities`` over all seeds' tasks together. ``timelines`` (the first
-seed of each policy and load) is there when the scenario or the caller sets a
-sampling period. Counts (tasks dropped, migrations, steals) exclude the
+``cdf_probabilities`` over all seeds' tasks together. With task types
+(RackSched §3.6), each result also has ``latency_by_type_us {NAME: {mean,
+p50, p99}}`` and each summary the same of ``{mean, ci95, n}``. ``timelines``
+(the first seed of each policy and load) is there when the scenario or the
+caller sets a sampling period. Counts (tasks dropped, migrations, steals) exclude the
 warm-up. Latencies are in microseconds and carry the engine histogram's
 relative error (well under 1%). A statistic with no sample is ``None``
 (``null`` in JSON), never NaN. The same seeds give the same document except
 ``wall_s``.
+
+A policy spec that is a path (a checkpoint or run folder written by
+``train.py``) is a trained policy: it runs through its environment with
+:mod:`dcgym.agents.checkpoints` and gets the same result fields, named
+``<algorithm> (trained)``. A multistage scenario (``kind: multistage``) is
+accepted when a trained lb_v0 policy is among the policies
+(:mod:`dcgym.agents.lb_evaluation`).
 """
 
 from __future__ import annotations
@@ -72,6 +81,7 @@ Workers = Annotated[int, Field(ge=0, le=4096)]
 SamplePeriod = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 _PERCENTILES = ("mean", "p50", "p90", "p99", "p999")
 _COUNTS = ("tasks_dropped", "migrations", "steals")
+_TYPE_STATS = ("mean", "p50", "p99")
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,7 @@ class Job:
     warmup: int
     groups: tuple[tuple[str, int, int, int], ...]  # (label, first node, nodes, workers) per node group
     timeline: bool  # keep this run's load samples
+    types: tuple[str, ...] = ()  # the scenario's task type names, in order; empty without types
 
 
 def evaluate(
@@ -100,6 +111,7 @@ def evaluate(
     workers: int | None = None,
     address: str | None = None,
     sample_period_us: float | None = None,
+    explore: bool = False,
 ) -> dict[str, Any]:
     """Run every policy at every load with every seed and return the results document.
 
@@ -111,24 +123,36 @@ def evaluate(
     the running Ray session, or the cluster at ``address``); None picks
     serial for a single run and Ray with every core otherwise.
     ``sample_period_us`` replaces the scenario's load-sampling period.
+    A policy given as a path is a trained policy (module docstring); it acts
+    deterministically unless ``explore``.
     Every argument and every engine config is checked before the first run,
     so bad input raises InvalidConfigError (or the engine's ValueError)
     without wasting a run.
     """
-    if not isinstance(scenario, RackScenario):
+    if isinstance(policies, (str, Mapping, Policy, Path)):
+        policies = [policies]
+    trained = [p for p in policies or () if _is_checkpoint(p)]
+    spec = scenario if isinstance(scenario, (str, Path)) else scenario.name
+    if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
-        if not isinstance(scenario, RackScenario):
-            raise InvalidConfigError("scenario", scenario.name, "a rack scenario (kind: rack)")
+    if not isinstance(scenario, RackScenario):
+        if trained and getattr(scenario, "kind", None) == "multistage":
+            from dcgym.agents.lb_evaluation import evaluate_lb
+
+            return evaluate_lb(scenario, policies, loads, tasks=tasks, seed=seed, seeds=seeds, progress=progress,
+                               workers=workers, address=address, explore=explore, spec=spec)
+        raise InvalidConfigError("scenario", scenario.name, "a rack scenario (kind: rack), or a multistage one "
+                                 "with a trained lb_v0 policy among the policies")
     tasks = validate(Tasks, tasks, "tasks")
     seed_list = _seeds(seed, seeds)
     workers = None if workers is None else validate(Workers, workers, "workers")
     if sample_period_us is not None:
         sample_period_us = validate(SamplePeriod, sample_period_us, "sample_period_us")
-    if isinstance(policies, (str, Mapping, Policy)):
-        policies = [policies]
-    parsed = [scenario.policy(p) for p in policies] if policies else [scenario.dispatch]
+    labels = _checkpoint_labels(trained)
+    parsed = [labels[id(p)] if _is_checkpoint(p) else scenario.policy(p) for p in policies] if policies \
+        else [scenario.dispatch]
     grid = scenario.loads if loads is None else validate(Loads, loads, "loads")
-    for field, values in (("policy", [p.label for p in parsed]), ("loads", grid)):
+    for field, values in (("policy", [p if isinstance(p, str) else p.label for p in parsed]), ("loads", grid)):
         if len(set(values)) != len(values):
             raise InvalidConfigError(field, values, "distinct values (a repeated one would repeat its runs)")
     warmup = scenario.warmup_tasks(tasks)
@@ -137,15 +161,22 @@ def evaluate(
          g.workers)
         for g, ids in zip(scenario.nodes, scenario.node_ids())
     )
-    jobs = []
-    for p in parsed:
+    jobs: list[Any] = []
+    for given, p in zip(policies or [None], parsed):
+        if isinstance(p, str):  # a trained policy
+            from dcgym.agents.checkpoints import checkpoint_jobs
+
+            jobs += checkpoint_jobs(given, p, scenario, spec, grid, seed_list, tasks, warmup, groups,
+                                    sample_period_us, explore)
+            continue
         for load in grid:
             for s in seed_list:
                 config = scenario.engine_config(load, s, p, warmup, sample_period_us)
                 keep = config["sample_period_us"] > 0 and s == seed_list[0]
-                jobs.append(Job(p.label, load, s, config, tasks, warmup, groups, keep))
+                jobs.append(Job(p.label, load, s, config, tasks, warmup, groups, keep, tuple(scenario.type_names)))
     for job in jobs:
-        check_rack_config(job.config)
+        if isinstance(job, Job):
+            check_rack_config(job.config)
     outputs = _run_all(jobs, workers, address, progress, scenario.name or "scenario")
     return _document(scenario, seed_list, tasks, jobs, outputs)
 
@@ -161,6 +192,24 @@ def parse_seeds(text: str) -> list[int]:
     if not numbers or (len(parts) == 1 and numbers[0] < 1):
         raise InvalidConfigError("seeds", text, allowed)
     return list(range(1, numbers[0] + 1)) if len(parts) == 1 else numbers
+
+
+def _is_checkpoint(spec: Any) -> bool:
+    """Whether a policy spec is a path (a trained policy) rather than a heuristic."""
+    if not isinstance(spec, (str, Path)):
+        return False
+    from dcgym.agents.checkpoints import is_checkpoint_spec
+
+    return is_checkpoint_spec(spec)
+
+
+def _checkpoint_labels(specs: list[Any]) -> dict[int, str]:
+    """The result label of each trained-policy spec, by the spec object's id."""
+    if not specs:
+        return {}
+    from dcgym.agents.checkpoints import checkpoint_labels
+
+    return {id(s): label for s, label in zip(specs, checkpoint_labels(specs))}
 
 
 def _seeds(seed: int | None, seeds: Sequence[int] | None) -> list[int]:
@@ -179,6 +228,8 @@ def _seeds(seed: int | None, seeds: Sequence[int] | None) -> list[int]:
 
 def run_job(job: Job) -> dict[str, Any]:
     """One engine run: its result row, its latency histogram and (if asked) its load timeline."""
+    if not isinstance(job, Job):  # a trained policy's run through its environment, or a multistage run
+        return job.run()
     start = time.perf_counter()
     sim = RackSim(job.config)
     sim.run_tasks(job.warmup)
@@ -198,6 +249,7 @@ def run_job(job: Job) -> dict[str, Any]:
         "throughput_ktps": latency["count"] / measured_us * 1e3 if measured_us > 0 else math.nan,
         "offered_ktps": r["arrival_rate_per_us"] * 1e3,
         "latency_us": {k: latency[k] for k in _PERCENTILES},
+        **({"latency_by_type_us": _by_type(job.types, r, latency)} if job.types else {}),
         "tasks_completed": latency["count"],
         "tasks_dropped": r["tasks_dropped"] - at_warmup["tasks_dropped"],
         "tasks_warmup": r["tasks_warmup"],
@@ -209,6 +261,12 @@ def run_job(job: Job) -> dict[str, Any]:
         "wall_s": wall_s,
     }
     return {"result": _finite(row), "histogram": nonzero_histogram(lower, counts), "timeline": timeline}
+
+
+def _by_type(names: tuple[str, ...], r: dict[str, Any], latency: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Latency statistics per task type, by name: the engine's per-class latencies are indexed by type."""
+    by_class = r["latency_by_class_us"] or [latency]  # the engine keeps no per-class histogram for one type
+    return {name: {k: stats[k] for k in _TYPE_STATS} for name, stats in zip(names, by_class, strict=True)}
 
 
 def _timeline(sim: RackSim, job: Job) -> dict[str, Any]:
@@ -289,6 +347,7 @@ def _document(
         cells.setdefault((job.policy, job.load), []).append(k)
     for (policy, load), ks in cells.items():
         rows = [results[k] for k in ks]
+        types = rows[0].get("latency_by_type_us") if all("latency_by_type_us" in r for r in rows) else None
         summary.append(
             {
                 "policy": policy,
@@ -296,6 +355,10 @@ def _document(
                 "runs": len(rows),
                 "throughput_ktps": mean_ci([r["throughput_ktps"] for r in rows]),
                 "latency_us": {p: mean_ci([r["latency_us"][p] for r in rows]) for p in _PERCENTILES},
+                **({"latency_by_type_us": {
+                    name: {p: mean_ci([r["latency_by_type_us"][name][p] for r in rows]) for p in _TYPE_STATS}
+                    for name in types
+                }} if types else {}),
                 **{c: mean_ci([r[c] for r in rows]) for c in _COUNTS},
                 "latency_cdf_us": merged_quantiles([outputs[k]["histogram"] for k in ks], CDF_PROBABILITIES),
             }

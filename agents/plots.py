@@ -126,3 +126,22 @@ def plot_load_over_time(doc: Mapping[str, Any], path: str | Path) -> Path:
         fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6))
     fig.suptitle(_title(doc), fontsize=9)
     return _save(fig, path)
+
+
+def plot_learning_curve(rows: list[Mapping[str, float]], path: str | Path, title: str = "") -> Path:
+    """Return, imbalance and p99 latency against env steps, one panel each (train.py's metrics rows); a PNG."""
+    panels = [("charts/return", "return per agent"), ("charts/imbalance", "load imbalance"),
+              ("charts/p99_us", "p99 latency (us)")]
+    fig = Figure(figsize=(10.5, 3.2), layout="constrained")
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (key, label) in zip(axes, panels):
+        points = [(r.get("timesteps", r.get("iteration", 0.0)), r[key]) for r in rows if r.get(key) is not None]
+        if points:
+            ax.plot(*zip(*points), marker="." if len(points) < 50 else None)
+        if key == "charts/p99_us" and points and min(p[1] for p in points) > 0:
+            ax.set_yscale("log")
+        ax.set_xlabel("env steps")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.suptitle(title, fontsize=9)
+    return _save(fig, path)
