@@ -1,0 +1,209 @@
+"""What a training run measures and where it goes: an RLlib callback, metric names, CSV / TensorBoard / W&B.
+
+Every iteration becomes one row of named metrics (CleanRL's prefixes):
+
+| metric | meaning |
+|---|---|
+| ``iteration``, ``timesteps``, ``episodes``, ``time_s`` | training iterations, env steps and episodes so far, seconds of training |
+| ``charts/return`` | mean episode return per agent (RLlib's ``agent_episode_returns_mean``, averaged over agents) |
+| ``charts/team_return`` | mean episode return summed over agents (RLlib's ``episode_return_mean``) |
+| ``charts/episode_length`` | mean steps per episode |
+| ``charts/imbalance`` | mean over steps of the load imbalance: rack, the mean over node pairs of (x_i - x_j)^2 of the true loads (Malcolm's code; load units); multi-LB, the mean over LBs of Var of the LB's load estimates (D^2) |
+| ``charts/p99_us``, ``charts/mean_latency_us`` | p99 and mean latency of the tasks completed in an episode (rack), or the FCT of the episode's flows (multi-LB), in us |
+| ``charts/migrations``, ``charts/steals``, ``charts/dropped`` | per step: migrations, successful steals, tasks dropped (rack); flows rejected (multi-LB, no migrations or steals) |
+| ``charts/env_steps_per_s`` | env steps sampled per second of the iteration |
+| ``losses/<stat>`` | each learner statistic (``policy_loss``, ``vf_loss``, ``entropy``, ``qf_loss``, ...), averaged over modules |
+
+TensorBoard events are written with ``torch.utils.tensorboard.SummaryWriter``
+(which needs the ``tensorboard`` package), or with ``tensorboardX`` (Ray's
+dependency, the same event format) when ``tensorboard`` is not installed;
+their step is ``timesteps``.
+
+Episode metrics are means over the last ``metrics_num_episodes_for_smoothing``
+(100) episodes, as RLlib's returns are; they are blank until an episode ends.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ray.rllib.callbacks.callbacks import RLlibCallback
+
+__all__ = ["CSV_FIRST", "EPISODE_METRICS", "DcgymMetrics", "MetricsCsv", "iteration_metrics", "summary_writer"]
+
+EPISODE_METRICS = {
+    "dcgym_imbalance": "charts/imbalance",
+    "dcgym_p99_us": "charts/p99_us",
+    "dcgym_mean_latency_us": "charts/mean_latency_us",
+    "dcgym_migrations": "charts/migrations",
+    "dcgym_steals": "charts/steals",
+    "dcgym_dropped": "charts/dropped",
+}
+"""Keys the callback logs on the env runners -> metric names."""
+
+CSV_FIRST = ("iteration", "timesteps", "episodes", "time_s")
+"""The first columns of metrics.csv; the other columns follow in name order."""
+
+_BOOKKEEPING = {  # learner statistics that are not about learning
+    "weights_seq_no", "diff_num_grad_updates_vs_sampler_policy", "module_train_batch_size_mean",
+    "num_trainable_parameters", "num_non_trainable_parameters", "last_target_update_ts", "num_target_updates",
+}
+
+
+class DcgymMetrics(RLlibCallback):
+    """Logs imbalance, latency and counts of every episode from the environments' infos (and engine)."""
+
+    def on_episode_start(self, *, episode, **kwargs) -> None:
+        episode.custom_data["dcgym"] = {"imbalance": [], "migrations": 0, "steals": 0, "dropped": 0, "steps": 0}
+
+    def on_episode_step(self, *, episode, **kwargs) -> None:
+        data = episode.custom_data.setdefault("dcgym", {"imbalance": [], "migrations": 0, "steals": 0, "dropped": 0,
+                                                        "steps": 0})
+        infos = episode.get_infos(-1)
+        if not infos:
+            return
+        data["steps"] += 1
+        first = next(iter(infos.values()))
+        if "true_loads" in first:  # rack_v0: one team, shared loads
+            x = np.asarray(first["true_loads"], np.float64)
+            n = len(x)
+            if n > 1:
+                data["imbalance"].append(2.0 * n * float(np.sum((x - x.mean()) ** 2)) / (n * (n - 1)))
+            for info in infos.values():
+                data["migrations"] += int(info["migrations"])
+                data["steals"] += int(info["steals"])
+                data["dropped"] += int(info["dropped"])
+        elif "load_estimate" in first:  # lb_v0: each LB its own estimates
+            data["imbalance"].append(float(np.mean([np.var(info["load_estimate"]) for info in infos.values()])))
+            data["dropped"] += int(first["step_flows_rejected"])
+            data["fct_us"] = first["fct_us"]
+
+    def on_episode_end(self, *, episode, env_runner, metrics_logger, env=None, env_index=0, **kwargs) -> None:
+        data = episode.custom_data.get("dcgym")
+        if not data or not data["steps"]:
+            return
+        window = getattr(env_runner.config, "metrics_num_episodes_for_smoothing", 100)
+        values = {"dcgym_dropped": data["dropped"] / data["steps"]}
+        if "fct_us" not in data:  # migrations and steals exist on a rack only
+            values["dcgym_migrations"] = data["migrations"] / data["steps"]
+            values["dcgym_steals"] = data["steals"] / data["steps"]
+        if data["imbalance"]:
+            values["dcgym_imbalance"] = float(np.mean(data["imbalance"]))
+        latency = _episode_latency(env, env_index) or data.get("fct_us")
+        if latency and latency.get("count"):
+            values["dcgym_p99_us"] = float(latency["p99"])
+            values["dcgym_mean_latency_us"] = float(latency["mean"])
+        for key, value in values.items():
+            if math.isfinite(value):
+                metrics_logger.log_value(key, value, reduce="mean", window=window)
+
+
+def _episode_latency(env: Any, index: int) -> dict[str, Any] | None:
+    """The latency statistics of the episode's engine (rack_v0), reached through RLlib's wrappers; else None."""
+    envs = getattr(env, "envs", None)
+    one = envs[index] if envs else env
+    one = getattr(one, "par_env", getattr(one, "unwrapped", one))
+    one = getattr(one, "par_env", one)
+    game = getattr(one, "game", None)
+    sims = getattr(game, "sims", None)
+    if not sims or sims[0] is None:
+        return None
+    return sims[0].results()["latency_us"]
+
+
+def _scalar(value: Any) -> float | None:
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return None
+
+
+def iteration_metrics(result: Mapping[str, Any]) -> dict[str, float]:
+    """The named metrics (module docstring) of one ``Algorithm.train()`` result."""
+    runners = result.get("env_runners", {}) or {}
+    m: dict[str, float | None] = {
+        "iteration": result.get("training_iteration"),
+        "timesteps": result.get("num_env_steps_sampled_lifetime", runners.get("num_env_steps_sampled_lifetime")),
+        "episodes": runners.get("num_episodes_lifetime"),
+        "time_s": result.get("time_total_s"),
+    }
+    agent_returns = runners.get("agent_episode_returns_mean")
+    if isinstance(agent_returns, Mapping) and agent_returns:
+        m["charts/return"] = float(np.mean([float(v) for v in agent_returns.values()]))
+    m["charts/team_return"] = runners.get("episode_return_mean")
+    m["charts/episode_length"] = runners.get("episode_len_mean")
+    for key, name in EPISODE_METRICS.items():
+        m[name] = runners.get(key)
+    steps, seconds = runners.get("num_env_steps_sampled"), result.get("time_this_iter_s")
+    if _scalar(steps) is not None and _scalar(seconds):
+        m["charts/env_steps_per_s"] = float(steps) / float(seconds)
+    per_stat: dict[str, list[float]] = {}
+    for module, stats in (result.get("learners", {}) or {}).items():
+        if module == "__all_modules__" or not isinstance(stats, Mapping):
+            continue
+        for key, value in stats.items():
+            x = _scalar(value)
+            if x is None or key in _BOOKKEEPING or key.startswith("num_") or key.endswith("learning_rate"):
+                continue
+            per_stat.setdefault(key, []).append(x)
+    for key, xs in per_stat.items():
+        m[f"losses/{key}"] = float(np.mean(xs))
+    return {k: float(v) for k, v in m.items() if _scalar(v) is not None}
+
+
+class MetricsCsv:
+    """metrics.csv: one row per iteration; new columns rewrite the file with the wider header."""
+
+    def __init__(self, path: str | Path, keep_through: int | None = None) -> None:
+        self.path = Path(path)
+        self.rows: list[dict[str, float]] = []
+        self.columns: list[str] = list(CSV_FIRST)
+        if self.path.is_file():
+            with self.path.open(newline="", encoding="utf-8") as f:
+                for row in csv.DictReader(f):
+                    parsed = {k: float(v) for k, v in row.items() if v not in ("", None)}
+                    if keep_through is None or parsed.get("iteration", 0) <= keep_through:
+                        self.rows.append(parsed)
+            self.columns = self._order({k for row in self.rows for k in row})
+            self._rewrite()  # drops rows past the checkpoint a run resumes from
+
+    def _order(self, keys: set[str]) -> list[str]:
+        return [k for k in CSV_FIRST] + sorted(keys - set(CSV_FIRST))
+
+    def append(self, metrics: Mapping[str, float]) -> None:
+        self.rows.append(dict(metrics))
+        if set(metrics) - set(self.columns):
+            self.columns = self._order(set(self.columns) | set(metrics))
+            self._rewrite()
+            return
+        with self.path.open("a", newline="", encoding="utf-8") as f:
+            csv.DictWriter(f, self.columns).writerow(metrics)
+
+    def _rewrite(self) -> None:
+        tmp = self.path.with_suffix(".csv.tmp")
+        with tmp.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, self.columns)
+            writer.writeheader()
+            writer.writerows(self.rows)
+        tmp.replace(self.path)
+
+
+def summary_writer(log_dir: str | Path, purge_step: int | None = None):
+    """A TensorBoard ``SummaryWriter``: torch's if ``tensorboard`` is installed, else tensorboardX's; else None."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        try:
+            from tensorboardX import SummaryWriter
+        except ImportError:
+            logging.getLogger(__name__).warning("no TensorBoard events: pip install tensorboard")
+            return None
+    return SummaryWriter(str(log_dir), purge_step=purge_step)

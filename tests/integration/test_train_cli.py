@@ -1,0 +1,291 @@
+"""Smoke runs of train.py (and evaluate.py on its checkpoints) as users run them, with tiny budgets."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dcgym.agents.experiment import load_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = str(ROOT / "configs/experiments/smoke.yaml")
+ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+RESULT_FIELDS = {
+    "policy", "load", "seed", "throughput_ktps", "latency_us", "tasks_completed", "tasks_dropped", "tasks_warmup",
+    "migrations", "steals", "failed_steals", "events", "sim_time_us", "wall_s",
+}
+
+# Each algorithm's smallest run: 2 iterations, a short evaluation at two loads.
+TINY = {
+    "ppo": ["--config", SMOKE],
+    "sac": ["--config", str(ROOT / "configs/experiments/sac_lb.yaml"), "--iterations", "2",
+            "--set", "env_args.max_steps=10", "--set", "hyperparameters.learning_starts=8",
+            "--set", "hyperparameters.steps_per_iteration=10", "--set", "hyperparameters.hidden=[16]",
+            "--set", "evaluation.tasks=200", "--set", "evaluation.loads=[0.7,0.9]",
+            "--set", "evaluation.heuristics=[ecmp,sed]", "--set", "evaluation.workers=0",
+            "--set", "checkpoint_every=1"],
+    "malcolm": ["--config", SMOKE, "--set", "algorithm=malcolm", "--set", "hyperparameters={}",
+                "--set", "env_args.max_steps=20"],  # an iteration is 20 heartbeats: one episode each
+}
+HEURISTICS = {"ppo": ["po2", "jsq"], "sac": ["ecmp", "sed"], "malcolm": ["po2", "jsq"]}
+
+
+def train(*args: str, cwd: Path = ROOT, timeout: float = 150) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=ENV)
+
+
+def evaluate(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "evaluate.py"), *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env=ENV)
+
+
+def run_folder(proc: subprocess.CompletedProcess) -> Path:
+    """The run folder train.py names on its last line of standard output."""
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("run folder: "), proc.stdout
+    return Path(last.removeprefix("run folder: "))
+
+
+def metrics(run: Path) -> list[dict[str, str]]:
+    with (run / "metrics.csv").open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# ------------------------------------------------------------------------------ smoke runs
+
+
+@pytest.mark.parametrize("algorithm", [
+    "ppo", "sac", "malcolm",
+])
+def test_tiny_run_leaves_a_complete_run_folder(tmp_path, algorithm):
+    proc = train(*TINY[algorithm], "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    run = run_folder(proc)
+    assert run.parent == tmp_path and run.name.split("__")[1:3] == [algorithm, "1"]
+    assert "(trained)" in proc.stdout  # the evaluation table
+
+    experiment = load_experiment(run / "config.yaml")  # the resolved config loads back as it was
+    assert experiment.algorithm == algorithm and experiment.budget.iterations == 2
+    status = json.loads((run / "run.json").read_text())
+    assert (status["status"], status["iteration"], status["checkpoint"]) == ("finished", 2, "checkpoints/iter_000002")
+
+    rows = metrics(run)
+    assert [float(r["iteration"]) for r in rows] == [1.0, 2.0]
+    assert float(rows[1]["timesteps"]) > float(rows[0]["timesteps"]) > 0
+    for column in ("charts/return", "charts/imbalance", "charts/p99_us", "charts/episode_length"):
+        assert rows[-1][column], column
+    if algorithm != "sac":  # SAC learns only after its first steps; its first rows may have no losses
+        assert any(k.startswith("losses/") and rows[-1][k] for k in rows[-1])
+    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
+
+    checkpoint = run / "checkpoints/iter_000002"
+    meta = json.loads((checkpoint / "dcgym_checkpoint.json").read_text())
+    assert (meta["iteration"], meta["experiment"]["algorithm"]) == (2, algorithm)
+    assert (checkpoint / "rllib_checkpoint.json").is_file()
+    assert (checkpoint / "learner_group/learner/rl_module").is_dir()
+
+    doc = json.loads((run / "evaluation/results.json").read_text())
+    policies = [f"{algorithm} (trained)", *HEURISTICS[algorithm]]
+    assert sorted({r["policy"] for r in doc["results"]}) == sorted(policies)
+    for r in doc["results"]:
+        assert RESULT_FIELDS <= r.keys() and set(r["latency_us"]) == {"mean", "p50", "p90", "p99", "p999"}
+        assert r["tasks_completed"] > 0 and r["latency_us"]["p99"] > 0
+    for plot in ("learning_curve.png", "p99_vs_load.png", "latency_cdf.png"):
+        assert (run / "plots" / plot).read_bytes().startswith(b"\x89PNG")
+    assert (run / "rllib").is_dir()  # RLlib's own log folder is in the run folder, not in ~/ray_results
+
+
+def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "train.py"), "--config", SMOKE, "--out", str(tmp_path),
+         "--set", "budget.iterations=10000", "--set", "checkpoint_every=0", "--set", "evaluation.enabled=false"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            rows = [m for run in tmp_path.glob("*__ppo__*") if (run / "metrics.csv").is_file() for m in metrics(run)]
+            if len(rows) >= 2:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("no training iterations within 90 s")
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1].startswith("interrupted at iteration ")
+    (run,) = tmp_path.glob("*__ppo__*")
+    status = json.loads((run / "run.json").read_text())
+    assert status["status"] == "interrupted"
+    stopped = status["iteration"]
+    assert stopped >= 2 and status["checkpoint"] == f"checkpoints/iter_{stopped:06d}"
+
+    resumed = train("--resume", str(run), "--iterations", str(stopped + 1), "--set", "evaluation.enabled=false")
+    assert resumed.returncode == 0, resumed.stderr
+    status = json.loads((run / "run.json").read_text())
+    assert (status["status"], status["iteration"]) == ("finished", stopped + 1)
+    rows = metrics(run)
+    assert [float(r["iteration"]) for r in rows] == [float(k) for k in range(1, stopped + 2)]
+    steps = [float(r["timesteps"]) for r in rows]
+    assert steps == sorted(set(steps))  # the env-step counter continued (an interrupted iteration's steps count)
+    assert steps[-1] >= (stopped + 1) * 100
+    assert yaml.safe_load((run / "config.yaml").read_text())["budget"]["iterations"] == stopped + 1
+
+
+# ------------------------------------------------------------------------------ in-process: resume, evaluation
+
+
+@pytest.fixture(scope="module")
+def smoke_run(ray_session, tmp_path_factory):
+    """One tiny PPO run (2 iterations, no evaluation), trained in this process."""
+    from dcgym.agents.training import train as train_experiment
+
+    experiment = load_experiment(SMOKE, {"evaluation.enabled": False})
+    return train_experiment(experiment, out=tmp_path_factory.mktemp("runs"), progress=False).run_dir
+
+
+def test_resume_restores_weights_and_advances_the_iteration(ray_session, smoke_run, tmp_path):
+    import shutil
+
+    import numpy as np
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+
+    from dcgym.agents.training import Trainer
+
+    run = tmp_path / smoke_run.name
+    shutil.copytree(smoke_run, run)
+    saved = MultiRLModule.from_checkpoint(str(run / "checkpoints/iter_000002/learner_group/learner/rl_module"))
+    experiment = load_experiment(run / "config.yaml", {"budget.iterations": 3})
+    trainer = Trainer(experiment, run, resuming=True, progress=False)
+    trainer.setup()
+    try:
+        assert (trainer.iteration, trainer.timesteps) == (2, 200)
+        restored = trainer.algo.learner_group.get_weights()["shared"]
+        for name, tensor in saved["shared"].state_dict().items():
+            np.testing.assert_array_equal(np.asarray(restored[name]), tensor.numpy(), err_msg=name)
+        result = trainer.run()
+    finally:
+        trainer.close()
+    assert (result.iteration, result.timesteps, result.status) == (3, 300, "finished")
+    assert [float(r["iteration"]) for r in metrics(run)] == [1.0, 2.0, 3.0]
+    assert (run / "checkpoints/iter_000003/dcgym_checkpoint.json").is_file()
+
+
+def test_evaluate_checkpoint_runs_the_policy_on_the_same_tasks_as_the_heuristics(smoke_run):
+    from dcgym.agents.checkpoints import evaluate_checkpoint
+
+    doc = evaluate_checkpoint(smoke_run, loads=[0.9], tasks=3000, heuristics=["po2"])
+    assert doc["scenario"] == "malcolm_homog_exp"
+    trained, po2 = doc["results"]
+    assert (trained["policy"], po2["policy"]) == ("ppo (trained)", "po2")
+    assert trained["offered_ktps"] == pytest.approx(po2["offered_ktps"], rel=1e-12)  # the 4-node rack, load 0.9
+    assert trained["tasks_warmup"] == po2["tasks_warmup"] == 300
+    # 2700 measured arrivals; the policy acts per heartbeat (48 arrivals), so the run may overshoot by one.
+    assert 0 < trained["tasks_completed"] + trained["tasks_dropped"] <= 2700 + 48
+    again = evaluate_checkpoint(smoke_run, loads=[0.9], tasks=3000)
+    assert {k: v for k, v in again["results"][0].items() if k != "wall_s"} == \
+        {k: v for k, v in trained.items() if k != "wall_s"}  # deterministic actions, same seed: same numbers
+
+
+def test_evaluate_cli_takes_a_run_folder_or_a_checkpoint(smoke_run, tmp_path):
+    proc = evaluate("--policy", str(smoke_run), "--policy", str(smoke_run / "checkpoints/iter_000001"),
+                    "--policy", "po2", "--loads", "0.8", "--tasks", "2000", "--workers", "0", "--json",
+                    "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["scenario"] == "malcolm_homog_exp"  # the policy's scenario, with its 4-node override
+    assert [r["policy"] for r in doc["results"]] == ["ppo@iter_000002", "ppo@iter_000001", "po2"]
+    assert all(RESULT_FIELDS <= r.keys() and r["tasks_completed"] > 0 for r in doc["results"])
+    assert (tmp_path / "p99_vs_load.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_evaluate_cli_refuses_a_checkpoint_for_another_rack(smoke_run, tmp_path):
+    proc = evaluate("--scenario", "malcolm_hetero_paper_exp", "--policy", str(smoke_run), "--loads", "0.8",
+                    "--tasks", "1000", "--workers", "0", "--out", str(tmp_path))
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error: policy: ") and "trained with 4" in line
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+BAD_INPUTS = {
+    "invalid yaml": ["--config", "broken.yaml"],
+    "unknown field": ["--config", "unknown_field.yaml"],
+    "missing config file": ["--config", "no/such.yaml"],
+    "unknown packaged experiment": ["--config", "smoek"],
+    "no config": [],
+    "zero iterations": ["--config", SMOKE, "--iterations", "0"],
+    "non-numeric iterations": ["--config", SMOKE, "--iterations", "abc"],
+    "negative seed": ["--config", SMOKE, "--seed", "-1"],
+    "set without equals": ["--config", SMOKE, "--set", "budget.iterations"],
+    "set unknown key": ["--config", SMOKE, "--set", "budget.iteratons=3"],
+    "set unknown top-level key": ["--config", SMOKE, "--set", "nosuch=1"],
+    "set bad value": ["--config", SMOKE, "--set", "budget.iterations=-3"],
+    "set unknown hyperparameter": ["--config", SMOKE, "--set", "hyperparameters.lrr=0.1"],
+    "set bad hyperparameter": ["--config", SMOKE, "--set", "hyperparameters.lr=-1"],
+    "inconsistent hyperparameters": ["--config", SMOKE, "--set", "hyperparameters.minibatch_size=500"],
+    "unknown algorithm": ["--config", SMOKE, "--set", "algorithm=ppp"],
+    "unknown scenario": ["--config", SMOKE, "--set", "scenario=malcom_homog_exp"],
+    "unknown env argument": ["--config", SMOKE, "--set", "env_args.lod=0.9"],
+    "bad env argument": ["--config", SMOKE, "--set", "env_args.load=-1"],
+    "bad heuristic": ["--config", SMOKE, "--set", "evaluation.heuristics=[po2,jqs]"],
+    "sac with discrete actions": ["--config", str(ROOT / "configs/experiments/sac_lb.yaml"),
+                                  "--set", "env_args.action_type=discrete"],
+    "config and resume": ["--config", SMOKE, "--resume", "somewhere"],
+    "resume a non-run folder": ["--resume", "no_such_run"],
+    "unknown option": ["--config", SMOKE, "--bogus"],
+}
+
+
+@pytest.mark.parametrize("args", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
+def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
+    (tmp_path / "broken.yaml").write_text("env: rack_v0\nbudget: {iterations: 2\n")
+    smoke = yaml.safe_load(Path(SMOKE).read_text())
+    (tmp_path / "unknown_field.yaml").write_text(yaml.safe_dump({**smoke, "budgett": {"iterations": 2}}))
+    proc = train(*args, "--out", str(tmp_path / "runs"), cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # no half run folder
+
+
+def test_bad_set_key_error_names_the_field_and_suggests(tmp_path):
+    proc = train("--config", SMOKE, "--set", "budget.iteratons=3", "--out", str(tmp_path), timeout=60)
+    assert proc.stderr.strip() == (
+        'error: budget.iteratons: got 3; did you mean "iterations"?; allowed: one of the fields iterations, '
+        "timesteps, wall_time_s"
+    )
+
+
+@pytest.mark.skipif(importlib.util.find_spec("wandb") is not None, reason="wandb is installed")
+def test_wandb_without_the_package_says_how_to_install_it(tmp_path):
+    proc = train("--config", SMOKE, "--wandb", "--out", str(tmp_path), timeout=60)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error: --wandb") and "pip install wandb" in line
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (ROOT / "configs/experiments").glob("*.yaml")))
+def test_every_packaged_experiment_is_valid(name):
+    from dcgym.agents.training import check_experiment
+
+    experiment = load_experiment(name)
+    agents = check_experiment(experiment)
+    assert len(agents) >= 2
