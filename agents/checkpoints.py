@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -233,8 +232,7 @@ def run_checkpoint_job(job: CheckpointJob) -> dict[str, Any]:
 def _run_rack(job: CheckpointJob, policy: TrainedPolicy) -> dict[str, Any]:
     """The rack run: as ``evaluation.run_job``, the policy setting the tables every heartbeat."""
     from dcgym.agents.algorithms import make_env
-    from dcgym.agents.evaluation import _finite, _timeline
-    from dcgym.agents.stats import nonzero_histogram
+    from dcgym.agents.evaluation import run_record
 
     start = time.perf_counter()
     env = make_env("rack_v0", {**job.env_config, "max_steps": _NO_LIMIT, "max_time_us": None, "warmup_us": 0.0})
@@ -254,28 +252,7 @@ def _run_rack(job: CheckpointJob, policy: TrainedPolicy) -> dict[str, Any]:
         if r["tasks_arrived"] >= job.tasks:
             break
         observations, *_ = env.step(policy.act(observations, spaces))
-    lower, counts = sim.latency_histogram()
-    timeline = _timeline(sim, job) if job.timeline else None
-    latency = r["latency_us"]
-    measured_us = r["sim_time_us"] - measured_from_us
-    row = {
-        "policy": job.policy,
-        "load": job.load,
-        "seed": job.seed,
-        "throughput_ktps": latency["count"] / measured_us * 1e3 if measured_us > 0 else math.nan,
-        "offered_ktps": r["arrival_rate_per_us"] * 1e3,
-        "latency_us": {k: latency[k] for k in ("mean", "p50", "p90", "p99", "p999")},
-        "tasks_completed": latency["count"],
-        "tasks_dropped": r["tasks_dropped"] - at_warmup["tasks_dropped"],
-        "tasks_warmup": r["tasks_warmup"],
-        "migrations": r["migrations"] - at_warmup["migrations"],
-        "steals": r["steals"] - at_warmup["steals"],
-        "failed_steals": r["failed_steals"] - at_warmup["failed_steals"],
-        "events": r["events"],
-        "sim_time_us": r["sim_time_us"],
-        "wall_s": time.perf_counter() - start,
-    }
-    return {"result": _finite(row), "histogram": nonzero_histogram(lower, counts), "timeline": timeline}
+    return run_record(job, sim, at_warmup, measured_from_us, time.perf_counter() - start)
 
 
 def checkpoint_jobs(

@@ -237,11 +237,18 @@ def run_job(job: Job) -> dict[str, Any]:
     measured_from_us = sim.now_us
     sim.run_tasks(job.tasks - job.warmup)
     r = sim.results()
+    return run_record(job, sim, at_warmup, measured_from_us, time.perf_counter() - start)
+
+
+def run_record(job: Any, sim: RackSim, at_warmup: dict[str, Any], measured_from_us: float, wall_s: float) -> dict:
+    """The result of one run (DESIGN.md fields), its latency histogram and timeline, from the finished
+    simulation and its results at the end of the warm-up; shared by heuristics and trained policies."""
+    r = sim.results()
     lower, counts = sim.latency_histogram()
     timeline = _timeline(sim, job) if job.timeline else None
-    wall_s = time.perf_counter() - start
     latency = r["latency_us"]
     measured_us = r["sim_time_us"] - measured_from_us
+    types = getattr(job, "types", ())
     row = {
         "policy": job.policy,
         "load": job.load,
@@ -249,7 +256,7 @@ def run_job(job: Job) -> dict[str, Any]:
         "throughput_ktps": latency["count"] / measured_us * 1e3 if measured_us > 0 else math.nan,
         "offered_ktps": r["arrival_rate_per_us"] * 1e3,
         "latency_us": {k: latency[k] for k in _PERCENTILES},
-        **({"latency_by_type_us": _by_type(job.types, r, latency)} if job.types else {}),
+        **({"latency_by_type_us": _by_type(types, r, latency)} if types else {}),
         "tasks_completed": latency["count"],
         "tasks_dropped": r["tasks_dropped"] - at_warmup["tasks_dropped"],
         "tasks_warmup": r["tasks_warmup"],
