@@ -32,9 +32,9 @@ relative error (well under 1%). A statistic with no sample is ``None``
 A policy spec that is a path (a checkpoint or run folder written by
 ``train.py``) is a trained policy: it runs through its environment with
 :mod:`dcgym.agents.checkpoints` and gets the same result fields, named
-``<algorithm> (trained)``. A multistage scenario (``kind: multistage``) is
-accepted when a trained lb_v0 policy is among the policies
-(:mod:`dcgym.agents.lb_evaluation`).
+``<algorithm> (trained)``. A multistage scenario (``kind: multistage``)
+runs its LB heuristics (ecmp, wcmp, lsq, sed, oracle) and trained lb_v0
+policies through :mod:`dcgym.agents.lb_evaluation`.
 """
 
 from __future__ import annotations
@@ -136,13 +136,14 @@ def evaluate(
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
     if not isinstance(scenario, RackScenario):
-        if trained and getattr(scenario, "kind", None) == "multistage":
+        if getattr(scenario, "kind", None) == "multistage":
             from dcgym.agents.lb_evaluation import evaluate_lb
 
+            if not policies:  # the scenario's own policy, as for racks
+                policies = [scenario.policy if isinstance(scenario.policy, str) else ",".join(scenario.policy)]
             return evaluate_lb(scenario, policies, loads, tasks=tasks, seed=seed, seeds=seeds, progress=progress,
                                workers=workers, address=address, explore=explore, spec=spec)
-        raise InvalidConfigError("scenario", scenario.name, "a rack scenario (kind: rack), or a multistage one "
-                                 "with a trained lb_v0 policy among the policies")
+        raise InvalidConfigError("scenario", scenario.name, "a rack scenario (kind: rack) or a multistage one")
     tasks = validate(Tasks, tasks, "tasks")
     seed_list = _seeds(seed, seeds)
     workers = None if workers is None else validate(Workers, workers, "workers")

@@ -170,11 +170,8 @@ def test_bad_arguments_fail_before_any_run(kwargs, field):
     assert info.value.field == field
 
 
-def test_a_scenario_of_another_kind_is_refused():
-    names = list_scenarios("multistage")
-    if not names:
-        pytest.skip("no multistage scenario is packaged")
-    pytest.importorskip("dcgym.envs.lb_scenario")
+def test_a_multistage_scenario_refuses_rack_policies():
+    """Multistage scenarios run LB policies only: a rack dispatcher is refused, naming the policy."""
     with pytest.raises(InvalidConfigError) as info:
-        evaluate(names[0], tasks=100, **SERIAL)
-    assert info.value.field == "scenario"
+        evaluate("multilb_sim", policies=["po2"], tasks=100, **SERIAL)
+    assert info.value.field.startswith("policy")
