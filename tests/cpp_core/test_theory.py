@@ -28,12 +28,9 @@ Runs of one check go to a small thread pool (`run_tasks` releases the GIL).
 
 from __future__ import annotations
 
-import functools
-import json
 import math
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -44,11 +41,9 @@ from dcgym.cpp_core import Distribution, LogHistogram, RackSim
 
 sys.path.insert(0, str(Path(__file__).parent))
 import theory  # noqa: E402  (the formulas live beside this file)
+from rack_checks import SEEDS, Z, check_estimate, mean_and_se, run_seeds  # noqa: E402
 
-SEEDS = range(1, 17)
-Z = 4.5
 WARMUP = 50_000
-THREADS = min(4, os.cpu_count() or 1)
 HIST_ERR = LogHistogram.max_relative_error
 
 
@@ -79,42 +74,6 @@ def rack_config(
         "dispatch": dispatch or {"policy": "random"},
         "load_info": {"model": "fresh"},
     }
-
-
-def run_seeds(config: dict, tasks: int, seeds=SEEDS) -> list[dict]:
-    """results() of `config` run for `tasks` arrivals under each seed (cached: checks may share runs)."""
-    return _run_seeds(json.dumps(config, sort_keys=True), tasks, tuple(seeds))
-
-
-@functools.cache
-def _run_seeds(config_json: str, tasks: int, seeds: tuple[int, ...]) -> list[dict]:
-    config = json.loads(config_json)
-
-    def one(seed: int) -> dict:
-        sim = RackSim({**config, "seed": seed})
-        sim.run_tasks(tasks)
-        return sim.results()
-
-    with ThreadPoolExecutor(THREADS) as pool:
-        return list(pool.map(one, seeds))
-
-
-def mean_and_se(values) -> tuple[float, float]:
-    v = np.asarray(values, dtype=float)
-    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(len(v)))
-
-
-def check_estimate(values, expected: float, *, max_rel_se: float, bias: float = 0.0, what: str) -> None:
-    """The mean of per-seed estimates equals `expected` within Z * SE + bias * |expected|."""
-    m, se = mean_and_se(values)
-    assert se <= max_rel_se * abs(expected), (
-        f"{what}: standard error {se:.4g} exceeds {max_rel_se:.2%} of the theoretical {expected:.6g}; run longer"
-    )
-    tol = Z * se + bias * abs(expected)
-    assert abs(m - expected) <= tol, (
-        f"{what}: mean of {len(values)} runs {m:.6g} vs theory {expected:.6g} "
-        f"({(m - expected) / expected:+.3%}), tolerance {tol:.3g} = {Z} x SE {se:.3g} + bias"
-    )
 
 
 def latencies(results: list[dict], key: str, cls: int | None = None) -> list[float]:
