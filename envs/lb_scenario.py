@@ -31,12 +31,12 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, PrivateAttr, model_validator
 
 from dcgym.envs.error import InvalidConfigError, UnknownScenarioError, Verbatim, did_you_mean
 from dcgym.envs.scenario import apply_overrides
 from dcgym.envs.service import Service
-from dcgym.envs.validation import validate
+from dcgym.envs.validation import OneLine, validate
 
 Load = Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
 """Offered load as a fraction of the total CPU capacity (see the module docstring); the engine allows up to 10."""
@@ -141,7 +141,7 @@ class LbScenario(_Schema):
     """A multi-LB scenario file (``kind: multistage``)."""
 
     kind: Literal["multistage"] = Field(description="the engine model the scenario runs on")
-    description: str = Field(description="one line: what the scenario is and the paper section it comes from")
+    description: OneLine = Field(description="one line: what the scenario is and the paper section it comes from")
     servers: list[ServerGroup] = Field(min_length=1, description="the server groups")
     application: Application = Field(description="the stages of a flow and their times")
     lbs: int = Field(1, ge=1, le=1024, description="number of load balancers M")
@@ -173,13 +173,6 @@ class LbScenario(_Schema):
         None, gt=0, allow_inf_nan=False, description="an episode lasts this long (Table 9: 60 s), from empty"
     )
     _name: str = PrivateAttr("")
-
-    @field_validator("description")
-    @classmethod
-    def _one_line(cls, value: str) -> str:
-        if not value.strip() or "\n" in value.strip():
-            raise InvalidConfigError("", value, "one non-empty line of text")
-        return value.strip()
 
     @model_validator(mode="after")
     def _lengths(self) -> LbScenario:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import Field, PlainSerializer, PlainValidator, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, PrivateAttr, model_validator
 
 from dcgym.agents.heuristics import Policy, Rack, parse_policy, policy_parameters
 from dcgym.envs.error import MISSING, InvalidConfigError, UnknownScenarioError, Verbatim, did_you_mean
@@ -58,7 +58,7 @@ from dcgym.envs.rack_schema import (
     check_types,
 )
 from dcgym.envs.service import Service
-from dcgym.envs.validation import validate
+from dcgym.envs.validation import OneLine, validate
 
 __all__ = [
     "DEFAULT_SCENARIO", "KINDS", "Load", "RackScenario", "Seed", "apply_overrides", "list_scenarios", "load_scenario",
@@ -89,7 +89,7 @@ class RackScenario(_Schema):
     """A rack scenario file (``kind: rack``)."""
 
     kind: Literal["rack"] = Field(description="the engine model the scenario runs on")
-    description: str = Field(description="one line: what the scenario is and the paper section it comes from")
+    description: OneLine = Field(description="one line: what the scenario is and the paper section it comes from")
     nodes: list[NodeGroup] = Field(min_length=1, description="the node groups of the rack")
     service: Service | None = Field(
         None, description="the service-time distribution of tasks (work at speed 1, in us); exactly one of service "
@@ -128,13 +128,6 @@ class RackScenario(_Schema):
         0.1, ge=0, lt=1, description="fraction of a run's first arrivals excluded from the statistics"
     )
     _name: str = PrivateAttr("")
-
-    @field_validator("description")
-    @classmethod
-    def _one_line(cls, value: str) -> str:
-        if not value.strip() or "\n" in value.strip():
-            raise InvalidConfigError("", value, "one non-empty line of text")
-        return value.strip()
 
     @model_validator(mode="after")
     def _parts_fit_the_rack(self) -> RackScenario:

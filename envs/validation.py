@@ -15,7 +15,7 @@ import typing
 from typing import Annotated, Any, Literal, Union
 
 import annotated_types as at
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
 from dcgym.envs.error import MISSING, InvalidConfigError, did_you_mean
@@ -219,3 +219,13 @@ def _bounds(metadata: tuple) -> str:
 
 def _number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _one_line(value: str) -> str:
+    if not value.strip() or "\n" in value.strip():
+        raise InvalidConfigError("", value, "one non-empty line of text")
+    return value.strip()
+
+
+OneLine = Annotated[str, AfterValidator(_one_line)]
+"""A string that must be one non-empty line (stripped): a scenario's description."""
