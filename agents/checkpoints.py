@@ -277,6 +277,7 @@ def checkpoint_jobs(
     path = find_checkpoint(spec)
     experiment = read_meta(path)["experiment"]
     config = _env_config(read_meta(path))
+    config.pop("load_range", None)  # trained over a range of loads: evaluated at each load of the grid
     trained_on = Path(str(experiment["scenario"]))
     if scenario.name not in (str(trained_on), trained_on.stem):
         config["scenario"] = str(scenario_spec)

@@ -10,7 +10,8 @@ otherwise a uniform victim). Every variant simulates the same tasks:
               observation work: beliefs, decision counts, step latency)
   rack_v0     the PettingZoo ParallelEnv: env.step(dict of 14 actions)
   vector B    RackVectorEnv with B copies: one engine call per step; its time
-              is split into the engine call (step_rack_batch) and Python,
+              is split into the engine call (step_rack_game: tables from
+              the actions, the step, observations) and Python,
               and compared with "bare xB": the bare loop over B simulations
               (the same memory footprint, so cache effects show separately)
 
@@ -37,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 import dcgym.envs.rack_game as rack_game
-from dcgym.cpp_core import RackSim, step_rack_batch
+from dcgym.cpp_core import RackSim, step_rack_batch, step_rack_game
 from dcgym.envs import rack_v0
 from dcgym.envs.vector import RackVectorEnv
 
@@ -74,10 +75,10 @@ def fixed_tables(capacity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _engine_s = [0.0]
 
 
-def _timed_step_rack_batch(*args):
-    """step_rack_batch with its CPU time added up (installed into RackGame for the vector runs)."""
+def _timed_step_rack_game(*args):
+    """step_rack_game with its CPU time added up (installed into RackGame for the vector runs)."""
     c0 = time.thread_time()
-    out = step_rack_batch(*args)
+    out = step_rack_game(*args)
     _engine_s[0] += time.thread_time() - c0
     return out
 
@@ -168,7 +169,7 @@ def main() -> None:
     base = measure("bare", steps, bare(1, steps), repeats)
     runs = [base, measure("batch B=1", steps, batch1, repeats), measure("rack_v0", steps, pettingzoo, repeats)]
     pairs = []
-    rack_game.step_rack_batch = _timed_step_rack_batch
+    rack_game.step_rack_game = _timed_step_rack_game
     try:
         for b in args.batch:
             per_copy = max(1, steps // b)
@@ -177,7 +178,7 @@ def main() -> None:
             runs += [vec, ref]
             pairs.append((b, vec, ref))
     finally:
-        rack_game.step_rack_batch = step_rack_batch
+        rack_game.step_rack_game = step_rack_game
 
     print(f"{SCENARIO} at load {LOAD}, N = {n} agents, heartbeat {HEARTBEAT:g} us, {steps} steps per simulation")
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, {cpu_model()}, "
@@ -195,7 +196,7 @@ def main() -> None:
         engine_us = vec.engine_s / vec.steps * 1e6
         print(f"vector B={b}: simulated tasks/s = {vec.tasks_per_s / base.tasks_per_s:.0%} of the bare engine's "
               f"(target >= 80%), {vec.tasks_per_s / ref.tasks_per_s:.0%} of bare x{b}'s; per simulation step "
-              f"{engine_us:.1f} us in step_rack_batch + {vec.us_per_step - engine_us:.1f} us in Python "
+              f"{engine_us:.1f} us in step_rack_game + {vec.us_per_step - engine_us:.1f} us in Python "
               f"(bare x{b}: {ref.us_per_step:.1f} us)")
     if pz.tasks != base.tasks:
         print(f"warning: rack_v0 simulated {pz.tasks} tasks, bare {base.tasks}: not the same work", file=sys.stderr)

@@ -13,6 +13,7 @@ from dcgym.cpp_core._engine import (
     check_multistage_config,
     check_rack_config,
     step_rack_batch,
+    step_rack_game,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "check_multistage_config",
     "check_rack_config",
     "step_rack_batch",
+    "step_rack_game",
 ]

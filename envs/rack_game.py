@@ -19,10 +19,13 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dcgym.cpp_core import Distribution, RackSim, step_rack_batch
+from dcgym.cpp_core import Distribution, RackSim, step_rack_batch, step_rack_game
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.scenario import DEFAULT_SCENARIO, Load, RackScenario, load_scenario
 from dcgym.envs.validation import validate
+
+LOAD_STREAM = 0x10AD
+"""Second word of the RNG seed that draws an episode's load from ``load_range`` (the first is the engine seed)."""
 
 __all__ = ["REWARD_COSTS", "Costs", "RackEnvConfig", "RackGame", "imbalance", "rowsum", "team_reward"]
 
@@ -57,6 +60,11 @@ class RackEnvConfig(BaseModel):
     scenario: str | Path = Field(DEFAULT_SCENARIO, description="a packaged rack scenario name or a YAML file path")
     overrides: dict[str, Any] = Field({}, description="dotted-key overrides applied to the scenario")
     load: Load = Field(0.9, description="offered load, a fraction of the rack's capacity")
+    load_range: tuple[Load, Load] | None = Field(
+        None,
+        description="if set, each episode's load is drawn uniformly from [low, high] (from the engine seed); "
+        "replaces load",
+    )
     heartbeat_us: float = Field(100.0, gt=0, le=1e9, allow_inf_nan=False, description="one step (Malcolm §7.1: 100)")
     max_steps: int = Field(1000, ge=1, description="steps before truncation")
     max_time_us: float | None = Field(
@@ -87,6 +95,19 @@ class RackEnvConfig(BaseModel):
                 "obs_extras", list(self.obs_extras), "distinct names of arrival_rate, capacity, rank"
             )
         return self
+
+    @model_validator(mode="after")
+    def _ordered_range(self) -> RackEnvConfig:
+        if self.load_range is not None and self.load_range[0] > self.load_range[1]:
+            raise InvalidConfigError("load_range", list(self.load_range), "[low, high] with low <= high")
+        return self
+
+    def episode_load(self, engine_seed: int) -> float:
+        """The load of an episode with ``engine_seed``: ``load``, or a draw from ``load_range``."""
+        if self.load_range is None:
+            return self.load
+        low, high = self.load_range
+        return float(np.random.default_rng([engine_seed, LOAD_STREAM]).uniform(low, high))
 
     @property
     def costs(self) -> Costs:
@@ -210,8 +231,7 @@ class RackGame:
     def reset(self, k: int, engine_seed: int, load: float | None = None) -> dict[str, np.ndarray]:
         """Rebuild copy ``k`` with ``engine_seed``; its first observation and zero counts (leading axis 1)."""
         engine = dict(self.engine_config, seed=engine_seed)
-        if load is not None:
-            engine["load"] = validate(Load, load, "options.load")
+        engine["load"] = self.config.episode_load(engine_seed) if load is None else validate(Load, load, "options.load")
         sim = RackSim(engine)
         if self.config.warmup_us > 0:
             sim.run_until(self.config.warmup_us)
@@ -242,10 +262,12 @@ class RackGame:
 
         Actions are (len(which), N, 2N) for the nodes, (len(which), N) for a dispatcher game.
         """
-        tables = self.dispatch_tables if self.dispatcher else self.tables
-        migration, stealing = tables(actions, which)
         sims = [self.sims[k] for k in which]
-        out = step_rack_batch(sims, migration, stealing, self.config.heartbeat_us)
+        if self.dispatcher:
+            migration, stealing = self.dispatch_tables(actions, which)
+            out = step_rack_batch(sims, migration, stealing, self.config.heartbeat_us)
+        else:
+            out = self._step_nodes(sims, actions, which)
         x = out["loads"] * self.scale
         idx = np.asarray(which)
         reward = team_reward(self.config, x, self._previous[idx], out, self.scale, self.costs)
@@ -254,6 +276,21 @@ class RackGame:
         self.steps[idx] += 1
         return self._finish(out, x, reward, idx, sims)
 
+    def _step_nodes(self, sims: list[RackSim], actions: np.ndarray, which: Sequence[int]) -> dict[str, np.ndarray]:
+        """One engine call that also turns the nodes' actions into tables and writes the observations."""
+        cfg, n = self.config, self.num_nodes
+        a = np.asarray(actions)
+        if a.shape != (len(which), n, 2 * n) or a.dtype.kind not in "fiub":
+            self.tables(actions, which)  # raises the InvalidActionError that names the problem
+        try:
+            return step_rack_game(
+                sims, a, cfg.heartbeat_us, cfg.action_type == "logits", cfg.max_logit, self.scale, cfg.obs_clip,
+                self.obs_dim,
+            )
+        except ValueError:
+            self.tables(actions, which)  # the engine refused a value: name it as the Python check does
+            raise
+
     def _finish(
         self, out: dict, x: np.ndarray, reward: np.ndarray, idx: np.ndarray, sims: list[RackSim]
     ) -> dict[str, np.ndarray]:
@@ -261,20 +298,32 @@ class RackGame:
         done = out["completed"] > 0  # an empty histogram's statistics are NaN: report 0 (see completed)
         out["latency_mean_us"] = np.where(done, out["latency_mean_us"], 0.0)
         out["latency_p99_us"] = np.where(done, out["latency_p99_us"], 0.0)
-        out["obs"] = self.observe(out["beliefs"], x, out["migrate"])
+        out["obs"] = self.observe(out["beliefs"], x, out["migrate"], out.get("obs"))
         out["true_loads"] = x
         out["reward"] = reward
         out["truncated"] = self.steps[idx] >= self.config.episode_steps
         out["sim_time_us"] = np.array([sim.now_us for sim in sims])
         return out
 
-    def observe(self, beliefs: np.ndarray, x: np.ndarray, migrate: np.ndarray) -> np.ndarray:
-        """Observations (B, N, obs_dim), float32: beliefs row, own fresh load, extras; clipped to [0, obs_clip]."""
+    def observe(
+        self, beliefs: np.ndarray, x: np.ndarray, migrate: np.ndarray, loads: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Observations (B, N, obs_dim), float32: beliefs row, own fresh load, extras; clipped to [0, obs_clip].
+
+        ``loads``: the observations with the first N + 1 columns already
+        written (by ``step_rack_game``); only the extras are added.
+        """
         b, n = x.shape
         cfg = self.config
-        obs = np.empty((b, n, self.obs_dim), np.float32)
-        obs[:, :, :n] = beliefs * self.scale
-        obs[:, :, n] = x
+        if loads is None:
+            obs = np.empty((b, n, self.obs_dim), np.float32)
+            obs[:, :, :n] = beliefs * self.scale
+            obs[:, :, n] = x
+            np.clip(obs[:, :, : n + 1], 0.0, cfg.obs_clip, out=obs[:, :, : n + 1])
+        else:
+            obs = loads
+        if not cfg.obs_extras:
+            return obs
         col = n + 1
         for extra in cfg.obs_extras:
             if extra == "arrival_rate":  # client arrivals at the node in the last heartbeat, per mean service time
@@ -286,7 +335,7 @@ class RackGame:
                 below = (beliefs < own) | ((beliefs == own) & (np.arange(n) < np.arange(n)[:, None]))
                 obs[:, :, col] = below.sum(axis=-1) / max(1, n - 1)
             col += 1
-        np.clip(obs, 0.0, cfg.obs_clip, out=obs)
+        np.clip(obs[:, :, n + 1 :], 0.0, cfg.obs_clip, out=obs[:, :, n + 1 :])
         return obs
 
     # -------------------------------------------------------------------- tables

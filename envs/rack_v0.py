@@ -130,6 +130,7 @@ simulated time if given; all agents then leave ``env.agents``.
 | ``scenario`` | ``malcolm_hetero_paper_exp`` | packaged rack scenario name or YAML path |
 | ``overrides`` | ``{}`` | dotted-key scenario overrides, e.g. ``{"nodes.0.workers": 8}`` |
 | ``load`` | 0.9 | offered load, fraction of capacity (``reset(options={"load": x})``: one episode) |
+| ``load_range`` | None | ``[low, high]``: each episode's load drawn uniformly (from the engine seed), for policies trained across a load grid |
 | ``heartbeat_us`` | 100 | simulated time per step (us) |
 | ``max_steps`` | 1000 | heartbeats per episode |
 | ``max_time_us`` | None | simulated time per episode; replaces ``max_steps`` |

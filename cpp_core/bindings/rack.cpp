@@ -4,7 +4,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
+#include <vector>
 
 #include "convert.hpp"
 #include "dcgym/rack/rack_sim.hpp"
@@ -225,63 +228,64 @@ namespace {
 
 using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-// One heartbeat of B rack simulations in one call: set every node's tables
-// from actions of shape (B, N, N), advance each simulation by `duration_us`
-// (the GIL released), and return what an environment step observes, stacked:
-// beliefs (B, N, N), true loads (B, N), decision counts (B, N, N) x 2,
-// per-node counters (B, N) and per-step latency sums (B,).
-py::dict StepBatch(const py::list& sims, const Array& migration, const py::object& stealing, double duration_us) {
-  const py::ssize_t b = static_cast<py::ssize_t>(sims.size());
+// The simulations of a batched step, checked to be node-entry racks of one size.
+std::vector<RackSim*> BatchSims(const py::list& sims) {
   std::vector<RackSim*> ptrs;
   for (auto s : sims) ptrs.push_back(s.cast<RackSim*>());
-  if (b == 0) throw std::invalid_argument("sims: needs at least one simulation");
+  if (ptrs.empty()) throw std::invalid_argument("sims: needs at least one simulation");
   const uint32_t n = ptrs[0]->NumNodes();
   for (auto* p : ptrs)
     if (p->NumNodes() != n || p->NumViewers() != n)
       throw std::invalid_argument("sims: every simulation needs entry 'nodes' and the same number of nodes");
-  auto check = [&](const Array& a, const char* what) {
-    if (a.ndim() != 3 || a.shape(0) != b || a.shape(1) != n || a.shape(2) != n)
-      throw std::invalid_argument(std::string(what) + ": must have shape (" + std::to_string(b) + ", " +
-                                  std::to_string(n) + ", " + std::to_string(n) + ")");
-  };
-  check(migration, "migration");
-  Array steal;
-  const bool has_steal = !stealing.is_none();
-  if (has_steal) {
-    steal = stealing.cast<Array>();
-    check(steal, "stealing");
-  }
+  return ptrs;
+}
+
+void CheckDuration(double duration_us) {
   if (!(duration_us >= 0) || !std::isfinite(duration_us))
     throw std::invalid_argument("duration_us: must be a finite number >= 0, got " + std::to_string(duration_us));
+}
+
+// How a batched step also writes observations (step_rack_game): obs[k, v, j]
+// = clip(belief_v(j) * scale, 0, clip) for j < N and obs[k, v, N] =
+// clip(true load of v * scale, 0, clip), in float32, for an array of `dim`
+// >= N + 1 columns (the rest are left at 0 for the caller's extras).
+struct ObsSpec {
+  double scale = 1.0;
+  float clip = 0.0f;
+  py::ssize_t dim = 0;  // 0: no observations
+};
+
+float ClipObs(double v, float clip) {
+  const float f = static_cast<float>(v);
+  return f < 0.0f ? 0.0f : (f > clip ? clip : f);
+}
+
+// Advance every simulation by `duration_us` (the GIL released) and return
+// what an environment step observes, stacked: beliefs (B, N, N), true loads
+// (B, N), decision counts (B, N, N) x 2, per-node counters (B, N), the step's
+// latency statistics (B,) and, with `obs.dim` > 0, observations (B, N, dim).
+py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, const ObsSpec& obs) {
+  const py::ssize_t b = static_cast<py::ssize_t>(ptrs.size());
+  const uint32_t n = ptrs[0]->NumNodes();
   const size_t nn = static_cast<size_t>(n) * n;
-  for (py::ssize_t k = 0; k < b; ++k)  // validate every table before changing anything
-    for (uint32_t i = 0; i < n; ++i) {
-      RackSim::CheckTableRow(migration.data() + k * nn + i * n, n, i, "migration");
-      if (has_steal) RackSim::CheckTableRow(steal.data() + k * nn + i * n, n, i, "stealing");
-    }
-  for (py::ssize_t k = 0; k < b; ++k)
-    for (uint32_t i = 0; i < n; ++i) {
-      ptrs[k]->SetMigrationTable(i, migration.data() + k * nn + i * n);
-      if (has_steal) ptrs[k]->SetStealTable(i, steal.data() + k * nn + i * n);
-    }
-  py::array_t<double> beliefs({b, static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(n)});
-  py::array_t<double> loads({b, static_cast<py::ssize_t>(n)});
-  py::array_t<uint64_t> migrate({b, static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(n)});
-  py::array_t<uint64_t> stealc({b, static_cast<py::ssize_t>(n), static_cast<py::ssize_t>(n)});
+  const auto sn = static_cast<py::ssize_t>(n);
+  py::array_t<double> beliefs({b, sn, sn}), loads({b, sn});
+  py::array_t<uint64_t> migrate({b, sn, sn}), stealc({b, sn, sn});
   py::array_t<double> step_mean(b), step_p99(b);
   py::array_t<uint64_t> step_count(b);
-  double *sm = step_mean.mutable_data(), *sp = step_p99.mutable_data();
-  uint64_t* sc = step_count.mutable_data();
-  py::array_t<uint64_t> migrations({b, static_cast<py::ssize_t>(n)}), steals({b, static_cast<py::ssize_t>(n)}),
-      failed({b, static_cast<py::ssize_t>(n)}), dropped({b, static_cast<py::ssize_t>(n)}),
-      completed_by_node({b, static_cast<py::ssize_t>(n)});
-  double* bel = beliefs.mutable_data();
-  double* lo = loads.mutable_data();
-  uint64_t *mg = migrate.mutable_data(), *st = stealc.mutable_data(), *ms = migrations.mutable_data(),
-           *ss = steals.mutable_data(), *fs = failed.mutable_data(), *dr = dropped.mutable_data(),
-           *cb = completed_by_node.mutable_data();
+  py::array_t<uint64_t> migrations({b, sn}), steals({b, sn}), failed({b, sn}), dropped({b, sn}),
+      completed_by_node({b, sn});
+  py::array_t<float> observations(obs.dim > 0 ? std::vector<py::ssize_t>{b, sn, obs.dim}
+                                              : std::vector<py::ssize_t>{0});
+  double *sm = step_mean.mutable_data(), *sp = step_p99.mutable_data(), *bel = beliefs.mutable_data(),
+         *lo = loads.mutable_data();
+  uint64_t *sc = step_count.mutable_data(), *mg = migrate.mutable_data(), *st = stealc.mutable_data(),
+           *ms = migrations.mutable_data(), *ss = steals.mutable_data(), *fs = failed.mutable_data(),
+           *dr = dropped.mutable_data(), *cb = completed_by_node.mutable_data();
+  float* ob = observations.mutable_data();
   {
     py::gil_scoped_release release;
+    if (obs.dim > 0) std::fill(ob, ob + static_cast<size_t>(b) * n * obs.dim, 0.0f);
     for (py::ssize_t k = 0; k < b; ++k) {
       RackSim& s = *ptrs[k];
       s.EnableStepLatency();
@@ -301,8 +305,17 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
       std::copy(dc.completed.begin(), dc.completed.end(), cb + k * n);
       dc.Reset();
       for (uint32_t v = 0; v < n; ++v) {
+        double* row = bel + k * nn + v * n;
+        for (uint32_t j = 0; j < n; ++j) row[j] = s.Belief(v, j);
         lo[k * n + v] = s.TrueLoad(v);
-        for (uint32_t j = 0; j < n; ++j) bel[k * nn + v * n + j] = s.Belief(v, j);
+      }
+      if (obs.dim > 0) {
+        for (uint32_t v = 0; v < n; ++v) {
+          float* o = ob + (static_cast<size_t>(k) * n + v) * obs.dim;
+          const double* row = bel + k * nn + v * n;
+          for (uint32_t j = 0; j < n; ++j) o[j] = ClipObs(row[j] * obs.scale, obs.clip);
+          o[n] = ClipObs(lo[k * n + v] * obs.scale, obs.clip);
+        }
       }
     }
   }
@@ -319,7 +332,107 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
   out["latency_mean_us"] = step_mean;
   out["latency_p99_us"] = step_p99;
   out["completed"] = step_count;
+  if (obs.dim > 0) out["obs"] = observations;
   return out;
+}
+
+// One heartbeat of B rack simulations in one call: set every node's tables
+// from probabilities of shape (B, N, N), then AdvanceBatch.
+py::dict StepBatch(const py::list& sims, const Array& migration, const py::object& stealing, double duration_us) {
+  const auto ptrs = BatchSims(sims);
+  const py::ssize_t b = static_cast<py::ssize_t>(ptrs.size());
+  const uint32_t n = ptrs[0]->NumNodes();
+  auto check = [&](const Array& a, const char* what) {
+    if (a.ndim() != 3 || a.shape(0) != b || a.shape(1) != n || a.shape(2) != n)
+      throw std::invalid_argument(std::string(what) + ": must have shape (" + std::to_string(b) + ", " +
+                                  std::to_string(n) + ", " + std::to_string(n) + ")");
+  };
+  check(migration, "migration");
+  Array steal;
+  const bool has_steal = !stealing.is_none();
+  if (has_steal) {
+    steal = stealing.cast<Array>();
+    check(steal, "stealing");
+  }
+  CheckDuration(duration_us);
+  const size_t nn = static_cast<size_t>(n) * n;
+  for (py::ssize_t k = 0; k < b; ++k)  // validate every table before changing anything
+    for (uint32_t i = 0; i < n; ++i) {
+      RackSim::CheckTableRow(migration.data() + k * nn + i * n, n, i, "migration");
+      if (has_steal) RackSim::CheckTableRow(steal.data() + k * nn + i * n, n, i, "stealing");
+    }
+  for (py::ssize_t k = 0; k < b; ++k)
+    for (uint32_t i = 0; i < n; ++i) {
+      ptrs[k]->SetMigrationTable(i, migration.data() + k * nn + i * n);
+      if (has_steal) ptrs[k]->SetStealTable(i, steal.data() + k * nn + i * n);
+    }
+  return AdvanceBatch(ptrs, duration_us, ObsSpec{});
+}
+
+// Probabilities from one half (N entries) of a node's action: softmax of
+// logits clipped to +-max_logit, or non-negative weights normalised. Returns
+// false (and leaves `p` unspecified) for a NaN or infinite entry, a negative
+// weight or weights that do not sum to a positive finite number.
+template <typename T>
+bool HalfToProbabilities(const T* a, uint32_t n, bool logits, double max_logit, double* p) {
+  double total = 0.0;
+  for (uint32_t j = 0; j < n; ++j) {
+    const double v = static_cast<double>(a[j]);
+    if (!std::isfinite(v) || (!logits && v < 0)) return false;
+    // |logit| <= max_logit <= 100: exp neither overflows nor vanishes, no maximum to subtract.
+    p[j] = logits ? std::exp(std::min(std::max(v, -max_logit), max_logit)) : v;
+    total += p[j];
+  }
+  if (!(total > 0) || !std::isfinite(total)) return false;
+  for (uint32_t j = 0; j < n; ++j) p[j] /= total;
+  return true;
+}
+
+template <typename T>
+void SetTablesFromActions(const std::vector<RackSim*>& ptrs, const T* actions, bool logits, double max_logit) {
+  const uint32_t n = ptrs[0]->NumNodes();
+  const size_t b = ptrs.size(), width = 2 * static_cast<size_t>(n);
+  std::vector<double> probs(b * n * width);  // every table first: an invalid action changes nothing
+  for (size_t row = 0; row < b * 2 * n; ++row)
+    if (!HalfToProbabilities(actions + row * n, n, logits, max_logit, probs.data() + row * n))
+      throw std::invalid_argument("actions: copy " + std::to_string(row / (2 * n)) + ", node " +
+                                  std::to_string(row / 2 % n) + ", " + (row % 2 ? "stealing" : "migration") +
+                                  " half: invalid values");
+  for (size_t k = 0; k < b; ++k)
+    for (uint32_t i = 0; i < n; ++i) {
+      const double* node = probs.data() + (k * n + i) * width;
+      ptrs[k]->SetMigrationTable(i, node);
+      ptrs[k]->SetStealTable(i, node + n);
+    }
+}
+
+// rack_v0's step in one call: actions (B, N, 2N) (N migration then N
+// stealing entries per node, logits or weights, float32 or float64) become
+// tables in C++, then AdvanceBatch also writes the observations.
+py::dict StepGame(const py::list& sims, const py::array& actions, double duration_us, bool logits, double max_logit,
+                  double obs_scale, double obs_clip, py::ssize_t obs_dim) {
+  const auto ptrs = BatchSims(sims);
+  const auto b = static_cast<py::ssize_t>(ptrs.size());
+  const uint32_t n = ptrs[0]->NumNodes();
+  if (actions.ndim() != 3 || actions.shape(0) != b || actions.shape(1) != n || actions.shape(2) != 2 * n)
+    throw std::invalid_argument("actions: must have shape (" + std::to_string(b) + ", " + std::to_string(n) + ", " +
+                                std::to_string(2 * n) + ")");
+  if (!(max_logit > 0 && max_logit <= 100))
+    throw std::invalid_argument("max_logit: must be in (0, 100], got " + std::to_string(max_logit));
+  if (!(obs_scale > 0) || !std::isfinite(obs_scale) || !(obs_clip > 0) || !std::isfinite(obs_clip))
+    throw std::invalid_argument("obs_scale, obs_clip: must be finite and > 0");
+  if (obs_dim < static_cast<py::ssize_t>(n) + 1)
+    throw std::invalid_argument("obs_dim: must be >= N + 1 = " + std::to_string(n + 1));
+  CheckDuration(duration_us);
+  if (py::isinstance<py::array_t<float>>(actions)) {
+    auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(actions);
+    SetTablesFromActions(ptrs, a.data(), logits, max_logit);
+  } else {
+    auto a = Array::ensure(actions);
+    if (!a) throw std::invalid_argument("actions: must be an array of numbers");
+    SetTablesFromActions(ptrs, a.data(), logits, max_logit);
+  }
+  return AdvanceBatch(ptrs, duration_us, ObsSpec{obs_scale, static_cast<float>(obs_clip), obs_dim});
 }
 
 }  // namespace
@@ -333,6 +446,12 @@ void BindRack(py::module_& m) {
         "migrations/steals/failed_steals/dropped/completed_by_node (B, N), and the step's latency_mean_us, "
         "latency_p99_us and "
         "completed (B,). Decision counts and step latencies are reset.");
+  m.def("step_rack_game", &dcgym::bindings::StepGame, py::arg("sims"), py::arg("actions"), py::arg("duration_us"),
+        py::arg("logits"), py::arg("max_logit"), py::arg("obs_scale"), py::arg("obs_clip"), py::arg("obs_dim"),
+        "rack_v0's step: actions (B, N, 2N) (per node N migration then N stealing logits, or weights) become the "
+        "tables in C++ (softmax of logits clipped to +-max_logit, or weights normalised; an invalid action raises "
+        "ValueError before any table changes), then as step_rack_batch, adding obs (B, N, obs_dim) float32: "
+        "beliefs x obs_scale, own true load x obs_scale, clipped to [0, obs_clip], remaining columns 0.");
   using dcgym::rack::RackSim;
   namespace b = dcgym::bindings;
 

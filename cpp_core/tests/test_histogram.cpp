@@ -137,10 +137,37 @@ void TestBookkeeping() {
 
 }  // namespace
 
+// Quantile scans the lower half from the bottom and the upper half from the
+// top; both must find the bucket of the definition (the first whose cumulative
+// count reaches ceil(q * count)), here recomputed from Counts() by an upward scan.
+void TestQuantileScansFromEitherEndAgree() {
+  Rng rng(9, 0);
+  for (int trial = 0; trial < 200; ++trial) {
+    LogHistogram h;
+    const int samples = 1 + static_cast<int>(rng.Below(300));
+    for (int i = 0; i < samples; ++i) h.Record(1.0 + 1000.0 * rng.Uniform() * rng.Uniform());
+    const auto& counts = h.Counts();
+    for (int k = 0; k <= 1000; ++k) {
+      const double q = k / 1000.0;
+      const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(h.Count()))));
+      uint64_t seen = 0;
+      int bucket = 0;
+      while ((seen += counts[bucket]) < rank) ++bucket;
+      const double mid = 0.5 * (LogHistogram::Lower(bucket) + LogHistogram::Lower(bucket + 1));
+      const double expected = std::min(std::max(mid, h.Min()), h.Max());
+      CHECK_EQ(h.Quantile(q), expected);
+    }
+    h.Clear();
+    h.Record(5.0);
+    CHECK_EQ(h.Quantile(0.99), 5.0);  // after a clear, only the new sample
+  }
+}
+
 int main() {
   TestBucketGeometry();
   TestIndexIsMonotoneAndTotal();
   TestQuantilesWithinMaxRelativeError();
+  TestQuantileScansFromEitherEndAgree();
   TestBookkeeping();
   return dcgym::check::Report("test_histogram");
 }

@@ -336,6 +336,19 @@ def test_options_load_changes_the_load_for_one_episode():
         env.reset(options={"load": -1})
 
 
+def test_load_range_draws_each_episodes_load_from_the_engine_seed():
+    ranged = rack_v0.parallel_env(scenario="malcolm_homog_exp", load_range=(0.3, 0.95), max_steps=20)
+    loads = [ranged.game.config.episode_load(seed) for seed in range(50)]
+    assert 0.3 <= min(loads) and max(loads) <= 0.95 and np.std(loads) > 0.1  # uniform: sd 0.19
+    assert ranged.game.config.episode_load(7) == loads[7]  # a function of the seed
+    # An episode of the ranged env is the episode of a fixed-load env at the drawn load, bit for bit.
+    fixed = rack_v0.parallel_env(scenario="malcolm_homog_exp", load=loads[7], max_steps=20)
+    a, b = run(ranged, 20, seed=7, policy=uniform_policy), run(fixed, 20, seed=7, policy=uniform_policy)
+    assert all(np.array_equal(x[0]["node_0"], y[0]["node_0"]) and x[1] == y[1] for x, y in zip(a, b))
+    with pytest.raises(InvalidConfigError, match="load_range"):
+        rack_v0.parallel_env(scenario="malcolm_homog_exp", load_range=(0.9, 0.5))
+
+
 def test_truncation_by_simulated_time_and_warmup():
     env = rack_v0.parallel_env(scenario="malcolm_homog_exp", max_time_us=1000, heartbeat_us=300, warmup_us=5000)
     _, infos = env.reset(seed=1)

@@ -35,7 +35,8 @@ TINY = {
             "--set", "evaluation.heuristics=[ecmp,sed]", "--set", "evaluation.workers=0",
             "--set", "checkpoint_every=1"],
     "malcolm": ["--config", SMOKE, "--set", "algorithm=malcolm", "--set", "hyperparameters={}",
-                "--set", "env_args.max_steps=20"],  # an iteration is 20 heartbeats: one episode each
+                "--set", "env_args.max_steps=20",  # an iteration is 20 heartbeats: one episode each
+                "--set", "env_args.load_range=[0.5,0.95]"],  # trained across loads, evaluated at each
 }
 HEURISTICS = {"ppo": ["po2", "jsq"], "sac": ["ecmp", "sed"], "malcolm": ["po2", "jsq"]}
 
@@ -101,6 +102,8 @@ def test_tiny_run_leaves_a_complete_run_folder(tmp_path, algorithm):
     for r in doc["results"]:
         assert RESULT_FIELDS <= r.keys() and set(r["latency_us"]) == {"mean", "p50", "p90", "p99", "p999"}
         assert r["tasks_completed"] > 0 and r["latency_us"]["p99"] > 0
+        same_load = [h for h in doc["results"] if h["load"] == r["load"]]
+        assert {h.get("offered_ktps") for h in same_load} == {r.get("offered_ktps")}  # at the grid's load
     for plot in ("learning_curve.png", "p99_vs_load.png", "latency_cdf.png"):
         assert (run / "plots" / plot).read_bytes().startswith(b"\x89PNG")
     assert (run / "rllib").is_dir()  # RLlib's own log folder is in the run folder, not in ~/ray_results

@@ -74,12 +74,21 @@ class LogHistogram {
     if (count_ == 0) return kNaN;
     q = std::clamp(q, 0.0, 1.0);
     const uint64_t rank = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(q * static_cast<double>(count_))));
-    uint64_t seen = 0;
-    for (int i = lo_; i <= hi_; ++i) {
-      seen += counts_[i];
-      if (seen >= rank) return std::clamp(Midpoint(i), min_, max_);
+    if (2 * rank <= count_) {  // the lower half: scan up to the first bucket whose cumulative count reaches rank
+      uint64_t seen = 0;
+      for (int i = lo_; i <= hi_; ++i) {
+        seen += counts_[i];
+        if (seen >= rank) return std::clamp(Midpoint(i), min_, max_);
+      }
+      return max_;
     }
-    return max_;
+    // The upper half (p99 of a heartbeat's tasks): the same bucket, found from the top. Below bucket i lie
+    // count - above - counts[i] samples; step down while that is still >= rank.
+    const uint64_t allowed = count_ - rank;
+    uint64_t above = 0;
+    int i = hi_;
+    while (i > lo_ && above + counts_[i] <= allowed) above += counts_[i--];
+    return std::clamp(Midpoint(i), min_, max_);
   }
 
   // Bucket boundaries: bucket i covers [Lower(i), Lower(i + 1)).
