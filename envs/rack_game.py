@@ -159,16 +159,20 @@ def team_reward(
     ``costs`` defaults to ``config.costs``.
     """
     c = config.costs if costs is None else costs
-    failed = counts["failed_steals"]
-    per_node = np.concatenate([counts["migrations"], counts["steals"] + failed, failed, counts["dropped"]], axis=-1)
-    # (B, 4): migrations, steal requests (successful or failed), failed steals, drops
-    totals = rowsum(per_node.reshape(x.shape[0], 4, x.shape[-1]))
+    # (B, 4): migrations, steal requests (successful or failed), failed steals, drops; imbalance(x) (B,). The
+    # engine's step_rack_game sums both in C++ (cost_counts, imbalance); otherwise they are summed here.
+    totals = counts.get("cost_counts")
+    if totals is None:
+        failed = counts["failed_steals"]
+        per_node = np.concatenate([counts["migrations"], counts["steals"] + failed, failed, counts["dropped"]], -1)
+        totals = rowsum(per_node.reshape(x.shape[0], 4, x.shape[-1]))
     cost = totals[:, 0] * c.migration + totals[:, 1] * c.steal + totals[:, 2] * c.failed_steal + totals[:, 3] * c.drop
-    if config.reward == "utility":
-        return 0.0 - imbalance(x) - cost  # 0.0 first: a 1-node rack scores +0, not -0
-    if config.reward == "imbalance_delta":
+    if config.reward in ("utility", "imbalance_delta"):
+        current = counts["imbalance"] if "imbalance" in counts else imbalance(x)
+        if config.reward == "utility":
+            return 0.0 - current - cost  # 0.0 first: a 1-node rack scores +0, not -0
         pairs = max(1, x.shape[-1] * (x.shape[-1] - 1))
-        return (previous - imbalance(x)) / pairs - cost
+        return (previous - current) / pairs - cost
     latency = counts["latency_p99_us"] if config.reward == "neg_p99" else counts["latency_mean_us"]
     return -np.where(counts["completed"] > 0, latency * scale, 0.0) - cost
 
@@ -272,7 +276,7 @@ class RackGame:
         idx = np.asarray(which)
         reward = team_reward(self.config, x, self._previous[idx], out, self.scale, self.costs)
         if self.config.reward == "imbalance_delta":
-            self._previous[idx] = imbalance(x)
+            self._previous[idx] = out["imbalance"] if "imbalance" in out else imbalance(x)
         self.steps[idx] += 1
         return self._finish(out, x, reward, idx, sims)
 
@@ -302,7 +306,7 @@ class RackGame:
         out["true_loads"] = x
         out["reward"] = reward
         out["truncated"] = self.steps[idx] >= self.config.episode_steps
-        out["sim_time_us"] = np.array([sim.now_us for sim in sims])
+        out["sim_time_us"] = out.pop("now_us") if "now_us" in out else np.array([sim.now_us for sim in sims])
         return out
 
     def observe(

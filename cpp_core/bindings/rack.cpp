@@ -283,6 +283,8 @@ py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, con
            *ms = migrations.mutable_data(), *ss = steals.mutable_data(), *fs = failed.mutable_data(),
            *dr = dropped.mutable_data(), *cb = completed_by_node.mutable_data();
   float* ob = observations.mutable_data();
+  py::array_t<double> now_us(b), imbalance(obs.dim > 0 ? b : 0), cost_counts({obs.dim > 0 ? b : 0, py::ssize_t{4}});
+  double *now = now_us.mutable_data(), *imb = imbalance.mutable_data(), *tot = cost_counts.mutable_data();
   {
     py::gil_scoped_release release;
     if (obs.dim > 0) std::fill(ob, ob + static_cast<size_t>(b) * n * obs.dim, 0.0f);
@@ -305,11 +307,28 @@ py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, con
       std::copy(dc.completed.begin(), dc.completed.end(), cb + k * n);
       dc.Reset();
       for (uint32_t v = 0; v < n; ++v) {
-        double* row = bel + k * nn + v * n;
-        for (uint32_t j = 0; j < n; ++j) row[j] = s.Belief(v, j);
+        s.BeliefRow(v, bel + k * nn + v * n);
         lo[k * n + v] = s.TrueLoad(v);
       }
+      now[k] = s.Now();
       if (obs.dim > 0) {
+        // The team reward's ingredients: the imbalance of x = loads x scale as 2N sum (x - mean)^2 (Malcolm
+        // eq. 1 over ordered pairs) and the step's totals of migrations, steal requests, failed steals, drops.
+        const double* x = lo + k * n;
+        double total = 0.0;
+        for (uint32_t v = 0; v < n; ++v) total += x[v] * obs.scale;
+        const double mean = total / n;
+        double squares = 0.0;
+        for (uint32_t v = 0; v < n; ++v) squares += (x[v] * obs.scale - mean) * (x[v] * obs.scale - mean);
+        imb[k] = 2.0 * n * squares;
+        double* t = tot + 4 * k;
+        t[0] = t[1] = t[2] = t[3] = 0.0;
+        for (uint32_t v = 0; v < n; ++v) {
+          t[0] += static_cast<double>(ms[k * n + v]);
+          t[1] += static_cast<double>(ss[k * n + v] + fs[k * n + v]);
+          t[2] += static_cast<double>(fs[k * n + v]);
+          t[3] += static_cast<double>(dr[k * n + v]);
+        }
         for (uint32_t v = 0; v < n; ++v) {
           float* o = ob + (static_cast<size_t>(k) * n + v) * obs.dim;
           const double* row = bel + k * nn + v * n;
@@ -332,7 +351,12 @@ py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, con
   out["latency_mean_us"] = step_mean;
   out["latency_p99_us"] = step_p99;
   out["completed"] = step_count;
-  if (obs.dim > 0) out["obs"] = observations;
+  out["now_us"] = now_us;
+  if (obs.dim > 0) {
+    out["obs"] = observations;
+    out["imbalance"] = imbalance;
+    out["cost_counts"] = cost_counts;
+  }
   return out;
 }
 
@@ -444,14 +468,16 @@ void BindRack(py::module_& m) {
         "Set tables, advance every simulation by duration_us in one C++ call (GIL released) and return the "
         "stacked observations: beliefs (B, N, N), loads (B, N), migrate/steal decision counts (B, N, N), "
         "migrations/steals/failed_steals/dropped/completed_by_node (B, N), and the step's latency_mean_us, "
-        "latency_p99_us and "
-        "completed (B,). Decision counts and step latencies are reset.");
+        "latency_p99_us, "
+        "completed and now_us (B,). Decision counts and step latencies are reset.");
   m.def("step_rack_game", &dcgym::bindings::StepGame, py::arg("sims"), py::arg("actions"), py::arg("duration_us"),
         py::arg("logits"), py::arg("max_logit"), py::arg("obs_scale"), py::arg("obs_clip"), py::arg("obs_dim"),
         "rack_v0's step: actions (B, N, 2N) (per node N migration then N stealing logits, or weights) become the "
         "tables in C++ (softmax of logits clipped to +-max_logit, or weights normalised; an invalid action raises "
         "ValueError before any table changes), then as step_rack_batch, adding obs (B, N, obs_dim) float32: "
-        "beliefs x obs_scale, own true load x obs_scale, clipped to [0, obs_clip], remaining columns 0.");
+        "beliefs x obs_scale, own true load x obs_scale, clipped to [0, obs_clip], remaining columns 0; imbalance "
+        "(B,): 2N sum (x - mean x)^2 of x = loads x obs_scale; cost_counts (B, 4): the step's migrations, steal "
+        "requests (successful or failed), failed steals and drops.");
   using dcgym::rack::RackSim;
   namespace b = dcgym::bindings;
 

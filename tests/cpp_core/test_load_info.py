@@ -280,3 +280,30 @@ def test_bad_load_info_raises_value_error_naming_the_field(name):
     load_info, extra, field = BAD_LOAD_INFO[name]
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         RackSim(rack(nodes(count=4), dispatch={"policy": "jsq"}, load_info=load_info, **extra))
+
+
+# ---------------------------------------------------------------------------
+# the batched step reads every belief row at once (LoadBoard::BeliefRow)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("load_info", [
+    {"model": "fresh"},
+    {"model": "periodic", "period_us": 30.0},
+    {"model": "periodic", "period_us": 30.0, "delay_us": 5.0, "local_increment": True},
+    {"model": "piggyback"},
+    {"model": "proactive"},
+], ids=lambda d: "-".join(str(v) for v in d.values()))
+def test_batched_belief_rows_equal_the_single_beliefs(load_info):
+    from dcgym.cpp_core import step_rack_batch
+
+    n = 5
+    cfg = rack(nodes(count=n, workers=2), service={"dist": "exp", "mean_us": 10.0}, load=0.9, seed=4, warmup=0,
+               dispatch={"policy": "table"}, entry={"kind": "nodes"}, load_info=load_info)
+    sim = RackSim(cfg)
+    uniform = np.full((1, n, n), 1.0 / n)
+    for _ in range(40):
+        out = step_rack_batch([sim], uniform, uniform, 7.0)
+        assert np.array_equal(out["beliefs"][0], sim.beliefs())
+        assert np.array_equal(out["loads"][0], sim.true_loads())
+    assert sim.results()["tasks_completed"] > 100

@@ -25,6 +25,7 @@
 // node always knows its own load exactly (own_fresh).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -86,6 +87,23 @@ class LoadBoard {
         return j == min_node_[v] ? belief_[Cell(v, j)] : kernel::kInfinity;
     }
     return truth_[j];
+  }
+
+  // What viewer v believes every node's load is: Belief(v, j) for j < NumNodes() into out.
+  void BeliefRow(uint32_t v, double* out) const {
+    if (config_.kind == LoadInfoKind::kFresh) {
+      std::copy(truth_.begin(), truth_.end(), out);
+    } else if (config_.kind == LoadInfoKind::kPeriodic) {
+      std::copy(published_.begin(), published_.end(), out);
+      if (!extra_.empty()) {
+        const Extra* e = extra_.data() + Cell(v, 0);
+        for (uint32_t j = 0; j < n_; ++j)
+          if (e[j].epoch == epoch_) out[j] += e[j].add;
+      }
+      if (own_fresh_ && v < n_) out[v] = truth_[v];
+    } else {
+      for (uint32_t j = 0; j < n_; ++j) out[j] = Belief(v, j);
+    }
   }
 
   // Viewer v sent a task to node j; `add` is the task's load in the metric.

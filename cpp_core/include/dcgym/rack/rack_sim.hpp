@@ -96,6 +96,7 @@ class RackSim {
   // With per-type loads, `type` selects the type's board.
   double TrueLoad(uint32_t i, uint32_t type = 0) const { return LoadOf(i, type); }
   double Belief(uint32_t v, uint32_t j, uint32_t type = 0) const { return boards_[BoardIndex(type)].Belief(v, j); }
+  void BeliefRow(uint32_t v, double* out, uint32_t type = 0) const { boards_[BoardIndex(type)].BeliefRow(v, out); }
   uint32_t NumBoards() const { return static_cast<uint32_t>(boards_.size()); }
   // Tasks currently in the rack (queues, workers, network), counted by walking them.
   uint64_t InFlight() const;
