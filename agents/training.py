@@ -291,12 +291,14 @@ class Trainer:
         by_steps = budget.iterations is None and budget.timesteps is not None
         bar = tqdm(total=total, initial=self.timesteps if by_steps else self.iteration, disable=not self.progress,
                    desc=self.run_dir.name[:48], unit="step" if by_steps else "it", dynamic_ncols=True)
+        shown: dict[str, float] = {}  # the newest value of each metric: episodes end every few iterations
         try:
             while not self._done(start):
                 result = self._train_once()
                 metrics = self._log(result)
+                shown.update(metrics)
                 bar.update((self.timesteps - bar.n) if by_steps else 1)
-                bar.set_postfix_str(_postfix(metrics), refresh=False)
+                bar.set_postfix_str(_postfix(shown), refresh=False)
                 every = self.experiment.checkpoint_every
                 if every and self.iteration % every == 0:
                     self._save()

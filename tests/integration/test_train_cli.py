@@ -6,6 +6,7 @@ import csv
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -75,6 +76,7 @@ def test_tiny_run_leaves_a_complete_run_folder(tmp_path, algorithm):
     run = run_folder(proc)
     assert run.parent == tmp_path and run.name.split("__")[1:3] == [algorithm, "1"]
     assert "(trained)" in proc.stdout  # the evaluation table
+    assert re.search(r"return=-?[0-9.]+(e[+-]?[0-9]+)? imbalance=[0-9.]", proc.stderr), proc.stderr[-500:]
 
     experiment = load_experiment(run / "config.yaml")  # the resolved config loads back as it was
     assert experiment.algorithm == algorithm and experiment.budget.iterations == 2
