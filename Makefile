@@ -10,13 +10,14 @@ CPP_SOURCES := $(shell find cpp_core -name '*.hpp' -o -name '*.cpp' | grep -v '^
 export RAY_USAGE_STATS_ENABLED := 0
 export RAY_AUTH_MODE := disabled
 
-.PHONY: demo test install cpp-test bench clean
+.PHONY: demo test install cpp-test example asan-fuzz bench clean
 
+# A short Malcolm run on the default scenario (Malcolm's heterogeneous rack),
+# then the trained nodes against RAND, Po2 and JSQ: a table, plots in out/demo/.
 demo: $(STAMP)
-	$(PY) evaluate.py --scenario malcolm_hetero_paper_exp --policy random --policy po2 --policy jsq \
-	    --loads 0.4,0.7,0.85,0.94 --tasks 1000000 --seed 1 --out out/demo
+	$(PY) train.py --config demo --out out/demo
 
-test: $(STAMP) cpp-test
+test: $(STAMP) cpp-test example asan-fuzz
 	$(PY) -m pytest -q
 
 install: $(STAMP)
@@ -32,6 +33,26 @@ $(STAMP): $(VENV)/bin/python pyproject.toml setup.py $(CPP_SOURCES)
 # C++ unit tests of the kernel, built with the same flags as the extension.
 cpp-test: $(VENV)/bin/python
 	$(MAKE) -C cpp_core/tests run
+
+# The deployment example, built from the runtime headers alone, acting on a
+# demo policy file written by the exporter; a truncated file must be refused.
+RUNTIME_BUILD := build/runtime
+RUNTIME_FLAGS := -std=c++17 -Wall -Wextra -I cpp_core/include
+
+example: $(STAMP)
+	@mkdir -p $(RUNTIME_BUILD)
+	$(CXX) $(RUNTIME_FLAGS) -O2 cpp_core/examples/deploy_dispatch.cpp -o $(RUNTIME_BUILD)/deploy_dispatch
+	$(PY) -m dcgym.agents.export --demo-file $(RUNTIME_BUILD)/demo.dcpol
+	$(RUNTIME_BUILD)/deploy_dispatch $(RUNTIME_BUILD)/demo.dcpol 100000
+	head -c 100 $(RUNTIME_BUILD)/demo.dcpol > $(RUNTIME_BUILD)/truncated.dcpol
+	! $(RUNTIME_BUILD)/deploy_dispatch $(RUNTIME_BUILD)/truncated.dcpol
+
+# The policy file loader fuzzed under AddressSanitizer + UBSan (about 10 s).
+asan-fuzz:
+	@mkdir -p $(RUNTIME_BUILD)
+	$(CXX) $(RUNTIME_FLAGS) -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	    cpp_core/tests/fuzz_policy_file.cpp -o $(RUNTIME_BUILD)/fuzz_policy_file
+	$(RUNTIME_BUILD)/fuzz_policy_file 200000
 
 bench: $(STAMP)
 	$(PY) benchmarks/engine_speed.py

@@ -163,7 +163,7 @@ class TrainedPolicy:
                     chosen = out[Columns.ACTIONS]
                 else:
                     dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
-                    chosen = dist.sample() if self.explore else dist.to_deterministic().sample()
+                    chosen = dist.sample() if self.explore else deterministic_action(dist)
             for agent, action in zip(live, chosen.numpy()):
                 space = action_spaces[agent]
                 if self.meta.get("normalize_actions", True):
@@ -172,6 +172,18 @@ class TrainedPolicy:
                     action = clip_action(action, space)
                 actions[agent] = action
         return actions
+
+
+def deterministic_action(dist):
+    """The action a distribution's mode stands for: its deterministic sample, squashed as its samples are.
+
+    RLlib's squashed Gaussian (SAC) returns the pre-tanh mean from
+    ``to_deterministic()``; its samples are tanh-squashed into [low, high], so
+    the mode's action is the squashed mean (what the exporter writes too).
+    """
+    chosen = dist.to_deterministic().sample()
+    squash = getattr(dist, "_squash", None)  # TorchSquashedGaussian's own tanh map into [low, high]
+    return squash(chosen) if squash is not None else chosen
 
 
 def check_fits(path: str | Path, sizes: Mapping[str, int], env) -> None:

@@ -7,10 +7,12 @@ namespace py = pybind11;
 void BindKernel(py::module_& m);
 void BindRack(py::module_& m);
 void BindMultistage(py::module_& m);
+void BindRuntime(py::module_& m);
 
 PYBIND11_MODULE(_engine, m) {
   m.doc() = "dcgym's C++ discrete-event engine (private; use dcgym.cpp_core).";
   BindKernel(m);
   BindRack(m);
   BindMultistage(m);
+  BindRuntime(m);
 }

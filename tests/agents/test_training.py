@@ -124,3 +124,17 @@ def test_wandb_logs_every_iteration_offline_without_an_account(ray_session, tmp_
                                                                                      "run123")
     assert [step for step, _ in calls["log"]] == [1] and "charts/return" in calls["log"][0][1]
     assert calls["finished"] and (result.run_dir / "wandb_id.txt").read_text().strip() == "run123"
+
+
+def test_deterministic_actions_are_the_modes_squashed_like_the_samples():
+    import torch
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian, TorchSquashedGaussian
+
+    from dcgym.agents.checkpoints import deterministic_action
+
+    inputs = torch.tensor([[2.0, -0.5, -30.0, -30.0]])  # means (2, -0.5), tiny log stds (RLlib clamps them)
+    squashed = TorchSquashedGaussian.from_logits(inputs)
+    mode = deterministic_action(squashed)
+    assert torch.allclose(mode, torch.tanh(torch.tensor([[2.0, -0.5]])))  # not the raw mean 2.0
+    assert torch.allclose(mode, squashed.sample(), atol=0.01)  # the samples gather around it
+    assert torch.equal(deterministic_action(TorchDiagGaussian.from_logits(inputs)), torch.tensor([[2.0, -0.5]]))

@@ -1,0 +1,344 @@
+"""The policy file format (docs/policy_format.md): writing and reading, in pure Python and numpy.
+
+A policy file holds everything a deployment needs to act: the policy's kind,
+its input specification (basis functions and normalisation), shapes, float32
+parameters and a CRC32. The C++ runtime (``cpp_core/include/dcgym/runtime/policy_file.hpp``)
+is the reference reader; :func:`from_bytes` here reads what :func:`to_bytes`
+writes (for inspection and tests) and refuses files whose header, shapes or
+checksum do not add up, with a ``ValueError`` naming the field.
+
+Three kinds, one dataclass each:
+
+- :class:`LinearPairPolicy`: Malcolm's rack policy, per node a migration and a
+  stealing softmax actor over the basis features of the node's N loads, and
+  optionally a linear critic;
+- :class:`MlpPolicy`: dense networks (one shared or one per agent) with
+  per-layer activations and an output head;
+- :class:`LinearValuePolicy`: a linear value function per agent.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = [
+    "ACTIVATIONS", "BASES", "HEADS", "KINDS", "MAGIC", "VERSION", "InputSpec", "Layer", "LinearPairPolicy",
+    "LinearValuePolicy", "MlpPolicy", "Policy", "from_bytes", "num_features", "read_policy", "to_bytes",
+    "write_policy",
+]
+
+MAGIC = b"DCGYMPOL"
+"""The first 8 bytes of every policy file."""
+VERSION = 1
+"""The format version this module writes and reads."""
+KINDS = {"linear_pair": 1, "mlp": 2, "linear_value": 3}
+"""Policy kind -> the number the header stores."""
+BASES = {"raw": 0, "sort": 1, "customized": 2, "quadratic": 3}
+"""Basis function -> number (``dcgym::runtime::Basis``; the maps of ``dcgym.agents.malcolm.basis``)."""
+ACTIVATIONS = {"identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3, "elu": 4, "silu": 5}
+"""Layer activation -> number (``dcgym::runtime::Activation``)."""
+HEADS = {"identity": 0, "unsquash": 1, "tanh": 2, "softmax": 3, "argmax": 4}
+"""Output head -> number (``dcgym::runtime::Head``)."""
+NO_CRITIC = 0xFFFFFFFF
+"""``critic_basis`` of a linear pair without a critic."""
+
+_HEADER = struct.Struct("<8sIIIIQ")  # magic, version, kind, num_agents, flags, body_size: 32 bytes
+_INPUT = struct.Struct("<II4f")  # num_loads, basis, scale, offset, lo, hi: 24 bytes
+_FLOAT_MAX = float(np.finfo(np.float32).max)
+
+
+def num_features(basis: str, n: int) -> int:
+    """How many features ``basis`` makes from ``n`` loads (as ``dcgym.agents.malcolm.basis.num_features``)."""
+    return {"raw": n + 1, "sort": 2 * n + 1, "customized": n * (n + 7) // 2 + 1, "quadratic": n * (n + 3) // 2 + 1}[
+        basis]
+
+
+@dataclass
+class InputSpec:
+    """How the linear kinds turn N raw loads into features: x = clip(raw * scale + offset, lo, hi), then ``basis``."""
+
+    num_loads: int
+    basis: str
+    scale: float = 1.0
+    offset: float = 0.0
+    lo: float = 0.0
+    hi: float = _FLOAT_MAX
+
+    @property
+    def num_features(self) -> int:
+        return num_features(self.basis, self.num_loads)
+
+
+@dataclass
+class LinearPairPolicy:
+    """Malcolm's rack policy: node i's actors ``migration[i]``, ``stealing[i]`` (N x F each) and critic ``critic[i]``.
+
+    ``max_logit`` > 0: each half's logits are centred and clipped to
+    ±max_logit before the softmax, as rack_v0 applies its action.
+    """
+
+    input: InputSpec
+    migration: np.ndarray  # (N, N, F_a): node, destination, feature
+    stealing: np.ndarray  # (N, N, F_a)
+    critic_basis: str | None = None
+    critic: np.ndarray | None = None  # (N, F_c)
+    max_logit: float = 0.0
+
+    kind = "linear_pair"
+
+    @property
+    def num_agents(self) -> int:
+        return self.input.num_loads
+
+
+@dataclass
+class LinearValuePolicy:
+    """A linear value function per agent: V_a(x) = <φ(x), weights[a]>."""
+
+    input: InputSpec
+    weights: np.ndarray  # (A, F)
+
+    kind = "linear_value"
+
+    @property
+    def num_agents(self) -> int:
+        return int(np.shape(self.weights)[0])
+
+
+@dataclass
+class Layer:
+    """A dense layer y = activation(weight x + bias), weight (out, in) as torch.nn.Linear stores it."""
+
+    weight: np.ndarray
+    bias: np.ndarray
+    activation: str = "identity"
+
+
+@dataclass
+class MlpPolicy:
+    """Dense networks, agent a using ``networks[agent_network[a]]``, and the output head.
+
+    ``low`` and ``high`` (one per output) bound the ``unsquash`` and ``tanh``
+    heads and are absent for the others.
+    """
+
+    num_inputs: int
+    networks: list[list[Layer]]
+    agent_network: list[int]
+    head: str
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
+    num_outputs: int = field(init=False)
+
+    kind = "mlp"
+
+    def __post_init__(self) -> None:
+        self.num_outputs = int(np.shape(self.networks[0][-1].weight)[0])
+
+    @property
+    def num_agents(self) -> int:
+        return len(self.agent_network)
+
+
+Policy = LinearPairPolicy | MlpPolicy | LinearValuePolicy
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def _f32(a, shape: tuple[int, ...], what: str) -> bytes:
+    """``a`` as little-endian float32 bytes, after checking its shape and that it is finite."""
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.shape != shape:
+        raise ValueError(f"{what}: got shape {arr.shape}; expected {shape}")
+    if not np.isfinite(arr).all() or (np.abs(arr) > _FLOAT_MAX).any():
+        raise ValueError(f"{what}: got non-finite values; expected finite float32 numbers")
+    return arr.astype("<f4").tobytes()
+
+
+def _input(spec: InputSpec) -> bytes:
+    values = (spec.scale, spec.offset, spec.lo, spec.hi)
+    if spec.basis not in BASES:
+        raise ValueError(f"input.basis: got {spec.basis!r}; expected one of {list(BASES)}")
+    if not (np.isfinite(values).all() and spec.lo <= spec.hi):
+        raise ValueError(f"input: got scale, offset, lo, hi = {values}; expected finite numbers with lo <= hi")
+    return _INPUT.pack(spec.num_loads, BASES[spec.basis], *values)
+
+
+def _body(policy: Policy) -> bytes:
+    if isinstance(policy, LinearPairPolicy):
+        n, f = policy.input.num_loads, policy.input.num_features
+        has_critic = policy.critic_basis is not None
+        if has_critic and policy.critic_basis not in BASES:
+            raise ValueError(f"critic_basis: got {policy.critic_basis!r}; expected one of {list(BASES)} or None")
+        fc = num_features(policy.critic_basis, n) if has_critic else 0
+        parts = [_input(policy.input),
+                 struct.pack("<If", BASES[policy.critic_basis] if has_critic else NO_CRITIC, policy.max_logit)]
+        migration, stealing = np.asarray(policy.migration), np.asarray(policy.stealing)
+        critic = np.asarray(policy.critic) if has_critic else None
+        for name, a, shape in (("migration", migration, (n, n, f)), ("stealing", stealing, (n, n, f)),
+                               ("critic", critic, (n, fc))):
+            if a is not None and a.shape != shape:
+                raise ValueError(f"{name}: got shape {a.shape}; expected {shape}")
+        for i in range(n):
+            parts.append(_f32(migration[i], (n, f), f"node[{i}].migration"))
+            parts.append(_f32(stealing[i], (n, f), f"node[{i}].stealing"))
+            if critic is not None:
+                parts.append(_f32(critic[i], (fc,), f"node[{i}].critic"))
+        return b"".join(parts)
+    if isinstance(policy, LinearValuePolicy):
+        f = policy.input.num_features
+        return _input(policy.input) + _f32(policy.weights, (policy.num_agents, f), "weights")
+    if isinstance(policy, MlpPolicy):
+        if policy.head not in HEADS:
+            raise ValueError(f"mlp.head: got {policy.head!r}; expected one of {list(HEADS)}")
+        k = policy.num_outputs
+        parts = [struct.pack("<4I", policy.num_inputs, len(policy.networks), HEADS[policy.head], k),
+                 struct.pack(f"<{policy.num_agents}I", *policy.agent_network)]
+        if policy.head in ("unsquash", "tanh"):
+            parts += [_f32(policy.low, (k,), "mlp.low"), _f32(policy.high, (k,), "mlp.high")]
+        for m, layers in enumerate(policy.networks):
+            parts.append(struct.pack("<I", len(layers)))
+            for li, layer in enumerate(layers):
+                out, inp = np.shape(layer.weight)
+                if layer.activation not in ACTIVATIONS:
+                    raise ValueError(f"network[{m}].layer[{li}].activation: got {layer.activation!r}; "
+                                     f"expected one of {list(ACTIVATIONS)}")
+                parts.append(struct.pack("<3I", inp, out, ACTIVATIONS[layer.activation]))
+                parts.append(_f32(layer.weight, (out, inp), f"network[{m}].layer[{li}].weight"))
+                parts.append(_f32(layer.bias, (out,), f"network[{m}].layer[{li}].bias"))
+        return b"".join(parts)
+    raise TypeError(f"not a policy: {type(policy).__name__}")
+
+
+def to_bytes(policy: Policy) -> bytes:
+    """The policy file of ``policy``: header, body, CRC32."""
+    body = _body(policy)
+    head = _HEADER.pack(MAGIC, VERSION, KINDS[policy.kind], policy.num_agents, 0, len(body)) + body
+    return head + struct.pack("<I", zlib.crc32(head))
+
+
+def write_policy(policy: Policy, path: str | Path) -> Path:
+    """Write ``policy`` to ``path`` (folders created); returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(to_bytes(policy))
+    return path
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+class _Cursor:
+    """Little-endian reads over the body that refuse to run past its end."""
+
+    def __init__(self, data: bytes, start: int, end: int) -> None:
+        self.data, self.pos, self.end = data, start, end
+
+    def take(self, size: int, what: str) -> bytes:
+        if size > self.end - self.pos:
+            raise ValueError(f"{what}: needs {size} bytes at offset {self.pos} but the body has {self.end - self.pos} "
+                             "left; expected header.body_size to cover the declared shapes")
+        chunk = self.data[self.pos:self.pos + size]
+        self.pos += size
+        return chunk
+
+    def u32(self, count: int, what: str) -> tuple[int, ...]:
+        return struct.unpack(f"<{count}I", self.take(4 * count, what))
+
+    def f32(self, shape: tuple[int, ...], what: str) -> np.ndarray:
+        a = np.frombuffer(self.take(4 * int(np.prod(shape)), what), dtype="<f4").reshape(shape).astype(np.float32)
+        if not np.isfinite(a).all():
+            raise ValueError(f"{what}: got non-finite values; expected finite numbers")
+        return a
+
+
+def _name(table: dict[str, int], value: int, what: str) -> str:
+    for name, number in table.items():
+        if number == value:
+            return name
+    raise ValueError(f"{what}: got {value}; expected one of {table}")
+
+
+def _read_input(c: _Cursor) -> InputSpec:
+    n, basis, *values = _INPUT.unpack(c.take(_INPUT.size, "input"))
+    return InputSpec(n, _name(BASES, basis, "input.basis"), *values)
+
+
+def from_bytes(data: bytes) -> Policy:
+    """The policy in a policy file's bytes; ValueError naming the field if the file is not valid."""
+    data = bytes(data)
+    if data[:8] != MAGIC:
+        raise ValueError(f"header.magic: got {data[:8]!r}; expected {MAGIC!r}: not a dcgym policy file")
+    if len(data) < _HEADER.size + 4:
+        raise ValueError(f"file size: got {len(data)} bytes; expected at least {_HEADER.size + 4}")
+    _, version, kind, agents, flags, body_size = _HEADER.unpack_from(data)
+    if version != VERSION:
+        raise ValueError(f"header.version: got {version}; expected {VERSION}")
+    if body_size != len(data) - _HEADER.size - 4:
+        raise ValueError(f"file size: got {len(data)} bytes; expected header.body_size ({body_size}) + 36")
+    (stored,) = struct.unpack_from("<I", data, len(data) - 4)
+    if stored != zlib.crc32(data[:-4]):
+        raise ValueError(f"checksum: got {stored:#010x}; expected {zlib.crc32(data[:-4]):#010x}: the file is corrupted")
+    if flags != 0:
+        raise ValueError(f"header.flags: got {flags}; expected 0")
+    c = _Cursor(data, _HEADER.size, len(data) - 4)
+    kind_name = _name(KINDS, kind, "header.kind")
+    policy: Policy
+    if kind_name == "linear_pair":
+        spec = _read_input(c)
+        critic_id, max_logit = struct.unpack("<If", c.take(8, "critic_basis"))
+        critic_basis = None if critic_id == NO_CRITIC else _name(BASES, critic_id, "critic_basis")
+        n, f = spec.num_loads, spec.num_features
+        fc = num_features(critic_basis, n) if critic_basis else 0
+        if agents != n:
+            raise ValueError(f"header.num_agents: got {agents}; expected {n} (input.num_loads)")
+        migration, stealing, critic = [], [], []
+        for i in range(n):
+            migration.append(c.f32((n, f), f"node[{i}].migration"))
+            stealing.append(c.f32((n, f), f"node[{i}].stealing"))
+            if critic_basis:
+                critic.append(c.f32((fc,), f"node[{i}].critic"))
+        policy = LinearPairPolicy(spec, np.stack(migration), np.stack(stealing), critic_basis,
+                                  np.stack(critic) if critic_basis else None, max_logit)
+    elif kind_name == "linear_value":
+        spec = _read_input(c)
+        policy = LinearValuePolicy(spec, c.f32((agents, spec.num_features), "weights"))
+    else:
+        d, m, head_id, k = c.u32(4, "mlp")
+        head = _name(HEADS, head_id, "mlp.head")
+        agent_network = list(c.u32(agents, "mlp.agent_network"))
+        if not all(0 <= a < m for a in agent_network):
+            raise ValueError(f"mlp.agent_network: got {agent_network}; expected networks 0 .. {m - 1}")
+        low = high = None
+        if head in ("unsquash", "tanh"):
+            low, high = c.f32((k,), "mlp.low"), c.f32((k,), "mlp.high")
+        networks = []
+        for net in range(m):
+            (num_layers,) = c.u32(1, f"network[{net}].num_layers")
+            layers, width = [], d
+            for li in range(num_layers):
+                where = f"network[{net}].layer[{li}]"
+                inp, out, act = c.u32(3, where)
+                if inp != width:
+                    raise ValueError(f"{where}.in: got {inp}; expected {width}")
+                layers.append(Layer(c.f32((out, inp), f"{where}.weight"), c.f32((out,), f"{where}.bias"),
+                                    _name(ACTIVATIONS, act, f"{where}.activation")))
+                width = out
+            if width != k:
+                raise ValueError(f"network[{net}].layer[{num_layers - 1}].out: got {width}; expected {k}")
+            networks.append(layers)
+        policy = MlpPolicy(d, networks, agent_network, head, low, high)
+    if c.pos != c.end:
+        raise ValueError(f"header.body_size: got {body_size}; the declared shapes end at {c.pos - _HEADER.size}")
+    return policy
+
+
+def read_policy(path: str | Path) -> Policy:
+    """The policy in the file at ``path`` (:func:`from_bytes`)."""
+    return from_bytes(Path(path).read_bytes())

@@ -1,0 +1,205 @@
+// A multilayer perceptron policy as plain C++: dense layers with per-layer
+// activations and an output head, the shape of RLlib's default PPO and SAC
+// actor networks (encoder + pi head).
+//
+// Dependency-free (the C++17 standard library only), part of the deployment
+// header (policy_file.hpp builds these from a policy file). Layers are
+// y = activation(W x + b) with W row-major (out x in), as torch.nn.Linear
+// stores it. Memory is allocated when the network is built; Act() only
+// reads the weights and writes preallocated scratch, so it never allocates.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "dcgym/runtime/linear.hpp"
+
+namespace dcgym::runtime {
+
+/// The activation after a layer, with the numbers the policy file stores.
+enum class Activation : std::uint32_t {
+  kIdentity = 0,
+  kRelu = 1,
+  kTanh = 2,
+  kSigmoid = 3,
+  kElu = 4,   // alpha = 1 (torch.nn.ELU's default)
+  kSilu = 5,  // x * sigmoid(x), also called swish
+};
+inline constexpr std::uint32_t kNumActivations = 6;
+
+inline constexpr std::string_view ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kIdentity: return "identity";
+    case Activation::kRelu: return "relu";
+    case Activation::kTanh: return "tanh";
+    case Activation::kSigmoid: return "sigmoid";
+    case Activation::kElu: return "elu";
+    case Activation::kSilu: return "silu";
+  }
+  return "?";
+}
+
+/// How the last layer's K outputs y become the policy's output, with the
+/// numbers the policy file stores.
+enum class Head : std::uint32_t {
+  kIdentity = 0,  // out = y (a Gaussian's mean, unbounded)
+  kUnsquash = 1,  // out = clip(low + (y + 1) (high - low) / 2, low, high): a Gaussian's mean in RLlib's
+                  // normalised action space mapped to the bounds (RLlib's unsquash_action)
+  kTanh = 2,      // out = clip(low + (tanh(y) + 1) (high - low) / 2, low, high): a squashed Gaussian's
+                  // deterministic action (SAC)
+  kSoftmax = 3,   // out = softmax(y): a categorical's probabilities; the action is the argmax
+  kArgmax = 4,    // out = y (Q-values or logits); the action is the argmax
+};
+inline constexpr std::uint32_t kNumHeads = 5;
+
+inline constexpr std::string_view HeadName(Head h) {
+  switch (h) {
+    case Head::kIdentity: return "identity";
+    case Head::kUnsquash: return "unsquash";
+    case Head::kTanh: return "tanh";
+    case Head::kSoftmax: return "softmax";
+    case Head::kArgmax: return "argmax";
+  }
+  return "?";
+}
+
+/// Whether a head bounds its outputs with per-output `low` and `high`.
+inline constexpr bool HeadHasBounds(Head h) { return h == Head::kUnsquash || h == Head::kTanh; }
+/// Whether a head picks one discrete action (the argmax of its outputs).
+inline constexpr bool HeadIsDiscrete(Head h) { return h == Head::kSoftmax || h == Head::kArgmax; }
+
+/// In place: activation `a` on z[0 .. n).
+inline void Activate(Activation a, float* z, std::size_t n) {
+  switch (a) {
+    case Activation::kIdentity: return;
+    case Activation::kRelu:
+      for (std::size_t i = 0; i < n; ++i) z[i] = z[i] > 0.0f ? z[i] : 0.0f;
+      return;
+    case Activation::kTanh:
+      for (std::size_t i = 0; i < n; ++i) z[i] = std::tanh(z[i]);
+      return;
+    case Activation::kSigmoid:
+      for (std::size_t i = 0; i < n; ++i) z[i] = 1.0f / (1.0f + std::exp(-z[i]));
+      return;
+    case Activation::kElu:
+      for (std::size_t i = 0; i < n; ++i) z[i] = z[i] > 0.0f ? z[i] : std::expm1(z[i]);
+      return;
+    case Activation::kSilu:
+      for (std::size_t i = 0; i < n; ++i) z[i] = z[i] / (1.0f + std::exp(-z[i]));
+      return;
+  }
+}
+
+/// One dense layer: y = activation(weight x + bias), weight row-major (out x in).
+struct DenseLayer {
+  std::size_t in = 0;
+  std::size_t out = 0;
+  Activation activation = Activation::kIdentity;
+  std::vector<float> weight;  // out * in
+  std::vector<float> bias;    // out
+};
+
+/// A stack of dense layers (one network of an MLP policy).
+struct Network {
+  std::vector<DenseLayer> layers;
+
+  /// The widest layer output (the scratch a forward pass needs).
+  std::size_t MaxWidth() const {
+    std::size_t w = 0;
+    for (const auto& l : layers) w = std::max(w, l.out);
+    return w;
+  }
+};
+
+/// An MLP policy: one or more networks (one per agent, or one shared), an
+/// agent -> network map and the output head. Built valid by policy_file.hpp;
+/// Act() assumes it (see the preconditions).
+class MlpPolicy {
+ public:
+  MlpPolicy() = default;
+  MlpPolicy(std::size_t num_inputs, std::vector<Network> networks, std::vector<std::uint32_t> agent_network,
+            Head head, std::vector<float> low, std::vector<float> high)
+      : num_inputs_(num_inputs),
+        networks_(std::move(networks)),
+        agent_network_(std::move(agent_network)),
+        head_(head),
+        low_(std::move(low)),
+        high_(std::move(high)) {
+    std::size_t width = 0;
+    for (const auto& n : networks_) width = std::max(width, n.MaxWidth());
+    num_outputs_ = networks_.empty() ? 0 : networks_.front().layers.back().out;
+    scratch_a_.assign(width, 0.0f);
+    scratch_b_.assign(width, 0.0f);
+  }
+
+  std::size_t num_inputs() const { return num_inputs_; }    // D, the observation size
+  std::size_t num_outputs() const { return num_outputs_; }  // K, the last layer's width
+  std::size_t num_agents() const { return agent_network_.size(); }
+  std::size_t num_networks() const { return networks_.size(); }
+  std::size_t network_of(std::size_t agent) const { return agent_network_[agent]; }
+  const Network& network(std::size_t m) const { return networks_[m]; }
+  Head head() const { return head_; }
+  const std::vector<float>& low() const { return low_; }    // K entries for bounded heads, else empty
+  const std::vector<float>& high() const { return high_; }  // K entries for bounded heads, else empty
+
+  /// Agent `agent`'s output for observation `obs` (num_inputs() floats) into
+  /// `out` (num_outputs() floats): the head's output (see Head). Returns the
+  /// argmax of `out` (the action) for the discrete heads, -1 for the others.
+  /// Preconditions: agent < num_agents(); `obs` and `out` do not overlap.
+  /// Never allocates; not thread-safe (one policy object per thread).
+  std::int64_t Act(std::size_t agent, const float* obs, float* out) {
+    const Network& net = networks_[agent_network_[agent]];
+    const float* x = obs;
+    float* y = scratch_a_.data();
+    float* spare = scratch_b_.data();
+    for (const DenseLayer& layer : net.layers) {
+      Linear(layer.weight.data(), layer.out, layer.in, x, y);
+      for (std::size_t r = 0; r < layer.out; ++r) y[r] += layer.bias[r];
+      Activate(layer.activation, y, layer.out);
+      x = y;
+      std::swap(y, spare);
+    }
+    const std::size_t k = num_outputs_;
+    switch (head_) {
+      case Head::kIdentity:
+      case Head::kArgmax:
+        std::copy(x, x + k, out);
+        break;
+      case Head::kSoftmax:
+        std::copy(x, x + k, out);
+        Softmax(out, k);
+        break;
+      case Head::kUnsquash:
+      case Head::kTanh:
+        for (std::size_t i = 0; i < k; ++i) {
+          const float u = head_ == Head::kTanh ? std::tanh(x[i]) : x[i];
+          const float v = low_[i] + (u + 1.0f) * (high_[i] - low_[i]) / 2.0f;
+          out[i] = std::min(std::max(v, low_[i]), high_[i]);
+        }
+        break;
+    }
+    if (!HeadIsDiscrete(head_)) return -1;
+    return static_cast<std::int64_t>(std::max_element(out, out + k) - out);
+  }
+
+  /// Act() for agent 0 (a single-agent policy, or a network shared by every agent).
+  std::int64_t Act(const float* obs, float* out) { return Act(0, obs, out); }
+
+ private:
+  std::size_t num_inputs_ = 0;
+  std::size_t num_outputs_ = 0;
+  std::vector<Network> networks_;
+  std::vector<std::uint32_t> agent_network_;
+  Head head_ = Head::kIdentity;
+  std::vector<float> low_;
+  std::vector<float> high_;
+  std::vector<float> scratch_a_;  // layer outputs, alternately
+  std::vector<float> scratch_b_;
+};
+
+}  // namespace dcgym::runtime
