@@ -1,11 +1,15 @@
 """The engine side of Malcolm's load-balancing game (§4), shared by every rack environment.
 
 :class:`RackGame` holds B copies of one rack scenario and steps them with one
-call to ``step_rack_batch`` (C++, GIL released): ``rack_v0`` is B = 1, the
-vector environments are B copies, so both paths run the same code and give
-the same numbers bit for bit. It turns actions into the nodes' migration and
-stealing tables, and the engine's stacked output into observations, the team
-reward and per-node counts. :class:`RackEnvConfig` is every setting of the
+engine call (C++, GIL released): ``rack_v0`` is B = 1, the vector
+environments are B copies, so both paths run the same code and give the same
+numbers bit for bit. For the nodes' game the call is ``step_rack_game``,
+which also turns the actions into the migration and stealing tables (softmax
+of the logits, or the weights normalised) and writes the load columns of the
+observations and the team reward's sums in C++; Python adds the reward
+formula, the optional observation extras and the per-node counts. The
+dispatcher's game (RackDispatch-v0) sets its tables here and calls
+``step_rack_batch``. :class:`RackEnvConfig` is every setting of the
 game, validated at construction with errors that name the field.
 """
 

@@ -7,7 +7,7 @@ every node's tables, flattened), registered as that id's vector entry point::
 
     envs = gymnasium.make_vec("dcgym/RackCentral-v0", num_envs=8, vectorization_mode="vector_entry_point")
 
-Both step every copy with one ``step_rack_batch`` call (C++, GIL released),
+Both step every copy with one engine call (C++, GIL released),
 through the same :class:`~dcgym.envs.rack_game.RackGame` code as rack_v0, so
 copy k after ``reset(seed=s)`` follows exactly the trajectory of
 ``rack_v0.parallel_env(...).reset(seed=s + k)`` under the same actions.
