@@ -393,41 +393,45 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
   return AdvanceBatch(ptrs, duration_us, ObsSpec{});
 }
 
-// Probabilities from one half (N entries) of a node's action: softmax of
-// logits clipped to +-max_logit, or non-negative weights normalised. Returns
-// false (and leaves `p` unspecified) for a NaN or infinite entry, a negative
-// weight or weights that do not sum to a positive finite number.
+// Whether one half (N entries) of a node's action is valid: finite logits,
+// or finite non-negative weights with a positive finite sum.
 template <typename T>
-bool HalfToProbabilities(const T* a, uint32_t n, bool logits, double max_logit, double* p) {
+bool ValidHalf(const T* a, uint32_t n, bool logits) {
   double total = 0.0;
   for (uint32_t j = 0; j < n; ++j) {
     const double v = static_cast<double>(a[j]);
     if (!std::isfinite(v) || (!logits && v < 0)) return false;
-    // |logit| <= max_logit <= 100: exp neither overflows nor vanishes, no maximum to subtract.
-    p[j] = logits ? std::exp(std::min(std::max(v, -max_logit), max_logit)) : v;
-    total += p[j];
+    total += v;
   }
-  if (!(total > 0) || !std::isfinite(total)) return false;
-  for (uint32_t j = 0; j < n; ++j) p[j] /= total;
-  return true;
+  return logits || (total > 0 && std::isfinite(total));
 }
 
+// Every node's tables from actions (B, N, 2N), validated first so that an
+// invalid action changes nothing: softmax of the logits clipped to
+// +-max_logit (|logit| <= 100: exp neither overflows nor vanishes, no maximum
+// to subtract), or the weights normalised.
 template <typename T>
 void SetTablesFromActions(const std::vector<RackSim*>& ptrs, const T* actions, bool logits, double max_logit) {
   const uint32_t n = ptrs[0]->NumNodes();
-  const size_t b = ptrs.size(), width = 2 * static_cast<size_t>(n);
-  std::vector<double> probs(b * n * width);  // every table first: an invalid action changes nothing
-  for (size_t row = 0; row < b * 2 * n; ++row)
-    if (!HalfToProbabilities(actions + row * n, n, logits, max_logit, probs.data() + row * n))
+  const size_t rows = ptrs.size() * 2 * n;
+  for (size_t row = 0; row < rows; ++row)
+    if (!ValidHalf(actions + row * n, n, logits))
       throw std::invalid_argument("actions: copy " + std::to_string(row / (2 * n)) + ", node " +
                                   std::to_string(row / 2 % n) + ", " + (row % 2 ? "stealing" : "migration") +
                                   " half: invalid values");
-  for (size_t k = 0; k < b; ++k)
-    for (uint32_t i = 0; i < n; ++i) {
-      const double* node = probs.data() + (k * n + i) * width;
-      ptrs[k]->SetMigrationTable(i, node);
-      ptrs[k]->SetStealTable(i, node + n);
+  for (auto* p : ptrs)
+    if (!p->HasTables()) throw std::invalid_argument("sims: every simulation needs entry 'nodes' with policy 'table'");
+  std::vector<double> w(n);
+  for (size_t row = 0; row < rows; ++row) {
+    const T* a = actions + row * n;
+    double total = 0.0;
+    for (uint32_t j = 0; j < n; ++j) {
+      const double v = static_cast<double>(a[j]);
+      w[j] = logits ? std::exp(std::min(std::max(v, -max_logit), max_logit)) : v;
+      total += w[j];
     }
+    ptrs[row / (2 * n)]->SetTableWeights(static_cast<uint32_t>(row / 2 % n), row % 2 == 1, w.data(), total);
+  }
 }
 
 // rack_v0's step in one call: actions (B, N, 2N) (N migration then N

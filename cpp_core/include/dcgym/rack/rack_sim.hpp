@@ -72,6 +72,18 @@ class RackSim {
   void SetStealTable(uint32_t node, const double* probs);
   // Checks a table row without setting it (same errors as the setters).
   static void CheckTableRow(const double* probs, uint32_t n, uint32_t row, const char* what);
+  // Row `node` of the migration (or, with `stealing`, the stealing) table
+  // from weights w[0..N) >= 0 summing to `total` > 0, finite: probabilities
+  // w / total. Unchecked: the caller guarantees all of that (step_rack_game).
+  void SetTableWeights(uint32_t node, bool stealing, const double* w, double total) {
+    const uint32_t n = NumNodes();
+    double* cum = (stealing ? steal_cum_ : migrate_cum_).data() + static_cast<size_t>(node) * n;
+    const double inv = 1.0 / total;
+    double c = 0;
+    for (uint32_t j = 0; j < n; ++j) cum[j] = (c += w[j]) * inv;
+    cum[n - 1] = 1.0;
+  }
+  bool HasTables() const { return !migrate_cum_.empty(); }
   DecisionCounts& Decisions() { return decisions_; }
 
   double Now() const { return now_; }
