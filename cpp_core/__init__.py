@@ -8,7 +8,9 @@ re-exports what users need. Configs are the plain dicts produced by
 from dcgym.cpp_core._engine import (
     Distribution,
     LogHistogram,
+    MalcolmLearner,
     MultistageSim,
+    RackController,
     RackSim,
     RuntimePolicy,
     check_multistage_config,
@@ -20,7 +22,9 @@ from dcgym.cpp_core._engine import (
 __all__ = [
     "Distribution",
     "LogHistogram",
+    "MalcolmLearner",
     "MultistageSim",
+    "RackController",
     "RackSim",
     "RuntimePolicy",
     "check_multistage_config",

@@ -8,6 +8,7 @@ void BindKernel(py::module_& m);
 void BindRack(py::module_& m);
 void BindMultistage(py::module_& m);
 void BindRuntime(py::module_& m);
+void BindController(py::module_& m);
 
 PYBIND11_MODULE(_engine, m) {
   m.doc() = "dcgym's C++ discrete-event engine (private; use dcgym.cpp_core).";
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_engine, m) {
   BindRack(m);
   BindMultistage(m);
   BindRuntime(m);
+  BindController(m);
 }

@@ -1,0 +1,450 @@
+// Binding of the native runtime's learning side: RackController (Malcolm's
+// policy, and optionally its learning, driving a RackSim in C++),
+// MalcolmLearner (one update on a given batch, for tests) and the timing loop
+// of benchmarks/policy_runtime.py. See docs/policy_runtime.md.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <random>
+#include <set>
+
+#include "convert.hpp"
+#include "dcgym/runtime/learner.hpp"
+#include "dcgym/runtime/rack_controller.hpp"
+
+namespace py = pybind11;
+
+namespace dcgym::bindings {
+namespace {
+
+using namespace dcgym::runtime;
+using FArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using DArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+const std::set<std::string> kLearnerKeys = {
+    "variant", "gamma", "trace_lambda", "average_reward_step", "reward_scale", "load_scale", "minibatch_size",
+    "consensus_period", "critic_basis", "actor_basis", "lr_critic", "lr_actor", "adam_betas", "adam_epsilon",
+    "weight_decay"};
+const std::set<std::string> kControllerKeys = {"heartbeat_us", "warmup_us", "obs_clip", "max_logit", "reward",
+                                               "migration_cost", "steal_cost", "failed_steal_cost", "drop_cost",
+                                               "learn"};
+
+Basis ParseBasis(const py::dict& d, const char* key, Basis fallback) {
+  if (!d.contains(key) || d[key].is_none()) return fallback;
+  return Choice<Basis>(Get<std::string>(d, key, "options"), std::string("options.") + key,
+                       {{"raw", Basis::kRaw}, {"sort", Basis::kSort}, {"customized", Basis::kCustomized},
+                        {"quadratic", Basis::kQuadratic}});
+}
+
+// MalcolmConfig's names and defaults (agents/malcolm/malcolm.py).
+LearnerConfig ParseLearner(const py::dict& d) {
+  LearnerConfig c;
+  if (d.contains("variant"))
+    c.variant = Choice<Variant>(Get<std::string>(d, "variant", "options"), "options.variant",
+                                {{"paper", Variant::kPaper}, {"code", Variant::kCode}});
+  c.gamma = Get<double>(d, "gamma", "options", c.gamma);
+  c.trace_lambda = Get<double>(d, "trace_lambda", "options", -1.0);
+  if (d.contains("trace_lambda") && !d["trace_lambda"].is_none() && c.trace_lambda < 0)
+    throw std::invalid_argument("options.trace_lambda: must be None or in [0, 1]");
+  c.average_reward_step = Get<double>(d, "average_reward_step", "options", c.average_reward_step);
+  c.reward_scale = Get<double>(d, "reward_scale", "options", c.reward_scale);
+  c.load_scale = Get<float>(d, "load_scale", "options", c.load_scale);
+  const auto mb = Get<int64_t>(d, "minibatch_size", "options", c.minibatch_size);
+  const auto p = Get<int64_t>(d, "consensus_period", "options", c.consensus_period);
+  if (mb < 1 || mb > 100000) throw std::invalid_argument("options.minibatch_size: must be in [1, 100000]");
+  if (p < 0) throw std::invalid_argument("options.consensus_period: must be >= 0");
+  c.minibatch_size = static_cast<uint32_t>(mb);
+  c.consensus_period = static_cast<uint32_t>(p);
+  c.critic_basis = ParseBasis(d, "critic_basis", c.critic_basis);
+  c.actor_basis = ParseBasis(d, "actor_basis", c.actor_basis);
+  c.lr_critic = Get<float>(d, "lr_critic", "options", c.lr_critic);
+  c.lr_actor = Get<float>(d, "lr_actor", "options", c.lr_actor);
+  const auto betas = Get<std::pair<float, float>>(d, "adam_betas", "options", {c.adam.beta1, c.adam.beta2});
+  c.adam.beta1 = betas.first;
+  c.adam.beta2 = betas.second;
+  c.adam.eps = Get<float>(d, "adam_epsilon", "options", c.adam.eps);
+  c.adam.weight_decay = Get<float>(d, "weight_decay", "options", c.adam.weight_decay);
+  c.Validate();
+  return c;
+}
+
+void CheckKeys(const py::dict& d, bool controller) {
+  for (auto item : d) {
+    const auto key = item.first.cast<std::string>();
+    if (!kLearnerKeys.count(key) && !(controller && kControllerKeys.count(key)))
+      throw std::invalid_argument("options." + key + ": unknown option");
+  }
+}
+
+// RackEnvConfig's names and defaults (envs/rack_game.py); the reward defaults to
+// 'imbalance_delta' for the code variant, 'utility' otherwise (as rack_config).
+ControllerOptions ParseController(const py::dict& d) {
+  CheckKeys(d, true);
+  ControllerOptions o;
+  o.learner = ParseLearner(d);
+  o.heartbeat_us = Get<double>(d, "heartbeat_us", "options", o.heartbeat_us);
+  o.warmup_us = Get<double>(d, "warmup_us", "options", o.warmup_us);
+  o.obs_clip = Get<float>(d, "obs_clip", "options", o.obs_clip);
+  o.max_logit = Get<float>(d, "max_logit", "options", o.max_logit);
+  const std::string fallback = o.learner.variant == Variant::kCode ? "imbalance_delta" : "utility";
+  o.reward = Choice<Reward>(Get<std::string>(d, "reward", "options", fallback), "options.reward",
+                            {{"utility", Reward::kUtility}, {"imbalance_delta", Reward::kImbalanceDelta},
+                             {"neg_p99", Reward::kNegP99}, {"neg_mean", Reward::kNegMean}});
+  o.costs = RewardCosts::Default(o.reward);
+  o.costs.migration = Get<double>(d, "migration_cost", "options", o.costs.migration);
+  o.costs.steal = Get<double>(d, "steal_cost", "options", o.costs.steal);
+  o.costs.failed_steal = Get<double>(d, "failed_steal_cost", "options", o.costs.failed_steal);
+  o.costs.drop = Get<double>(d, "drop_cost", "options", o.costs.drop);
+  o.learn = Get<bool>(d, "learn", "options", false);
+  return o;
+}
+
+// Copies (N, F_c), (N, N, F_a), (N, N, F_a) arrays into the learner; None keeps a block.
+void SetParameters(MalcolmLearner& l, const py::object& critic, const py::object& migration,
+                   const py::object& stealing) {
+  const py::ssize_t n = static_cast<py::ssize_t>(l.NumNodes());
+  const py::ssize_t fc = static_cast<py::ssize_t>(l.CriticFeatures()), fa = static_cast<py::ssize_t>(l.ActorFeatures());
+  auto load = [&](const py::object& obj, const char* what, std::vector<py::ssize_t> shape, auto member) {
+    if (obj.is_none()) return;
+    FArray a = obj.cast<FArray>();
+    bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
+    for (size_t k = 0; ok && k < shape.size(); ++k) ok = a.shape(k) == shape[k];
+    if (!ok) {
+      std::string s;
+      for (auto v : shape) s += (s.empty() ? "" : ", ") + std::to_string(v);
+      throw std::invalid_argument(std::string(what) + ": must have shape (" + s + ")");
+    }
+    const size_t per = static_cast<size_t>(a.size() / n);
+    for (py::ssize_t i = 0; i < n; ++i) {
+      auto& v = (l.At(i).*member);
+      std::copy(a.data() + i * per, a.data() + (i + 1) * per, v.begin());
+    }
+  };
+  load(critic, "critic", {n, fc}, &MalcolmLearner::Node::critic);
+  load(migration, "migration", {n, n, fa}, &MalcolmLearner::Node::migration);
+  load(stealing, "stealing", {n, n, fa}, &MalcolmLearner::Node::stealing);
+}
+
+// One (N, ...) array per block, from node i's vectors `member`.
+py::array_t<float> Stack(const MalcolmLearner& l, std::vector<float> MalcolmLearner::Node::*member, bool actor) {
+  const py::ssize_t n = static_cast<py::ssize_t>(l.NumNodes());
+  std::vector<py::ssize_t> shape = actor ? std::vector<py::ssize_t>{n, n, static_cast<py::ssize_t>(l.ActorFeatures())}
+                                         : std::vector<py::ssize_t>{n, static_cast<py::ssize_t>(l.CriticFeatures())};
+  py::array_t<float> out(shape);
+  float* o = out.mutable_data();
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const auto& v = l.At(i).*member;
+    std::copy(v.begin(), v.end(), o + i * static_cast<py::ssize_t>(v.size()));
+  }
+  return out;
+}
+
+py::dict Parameters(const MalcolmLearner& l) {
+  py::dict d;
+  d["critic"] = Stack(l, &MalcolmLearner::Node::critic, false);
+  d["migration"] = Stack(l, &MalcolmLearner::Node::migration, true);
+  d["stealing"] = Stack(l, &MalcolmLearner::Node::stealing, true);
+  return d;
+}
+
+std::unique_ptr<MalcolmLearner> MakeLearner(size_t n, const LearnerConfig& c, const py::object& critic,
+                                            const py::object& migration, const py::object& stealing, uint64_t seed) {
+  auto l = std::make_unique<MalcolmLearner>(n, c);
+  l->InitUniform(seed);
+  SetParameters(*l, critic, migration, stealing);
+  return l;
+}
+
+// ------------------------------------------------------------------ learner
+
+struct PyLearner {
+  std::unique_ptr<MalcolmLearner> learner;
+
+  // Node i's gradients for a batch of raw observations (D, >= N; times load_scale here, as
+  // MalcolmRLModule.loads), rewards (D,), counts (D, N); optionally applies AdamW.
+  py::dict Step(size_t i, const FArray& obs, const FArray& next_obs, const DArray& rewards, const FArray& migrate,
+                const FArray& steal, const py::object& episode_start, const py::object& terminated, bool apply) {
+    auto& l = *learner;
+    const size_t n = l.NumNodes();
+    if (i >= n) throw std::invalid_argument("node: out of range");
+    if (obs.ndim() != 2 || obs.shape(1) < static_cast<py::ssize_t>(n))
+      throw std::invalid_argument("obs: must have shape (D, >= N)");
+    const size_t d = static_cast<size_t>(obs.shape(0));
+    auto check = [&](const py::array& a, const char* what, py::ssize_t cols) {
+      if (static_cast<size_t>(a.shape(0)) != d || (cols > 0 && (a.ndim() != 2 || a.shape(1) < cols)) ||
+          (cols == 0 && a.ndim() != 1))
+        throw std::invalid_argument(std::string(what) + ": wrong shape for a batch of " + std::to_string(d));
+    };
+    check(next_obs, "next_obs", static_cast<py::ssize_t>(n));
+    check(rewards, "rewards", 0);
+    check(migrate, "migrate_counts", static_cast<py::ssize_t>(n));
+    check(steal, "steal_counts", static_cast<py::ssize_t>(n));
+    const float scale = l.Config().load_scale;
+    std::vector<float> x(d * n), nx(d * n), mg(d * n), st(d * n);
+    for (size_t t = 0; t < d; ++t)
+      for (size_t j = 0; j < n; ++j) {
+        x[t * n + j] = obs.at(t, j) * scale;
+        nx[t * n + j] = next_obs.at(t, j) * scale;
+        mg[t * n + j] = migrate.at(t, j);
+        st[t * n + j] = steal.at(t, j);
+      }
+    auto flags = [&](const py::object& o, const char* what) {
+      std::vector<uint8_t> f;
+      if (o.is_none()) return f;
+      FArray a = o.cast<FArray>();
+      if (a.ndim() != 1 || static_cast<size_t>(a.shape(0)) != d) throw std::invalid_argument(std::string(what) + ": must have shape (D,)");
+      for (size_t t = 0; t < d; ++t) f.push_back(a.at(t) != 0.0f);
+      return f;
+    };
+    const auto start = flags(episode_start, "episode_start"), term = flags(terminated, "terminated");
+    Batch b;
+    b.d = d;
+    b.x = x.data();
+    b.next_x = nx.data();
+    b.reward = rewards.data();
+    b.migrate = mg.data();
+    b.steal = st.data();
+    b.episode_start = start.empty() ? nullptr : start.data();
+    b.terminated = term.empty() ? nullptr : term.data();
+    l.Reserve(d);
+    l.ComputeGradients(i, b);
+    py::dict out;
+    const auto& node = l.At(i);
+    const py::ssize_t fa = static_cast<py::ssize_t>(l.ActorFeatures());
+    out["critic"] = py::array_t<float>(static_cast<py::ssize_t>(node.grad_critic.size()), node.grad_critic.data());
+    out["migration"] = py::array_t<float>({static_cast<py::ssize_t>(n), fa}, node.grad_migration.data());
+    out["stealing"] = py::array_t<float>({static_cast<py::ssize_t>(n), fa}, node.grad_stealing.data());
+    if (apply) l.ApplyGradients(i);
+    return out;
+  }
+};
+
+// ------------------------------------------------------------------ controller
+
+struct PyController {
+  py::object sim;  // the RackSim (kept alive; the controller holds a reference to it)
+  std::unique_ptr<MalcolmLearner> learner;
+  std::unique_ptr<RackController> controller;
+};
+
+py::dict Run(PyController& c, int64_t heartbeats) {
+  if (heartbeats < 0) throw std::invalid_argument("heartbeats: must be >= 0");
+  RunStats s;
+  {
+    py::gil_scoped_release release;
+    s = c.controller->Run(static_cast<uint64_t>(heartbeats));
+  }
+  py::dict out = c.sim.attr("results")();
+  out["heartbeats"] = s.heartbeats;
+  out["imbalance_mean"] = s.heartbeats ? s.imbalance_sum / static_cast<double>(s.heartbeats) : std::nan("");
+  out["reward_mean"] = s.heartbeats ? s.reward_sum / static_cast<double>(s.heartbeats) : std::nan("");
+  out["num_updates"] = c.learner->NumUpdates();
+  return out;
+}
+
+// ------------------------------------------------------------------ timing
+
+// Nanoseconds per call of one node's probability update and parameter update
+// at `n` nodes (random loads and counts, the default bases, mini-batches of D).
+py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t seed) {
+  CheckKeys(options, false);
+  const LearnerConfig cfg = ParseLearner(options);
+  MalcolmLearner l(n, cfg);
+  l.InitUniform(seed);
+  const size_t d = cfg.minibatch_size, fa = l.ActorFeatures();
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> load(0.0f, 3.0f);
+  std::uniform_int_distribution<int> count(0, 3);
+  std::vector<float> states((d + 1) * n), mg(d * n), st(d * n), phi(d * fa), pm(d * n), ps(d * n);
+  std::vector<double> rewards(d);
+  for (auto& v : states) v = load(rng);
+  for (auto& v : mg) v = static_cast<float>(count(rng));
+  for (auto& v : st) v = static_cast<float>(count(rng) == 0);
+  for (auto& r : rewards) r = -10.0 * load(rng);
+  ActorPolicy policy(n, cfg.actor_basis);
+  const auto& node = l.At(0);
+  using clock = std::chrono::steady_clock;
+  // The best of 25 trials of reps / 25 calls: the machine may be shared, and a trial
+  // that was preempted says nothing about the code.
+  auto ns_per = [&](auto&& body, int64_t reps) {
+    body();  // warm caches
+    const int64_t per = std::max<int64_t>(1, reps / 25);
+    double best = 1e300;
+    for (int trial = 0; trial < 25; ++trial) {
+      const auto t0 = clock::now();
+      for (int64_t r = 0; r < per; ++r) body();
+      best = std::min(best, std::chrono::duration<double, std::nano>(clock::now() - t0).count() /
+                                static_cast<double>(per));
+    }
+    return best;
+  };
+  double prob = 0, full = 0, cached = 0, adamw = 0;
+  {
+    py::gil_scoped_release release;
+    size_t row = 0;
+    volatile float sink = 0;
+    prob = ns_per(
+        [&] {
+          row = (row + 1) % d;
+          policy.Probabilities(states.data() + row * n, node.migration.data(), node.stealing.data(),
+                               phi.data() + row * fa, pm.data() + row * n, ps.data() + row * n);
+          sink = pm[row * n];
+        },
+        repetitions * 20);
+    (void)sink;
+    Batch b;
+    b.d = d;
+    b.x = states.data();
+    b.next_x = states.data() + n;
+    b.reward = rewards.data();
+    b.migrate = mg.data();
+    b.steal = st.data();
+    full = ns_per([&] { l.Update(0, b); }, repetitions);
+    for (size_t t = 0; t < d; ++t)
+      policy.Probabilities(states.data() + t * n, node.migration.data(), node.stealing.data(), phi.data() + t * fa,
+                           pm.data() + t * n, ps.data() + t * n);
+    b.phi_a = phi.data();
+    b.pi_m = pm.data();
+    b.pi_s = ps.data();
+    cached = ns_per([&] { l.Update(0, b); }, repetitions);
+    adamw = ns_per([&] { l.ApplyGradients(0); }, repetitions);
+  }
+  py::dict out;
+  out["probability_update_ns"] = prob;
+  out["parameter_update_ns"] = full;
+  out["parameter_update_cached_ns"] = cached;
+  out["adamw_ns"] = adamw;
+  out["num_parameters"] = l.CriticFeatures() + 2 * n * fa;
+  out["minibatch_size"] = d;
+  return out;
+}
+
+}  // namespace
+}  // namespace dcgym::bindings
+
+void BindController(py::module_& m) {
+  namespace b = dcgym::bindings;
+  using dcgym::runtime::MalcolmLearner;
+
+  py::class_<b::PyLearner>(m, "MalcolmLearner",
+                           "Malcolm's per-node linear actor-critic learner in C++ (dcgym/runtime/learner.hpp).")
+      .def(py::init([](size_t num_nodes, const py::object& options, const py::object& critic,
+                       const py::object& migration, const py::object& stealing, uint64_t seed) {
+             py::dict o = options.is_none() ? py::dict() : options.cast<py::dict>();
+             b::CheckKeys(o, false);
+             if (num_nodes < 1 || num_nodes > 4096) throw std::invalid_argument("num_nodes: must be in [1, 4096]");
+             return b::PyLearner{b::MakeLearner(num_nodes, b::ParseLearner(o), critic, migration, stealing, seed)};
+           }),
+           py::arg("num_nodes"), py::arg("options") = py::none(), py::arg("critic") = py::none(),
+           py::arg("migration") = py::none(), py::arg("stealing") = py::none(), py::arg("seed") = 0,
+           "Parameters given as (N, F_c), (N, N, F_a), (N, N, F_a) float arrays; a block not given is drawn "
+           "uniform in +-1/sqrt(F) from `seed`. Options: MalcolmConfig's names and defaults.")
+      .def(
+          "compute_gradients",
+          [](b::PyLearner& l, size_t node, const b::FArray& obs, const b::FArray& next_obs, const b::DArray& rewards,
+             const b::FArray& migrate, const b::FArray& steal, const py::object& start, const py::object& term) {
+            return l.Step(node, obs, next_obs, rewards, migrate, steal, start, term, false);
+          },
+          py::arg("node"), py::arg("obs"), py::arg("next_obs"), py::arg("rewards"), py::arg("migrate_counts"),
+          py::arg("steal_counts"), py::arg("episode_start") = py::none(), py::arg("terminated") = py::none(),
+          "Node's loss gradients (critic, migration, stealing) for one mini-batch of raw observations; updates "
+          "the traces and R-bar but not the parameters.")
+      .def(
+          "update",
+          [](b::PyLearner& l, size_t node, const b::FArray& obs, const b::FArray& next_obs, const b::DArray& rewards,
+             const b::FArray& migrate, const b::FArray& steal, const py::object& start, const py::object& term) {
+            return l.Step(node, obs, next_obs, rewards, migrate, steal, start, term, true);
+          },
+          py::arg("node"), py::arg("obs"), py::arg("next_obs"), py::arg("rewards"), py::arg("migrate_counts"),
+          py::arg("steal_counts"), py::arg("episode_start") = py::none(), py::arg("terminated") = py::none(),
+          "compute_gradients, then one AdamW step of the node's three blocks; returns the gradients.")
+      .def("complete_round", [](b::PyLearner& l) { return l.learner->CompleteRound(); },
+           "Count one round of updates; every consensus_period rounds average the critics (returns True then).")
+      .def("consensus", [](b::PyLearner& l) { l.learner->Consensus(); }, "Average the critics now.")
+      .def("parameters", [](const b::PyLearner& l) { return b::Parameters(*l.learner); },
+           "{'critic': (N, F_c), 'migration': (N, N, F_a), 'stealing': (N, N, F_a)} copies.")
+      .def(
+          "set_trace",
+          [](b::PyLearner& l, size_t node, const b::FArray& critic, const b::FArray& migration,
+             const b::FArray& stealing, double reward_rate) {
+            auto& nd = l.learner->At(node);
+            auto copy = [](const b::FArray& a, std::vector<float>& v, const char* what) {
+              if (static_cast<size_t>(a.size()) != v.size()) throw std::invalid_argument(std::string(what) + ": wrong size");
+              std::copy(a.data(), a.data() + a.size(), v.begin());
+            };
+            copy(critic, nd.trace_critic, "critic");
+            copy(migration, nd.trace_migration, "migration");
+            copy(stealing, nd.trace_stealing, "stealing");
+            nd.reward_rate = reward_rate;
+          },
+          py::arg("node"), py::arg("critic"), py::arg("migration"), py::arg("stealing"), py::arg("reward_rate"),
+          "Set a node's eligibility traces and R-bar (as left by an earlier mini-batch).")
+      .def(
+          "trace",
+          [](const b::PyLearner& l, size_t node) {
+            const auto& nd = l.learner->At(node);
+            const auto n = static_cast<py::ssize_t>(l.learner->NumNodes());
+            const auto fa = static_cast<py::ssize_t>(l.learner->ActorFeatures());
+            py::dict d;
+            d["critic"] = py::array_t<float>(static_cast<py::ssize_t>(nd.trace_critic.size()), nd.trace_critic.data());
+            d["migration"] = py::array_t<float>({n, fa}, nd.trace_migration.data());
+            d["stealing"] = py::array_t<float>({n, fa}, nd.trace_stealing.data());
+            d["reward_rate"] = nd.reward_rate;
+            return d;
+          },
+          py::arg("node"), "A node's traces and R-bar.")
+      .def_property_readonly("num_updates", [](const b::PyLearner& l) { return l.learner->NumUpdates(); });
+
+  py::class_<b::PyController>(m, "RackController",
+                              "Malcolm's linear policy driving a RackSim in C++, optionally learning online "
+                              "(dcgym/runtime/rack_controller.hpp).")
+      .def(py::init([](const py::dict& config, const py::object& options, const py::object& critic,
+                       const py::object& migration, const py::object& stealing, uint64_t seed) {
+             py::dict o = options.is_none() ? py::dict() : options.cast<py::dict>();
+             auto opts = b::ParseController(o);
+             auto c = std::make_unique<b::PyController>();
+             c->sim = py::module_::import("dcgym.cpp_core._engine").attr("RackSim")(config);
+             auto& sim = c->sim.cast<dcgym::rack::RackSim&>();
+             c->learner = b::MakeLearner(sim.NumNodes(), opts.learner, critic, migration, stealing, seed);
+             c->controller = std::make_unique<dcgym::runtime::RackController>(sim, opts, *c->learner);
+             return c;
+           }),
+           py::arg("config"), py::arg("options") = py::none(), py::arg("critic") = py::none(),
+           py::arg("migration") = py::none(), py::arg("stealing") = py::none(), py::arg("seed") = 0,
+           "A RackSim from `config` (a rack engine config dict with entry 'nodes' and dispatch 'table', e.g. "
+           "RackGame.engine_config) driven by the given parameters ((N, F_c), (N, N, F_a), (N, N, F_a); a block "
+           "not given is drawn uniform in +-1/sqrt(F) from `seed`). Options: RackEnvConfig's heartbeat_us, "
+           "warmup_us, obs_clip, max_logit, reward and costs; learn (False); MalcolmConfig's learning settings.")
+      .def("run", &b::Run, py::arg("heartbeats"),
+           "Run heartbeats (GIL released); returns RackSim.results() of the simulation so far plus this run's "
+           "heartbeats, imbalance_mean (eq. 1 on the true loads), reward_mean and the learner's num_updates.")
+      .def("parameters", [](const b::PyController& c) { return b::Parameters(*c.learner); },
+           "The current parameters: {'critic', 'migration', 'stealing'} arrays.")
+      .def_property_readonly("sim", [](const b::PyController& c) { return c.sim; }, "The RackSim driven.")
+      .def_property_readonly(
+          "observations",
+          [](const b::PyController& c) {
+            const auto n = static_cast<py::ssize_t>(c.controller->NumNodes());
+            return py::array_t<float>({n, n}, c.controller->LastObservation(0));
+          },
+          "(N, N) float32: each node's load observation (rack_v0's first N entries) acted on last.")
+      .def_property_readonly(
+          "tables",
+          [](const b::PyController& c) {
+            const auto n = static_cast<py::ssize_t>(c.controller->NumNodes());
+            return py::make_tuple(py::array_t<double>({n, n}, c.controller->MigrationTables().data()),
+                                  py::array_t<double>({n, n}, c.controller->StealTables().data()));
+          },
+          "(migration, stealing) tables (N, N) set by the last heartbeat.")
+      .def_property_readonly("num_updates", [](const b::PyController& c) { return c.learner->NumUpdates(); });
+
+  m.def("policy_runtime_timing", &b::Timing, py::arg("num_nodes"), py::arg("repetitions"),
+        py::arg("options") = py::dict(), py::arg("seed") = 0,
+        "Single-thread timing of one node's probability update (basis + both actors + softmax) and parameter "
+        "update (mini-batch gradient + AdamW; 'cached' reuses the acting-time features and policies as the "
+        "controller does) in ns per call, GIL released.");
+}

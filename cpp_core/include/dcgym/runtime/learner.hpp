@@ -1,0 +1,595 @@
+// Malcolm's learning (POMACS 2022, Algorithm 1, §6.1-6.2) as plain C++: every
+// node's linear actor-critic, its closed-form mini-batch update, AdamW and the
+// consensus of the critics.
+//
+// Dependency-free (the C++17 standard library only), like linear.hpp, so that
+// it ships in the deployment header. The Python twin, and the reference for
+// every number here, is agents/malcolm/malcolm_learner.py (MalcolmTorchLearner
+// with its MalcolmConfig defaults); tests/runtime/test_learner.py checks that
+// both compute the same gradients and AdamW steps.
+//
+// One mini-batch is D heartbeats of one node: loads x_t, next loads x'_t
+// (both already multiplied by load_scale), the team reward u_t (unscaled:
+// multiplied by reward_scale here), the node's decision counts c_t per
+// destination for both actors, episode starts and terminations.
+//
+// - paper (Algorithm 1): δ_t = u_t + γ V(x'_t) - V(x_t); actor step of one
+//   heartbeat Σ_j c_tj ∇log π_j = (c_t - Σc_t π_t) ⊗ φ_a(x_t).
+// - code (the authors' implementation): δ_t = u_t - R̄_t + V(x'_t) - V(x_t),
+//   R̄_{t+1} = R̄_t + η δ_t; actor step (c_t / Σc_t - π_t) ⊗ φ_a(x_t), 0 when
+//   nothing was decided.
+//
+// Both use traces e_t = κ e_{t-1} + ∇_t (κ = γλ for paper, λ for code; λ
+// defaults to 0 for paper, 0.6 for code), reset at episode starts and
+// carried across mini-batches. The ascent direction is (1/D) Σ_t δ_t e_t;
+// AdamW receives its negation (the gradient of the Python learner's
+// surrogate loss). It is computed without materialising the traces per row:
+// with β_s = Σ_{t>=s, same episode} κ^(t-s) δ_t (a backward recursion), the
+// direction is (1/D) [Σ_s β_s ∇_s + (Σ_t carry_t δ_t) E] where E is the trace
+// left by the previous mini-batch and carry_t = κ^(t+1) until the first
+// episode start (malcolm_learner.trace_weights).
+//
+// Parameters are stored row-major as MalcolmRLModule holds them: the critic
+// θ (F_c), the migration and stealing actors W_m, W_s (N x F_a). Nothing on
+// the update path allocates: every buffer is sized at construction.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dcgym/runtime/linear.hpp"
+
+// DCGYM_CLONES (linear.hpp) compiles the hot loops for several x86-64 levels.
+
+namespace dcgym::runtime {
+
+// ------------------------------------------------------------------ kernels
+
+/// While alive, denormal floats are flushed to zero (x86 SSE: MXCSR FTZ and
+/// DAZ; elsewhere nothing). Moments and traces that decay geometrically
+/// (a parameter whose feature stays 0) otherwise become denormals, which cost
+/// ~100 cycles per operation; flushing changes results only below 1e-38.
+class FlushDenormals {
+ public:
+#if defined(__SSE__) && (defined(__GNUC__) || defined(__clang__))
+  FlushDenormals() : saved_(__builtin_ia32_stmxcsr()) { __builtin_ia32_ldmxcsr(saved_ | 0x8040u); }
+  ~FlushDenormals() { __builtin_ia32_ldmxcsr(saved_); }
+  FlushDenormals(const FlushDenormals&) = delete;
+  FlushDenormals& operator=(const FlushDenormals&) = delete;
+
+ private:
+  unsigned saved_;
+#endif
+};
+
+/// e^x for x <= 0 to float precision (relative error < 2e-7), branch-free so
+/// that loops over it vectorise (std::exp does not without -ffast-math).
+/// Cephes' expf: x = n ln2 + r, |r| <= ½ ln2, e^r by a degree-6 polynomial.
+inline float ExpNonPositive(float x) {
+  x = x < -87.0f ? -87.0f : x;  // e^-87 ~ 1.6e-38: still a normal float
+  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+  const float t = x * 1.44269504088896341f + magic;
+  const float n = t - magic;
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  std::int32_t bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  const std::int32_t scale_bits = (bits - 0x4B400000 + 127) << 23;  // 2^n as a float
+  float scale;
+  std::memcpy(&scale, &scale_bits, sizeof scale);
+  return p * scale;
+}
+
+/// In place: z -> softmax(z) with ExpNonPositive; maximum and sum in 16
+/// lanes (vectorisable; the sum's order differs from a plain loop).
+DCGYM_CLONES inline void FastSoftmax(float* z, std::size_t n) {
+  constexpr std::size_t kLanes = 16;
+  const std::size_t body = n - n % kLanes;
+  float m = z[0];
+  if (body > 0) {
+    float lanes[kLanes];
+    for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = z[k];
+    for (std::size_t c = kLanes; c < body; c += kLanes)
+      for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = z[c + k] > lanes[k] ? z[c + k] : lanes[k];
+    for (std::size_t k = 0; k < kLanes; ++k) m = lanes[k] > m ? lanes[k] : m;
+  }
+  for (std::size_t i = body; i < n; ++i) m = z[i] > m ? z[i] : m;
+  for (std::size_t i = 0; i < n; ++i) z[i] = ExpNonPositive(z[i] - m);
+  float sums[kLanes] = {};
+  for (std::size_t c = 0; c < body; c += kLanes)
+    for (std::size_t k = 0; k < kLanes; ++k) sums[k] += z[c + k];
+  float total = 0.0f;
+  for (std::size_t i = body; i < n; ++i) total += z[i];
+  for (std::size_t k = 0; k < kLanes; ++k) total += sums[k];
+  const float inv = 1.0f / total;
+  for (std::size_t i = 0; i < n; ++i) z[i] *= inv;
+}
+
+/// out[r, :] = a * out[r, :] (a == 0: overwrite) + Σ_s coef[s * stride + r] * phi[s, :]
+/// for r < rows: a sum of D outer products, the shape of every gradient here.
+/// `phi` is D x f row-major, `out` rows x f.
+DCGYM_CLONES inline void AccumulateOuter(float* out, std::size_t rows, std::size_t f, float a, const float* coef,
+                                         std::size_t stride, const float* phi, std::size_t d) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* o = out + r * f;
+    if (a == 0.0f) {
+      for (std::size_t c = 0; c < f; ++c) o[c] = 0.0f;
+    } else {
+      for (std::size_t c = 0; c < f; ++c) o[c] *= a;
+    }
+    std::size_t s = 0;
+    for (; s + 4 <= d; s += 4) {  // four rows of phi per pass over o
+      const float k0 = coef[s * stride + r], k1 = coef[(s + 1) * stride + r];
+      const float k2 = coef[(s + 2) * stride + r], k3 = coef[(s + 3) * stride + r];
+      const float *p0 = phi + s * f, *p1 = p0 + f, *p2 = p1 + f, *p3 = p2 + f;
+      for (std::size_t c = 0; c < f; ++c) o[c] += k0 * p0[c] + k1 * p1[c] + k2 * p2[c] + k3 * p3[c];
+    }
+    for (; s < d; ++s) {
+      const float k = coef[s * stride + r];
+      const float* p = phi + s * f;
+      for (std::size_t c = 0; c < f; ++c) o[c] += k * p[c];
+    }
+  }
+}
+
+/// sqrt(v) for v >= 0 to about one ulp: a bit-level guess of 1/sqrt(v), three
+/// Newton steps, times v. Plain arithmetic, so loops over it vectorise
+/// (std::sqrt does not without -fno-math-errno, which -O3 does not imply).
+inline float SqrtNonNegative(float v) {
+  std::int32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  bits = 0x5F3759DF - (bits >> 1);
+  float y;
+  std::memcpy(&y, &bits, sizeof y);
+  const float half = 0.5f * v;
+  y = y * (1.5f - half * y * y);
+  y = y * (1.5f - half * y * y);
+  y = y * (1.5f - half * y * y);
+  return v * y;  // 0 for v == 0 (y stays finite)
+}
+
+/// torch.optim.AdamW's settings.
+struct AdamWConfig {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-6f;
+  float weight_decay = 1e-4f;
+};
+
+/// One step of torch.optim.AdamW (decoupled decay, bias-corrected moments) on
+/// n parameters `p` with gradient `g`; `m`, `v` are the moments, `step` the
+/// step number after this one (1 for the first).
+DCGYM_CLONES inline void AdamWStep(float* p, const float* g, float* m, float* v, std::size_t n, std::uint64_t step,
+                                   const AdamWConfig& c) {
+  const double bc1 = 1.0 - std::pow(static_cast<double>(c.beta1), static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(static_cast<double>(c.beta2), static_cast<double>(step));
+  const float decay = 1.0f - c.lr * c.weight_decay;
+  const float step_size = static_cast<float>(c.lr / bc1);
+  const float inv_bc2_sqrt = static_cast<float>(1.0 / std::sqrt(bc2));
+  const float b1 = c.beta1, b2 = c.beta2, eps = c.eps;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float gi = g[i];
+    const float mi = m[i] + (1.0f - b1) * (gi - m[i]);  // torch: exp_avg.lerp_(grad, 1 - beta1)
+    const float vi = b2 * v[i] + (1.0f - b2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    const float denom = SqrtNonNegative(vi) * inv_bc2_sqrt + eps;
+    p[i] = p[i] * decay - step_size * (mi / denom);
+  }
+}
+
+// ------------------------------------------------------------------- policy
+
+/// The two actors of one node over the actor basis: φ_a(x), logits, softmax.
+/// A workspace (scratch sized at construction); parameters are passed in.
+class ActorPolicy {
+ public:
+  ActorPolicy(std::size_t n, Basis basis)
+      : n_(n), basis_(basis), f_(runtime::NumFeatures(basis, n)), rank_table_(n), rank_(n) {
+    RankFeatureTable(n, rank_table_.data());
+  }
+
+  std::size_t NumNodes() const { return n_; }
+  std::size_t NumFeatures() const { return f_; }
+  Basis GetBasis() const { return basis_; }
+
+  /// φ_a(x) into phi (F_a entries).
+  void Features(const float* x, float* phi) { runtime::Features(basis_, x, n_, rank_table_.data(), rank_.data(), phi); }
+
+  /// From φ_a: the raw logits W φ_a of both actors into z_m, z_s (N entries each).
+  void Logits(const float* phi, const float* w_m, const float* w_s, float* z_m, float* z_s) const {
+    Linear(w_m, n_, f_, phi, z_m);
+    Linear(w_s, n_, f_, phi, z_s);
+  }
+
+  /// Everything in one call: φ_a(x) into phi, softmax(W_m φ_a) into p_m, softmax(W_s φ_a) into p_s.
+  void Probabilities(const float* x, const float* w_m, const float* w_s, float* phi, float* p_m, float* p_s) {
+    Features(x, phi);
+    Logits(phi, w_m, w_s, p_m, p_s);
+    FastSoftmax(p_m, n_);
+    FastSoftmax(p_s, n_);
+  }
+
+ private:
+  std::size_t n_;
+  Basis basis_;
+  std::size_t f_;
+  std::vector<float> rank_table_;
+  std::vector<std::uint32_t> rank_;
+};
+
+// ------------------------------------------------------------------ learner
+
+enum class Variant : std::uint32_t { kPaper = 0, kCode = 1 };
+
+/// MalcolmConfig's learning settings, with its defaults.
+struct LearnerConfig {
+  Variant variant = Variant::kPaper;
+  double gamma = 0.99;                 // the paper's discount (unused by code)
+  double trace_lambda = -1.0;          // λ; < 0: the variant's (paper 0, code 0.6)
+  double average_reward_step = 1e-3;   // η of R̄ (code)
+  double reward_scale = 0.01;          // rewards are multiplied by it before δ
+  float load_scale = 0.1f;             // loads are multiplied by it before the bases (by the caller)
+  std::uint32_t minibatch_size = 20;   // D
+  std::uint32_t consensus_period = 100;  // P (0: never)
+  Basis critic_basis = Basis::kCustomized;
+  Basis actor_basis = Basis::kSort;
+  float lr_critic = 2e-3f;
+  float lr_actor = 1e-3f;
+  AdamWConfig adam;  // its lr is replaced by lr_critic / lr_actor
+
+  double Lambda() const { return trace_lambda >= 0 ? trace_lambda : (variant == Variant::kCode ? 0.6 : 0.0); }
+  /// κ of the traces: λ for the average-reward form, γλ for the discounted one.
+  double Kappa() const { return Lambda() * (variant == Variant::kCode ? 1.0 : gamma); }
+
+  void Validate() const {
+    auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
+    if (!(gamma >= 0 && gamma <= 1)) bad("gamma: must be in [0, 1], got " + std::to_string(gamma));
+    if (trace_lambda > 1) bad("trace_lambda: must be None or in [0, 1], got " + std::to_string(trace_lambda));
+    if (!(average_reward_step > 0 && average_reward_step <= 1))
+      bad("average_reward_step: must be in (0, 1], got " + std::to_string(average_reward_step));
+    if (!(reward_scale > 0)) bad("reward_scale: must be > 0, got " + std::to_string(reward_scale));
+    if (!(load_scale > 0)) bad("load_scale: must be > 0, got " + std::to_string(load_scale));
+    if (minibatch_size < 1) bad("minibatch_size: must be >= 1");
+    if (!(lr_critic > 0) || !(lr_actor > 0)) bad("lr_critic, lr_actor: must be > 0");
+    if (!(adam.beta1 >= 0 && adam.beta1 < 1 && adam.beta2 >= 0 && adam.beta2 < 1)) bad("adam_betas: must be in [0, 1)");
+    if (!(adam.eps > 0)) bad("adam_epsilon: must be > 0");
+    if (!(adam.weight_decay >= 0)) bad("weight_decay: must be >= 0");
+    if (static_cast<std::uint32_t>(critic_basis) >= kNumBases || static_cast<std::uint32_t>(actor_basis) >= kNumBases)
+      bad("critic_basis, actor_basis: unknown basis");
+  }
+};
+
+/// One node's mini-batch of D heartbeats (row-major arrays; see the file comment).
+struct Batch {
+  std::size_t d = 0;
+  const float* x = nullptr;          // D x N loads (x load_scale)
+  const float* next_x = nullptr;     // D x N; next_x == x + N means consecutive (V reused)
+  const double* reward = nullptr;    // D team rewards, unscaled
+  const float* migrate = nullptr;    // D x N migration decisions per destination
+  const float* steal = nullptr;      // D x N stealing decisions per victim
+  const std::uint8_t* episode_start = nullptr;  // D flags, or null (none)
+  const std::uint8_t* terminated = nullptr;     // D flags, or null (none)
+  // Optional, from acting with the same parameters: φ_a(x_t) (D x F_a) and the
+  // raw softmax of both actors (D x N each). Null: recomputed from x.
+  const float* phi_a = nullptr;
+  const float* pi_m = nullptr;
+  const float* pi_s = nullptr;
+};
+
+/// The parameters, optimizer states, traces and R̄ of every node, and the update.
+class MalcolmLearner {
+ public:
+  /// Parameters of one node (row-major, as MalcolmRLModule holds them).
+  struct Node {
+    std::vector<float> critic, migration, stealing;               // θ (F_c), W_m, W_s (N x F_a)
+    std::vector<float> grad_critic, grad_migration, grad_stealing;  // the last update's loss gradients
+    std::vector<float> trace_critic, trace_migration, trace_stealing;  // E (kept when κ > 0)
+    std::vector<float> m_critic, v_critic, m_migration, v_migration, m_stealing, v_stealing;  // AdamW moments
+    std::uint64_t steps = 0;  // AdamW steps taken (the same for the node's three optimizers)
+    double reward_rate = 0.0;  // R̄ (code)
+  };
+
+  MalcolmLearner(std::size_t num_nodes, const LearnerConfig& config)
+      : n_(num_nodes),
+        config_(config),
+        fc_(NumFeatures(config.critic_basis, num_nodes)),
+        fa_(NumFeatures(config.actor_basis, num_nodes)),
+        policy_(num_nodes, config.actor_basis),
+        nodes_(num_nodes),
+        rank_table_(num_nodes),
+        rank_(num_nodes) {
+    config_.Validate();
+    if (n_ < 1) throw std::invalid_argument("num_nodes: must be >= 1");
+    RankFeatureTable(n_, rank_table_.data());
+    const std::size_t fa = n_ * fa_;
+    for (Node& node : nodes_) {
+      for (auto* v : {&node.critic, &node.grad_critic, &node.trace_critic, &node.m_critic, &node.v_critic})
+        v->assign(fc_, 0.0f);
+      for (auto* v : {&node.migration, &node.stealing, &node.grad_migration, &node.grad_stealing,
+                      &node.trace_migration, &node.trace_stealing, &node.m_migration, &node.v_migration,
+                      &node.m_stealing, &node.v_stealing})
+        v->assign(fa, 0.0f);
+    }
+    Reserve(config_.minibatch_size);
+  }
+
+  std::size_t NumNodes() const { return n_; }
+  std::size_t CriticFeatures() const { return fc_; }
+  std::size_t ActorFeatures() const { return fa_; }
+  const LearnerConfig& Config() const { return config_; }
+  Node& At(std::size_t i) { return nodes_[i]; }
+  const Node& At(std::size_t i) const { return nodes_[i]; }
+  /// Mini-batch rounds completed (the consensus clock).
+  std::uint64_t NumUpdates() const { return num_updates_; }
+
+  /// Every parameter uniform in ±1/sqrt(F) (F = the features of its block),
+  /// node by node, critic, migration, stealing, from a SplitMix64 stream.
+  void InitUniform(std::uint64_t seed) {
+    std::uint64_t state = seed;
+    auto uniform = [&state](float bound) {
+      std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      z ^= z >> 31;
+      const double u = static_cast<double>(z >> 11) * 0x1.0p-53;  // [0, 1)
+      return static_cast<float>((2.0 * u - 1.0) * bound);
+    };
+    for (Node& node : nodes_) {
+      const float bc = static_cast<float>(1.0 / std::sqrt(static_cast<double>(fc_)));
+      const float ba = static_cast<float>(1.0 / std::sqrt(static_cast<double>(fa_)));
+      for (float& w : node.critic) w = uniform(bc);
+      for (float& w : node.migration) w = uniform(ba);
+      for (float& w : node.stealing) w = uniform(ba);
+    }
+  }
+
+  /// Sizes the scratch for mini-batches of up to d rows (allocates: call before the hot path).
+  void Reserve(std::size_t d) {
+    if (d <= capacity_) return;
+    capacity_ = d;
+    value_.resize(d);
+    next_value_.resize(d);
+    delta_.resize(d);
+    beta_.resize(d);
+    last_w_.resize(d);
+    phi_c_.resize(fc_);
+    phi_a_.resize(d * fa_);
+    pi_m_.resize(d * n_);
+    pi_s_.resize(d * n_);
+    coef_.resize(d * n_);
+    coef_trace_.resize(d * n_);
+  }
+
+  /// V_θ(x) of node i, x the N scaled loads (uses scratch: not thread-safe).
+  float Value(std::size_t i, const float* x) {
+    CriticFeatures(x, phi_c_.data());
+    return Dot(nodes_[i].critic.data(), phi_c_.data(), fc_);
+  }
+
+  /// Node i's loss gradients for `batch` (into grad_*), the traces and R̄
+  /// carried to the next mini-batch, then one AdamW step of its three blocks.
+  void Update(std::size_t i, const Batch& batch) {
+    FlushDenormals flush;
+    ComputeGradients(i, batch);
+    ApplyGradients(i);
+  }
+
+  /// The loss gradients of node i for `batch` (minus the ascent direction)
+  /// into grad_*, and the new traces and R̄; parameters are not changed.
+  void ComputeGradients(std::size_t i, const Batch& b) {
+    FlushDenormals flush;
+    const std::size_t d = b.d, n = n_;
+    if (d < 1 || d > capacity_) throw std::invalid_argument("batch: rows must be in [1, Reserve()d]");
+    Node& node = nodes_[i];
+    const bool code = config_.variant == Variant::kCode;
+    const double kappa = config_.Kappa();
+    const bool traced = kappa > 0.0;
+
+    // 1. V(x_t), V(x'_t) with the current θ; δ_t.
+    const bool consecutive = (b.next_x == b.x + n);
+    for (std::size_t t = 0; t < d; ++t) value_[t] = Value(i, b.x + t * n);
+    for (std::size_t t = 0; t < d; ++t) {
+      next_value_[t] = (consecutive && t + 1 < d) ? value_[t + 1] : Value(i, b.next_x + t * n);
+      if (b.terminated && b.terminated[t]) next_value_[t] = 0.0f;
+    }
+    double rate = node.reward_rate;
+    for (std::size_t t = 0; t < d; ++t) {
+      const double r = static_cast<double>(static_cast<float>(b.reward[t] * config_.reward_scale));
+      if (code) {
+        const double advantage = r + next_value_[t] - value_[t];
+        delta_[t] = advantage - rate;
+        rate += config_.average_reward_step * (advantage - rate);
+      } else {
+        delta_[t] = r + config_.gamma * next_value_[t] - value_[t];
+      }
+    }
+    node.reward_rate = rate;
+
+    // 2. Trace weights: β_s = δ_s + κ β_{s+1} within an episode; the carry of
+    // the old trace E into the direction, its weight in the new trace, and the
+    // weight of each row in the new trace.
+    double carry_coef = 0.0, carry_last = 0.0;
+    bool started = false;
+    double k_pow = 1.0;
+    for (std::size_t t = 0; t < d; ++t) {
+      started = started || (b.episode_start && b.episode_start[t]);
+      k_pow *= kappa;
+      if (!started) carry_coef += k_pow * delta_[t];
+    }
+    if (!started) carry_last = k_pow;  // κ^D
+    double acc = 0.0, w = 1.0;
+    bool open = true;  // no episode start in (s, D-1]
+    for (std::size_t s = d; s-- > 0;) {
+      acc = delta_[s] + kappa * acc;
+      beta_[s] = acc;
+      last_w_[s] = open ? w : 0.0;
+      w *= kappa;
+      if (b.episode_start && b.episode_start[s]) {
+        acc = 0.0;
+        open = false;
+      }
+    }
+    const float inv_d = static_cast<float>(-1.0 / static_cast<double>(d));  // loss = -direction / D
+
+    // 3. Critic: grad = -(Σ_s β_s φ_c(x_s) + carry E_c) / D; E_c' = Σ_s w_s φ_c(x_s) + κ^D E_c.
+    float* gc = node.grad_critic.data();
+    float* ec = node.trace_critic.data();
+    const float gc_carry = traced ? static_cast<float>(carry_coef) * inv_d : 0.0f;
+    for (std::size_t c = 0; c < fc_; ++c) gc[c] = gc_carry * ec[c];
+    if (traced) Scale(ec, fc_, static_cast<float>(carry_last));
+    for (std::size_t s = 0; s < d; ++s) {
+      CriticFeatures(b.x + s * n, phi_c_.data());
+      Axpy(gc, phi_c_.data(), fc_, static_cast<float>(beta_[s]) * inv_d);
+      if (traced) Axpy(ec, phi_c_.data(), fc_, static_cast<float>(last_w_[s]));
+    }
+
+    // 4. Actors: φ_a and π per row (given or recomputed), then the rows' coefficients
+    // a_s = c̃_s - Σc̃_s π_s times β_s (gradient) or w_s (trace), and the outer products.
+    const float* phi_a = b.phi_a;
+    const float* pi_m = b.pi_m;
+    const float* pi_s = b.pi_s;
+    if (!(phi_a && pi_m && pi_s)) {
+      for (std::size_t t = 0; t < d; ++t) {
+        float* phi = phi_a_.data() + t * fa_;
+        policy_.Probabilities(b.x + t * n, node.migration.data(), node.stealing.data(), phi, pi_m_.data() + t * n,
+                              pi_s_.data() + t * n);
+      }
+      phi_a = phi_a_.data();
+      pi_m = pi_m_.data();
+      pi_s = pi_s_.data();
+    }
+    const float carry_g = traced ? static_cast<float>(carry_coef) * inv_d : 0.0f;
+    ActorGradient(b.migrate, pi_m, phi_a, d, inv_d, code, traced, carry_g, static_cast<float>(carry_last),
+                  node.grad_migration.data(), node.trace_migration.data());
+    ActorGradient(b.steal, pi_s, phi_a, d, inv_d, code, traced, carry_g, static_cast<float>(carry_last),
+                  node.grad_stealing.data(), node.trace_stealing.data());
+  }
+
+  /// One AdamW step of node i's three blocks with the gradients in grad_*.
+  void ApplyGradients(std::size_t i) {
+    FlushDenormals flush;
+    Node& node = nodes_[i];
+    ++node.steps;
+    AdamWConfig critic = config_.adam, actor = config_.adam;
+    critic.lr = config_.lr_critic;
+    actor.lr = config_.lr_actor;
+    AdamWStep(node.critic.data(), node.grad_critic.data(), node.m_critic.data(), node.v_critic.data(), fc_,
+              node.steps, critic);
+    AdamWStep(node.migration.data(), node.grad_migration.data(), node.m_migration.data(), node.v_migration.data(),
+              n_ * fa_, node.steps, actor);
+    AdamWStep(node.stealing.data(), node.grad_stealing.data(), node.m_stealing.data(), node.v_stealing.data(),
+              n_ * fa_, node.steps, actor);
+  }
+
+  /// Ends a round of updates (one mini-batch of every node): counts it and,
+  /// every consensus_period rounds, averages the critics. True if it did.
+  bool CompleteRound() {
+    ++num_updates_;
+    const std::uint32_t p = config_.consensus_period;
+    if (p == 0 || num_updates_ % p != 0) return false;
+    Consensus();
+    return true;
+  }
+
+  /// θ_i <- (1/N) Σ_j θ_j for every node (Algorithm 1); actors and optimizer states untouched.
+  void Consensus() {
+    if (n_ < 2) return;
+    float* mean = phi_c_.data();  // scratch of F_c entries
+    for (std::size_t c = 0; c < fc_; ++c) mean[c] = 0.0f;
+    for (const Node& node : nodes_) Axpy(mean, node.critic.data(), fc_, 1.0f);
+    const float inv = 1.0f / static_cast<float>(n_);
+    for (std::size_t c = 0; c < fc_; ++c) mean[c] *= inv;
+    for (Node& node : nodes_) std::copy(mean, mean + fc_, node.critic.begin());
+  }
+
+ private:
+  void CriticFeatures(const float* x, float* out) {
+    runtime::Features(config_.critic_basis, x, n_, rank_table_.data(), rank_.data(), out);
+  }
+
+  DCGYM_CLONES static float Dot(const float* a, const float* b, std::size_t f) {
+    float acc[16] = {};
+    std::size_t c = 0;
+    for (; c + 16 <= f; c += 16)
+      for (std::size_t k = 0; k < 16; ++k) acc[k] += a[c + k] * b[c + k];
+    float tail = 0.0f;
+    for (; c < f; ++c) tail += a[c] * b[c];
+    for (std::size_t k = 0; k < 8; ++k) acc[k] += acc[k + 8];
+    for (std::size_t k = 0; k < 4; ++k) acc[k] += acc[k + 4];
+    return (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail;
+  }
+
+  DCGYM_CLONES static void Axpy(float* y, const float* x, std::size_t f, float a) {
+    for (std::size_t c = 0; c < f; ++c) y[c] += a * x[c];
+  }
+
+  static void Scale(float* y, std::size_t f, float a) {
+    for (std::size_t c = 0; c < f; ++c) y[c] *= a;
+  }
+
+  /// One actor's gradient (and trace) from its counts and policy rows.
+  void ActorGradient(const float* counts, const float* pi, const float* phi_a, std::size_t d, float inv_d, bool code,
+                     bool traced, float carry_g, float carry_last, float* grad, float* trace) {
+    const std::size_t n = n_;
+    for (std::size_t s = 0; s < d; ++s) {
+      const float* c = counts + s * n;
+      const float* p = pi + s * n;
+      float total = 0.0f;
+      for (std::size_t j = 0; j < n; ++j) total += c[j];
+      // a_s = c̃ - Σc̃ π: paper c̃ = c; code c̃ = c / Σc (and a_s = 0 with no decision)
+      float* g = coef_.data() + s * n;
+      float* e = coef_trace_.data() + s * n;
+      const float kb = static_cast<float>(beta_[s]) * inv_d;
+      const float kw = static_cast<float>(last_w_[s]);
+      if (code && total <= 0.0f) {
+        for (std::size_t j = 0; j < n; ++j) g[j] = e[j] = 0.0f;
+        continue;
+      }
+      const float inv_total = code ? 1.0f / total : 1.0f;
+      const float mass = code ? 1.0f : total;
+      for (std::size_t j = 0; j < n; ++j) {
+        const float a = c[j] * inv_total - mass * p[j];
+        g[j] = kb * a;
+        e[j] = kw * a;
+      }
+    }
+    // A zero carry skips reading the old trace (it may be anything on the first mini-batch).
+    if (traced && carry_g != 0.0f) {
+      for (std::size_t k = 0; k < n * fa_; ++k) grad[k] = carry_g * trace[k];
+      AccumulateOuter(grad, n, fa_, 1.0f, coef_.data(), n, phi_a, d);
+    } else {
+      AccumulateOuter(grad, n, fa_, 0.0f, coef_.data(), n, phi_a, d);
+    }
+    if (traced) AccumulateOuter(trace, n, fa_, carry_last, coef_trace_.data(), n, phi_a, d);
+  }
+
+  std::size_t n_;
+  LearnerConfig config_;
+  std::size_t fc_, fa_;
+  ActorPolicy policy_;
+  std::vector<Node> nodes_;
+  std::uint64_t num_updates_ = 0;
+  std::size_t capacity_ = 0;
+  std::vector<float> rank_table_;
+  std::vector<std::uint32_t> rank_;
+  // scratch
+  std::vector<float> value_, next_value_, phi_c_, phi_a_, pi_m_, pi_s_, coef_, coef_trace_;
+  std::vector<double> delta_, beta_, last_w_;
+};
+
+}  // namespace dcgym::runtime

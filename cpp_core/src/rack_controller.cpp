@@ -1,0 +1,229 @@
+#include "dcgym/runtime/rack_controller.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace dcgym::runtime {
+
+RewardCosts RewardCosts::Default(Reward r) {
+  switch (r) {
+    case Reward::kUtility: return {1e-4, 1e-4, 0.0, 0.0};
+    case Reward::kImbalanceDelta: return {1e-4, 1e-4, 0.0, 10.0};
+    case Reward::kNegP99:
+    case Reward::kNegMean: return {0.0, 0.0, 0.0, 0.0};
+  }
+  return {};
+}
+
+RackController::RackController(rack::RackSim& sim, const ControllerOptions& options, MalcolmLearner& learner)
+    : sim_(sim),
+      options_(options),
+      learner_(learner),
+      policy_(learner.NumNodes(), learner.Config().actor_basis),
+      n_(learner.NumNodes()),
+      fa_(learner.ActorFeatures()),
+      d_(learner.Config().minibatch_size) {
+  const auto& cfg = sim.Config();
+  if (cfg.entry.kind != rack::EntryKind::kNodes || cfg.dispatch.kind != rack::DispatchKind::kTable)
+    throw std::invalid_argument("config: the controller needs entry kind 'nodes' and dispatch policy 'table'");
+  if (sim.NumNodes() != n_)
+    throw std::invalid_argument("parameters: made for " + std::to_string(n_) + " nodes, the rack has " +
+                                std::to_string(sim.NumNodes()));
+  if (!(options.heartbeat_us > 0)) throw std::invalid_argument("heartbeat_us: must be > 0");
+  if (!(options.warmup_us >= 0)) throw std::invalid_argument("warmup_us: must be >= 0");
+  if (!(options.obs_clip > 0)) throw std::invalid_argument("obs_clip: must be > 0");
+  if (!(options.max_logit > 0)) throw std::invalid_argument("max_logit: must be > 0");
+  scale_ = cfg.dispatch.metric == rack::LoadMetric::kExpectedWait ? 1.0 / cfg.service.Mean() : 1.0;
+  const std::size_t nn = n_ * n_;
+  obs_.resize(nn);
+  last_obs_.resize(nn);
+  x_.resize(nn);
+  z_m_.resize(n_);
+  z_s_.resize(n_);
+  phi_.resize(fa_);
+  table_m_.resize(nn);
+  table_s_.resize(nn);
+  loads_.resize(n_);
+  if (options_.learn) {
+    learner_.Reserve(d_);
+    states_.resize(n_ * (d_ + 1) * n_);
+    migrate_.resize(n_ * d_ * n_);
+    steal_.resize(n_ * d_ * n_);
+    phi_a_.resize(n_ * d_ * fa_);
+    pi_m_.resize(n_ * d_ * n_);
+    pi_s_.resize(n_ * d_ * n_);
+    rewards_.resize(d_);
+  }
+  if (options_.warmup_us > 0) {  // as RackGame.reset
+    sim_.RunUntil(options_.warmup_us);
+    sim_.StepLatency().Clear();
+  }
+  sim_.Decisions().Reset();
+  if (options_.reward == Reward::kNegP99 || options_.reward == Reward::kNegMean) sim_.EnableStepLatency();
+  previous_imbalance_ = Imbalance();
+  Observe();
+  last_obs_ = obs_;
+}
+
+void RackController::Observe() {
+  const float clip = options_.obs_clip, load_scale = learner_.Config().load_scale;
+  for (std::size_t i = 0; i < n_; ++i)
+    for (std::size_t j = 0; j < n_; ++j) {
+      float o = static_cast<float>(sim_.Belief(static_cast<uint32_t>(i), static_cast<uint32_t>(j)) * scale_);
+      o = o < 0.0f ? 0.0f : (o > clip ? clip : o);  // np.clip(obs, 0, obs_clip)
+      obs_[i * n_ + j] = o;
+      x_[i * n_ + j] = o * load_scale;
+    }
+}
+
+namespace {
+
+// z -> the table rack_v0 makes from MalcolmRLModule's action: centre (z - ½(max + min)), clip to
+// ±max_logit, softmax; in double, normalised so that the row sums to 1 to rounding. Returns
+// whether the clip changed anything (then the table is not softmax(z)). `tmp` has n entries.
+bool TableRow(const float* z, std::size_t n, float max_logit, float* tmp, double* row) {
+  float hi = z[0], lo = z[0];
+  for (std::size_t j = 1; j < n; ++j) {
+    hi = z[j] > hi ? z[j] : hi;
+    lo = z[j] < lo ? z[j] : lo;
+  }
+  const float centre = 0.5f * (hi + lo);
+  bool clipped = false;
+  for (std::size_t j = 0; j < n; ++j) {
+    float c = z[j] - centre;
+    if (c > max_logit || c < -max_logit) {
+      c = c > max_logit ? max_logit : -max_logit;
+      clipped = true;
+    }
+    tmp[j] = c;
+  }
+  FastSoftmax(tmp, n);
+  double total = 0.0;
+  for (std::size_t j = 0; j < n; ++j) total += (row[j] = tmp[j]);
+  for (std::size_t j = 0; j < n; ++j) row[j] /= total;
+  return clipped;
+}
+
+}  // namespace
+
+void RackController::Act() {
+  const bool learn = options_.learn;
+  for (std::size_t i = 0; i < n_; ++i) {
+    const auto& node = learner_.At(i);
+    const float* x = x_.data() + i * n_;
+    float* phi = learn ? phi_a_.data() + (i * d_ + row_) * fa_ : phi_.data();
+    policy_.Features(x, phi);
+    policy_.Logits(phi, node.migration.data(), node.stealing.data(), z_m_.data(), z_s_.data());
+    double* tm = table_m_.data() + i * n_;
+    double* ts = table_s_.data() + i * n_;
+    if (!learn) {
+      TableRow(z_m_.data(), n_, options_.max_logit, z_m_.data(), tm);
+      TableRow(z_s_.data(), n_, options_.max_logit, z_s_.data(), ts);
+    } else {
+      // The learner needs the raw softmax π (no clip); it equals the table unless the clip acted.
+      float* pm = pi_m_.data() + (i * d_ + row_) * n_;
+      float* ps = pi_s_.data() + (i * d_ + row_) * n_;
+      if (TableRow(z_m_.data(), n_, options_.max_logit, pm, tm)) {
+        std::copy(z_m_.begin(), z_m_.end(), pm);
+        FastSoftmax(pm, n_);
+      }
+      if (TableRow(z_s_.data(), n_, options_.max_logit, ps, ts)) {
+        std::copy(z_s_.begin(), z_s_.end(), ps);
+        FastSoftmax(ps, n_);
+      }
+      std::copy(x, x + n_, states_.data() + (i * (d_ + 1) + row_) * n_);
+    }
+    sim_.SetMigrationTable(static_cast<uint32_t>(i), tm);
+    sim_.SetStealTable(static_cast<uint32_t>(i), ts);
+  }
+}
+
+double RackController::Imbalance() {
+  double mean = 0.0;
+  for (std::size_t j = 0; j < n_; ++j) mean += (loads_[j] = sim_.TrueLoad(static_cast<uint32_t>(j)) * scale_);
+  mean /= static_cast<double>(n_);
+  double ss = 0.0;
+  for (std::size_t j = 0; j < n_; ++j) ss += (loads_[j] - mean) * (loads_[j] - mean);
+  return 2.0 * static_cast<double>(n_) * ss;
+}
+
+double RackController::Reward(double previous_imbalance, double imbalance) {
+  const auto& dc = sim_.Decisions();
+  double migrations = 0, requests = 0, failed = 0, dropped = 0;
+  for (std::size_t j = 0; j < n_; ++j) {
+    migrations += static_cast<double>(dc.migrations[j]);
+    requests += static_cast<double>(dc.steals[j] + dc.failed_steals[j]);
+    failed += static_cast<double>(dc.failed_steals[j]);
+    dropped += static_cast<double>(dc.dropped[j]);
+  }
+  const RewardCosts& c = options_.costs;
+  const double cost = migrations * c.migration + requests * c.steal + failed * c.failed_steal + dropped * c.drop;
+  switch (options_.reward) {
+    case Reward::kUtility: return 0.0 - imbalance - cost;
+    case Reward::kImbalanceDelta: {
+      const double pairs = std::max<double>(1.0, static_cast<double>(n_ * (n_ - 1)));
+      return (previous_imbalance - imbalance) / pairs - cost;
+    }
+    case Reward::kNegP99:
+    case Reward::kNegMean: {
+      auto& h = sim_.StepLatency();
+      const double latency = h.Count() == 0 ? 0.0
+                             : options_.reward == Reward::kNegP99 ? h.Quantile(0.99) * scale_
+                                                                  : h.Mean() * scale_;
+      h.Clear();
+      return -latency - cost;
+    }
+  }
+  return 0.0;
+}
+
+RunStats RackController::Run(std::uint64_t heartbeats) {
+  RunStats stats;
+  for (std::uint64_t k = 0; k < heartbeats; ++k) {
+    std::copy(obs_.begin(), obs_.end(), last_obs_.begin());
+    Act();
+    sim_.RunUntil(sim_.Now() + options_.heartbeat_us);
+    const double imbalance = Imbalance();
+    const double reward = Reward(previous_imbalance_, imbalance);
+    if (options_.reward == Reward::kImbalanceDelta) previous_imbalance_ = imbalance;
+    stats.imbalance_sum += imbalance;
+    stats.reward_sum += reward;
+    auto& dc = sim_.Decisions();
+    if (options_.learn) {
+      rewards_[row_] = reward;
+      for (std::size_t i = 0; i < n_; ++i) {
+        float* m = migrate_.data() + (i * d_ + row_) * n_;
+        float* s = steal_.data() + (i * d_ + row_) * n_;
+        for (std::size_t j = 0; j < n_; ++j) {
+          m[j] = static_cast<float>(dc.migrate[i * n_ + j]);
+          s[j] = static_cast<float>(dc.steal[i * n_ + j]);
+        }
+      }
+    }
+    dc.Reset();
+    Observe();
+    if (options_.learn && ++row_ == d_) {
+      for (std::size_t i = 0; i < n_; ++i) {
+        float* states = states_.data() + i * (d_ + 1) * n_;
+        std::copy(x_.data() + i * n_, x_.data() + (i + 1) * n_, states + d_ * n_);
+        Batch b;
+        b.d = d_;
+        b.x = states;
+        b.next_x = states + n_;
+        b.reward = rewards_.data();
+        b.migrate = migrate_.data() + i * d_ * n_;
+        b.steal = steal_.data() + i * d_ * n_;
+        b.phi_a = phi_a_.data() + i * d_ * fa_;
+        b.pi_m = pi_m_.data() + i * d_ * n_;
+        b.pi_s = pi_s_.data() + i * d_ * n_;
+        learner_.Update(i, b);
+      }
+      learner_.CompleteRound();
+      row_ = 0;
+    }
+    ++stats.heartbeats;
+  }
+  return stats;
+}
+
+}  // namespace dcgym::runtime
