@@ -43,7 +43,7 @@ def _summary(h: Mapping[str, Any]) -> dict[str, float]:
 
 
 def run_windows(sim_run, sim: RackSim, windows: Sequence[tuple[float, float]]) -> list[dict[str, float]]:
-    """Latency summaries of the tasks completed in each window [start, end) of simulated time (us).
+    """Latency summaries (and tasks dropped) of the tasks completed in each window [start, end) of simulated time.
 
     ``sim_run(t)`` advances to time t (a controller advances by whole heartbeats).
     """
@@ -52,8 +52,9 @@ def run_windows(sim_run, sim: RackSim, windows: Sequence[tuple[float, float]]) -
     for start, end in windows:
         sim_run(start)
         sim.step_latency(reset=True)
+        dropped = sim.results()["tasks_dropped"]
         sim_run(end)
-        out.append(_summary(sim.step_latency(reset=True)))
+        out.append({**_summary(sim.step_latency(reset=True)), "dropped": sim.results()["tasks_dropped"] - dropped})
     return out
 
 
