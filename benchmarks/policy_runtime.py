@@ -13,12 +13,16 @@ default bases (actor ``sort``, critic ``customized``):
                        does); "/ D" is the as-run update amortised per heartbeat
 
 The C++ numbers come from ``_engine.policy_runtime_timing`` (a timing loop in
-C++, GIL released; best of 25 trials, so preemption on a shared machine
-matters less). PyTorch does the same computations on this machine in the same
+C++, GIL released, CPU time of the thread; best of 25 trials, so preemption
+and cache pollution on a shared machine matter less). PyTorch does the same computations on this machine in the same
 run (torch.set_num_threads(1), float32, the learner's surrogate loss with
 autograd and torch.optim.AdamW). Malcolm's Table 1 (us per call, their
 machine): probability update 0.1 / 0.2 / 0.5, parameter update 0.9 / 2 / 8,
-PyTorch 34 / 40; the paper does not say what one parameter update covers.
+PyTorch 34 / 40. Table 1's "parameter update" is compared with "/ D": §6.2
+("Caching gradients") computes the gradient incrementally as each heartbeat's
+data point arrives and applies AdamW once per mini-batch, so the cost is
+amortised over the D heartbeats; the average per heartbeat is the whole
+mini-batch's work (gradients of D rows + one AdamW step) divided by D.
 
 Then the in-engine evaluation cost: Malcolm's heterogeneous rack
 (malcolm_hetero_paper_exp, 14 nodes, load 0.9, 100 us heartbeats) run by

@@ -7,7 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <memory>
 #include <random>
 #include <set>
@@ -103,51 +103,60 @@ ControllerOptions ParseController(const py::dict& d) {
   return o;
 }
 
+using Actor = MalcolmLearner::Actor;
+
+// Checks that `a` has `shape`.
+void CheckShape(const FArray& a, const char* what, const std::vector<py::ssize_t>& shape) {
+  bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
+  for (size_t k = 0; ok && k < shape.size(); ++k) ok = a.shape(k) == shape[k];
+  if (!ok) {
+    std::string s;
+    for (auto v : shape) s += (s.empty() ? "" : ", ") + std::to_string(v);
+    throw std::invalid_argument(std::string(what) + ": must have shape (" + s + ")");
+  }
+}
+
 // Copies (N, F_c), (N, N, F_a), (N, N, F_a) arrays into the learner; None keeps a block.
 void SetParameters(MalcolmLearner& l, const py::object& critic, const py::object& migration,
                    const py::object& stealing) {
   const py::ssize_t n = static_cast<py::ssize_t>(l.NumNodes());
   const py::ssize_t fc = static_cast<py::ssize_t>(l.CriticFeatures()), fa = static_cast<py::ssize_t>(l.ActorFeatures());
-  auto load = [&](const py::object& obj, const char* what, std::vector<py::ssize_t> shape, auto member) {
+  if (!critic.is_none()) {
+    FArray a = critic.cast<FArray>();
+    CheckShape(a, "critic", {n, fc});
+    for (py::ssize_t i = 0; i < n; ++i) std::copy(a.data() + i * fc, a.data() + (i + 1) * fc, l.At(i).critic.begin());
+  }
+  auto actor = [&](const py::object& obj, const char* what, Actor which) {
     if (obj.is_none()) return;
     FArray a = obj.cast<FArray>();
-    bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
-    for (size_t k = 0; ok && k < shape.size(); ++k) ok = a.shape(k) == shape[k];
-    if (!ok) {
-      std::string s;
-      for (auto v : shape) s += (s.empty() ? "" : ", ") + std::to_string(v);
-      throw std::invalid_argument(std::string(what) + ": must have shape (" + s + ")");
-    }
-    const size_t per = static_cast<size_t>(a.size() / n);
-    for (py::ssize_t i = 0; i < n; ++i) {
-      auto& v = (l.At(i).*member);
-      std::copy(a.data() + i * per, a.data() + (i + 1) * per, v.begin());
-    }
+    CheckShape(a, what, {n, n, fa});
+    for (py::ssize_t i = 0; i < n; ++i) l.ImportActor(l.At(i).actor, which, a.data() + i * n * fa);
   };
-  load(critic, "critic", {n, fc}, &MalcolmLearner::Node::critic);
-  load(migration, "migration", {n, n, fa}, &MalcolmLearner::Node::migration);
-  load(stealing, "stealing", {n, n, fa}, &MalcolmLearner::Node::stealing);
+  actor(migration, "migration", Actor::kMigration);
+  actor(stealing, "stealing", Actor::kStealing);
 }
 
-// One (N, ...) array per block, from node i's vectors `member`.
-py::array_t<float> Stack(const MalcolmLearner& l, std::vector<float> MalcolmLearner::Node::*member, bool actor) {
-  const py::ssize_t n = static_cast<py::ssize_t>(l.NumNodes());
-  std::vector<py::ssize_t> shape = actor ? std::vector<py::ssize_t>{n, n, static_cast<py::ssize_t>(l.ActorFeatures())}
-                                         : std::vector<py::ssize_t>{n, static_cast<py::ssize_t>(l.CriticFeatures())};
-  py::array_t<float> out(shape);
-  float* o = out.mutable_data();
-  for (py::ssize_t i = 0; i < n; ++i) {
-    const auto& v = l.At(i).*member;
-    std::copy(v.begin(), v.end(), o + i * static_cast<py::ssize_t>(v.size()));
-  }
+// One actor of a packed block as a row-major (N, F_a) array.
+py::array_t<float> ExportActor(const MalcolmLearner& l, const AlignedVector<float>& packed, Actor which) {
+  py::array_t<float> out({static_cast<py::ssize_t>(l.NumNodes()), static_cast<py::ssize_t>(l.ActorFeatures())});
+  l.ExportActor(packed, which, out.mutable_data());
   return out;
 }
 
 py::dict Parameters(const MalcolmLearner& l) {
+  const py::ssize_t n = static_cast<py::ssize_t>(l.NumNodes());
+  const py::ssize_t fc = static_cast<py::ssize_t>(l.CriticFeatures()), fa = static_cast<py::ssize_t>(l.ActorFeatures());
+  py::array_t<float> critic({n, fc}), migration({n, n, fa}), stealing({n, n, fa});
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const auto& node = l.At(i);
+    std::copy(node.critic.begin(), node.critic.end(), critic.mutable_data() + i * fc);
+    l.ExportActor(node.actor, Actor::kMigration, migration.mutable_data() + i * n * fa);
+    l.ExportActor(node.actor, Actor::kStealing, stealing.mutable_data() + i * n * fa);
+  }
   py::dict d;
-  d["critic"] = Stack(l, &MalcolmLearner::Node::critic, false);
-  d["migration"] = Stack(l, &MalcolmLearner::Node::migration, true);
-  d["stealing"] = Stack(l, &MalcolmLearner::Node::stealing, true);
+  d["critic"] = critic;
+  d["migration"] = migration;
+  d["stealing"] = stealing;
   return d;
 }
 
@@ -214,10 +223,9 @@ struct PyLearner {
     l.ComputeGradients(i, b);
     py::dict out;
     const auto& node = l.At(i);
-    const py::ssize_t fa = static_cast<py::ssize_t>(l.ActorFeatures());
     out["critic"] = py::array_t<float>(static_cast<py::ssize_t>(node.grad_critic.size()), node.grad_critic.data());
-    out["migration"] = py::array_t<float>({static_cast<py::ssize_t>(n), fa}, node.grad_migration.data());
-    out["stealing"] = py::array_t<float>({static_cast<py::ssize_t>(n), fa}, node.grad_stealing.data());
+    out["migration"] = ExportActor(l, node.grad_actor, Actor::kMigration);
+    out["stealing"] = ExportActor(l, node.grad_actor, Actor::kStealing);
     if (apply) l.ApplyGradients(i);
     return out;
   }
@@ -255,11 +263,12 @@ py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t
   const LearnerConfig cfg = ParseLearner(options);
   MalcolmLearner l(n, cfg);
   l.InitUniform(seed);
-  const size_t d = cfg.minibatch_size, fa = l.ActorFeatures();
+  const size_t d = cfg.minibatch_size, fa = l.ActorFeatures(), sw = l.ActorWidth();
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> load(0.0f, 3.0f);
   std::uniform_int_distribution<int> count(0, 3);
-  std::vector<float> states((d + 1) * n), mg(d * n), st(d * n), phi(d * fa), pm(d * n), ps(d * n);
+  std::vector<float> states((d + 1) * n), mg(d * n), st(d * n), phi(d * fa);
+  AlignedVector<float> pi(d * sw);
   std::vector<double> rewards(d);
   for (auto& v : states) v = load(rng);
   for (auto& v : mg) v = static_cast<float>(count(rng));
@@ -267,18 +276,22 @@ py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t
   for (auto& r : rewards) r = -10.0 * load(rng);
   ActorPolicy policy(n, cfg.actor_basis);
   const auto& node = l.At(0);
-  using clock = std::chrono::steady_clock;
+  // CPU time of this thread (time while preempted does not count), in ns.
+  auto now_ns = [] {
+    timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
+  };
   // The best of 25 trials of reps / 25 calls: the machine may be shared, and a trial
-  // that was preempted says nothing about the code.
+  // that was disturbed (caches flushed by another job, interrupts) says nothing about the code.
   auto ns_per = [&](auto&& body, int64_t reps) {
     body();  // warm caches
     const int64_t per = std::max<int64_t>(1, reps / 25);
     double best = 1e300;
     for (int trial = 0; trial < 25; ++trial) {
-      const auto t0 = clock::now();
+      const double t0 = now_ns();
       for (int64_t r = 0; r < per; ++r) body();
-      best = std::min(best, std::chrono::duration<double, std::nano>(clock::now() - t0).count() /
-                                static_cast<double>(per));
+      best = std::min(best, (now_ns() - t0) / static_cast<double>(per));
     }
     return best;
   };
@@ -290,9 +303,9 @@ py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t
     prob = ns_per(
         [&] {
           row = (row + 1) % d;
-          policy.Probabilities(states.data() + row * n, node.migration.data(), node.stealing.data(),
-                               phi.data() + row * fa, pm.data() + row * n, ps.data() + row * n);
-          sink = pm[row * n];
+          policy.Probabilities(states.data() + row * n, node.actor.data(), phi.data() + row * fa,
+                               pi.data() + row * sw);
+          sink = pi[row * sw];
         },
         repetitions * 20);
     (void)sink;
@@ -305,11 +318,9 @@ py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t
     b.steal = st.data();
     full = ns_per([&] { l.Update(0, b); }, repetitions);
     for (size_t t = 0; t < d; ++t)
-      policy.Probabilities(states.data() + t * n, node.migration.data(), node.stealing.data(), phi.data() + t * fa,
-                           pm.data() + t * n, ps.data() + t * n);
+      policy.Probabilities(states.data() + t * n, node.actor.data(), phi.data() + t * fa, pi.data() + t * sw);
     b.phi_a = phi.data();
-    b.pi_m = pm.data();
-    b.pi_s = ps.data();
+    b.pi = pi.data();
     cached = ns_per([&] { l.Update(0, b); }, repetitions);
     adamw = ns_per([&] { l.ApplyGradients(0); }, repetitions);
   }
@@ -372,13 +383,15 @@ void BindController(py::module_& m) {
           [](b::PyLearner& l, size_t node, const b::FArray& critic, const b::FArray& migration,
              const b::FArray& stealing, double reward_rate) {
             auto& nd = l.learner->At(node);
-            auto copy = [](const b::FArray& a, std::vector<float>& v, const char* what) {
-              if (static_cast<size_t>(a.size()) != v.size()) throw std::invalid_argument(std::string(what) + ": wrong size");
-              std::copy(a.data(), a.data() + a.size(), v.begin());
-            };
-            copy(critic, nd.trace_critic, "critic");
-            copy(migration, nd.trace_migration, "migration");
-            copy(stealing, nd.trace_stealing, "stealing");
+            const auto& lr = *l.learner;
+            const size_t actor = lr.NumNodes() * lr.ActorFeatures();
+            if (static_cast<size_t>(critic.size()) != nd.trace_critic.size())
+              throw std::invalid_argument("critic: wrong size");
+            if (static_cast<size_t>(migration.size()) != actor) throw std::invalid_argument("migration: wrong size");
+            if (static_cast<size_t>(stealing.size()) != actor) throw std::invalid_argument("stealing: wrong size");
+            std::copy(critic.data(), critic.data() + critic.size(), nd.trace_critic.begin());
+            lr.ImportActor(nd.trace_actor, b::Actor::kMigration, migration.data());
+            lr.ImportActor(nd.trace_actor, b::Actor::kStealing, stealing.data());
             nd.reward_rate = reward_rate;
           },
           py::arg("node"), py::arg("critic"), py::arg("migration"), py::arg("stealing"), py::arg("reward_rate"),
@@ -387,12 +400,10 @@ void BindController(py::module_& m) {
           "trace",
           [](const b::PyLearner& l, size_t node) {
             const auto& nd = l.learner->At(node);
-            const auto n = static_cast<py::ssize_t>(l.learner->NumNodes());
-            const auto fa = static_cast<py::ssize_t>(l.learner->ActorFeatures());
             py::dict d;
             d["critic"] = py::array_t<float>(static_cast<py::ssize_t>(nd.trace_critic.size()), nd.trace_critic.data());
-            d["migration"] = py::array_t<float>({n, fa}, nd.trace_migration.data());
-            d["stealing"] = py::array_t<float>({n, fa}, nd.trace_stealing.data());
+            d["migration"] = b::ExportActor(*l.learner, nd.trace_actor, b::Actor::kMigration);
+            d["stealing"] = b::ExportActor(*l.learner, nd.trace_actor, b::Actor::kStealing);
             d["reward_rate"] = nd.reward_rate;
             return d;
           },

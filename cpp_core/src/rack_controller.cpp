@@ -22,6 +22,7 @@ RackController::RackController(rack::RackSim& sim, const ControllerOptions& opti
       policy_(learner.NumNodes(), learner.Config().actor_basis),
       n_(learner.NumNodes()),
       fa_(learner.ActorFeatures()),
+      s_(learner.ActorWidth()),
       d_(learner.Config().minibatch_size) {
   const auto& cfg = sim.Config();
   if (cfg.entry.kind != rack::EntryKind::kNodes || cfg.dispatch.kind != rack::DispatchKind::kTable)
@@ -38,8 +39,9 @@ RackController::RackController(rack::RackSim& sim, const ControllerOptions& opti
   obs_.resize(nn);
   last_obs_.resize(nn);
   x_.resize(nn);
-  z_m_.resize(n_);
-  z_s_.resize(n_);
+  z_.resize(s_);
+  tmp_.resize(2 * n_);
+  beliefs_.resize(n_);
   phi_.resize(fa_);
   table_m_.resize(nn);
   table_s_.resize(nn);
@@ -50,8 +52,7 @@ RackController::RackController(rack::RackSim& sim, const ControllerOptions& opti
     migrate_.resize(n_ * d_ * n_);
     steal_.resize(n_ * d_ * n_);
     phi_a_.resize(n_ * d_ * fa_);
-    pi_m_.resize(n_ * d_ * n_);
-    pi_s_.resize(n_ * d_ * n_);
+    pi_.resize(n_ * d_ * s_);
     rewards_.resize(d_);
   }
   if (options_.warmup_us > 0) {  // as RackGame.reset
@@ -67,74 +68,63 @@ RackController::RackController(rack::RackSim& sim, const ControllerOptions& opti
 
 void RackController::Observe() {
   const float clip = options_.obs_clip, load_scale = learner_.Config().load_scale;
-  for (std::size_t i = 0; i < n_; ++i)
+  double* b = beliefs_.data();
+  for (std::size_t i = 0; i < n_; ++i) {
+    sim_.BeliefRow(static_cast<uint32_t>(i), b);
+    float* obs = obs_.data() + i * n_;
+    float* x = x_.data() + i * n_;
     for (std::size_t j = 0; j < n_; ++j) {
-      float o = static_cast<float>(sim_.Belief(static_cast<uint32_t>(i), static_cast<uint32_t>(j)) * scale_);
+      float o = static_cast<float>(b[j] * scale_);
       o = o < 0.0f ? 0.0f : (o > clip ? clip : o);  // np.clip(obs, 0, obs_clip)
-      obs_[i * n_ + j] = o;
-      x_[i * n_ + j] = o * load_scale;
+      obs[j] = o;
+      x[j] = o * load_scale;
     }
+  }
 }
 
 namespace {
 
 // z -> the table rack_v0 makes from MalcolmRLModule's action: centre (z - ½(max + min)), clip to
-// ±max_logit, softmax; in double, normalised so that the row sums to 1 to rounding. Returns
-// whether the clip changed anything (then the table is not softmax(z)). `tmp` has n entries.
-bool TableRow(const float* z, std::size_t n, float max_logit, float* tmp, double* row) {
-  float hi = z[0], lo = z[0];
-  for (std::size_t j = 1; j < n; ++j) {
-    hi = z[j] > hi ? z[j] : hi;
-    lo = z[j] < lo ? z[j] : lo;
-  }
-  const float centre = 0.5f * (hi + lo);
+// ±max_logit, softmax (TableExponentials); the row in double, normalised to sum to 1 to rounding.
+// `tmp` and `e` are scratch of n floats. If `pi` is given, it receives the float softmax of z
+// without the clip (what the learner differentiates).
+void TableRow(const float* z, std::size_t n, float max_logit, float* tmp, float* e, double* row, float* pi) {
   bool clipped = false;
-  for (std::size_t j = 0; j < n; ++j) {
-    float c = z[j] - centre;
-    if (c > max_logit || c < -max_logit) {
-      c = c > max_logit ? max_logit : -max_logit;
-      clipped = true;
-    }
-    tmp[j] = c;
+  const float total = TableExponentials(z, n, max_logit, tmp, e, &clipped);
+  const double inv = 1.0 / static_cast<double>(total);
+  for (std::size_t j = 0; j < n; ++j) row[j] = e[j] * inv;
+  if (!pi) return;
+  if (!clipped) {  // softmax(z) = softmax(z - centre): the same exponentials
+    const float inv_f = 1.0f / total;
+    for (std::size_t j = 0; j < n; ++j) pi[j] = e[j] * inv_f;
+  } else {
+    std::copy(z, z + n, pi);
+    FastSoftmax(pi, n);
   }
-  FastSoftmax(tmp, n);
-  double total = 0.0;
-  for (std::size_t j = 0; j < n; ++j) total += (row[j] = tmp[j]);
-  for (std::size_t j = 0; j < n; ++j) row[j] /= total;
-  return clipped;
 }
 
 }  // namespace
 
 void RackController::Act() {
   const bool learn = options_.learn;
+  const float max_logit = options_.max_logit;
+  float* z = z_.data();
   for (std::size_t i = 0; i < n_; ++i) {
     const auto& node = learner_.At(i);
     const float* x = x_.data() + i * n_;
-    float* phi = learn ? phi_a_.data() + (i * d_ + row_) * fa_ : phi_.data();
+    const std::size_t slot = i * d_ + row_;  // the learner's row of node i
+    float* phi = learn ? phi_a_.data() + slot * fa_ : phi_.data();
     policy_.Features(x, phi);
-    policy_.Logits(phi, node.migration.data(), node.stealing.data(), z_m_.data(), z_s_.data());
+    policy_.Logits(phi, node.actor.data(), z);  // both actors: z[0, N) migration, z[N, 2N) stealing
     double* tm = table_m_.data() + i * n_;
     double* ts = table_s_.data() + i * n_;
-    if (!learn) {
-      TableRow(z_m_.data(), n_, options_.max_logit, z_m_.data(), tm);
-      TableRow(z_s_.data(), n_, options_.max_logit, z_s_.data(), ts);
-    } else {
-      // The learner needs the raw softmax π (no clip); it equals the table unless the clip acted.
-      float* pm = pi_m_.data() + (i * d_ + row_) * n_;
-      float* ps = pi_s_.data() + (i * d_ + row_) * n_;
-      if (TableRow(z_m_.data(), n_, options_.max_logit, pm, tm)) {
-        std::copy(z_m_.begin(), z_m_.end(), pm);
-        FastSoftmax(pm, n_);
-      }
-      if (TableRow(z_s_.data(), n_, options_.max_logit, ps, ts)) {
-        std::copy(z_s_.begin(), z_s_.end(), ps);
-        FastSoftmax(ps, n_);
-      }
-      std::copy(x, x + n_, states_.data() + (i * (d_ + 1) + row_) * n_);
-    }
-    sim_.SetMigrationTable(static_cast<uint32_t>(i), tm);
-    sim_.SetStealTable(static_cast<uint32_t>(i), ts);
+    float* pi = learn ? pi_.data() + slot * s_ : nullptr;
+    TableRow(z, n_, max_logit, tmp_.data(), tmp_.data() + n_, tm, pi);
+    TableRow(z + n_, n_, max_logit, tmp_.data(), tmp_.data() + n_, ts, pi ? pi + n_ : nullptr);
+    if (learn) std::copy(x, x + n_, states_.data() + (i * (d_ + 1) + row_) * n_);
+    // The rows are finite, >= 0 and sum to 1 to rounding: the unchecked setter.
+    sim_.SetTableWeights(static_cast<uint32_t>(i), false, tm, 1.0);
+    sim_.SetTableWeights(static_cast<uint32_t>(i), true, ts, 1.0);
   }
 }
 
@@ -214,8 +204,7 @@ RunStats RackController::Run(std::uint64_t heartbeats) {
         b.migrate = migrate_.data() + i * d_ * n_;
         b.steal = steal_.data() + i * d_ * n_;
         b.phi_a = phi_a_.data() + i * d_ * fa_;
-        b.pi_m = pi_m_.data() + i * d_ * n_;
-        b.pi_s = pi_s_.data() + i * d_ * n_;
+        b.pi = pi_.data() + i * d_ * s_;
         learner_.Update(i, b);
       }
       learner_.CompleteRound();

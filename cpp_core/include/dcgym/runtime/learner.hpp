@@ -29,8 +29,11 @@
 // left by the previous mini-batch and carry_t = κ^(t+1) until the first
 // episode start (malcolm_learner.trace_weights).
 //
-// Parameters are stored row-major as MalcolmRLModule holds them: the critic
-// θ (F_c), the migration and stealing actors W_m, W_s (N x F_a). Nothing on
+// The critic θ (F_c) is stored as MalcolmRLModule holds it; the migration and
+// stealing actors W_m, W_s (N x F_a each there) are packed side by side and
+// transposed (linear.hpp: F_a rows of S = PackedWidth(2N) floats), so that
+// acting is one pass over contiguous rows and both actors' gradients and AdamW
+// steps are one call each. ExportActor / ImportActor convert. Nothing on
 // the update path allocates: every buffer is sized at construction.
 #pragma once
 
@@ -93,56 +96,155 @@ inline float ExpNonPositive(float x) {
   return p * scale;
 }
 
-/// In place: z -> softmax(z) with ExpNonPositive; maximum and sum in 16
-/// lanes (vectorisable; the sum's order differs from a plain loop).
-DCGYM_CLONES inline void FastSoftmax(float* z, std::size_t n) {
-  constexpr std::size_t kLanes = 16;
-  const std::size_t body = n - n % kLanes;
-  float m = z[0];
-  if (body > 0) {
-    float lanes[kLanes];
-    for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = z[k];
-    for (std::size_t c = kLanes; c < body; c += kLanes)
-      for (std::size_t k = 0; k < kLanes; ++k) lanes[k] = z[c + k] > lanes[k] ? z[c + k] : lanes[k];
-    for (std::size_t k = 0; k < kLanes; ++k) m = lanes[k] > m ? lanes[k] : m;
-  }
-  for (std::size_t i = body; i < n; ++i) m = z[i] > m ? z[i] : m;
-  for (std::size_t i = 0; i < n; ++i) z[i] = ExpNonPositive(z[i] - m);
-  float sums[kLanes] = {};
-  for (std::size_t c = 0; c < body; c += kLanes)
-    for (std::size_t k = 0; k < kLanes; ++k) sums[k] += z[c + k];
-  float total = 0.0f;
-  for (std::size_t i = body; i < n; ++i) total += z[i];
-  for (std::size_t k = 0; k < kLanes; ++k) total += sums[k];
-  const float inv = 1.0f / total;
-  for (std::size_t i = 0; i < n; ++i) z[i] *= inv;
+#if defined(__GNUC__)
+namespace detail {
+typedef std::int32_t IVec16 __attribute__((vector_size(64)));
+typedef float Vec8 __attribute__((vector_size(32)));
+typedef float Vec4 __attribute__((vector_size(16)));
+
+// ExpNonPositive on 16 lanes.
+__attribute__((always_inline)) inline Vec16 ExpV(Vec16 x) {
+  const Vec16 lo = Vec16{} - 87.0f, magic = Vec16{} + 12582912.0f;
+  x = x < lo ? lo : x;
+  const Vec16 t = x * 1.44269504088896341f + magic;
+  const Vec16 n = t - magic;
+  Vec16 r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  Vec16 p = Vec16{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  IVec16 bits;
+  std::memcpy(&bits, &t, sizeof bits);
+  bits = (bits - 0x4B400000 + 127) << 23;  // 2^n as floats
+  Vec16 scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
 }
 
-/// out[r, :] = a * out[r, :] (a == 0: overwrite) + Σ_s coef[s * stride + r] * phi[s, :]
-/// for r < rows: a sum of D outer products, the shape of every gradient here.
-/// `phi` is D x f row-major, `out` rows x f.
-DCGYM_CLONES inline void AccumulateOuter(float* out, std::size_t rows, std::size_t f, float a, const float* coef,
-                                         std::size_t stride, const float* phi, std::size_t d) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* o = out + r * f;
-    if (a == 0.0f) {
-      for (std::size_t c = 0; c < f; ++c) o[c] = 0.0f;
-    } else {
-      for (std::size_t c = 0; c < f; ++c) o[c] *= a;
-    }
-    std::size_t s = 0;
-    for (; s + 4 <= d; s += 4) {  // four rows of phi per pass over o
-      const float k0 = coef[s * stride + r], k1 = coef[(s + 1) * stride + r];
-      const float k2 = coef[(s + 2) * stride + r], k3 = coef[(s + 3) * stride + r];
-      const float *p0 = phi + s * f, *p1 = p0 + f, *p2 = p1 + f, *p3 = p2 + f;
-      for (std::size_t c = 0; c < f; ++c) o[c] += k0 * p0[c] + k1 * p1[c] + k2 * p2[c] + k3 * p3[c];
-    }
-    for (; s < d; ++s) {
-      const float k = coef[s * stride + r];
-      const float* p = phi + s * f;
-      for (std::size_t c = 0; c < f; ++c) o[c] += k * p[c];
-    }
+__attribute__((always_inline)) inline float HSum(Vec16 v) {
+  Vec8 a, b;
+  std::memcpy(&a, &v, sizeof a);
+  std::memcpy(&b, reinterpret_cast<const char*>(&v) + sizeof a, sizeof b);
+  a += b;
+  Vec4 c, d;
+  std::memcpy(&c, &a, sizeof c);
+  std::memcpy(&d, reinterpret_cast<const char*>(&a) + sizeof c, sizeof d);
+  c += d;
+  return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
+__attribute__((always_inline)) inline float HMax(Vec16 v) {
+  Vec8 a, b;
+  std::memcpy(&a, &v, sizeof a);
+  std::memcpy(&b, reinterpret_cast<const char*>(&v) + sizeof a, sizeof b);
+  a = a > b ? a : b;
+  Vec4 c, d;
+  std::memcpy(&c, &a, sizeof c);
+  std::memcpy(&d, reinterpret_cast<const char*>(&a) + sizeof c, sizeof d);
+  c = c > d ? c : d;
+  const float m0 = c[0] > c[2] ? c[0] : c[2], m1 = c[1] > c[3] ? c[1] : c[3];
+  return m0 > m1 ? m0 : m1;
+}
+
+// Lanes [0, r) of z (r <= 16), the others `fill`.
+__attribute__((always_inline)) inline Vec16 LoadPartial(const float* z, std::size_t r, float fill) {
+  float buf[16];
+  for (std::size_t k = 0; k < 16; ++k) buf[k] = fill;
+  std::memcpy(buf, z, r * sizeof(float));
+  return LoadV(buf);
+}
+
+__attribute__((always_inline)) inline void StorePartial(float* z, std::size_t r, Vec16 v) {
+  float buf[16];
+  StoreV(buf, v);
+  std::memcpy(z, buf, r * sizeof(float));
+}
+
+// e[i] = ExpNonPositive(z[i] - m) for i < n; returns Σ e (16 lanes, then a tree).
+__attribute__((always_inline)) inline float ExpShiftedV(const float* z, float m, std::size_t n, float* e) {
+  Vec16 sum{};
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const Vec16 v = ExpV(LoadV(z + i) - m);
+    StoreV(e + i, v);
+    sum += v;
   }
+  if (i < n) {
+    const std::size_t r = n - i;
+    Vec16 v = ExpV(LoadPartial(z + i, r, m) - m);
+    StorePartial(e + i, r, v);
+    IVec16 lane;
+    for (int k = 0; k < 16; ++k) lane[k] = k;
+    sum += lane < static_cast<std::int32_t>(r) ? v : Vec16{};
+  }
+  return HSum(sum);
+}
+
+__attribute__((always_inline)) inline float MaxV(const float* z, std::size_t n) {
+  Vec16 m = LoadPartial(z, n < 16 ? n : 16, z[0]);
+  std::size_t i = 16;
+  for (; i + 16 <= n; i += 16) {
+    const Vec16 v = LoadV(z + i);
+    m = v > m ? v : m;
+  }
+  if (i < n) {
+    const Vec16 v = LoadPartial(z + i, n - i, z[0]);
+    m = v > m ? v : m;
+  }
+  return HMax(m);
+}
+}  // namespace detail
+#endif
+
+/// In place: z -> softmax(z) with ExpNonPositive; maximum and sum in 16
+/// lanes (vectorised; the sum's order differs from a plain loop).
+DCGYM_CLONES inline void FastSoftmax(float* z, std::size_t n) {
+#if defined(__GNUC__)
+  const float m = detail::MaxV(z, n);
+  const float inv = 1.0f / detail::ExpShiftedV(z, m, n, z);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) detail::StoreV(z + i, detail::LoadV(z + i) * inv);
+  for (; i < n; ++i) z[i] *= inv;
+#else
+  float m = z[0];
+  for (std::size_t i = 1; i < n; ++i) m = z[i] > m ? z[i] : m;
+  float total = 0.0f;
+  for (std::size_t i = 0; i < n; ++i) total += (z[i] = ExpNonPositive(z[i] - m));
+  const float inv = 1.0f / total;
+  for (std::size_t i = 0; i < n; ++i) z[i] *= inv;
+#endif
+}
+
+/// The exponentials of one rack_v0 table row (MalcolmRLModule._centre then
+/// RackGame.probabilities): c = clip(z - ½(max z + min z), ±max_logit),
+/// e = exp(c - max c) into e[0, n); returns Σ e, and in *clipped whether the
+/// clip changed anything. `tmp` is scratch of n floats.
+DCGYM_CLONES inline float TableExponentials(const float* z, std::size_t n, float max_logit, float* tmp, float* e,
+                                            bool* clipped) {
+  float hi = z[0], lo = z[0];
+  for (std::size_t j = 1; j < n; ++j) {
+    hi = z[j] > hi ? z[j] : hi;
+    lo = z[j] < lo ? z[j] : lo;
+  }
+  const float centre = 0.5f * (hi + lo);
+  const float top = hi - centre;  // the largest centred logit
+  *clipped = top > max_logit || lo - centre < -max_logit;
+  const float m = top > max_logit ? max_logit : top;  // the largest after the clip
+  for (std::size_t j = 0; j < n; ++j) {
+    float c = z[j] - centre;
+    tmp[j] = c > max_logit ? max_logit : (c < -max_logit ? -max_logit : c);
+  }
+#if defined(__GNUC__)
+  return detail::ExpShiftedV(tmp, m, n, e);
+#else
+  float total = 0.0f;
+  for (std::size_t j = 0; j < n; ++j) total += (e[j] = ExpNonPositive(tmp[j] - m));
+  return total;
+#endif
 }
 
 /// sqrt(v) for v >= 0 to about one ulp: a bit-level guess of 1/sqrt(v), three
@@ -195,39 +297,41 @@ DCGYM_CLONES inline void AdamWStep(float* p, const float* g, float* m, float* v,
 // ------------------------------------------------------------------- policy
 
 /// The two actors of one node over the actor basis: φ_a(x), logits, softmax.
-/// A workspace (scratch sized at construction); parameters are passed in.
+/// The weights are packed (linear.hpp): F_a rows of S = PackedWidth(2N)
+/// floats, [W_m[:, c] | W_s[:, c] | 0]. A workspace (scratch sized at
+/// construction); parameters are passed in.
 class ActorPolicy {
  public:
   ActorPolicy(std::size_t n, Basis basis)
-      : n_(n), basis_(basis), f_(runtime::NumFeatures(basis, n)), rank_table_(n), rank_(n) {
+      : n_(n), basis_(basis), f_(runtime::NumFeatures(basis, n)), s_(PackedWidth(2 * n)), rank_table_(n), rank_(n) {
     RankFeatureTable(n, rank_table_.data());
   }
 
   std::size_t NumNodes() const { return n_; }
   std::size_t NumFeatures() const { return f_; }
+  /// S: the packed row width, and the length of a logits / probabilities vector.
+  std::size_t Width() const { return s_; }
   Basis GetBasis() const { return basis_; }
 
   /// φ_a(x) into phi (F_a entries).
   void Features(const float* x, float* phi) { runtime::Features(basis_, x, n_, rank_table_.data(), rank_.data(), phi); }
 
-  /// From φ_a: the raw logits W φ_a of both actors into z_m, z_s (N entries each).
-  void Logits(const float* phi, const float* w_m, const float* w_s, float* z_m, float* z_s) const {
-    Linear(w_m, n_, f_, phi, z_m);
-    Linear(w_s, n_, f_, phi, z_s);
-  }
+  /// From φ_a: the raw logits of both actors, z[0, N) migration, z[N, 2N) stealing (z has S entries).
+  void Logits(const float* phi, const float* packed, float* z) const { PackedLinear(packed, f_, s_, phi, z); }
 
-  /// Everything in one call: φ_a(x) into phi, softmax(W_m φ_a) into p_m, softmax(W_s φ_a) into p_s.
-  void Probabilities(const float* x, const float* w_m, const float* w_s, float* phi, float* p_m, float* p_s) {
+  /// Everything in one call: φ_a(x) into phi, then into z (S entries)
+  /// softmax(W_m φ_a) at [0, N) and softmax(W_s φ_a) at [N, 2N).
+  void Probabilities(const float* x, const float* packed, float* phi, float* z) {
     Features(x, phi);
-    Logits(phi, w_m, w_s, p_m, p_s);
-    FastSoftmax(p_m, n_);
-    FastSoftmax(p_s, n_);
+    Logits(phi, packed, z);
+    FastSoftmax(z, n_);
+    FastSoftmax(z + n_, n_);
   }
 
  private:
   std::size_t n_;
   Basis basis_;
-  std::size_t f_;
+  std::size_t f_, s_;
   std::vector<float> rank_table_;
   std::vector<std::uint32_t> rank_;
 };
@@ -285,30 +389,32 @@ struct Batch {
   const std::uint8_t* episode_start = nullptr;  // D flags, or null (none)
   const std::uint8_t* terminated = nullptr;     // D flags, or null (none)
   // Optional, from acting with the same parameters: φ_a(x_t) (D x F_a) and the
-  // raw softmax of both actors (D x N each). Null: recomputed from x.
+  // raw softmax of both actors (D x S, ActorPolicy::Probabilities' layout:
+  // migration at [0, N), stealing at [N, 2N) of each row). Null: recomputed from x.
   const float* phi_a = nullptr;
-  const float* pi_m = nullptr;
-  const float* pi_s = nullptr;
+  const float* pi = nullptr;
 };
 
 /// The parameters, optimizer states, traces and R̄ of every node, and the update.
 class MalcolmLearner {
  public:
-  /// Parameters of one node (row-major, as MalcolmRLModule holds them).
+  /// Parameters of one node: the critic θ (F_c) and both actors packed
+  /// (ActorPolicy: F_a x S, W_m and W_s transposed side by side, zero padding).
+  /// ExportActor / ImportActor convert to MalcolmRLModule's row-major N x F_a.
   struct Node {
-    std::vector<float> critic, migration, stealing;               // θ (F_c), W_m, W_s (N x F_a)
-    std::vector<float> grad_critic, grad_migration, grad_stealing;  // the last update's loss gradients
-    std::vector<float> trace_critic, trace_migration, trace_stealing;  // E (kept when κ > 0)
-    std::vector<float> m_critic, v_critic, m_migration, v_migration, m_stealing, v_stealing;  // AdamW moments
+    std::vector<float> critic, grad_critic, trace_critic, m_critic, v_critic;  // θ, its loss gradient, E, AdamW moments
+    AlignedVector<float> actor, grad_actor, trace_actor, m_actor, v_actor;   // the same for the packed actors
     std::uint64_t steps = 0;  // AdamW steps taken (the same for the node's three optimizers)
     double reward_rate = 0.0;  // R̄ (code)
   };
+  enum class Actor { kMigration = 0, kStealing = 1 };
 
   MalcolmLearner(std::size_t num_nodes, const LearnerConfig& config)
       : n_(num_nodes),
         config_(config),
         fc_(NumFeatures(config.critic_basis, num_nodes)),
         fa_(NumFeatures(config.actor_basis, num_nodes)),
+        s_(PackedWidth(2 * num_nodes)),
         policy_(num_nodes, config.actor_basis),
         nodes_(num_nodes),
         rank_table_(num_nodes),
@@ -316,14 +422,11 @@ class MalcolmLearner {
     config_.Validate();
     if (n_ < 1) throw std::invalid_argument("num_nodes: must be >= 1");
     RankFeatureTable(n_, rank_table_.data());
-    const std::size_t fa = n_ * fa_;
     for (Node& node : nodes_) {
       for (auto* v : {&node.critic, &node.grad_critic, &node.trace_critic, &node.m_critic, &node.v_critic})
         v->assign(fc_, 0.0f);
-      for (auto* v : {&node.migration, &node.stealing, &node.grad_migration, &node.grad_stealing,
-                      &node.trace_migration, &node.trace_stealing, &node.m_migration, &node.v_migration,
-                      &node.m_stealing, &node.v_stealing})
-        v->assign(fa, 0.0f);
+      for (auto* v : {&node.actor, &node.grad_actor, &node.trace_actor, &node.m_actor, &node.v_actor})
+        v->assign(fa_ * s_, 0.0f);
     }
     Reserve(config_.minibatch_size);
   }
@@ -331,6 +434,21 @@ class MalcolmLearner {
   std::size_t NumNodes() const { return n_; }
   std::size_t CriticFeatures() const { return fc_; }
   std::size_t ActorFeatures() const { return fa_; }
+  /// S, the packed actors' row width (PackedWidth(2N)).
+  std::size_t ActorWidth() const { return s_; }
+
+  /// Row-major N x F_a (MalcolmRLModule's layout) of one actor of a packed block.
+  void ExportActor(const AlignedVector<float>& packed, Actor a, float* out) const {
+    const std::size_t off = a == Actor::kStealing ? n_ : 0;
+    for (std::size_t r = 0; r < n_; ++r)
+      for (std::size_t c = 0; c < fa_; ++c) out[r * fa_ + c] = packed[c * s_ + off + r];
+  }
+  /// The inverse of ExportActor (the padding stays 0).
+  void ImportActor(AlignedVector<float>& packed, Actor a, const float* in) const {
+    const std::size_t off = a == Actor::kStealing ? n_ : 0;
+    for (std::size_t r = 0; r < n_; ++r)
+      for (std::size_t c = 0; c < fa_; ++c) packed[c * s_ + off + r] = in[r * fa_ + c];
+  }
   const LearnerConfig& Config() const { return config_; }
   Node& At(std::size_t i) { return nodes_[i]; }
   const Node& At(std::size_t i) const { return nodes_[i]; }
@@ -353,8 +471,9 @@ class MalcolmLearner {
       const float bc = static_cast<float>(1.0 / std::sqrt(static_cast<double>(fc_)));
       const float ba = static_cast<float>(1.0 / std::sqrt(static_cast<double>(fa_)));
       for (float& w : node.critic) w = uniform(bc);
-      for (float& w : node.migration) w = uniform(ba);
-      for (float& w : node.stealing) w = uniform(ba);
+      for (std::size_t off : {std::size_t{0}, n_})  // migration, then stealing, each row-major
+        for (std::size_t r = 0; r < n_; ++r)
+          for (std::size_t c = 0; c < fa_; ++c) node.actor[c * s_ + off + r] = uniform(ba);
     }
   }
 
@@ -369,10 +488,9 @@ class MalcolmLearner {
     last_w_.resize(d);
     phi_c_.resize(fc_);
     phi_a_.resize(d * fa_);
-    pi_m_.resize(d * n_);
-    pi_s_.resize(d * n_);
-    coef_.resize(d * n_);
-    coef_trace_.resize(d * n_);
+    pi_.resize(d * s_);
+    coef_.assign(d * s_, 0.0f);  // the padding columns stay 0
+    coef_trace_.assign(d * s_, 0.0f);
   }
 
   /// V_θ(x) of node i, x the N scaled loads (uses scratch: not thread-safe).
@@ -461,23 +579,28 @@ class MalcolmLearner {
     // 4. Actors: φ_a and π per row (given or recomputed), then the rows' coefficients
     // a_s = c̃_s - Σc̃_s π_s times β_s (gradient) or w_s (trace), and the outer products.
     const float* phi_a = b.phi_a;
-    const float* pi_m = b.pi_m;
-    const float* pi_s = b.pi_s;
-    if (!(phi_a && pi_m && pi_s)) {
-      for (std::size_t t = 0; t < d; ++t) {
-        float* phi = phi_a_.data() + t * fa_;
-        policy_.Probabilities(b.x + t * n, node.migration.data(), node.stealing.data(), phi, pi_m_.data() + t * n,
-                              pi_s_.data() + t * n);
-      }
+    const float* pi = b.pi;
+    if (!(phi_a && pi)) {
+      for (std::size_t t = 0; t < d; ++t)
+        policy_.Probabilities(b.x + t * n, node.actor.data(), phi_a_.data() + t * fa_, pi_.data() + t * s_);
       phi_a = phi_a_.data();
-      pi_m = pi_m_.data();
-      pi_s = pi_s_.data();
+      pi = pi_.data();
     }
     const float carry_g = traced ? static_cast<float>(carry_coef) * inv_d : 0.0f;
-    ActorGradient(b.migrate, pi_m, phi_a, d, inv_d, code, traced, carry_g, static_cast<float>(carry_last),
-                  node.grad_migration.data(), node.trace_migration.data());
-    ActorGradient(b.steal, pi_s, phi_a, d, inv_d, code, traced, carry_g, static_cast<float>(carry_last),
-                  node.grad_stealing.data(), node.trace_stealing.data());
+    ActorCoefficients(b.migrate, pi, d, inv_d, code, 0);
+    ActorCoefficients(b.steal, pi, d, inv_d, code, n);
+    // A zero carry skips reading the old trace (it may be anything on the first mini-batch).
+    float* ga = node.grad_actor.data();
+    const std::size_t na = fa_ * s_;
+    if (traced && carry_g != 0.0f) {
+      const float* ea = node.trace_actor.data();
+      for (std::size_t k = 0; k < na; ++k) ga[k] = carry_g * ea[k];
+      PackedOuter(ga, fa_, s_, 1.0f, coef_.data(), phi_a, d);
+    } else {
+      PackedOuter(ga, fa_, s_, 0.0f, coef_.data(), phi_a, d);
+    }
+    if (traced)
+      PackedOuter(node.trace_actor.data(), fa_, s_, static_cast<float>(carry_last), coef_trace_.data(), phi_a, d);
   }
 
   /// One AdamW step of node i's three blocks with the gradients in grad_*.
@@ -490,10 +613,9 @@ class MalcolmLearner {
     actor.lr = config_.lr_actor;
     AdamWStep(node.critic.data(), node.grad_critic.data(), node.m_critic.data(), node.v_critic.data(), fc_,
               node.steps, critic);
-    AdamWStep(node.migration.data(), node.grad_migration.data(), node.m_migration.data(), node.v_migration.data(),
-              n_ * fa_, node.steps, actor);
-    AdamWStep(node.stealing.data(), node.grad_stealing.data(), node.m_stealing.data(), node.v_stealing.data(),
-              n_ * fa_, node.steps, actor);
+    // Both actors in one call (same settings and steps; the zero padding stays 0).
+    AdamWStep(node.actor.data(), node.grad_actor.data(), node.m_actor.data(), node.v_actor.data(), fa_ * s_,
+              node.steps, actor);
   }
 
   /// Ends a round of updates (one mini-batch of every node): counts it and,
@@ -542,18 +664,20 @@ class MalcolmLearner {
     for (std::size_t c = 0; c < f; ++c) y[c] *= a;
   }
 
-  /// One actor's gradient (and trace) from its counts and policy rows.
-  void ActorGradient(const float* counts, const float* pi, const float* phi_a, std::size_t d, float inv_d, bool code,
-                     bool traced, float carry_g, float carry_last, float* grad, float* trace) {
+  /// One actor's per-row coefficients a_s = c̃_s - Σc̃_s π_s times β_s (gradient,
+  /// into coef_) and w_s (trace, into coef_trace_), at columns [off, off + N)
+  /// of the packed rows; `pi` is D x S.
+  void ActorCoefficients(const float* counts, const float* pi, std::size_t d, float inv_d, bool code,
+                         std::size_t off) {
     const std::size_t n = n_;
     for (std::size_t s = 0; s < d; ++s) {
       const float* c = counts + s * n;
-      const float* p = pi + s * n;
+      const float* p = pi + s * s_ + off;
       float total = 0.0f;
       for (std::size_t j = 0; j < n; ++j) total += c[j];
       // a_s = c̃ - Σc̃ π: paper c̃ = c; code c̃ = c / Σc (and a_s = 0 with no decision)
-      float* g = coef_.data() + s * n;
-      float* e = coef_trace_.data() + s * n;
+      float* g = coef_.data() + s * s_ + off;
+      float* e = coef_trace_.data() + s * s_ + off;
       const float kb = static_cast<float>(beta_[s]) * inv_d;
       const float kw = static_cast<float>(last_w_[s]);
       if (code && total <= 0.0f) {
@@ -568,19 +692,11 @@ class MalcolmLearner {
         e[j] = kw * a;
       }
     }
-    // A zero carry skips reading the old trace (it may be anything on the first mini-batch).
-    if (traced && carry_g != 0.0f) {
-      for (std::size_t k = 0; k < n * fa_; ++k) grad[k] = carry_g * trace[k];
-      AccumulateOuter(grad, n, fa_, 1.0f, coef_.data(), n, phi_a, d);
-    } else {
-      AccumulateOuter(grad, n, fa_, 0.0f, coef_.data(), n, phi_a, d);
-    }
-    if (traced) AccumulateOuter(trace, n, fa_, carry_last, coef_trace_.data(), n, phi_a, d);
   }
 
   std::size_t n_;
   LearnerConfig config_;
-  std::size_t fc_, fa_;
+  std::size_t fc_, fa_, s_;
   ActorPolicy policy_;
   std::vector<Node> nodes_;
   std::uint64_t num_updates_ = 0;
@@ -588,7 +704,8 @@ class MalcolmLearner {
   std::vector<float> rank_table_;
   std::vector<std::uint32_t> rank_;
   // scratch
-  std::vector<float> value_, next_value_, phi_c_, phi_a_, pi_m_, pi_s_, coef_, coef_trace_;
+  std::vector<float> value_, next_value_, phi_c_, phi_a_, coef_, coef_trace_;
+  AlignedVector<float> pi_;
   std::vector<double> delta_, beta_, last_w_;
 };
 

@@ -14,7 +14,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <new>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 // The hot loops are compiled for AVX-512, AVX2 + FMA and the baseline and the
 // best is picked at load time (GCC's target_clones: an ifunc, x86-64 Linux);
@@ -73,14 +77,30 @@ inline void RankFeatureTable(std::size_t n, float* out) {
 
 /// Rank of each load among the loads sorted descending, ties to the lower
 /// node id (rank 0 = most loaded), as torch.argsort(descending, stable).
-/// O(n²) comparisons, but branch-free over full rows so that they vectorise:
-/// faster than a sort for the rack sizes here (n <= a few hundred).
+/// O(n²) comparisons, but branch-free and vectorised over blocks of 16 i's
+/// (one compare and one add per j and block): faster than a sort for the
+/// rack sizes here (n <= a few hundred). rank_i = #{j < i: x_j >= x_i} +
+/// #{j > i: x_j > x_i}.
 DCGYM_CLONES inline void DescendingRanks(const float* x, std::size_t n, std::uint32_t* rank) {
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t r = 0;
-    const float xi = x[i];
-    for (std::size_t j = 0; j < n; ++j) r += (x[j] > xi) | ((x[j] == xi) & (j < i));  // earlier ids win ties
-    rank[i] = r;
+  constexpr std::size_t kB = 16;
+  for (std::size_t i0 = 0; i0 < n; i0 += kB) {
+    const std::size_t m = n - i0 < kB ? n - i0 : kB;
+    float xi[kB];
+    std::uint32_t r[kB] = {};
+    for (std::size_t k = 0; k < kB; ++k) xi[k] = x[i0 + (k < m ? k : 0)];
+    for (std::size_t j = 0; j < i0; ++j) {  // every lane's i is after j
+      const float xj = x[j];
+      for (std::size_t k = 0; k < kB; ++k) r[k] += xj >= xi[k];
+    }
+    for (std::size_t j = i0; j < i0 + m; ++j) {  // the block itself
+      const float xj = x[j];
+      for (std::size_t k = 0; k < kB; ++k) r[k] += (xj > xi[k]) | ((xj == xi[k]) & (j < i0 + k));
+    }
+    for (std::size_t j = i0 + m; j < n; ++j) {  // every lane's i is before j
+      const float xj = x[j];
+      for (std::size_t k = 0; k < kB; ++k) r[k] += xj > xi[k];
+    }
+    for (std::size_t k = 0; k < m; ++k) rank[i0 + k] = r[k];
   }
 }
 
@@ -164,6 +184,165 @@ DCGYM_CLONES inline void Linear(const float* w, std::size_t rows, std::size_t f,
     for (std::size_t c = body; c < f; ++c) t += row[c] * phi[c];
     logits[r] = reduce(a) + t;
   }
+}
+
+// ------------------------------------------------------- packed weights
+//
+// The actors' weights as the runtime keeps them: both actors stacked and
+// transposed, F rows (one per feature) of S = PackedWidth(N) floats,
+// [W_m[:, c] | W_s[:, c] | zeros], S a multiple of 16, rows 64-byte aligned.
+// Then W φ is Σ_c φ_c row_c: contiguous rows, no horizontal sums, and the
+// logits of both actors come out of one pass over the weights.
+
+inline constexpr std::size_t kPackLanes = 16;
+
+/// The row width of a packed matrix with `outputs` outputs (2N for the two actors).
+inline constexpr std::size_t PackedWidth(std::size_t outputs) {
+  return (outputs + kPackLanes - 1) / kPackLanes * kPackLanes;
+}
+
+/// A std::allocator aligned to 64 bytes (a cache line, an AVX-512 vector).
+template <class T>
+struct AlignedAllocator {
+  using value_type = T;
+  static constexpr std::size_t kAlign = 64;
+  AlignedAllocator() = default;
+  template <class U>
+  AlignedAllocator(const AlignedAllocator<U>&) {}
+  T* allocate(std::size_t n) {
+    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlign)));
+  }
+  void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(kAlign)); }
+  template <class U>
+  bool operator==(const AlignedAllocator<U>&) const { return true; }
+  template <class U>
+  bool operator!=(const AlignedAllocator<U>&) const { return false; }
+};
+template <class T>
+using AlignedVector = std::vector<T, AlignedAllocator<T>>;
+
+#if defined(__GNUC__)
+// 16-float vectors (GCC / Clang vector extensions): the clones turn them into
+// one AVX-512, two AVX or four SSE registers. Passed between inlined helpers
+// only, so the ABI note about 64-byte vectors does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+namespace detail {
+typedef float Vec16 __attribute__((vector_size(64)));
+__attribute__((always_inline)) inline Vec16 LoadV(const float* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+__attribute__((always_inline)) inline void StoreV(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+
+// NV vectors of 16 outputs, the features summed in P interleaved partial sums
+// (NV x P = 8 independent accumulators: enough to hide the FMA latency).
+template <int NV, int P>
+__attribute__((always_inline)) inline void PackedChunk(const float* w, std::size_t f, std::size_t s,
+                                                       const float* phi, float* z) {
+  Vec16 acc[P][NV];
+  for (int p = 0; p < P; ++p)
+    for (int v = 0; v < NV; ++v) acc[p][v] = Vec16{};
+  std::size_t c = 0;
+  for (; c + P <= f; c += P)
+    for (int p = 0; p < P; ++p) {
+      const float q = phi[c + p];
+      const float* row = w + (c + p) * s;
+      for (int v = 0; v < NV; ++v) acc[p][v] += q * LoadV(row + 16 * v);
+    }
+  for (; c < f; ++c) {
+    const float q = phi[c];
+    const float* row = w + c * s;
+    for (int v = 0; v < NV; ++v) acc[0][v] += q * LoadV(row + 16 * v);
+  }
+  for (int v = 0; v < NV; ++v) {
+    Vec16 t = acc[0][v];
+    for (int p = 1; p < P; ++p) t += acc[p][v];
+    StoreV(z + 16 * v, t);
+  }
+}
+
+// out[c, k0 .. k0 + 16 NV) for NC features c at a time: a * out + Σ_r phi[r, c] coef[r, k0 ..].
+template <int NV, int NC>
+__attribute__((always_inline)) inline void OuterChunk(float* out, std::size_t c0, std::size_t s, float a,
+                                                      const float* coef, const float* phi, std::size_t f,
+                                                      std::size_t d) {
+  Vec16 acc[NC][NV];
+  for (int q = 0; q < NC; ++q)
+    for (int v = 0; v < NV; ++v) acc[q][v] = a == 0.0f ? Vec16{} : a * LoadV(out + (c0 + q) * s + 16 * v);
+  for (std::size_t r = 0; r < d; ++r) {
+    const float* cr = coef + r * s;
+    Vec16 cv[NV];
+    for (int v = 0; v < NV; ++v) cv[v] = LoadV(cr + 16 * v);
+    for (int q = 0; q < NC; ++q) {
+      const float p = phi[r * f + c0 + q];
+      for (int v = 0; v < NV; ++v) acc[q][v] += p * cv[v];
+    }
+  }
+  for (int q = 0; q < NC; ++q)
+    for (int v = 0; v < NV; ++v) StoreV(out + (c0 + q) * s + 16 * v, acc[q][v]);
+}
+
+// OuterChunk over every feature, 8 / NV features at a time.
+template <int NV>
+__attribute__((always_inline)) inline void OuterColumns(float* out, std::size_t f, std::size_t s, float a,
+                                                        const float* coef, const float* phi, std::size_t d) {
+  constexpr int kNC = 8 / NV;
+  std::size_t c = 0;
+  for (; c + kNC <= f; c += kNC) OuterChunk<NV, kNC>(out, c, s, a, coef, phi, f, d);
+  for (; c < f; ++c) OuterChunk<NV, 1>(out, c, s, a, coef, phi, f, d);
+}
+}  // namespace detail
+#endif
+
+/// z[0 .. s) = Σ_{c < f} phi[c] w[c, :] for a packed f x s matrix `w`
+/// (s a multiple of kPackLanes): the logits of a packed policy.
+DCGYM_CLONES inline void PackedLinear(const float* w, std::size_t f, std::size_t s, const float* phi, float* z) {
+#if defined(__GNUC__)
+  std::size_t k = 0;
+  for (; k + 128 <= s; k += 128) detail::PackedChunk<8, 1>(w + k, f, s, phi, z + k);
+  if (k + 64 <= s) {
+    detail::PackedChunk<4, 2>(w + k, f, s, phi, z + k);
+    k += 64;
+  }
+  if (k + 32 <= s) {
+    detail::PackedChunk<2, 4>(w + k, f, s, phi, z + k);
+    k += 32;
+  }
+  if (k + 16 <= s) detail::PackedChunk<1, 8>(w + k, f, s, phi, z + k);
+#else
+  for (std::size_t k = 0; k < s; ++k) z[k] = 0.0f;
+  for (std::size_t c = 0; c < f; ++c)
+    for (std::size_t k = 0; k < s; ++k) z[k] += phi[c] * w[c * s + k];
+#endif
+}
+
+/// out[c, :] = a * out[c, :] (a == 0: overwrite) + Σ_{r < d} phi[r, c] coef[r, :] for c < f:
+/// a sum of d outer products into a packed f x s matrix. `phi` is d x f,
+/// `coef` d x s (row-major; s a multiple of kPackLanes).
+DCGYM_CLONES inline void PackedOuter(float* out, std::size_t f, std::size_t s, float a, const float* coef,
+                                     const float* phi, std::size_t d) {
+#if defined(__GNUC__)
+  std::size_t k = 0;
+  for (; k + 128 <= s; k += 128)
+    for (std::size_t c = 0; c < f; ++c) detail::OuterChunk<8, 1>(out + k, c, s, a, coef + k, phi, f, d);
+  if (k + 64 <= s) {
+    detail::OuterColumns<4>(out + k, f, s, a, coef + k, phi, d);
+    k += 64;
+  }
+  if (k + 32 <= s) {
+    detail::OuterColumns<2>(out + k, f, s, a, coef + k, phi, d);
+    k += 32;
+  }
+  if (k + 16 <= s) detail::OuterColumns<1>(out + k, f, s, a, coef + k, phi, d);
+#else
+  for (std::size_t c = 0; c < f; ++c) {
+    float* o = out + c * s;
+    for (std::size_t k = 0; k < s; ++k) o[k] = a == 0.0f ? 0.0f : a * o[k];
+    for (std::size_t r = 0; r < d; ++r)
+      for (std::size_t k = 0; k < s; ++k) o[k] += phi[r * f + c] * coef[r * s + k];
+  }
+#endif
 }
 
 /// In place: z -> softmax(z), subtracting the maximum first.

@@ -88,16 +88,18 @@ class RackController {
   ControllerOptions options_;
   MalcolmLearner& learner_;
   ActorPolicy policy_;
-  std::size_t n_, fa_, d_;
+  std::size_t n_, fa_, s_, d_;
   double scale_;                  // raw load -> observation unit
   double previous_imbalance_ = 0.0;
 
-  std::vector<float> obs_, last_obs_, x_, z_m_, z_s_, phi_;
+  std::vector<float> obs_, last_obs_, x_, phi_, tmp_;
+  AlignedVector<float> z_;        // both actors' logits (S entries)
   std::vector<double> table_m_, table_s_;
-  std::vector<double> loads_;
+  std::vector<double> loads_, beliefs_;
   // The pending mini-batch, per node: D + 1 states (x_t, x_D = the next), counts, φ_a and π per row.
   std::size_t row_ = 0;
-  std::vector<float> states_, migrate_, steal_, phi_a_, pi_m_, pi_s_;
+  std::vector<float> states_, migrate_, steal_, phi_a_;
+  AlignedVector<float> pi_;       // N x D rows of S: both actors' raw softmax (ActorPolicy layout)
   std::vector<double> rewards_;
 };
 
