@@ -5,7 +5,12 @@
 
 A ``--policy`` that is a path (a checkpoint or run folder written by
 train.py) is a trained policy, evaluated through its environment with the
-same metrics; the scenario then defaults to the one it was trained on.
+same metrics; the scenario then defaults to the one it was trained on. A
+``--policy`` that is a policy file (``FILE.dcpol``, written by ``python -m
+dcgym.agents.export``, or ``zoo:NAME`` for ``zoo/NAME.dcpol``) runs its
+Malcolm actor pair inside the engine (the C++ RackController), with the same
+metrics and the same tasks; ``FILE:heartbeat_us=US,load_metric=M`` sets the
+environment settings a file does not store (default 100 and expected_wait).
 
 Runs every policy at every load with every seed (``--seeds 5`` = seeds 1..5,
 ``--seeds 1,2,7`` those, ``--seed 3`` one), in parallel on Ray: a local
@@ -52,8 +57,9 @@ def main(
     ] = None,
     policy: Annotated[
         list[str] | None,
-        typer.Option(help="policy, e.g. po2 or jbt:threshold=30, or a checkpoint / run folder of train.py "
-                          "(repeatable; default: the scenario's)"),
+        typer.Option(help="policy, e.g. po2 or jbt:threshold=30, a checkpoint / run folder of train.py, or a "
+                          "policy file (FILE.dcpol or zoo:NAME, run in the engine) (repeatable; default: the "
+                          "scenario's)"),
     ] = None,
     loads: Annotated[str | None, typer.Option(help="comma-separated loads (default: the scenario's grid)")] = None,
     tasks: Annotated[int, typer.Option(help="arrivals per run, warm-up included")] = DEFAULT_TASKS,
@@ -94,9 +100,10 @@ def main(
 def _trained_scenario(policies: list[str]) -> Any:
     """The scenario (with overrides) the first trained policy among ``policies`` was trained on, else the default."""
     from dcgym.agents.checkpoints import checkpoint_scenario, is_checkpoint_spec
+    from dcgym.agents.export.in_engine import is_policy_file_spec
     from dcgym.envs.scenario import load_scenario
 
-    trained = [p for p in policies if is_checkpoint_spec(p)]
+    trained = [p for p in policies if is_checkpoint_spec(p) and not is_policy_file_spec(p)]
     if not trained:
         return DEFAULT_SCENARIO
     name, overrides = checkpoint_scenario(trained[0])

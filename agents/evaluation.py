@@ -32,9 +32,14 @@ relative error (well under 1%). A statistic with no sample is ``None``
 A policy spec that is a path (a checkpoint or run folder written by
 ``train.py``) is a trained policy: it runs through its environment with
 :mod:`dcgym.agents.checkpoints` and gets the same result fields, named
-``<algorithm> (trained)``. A multistage scenario (``kind: multistage``)
-runs its LB heuristics (ecmp, wcmp, lsq, sed, oracle) and trained lb_v0
-policies through :mod:`dcgym.agents.lb_evaluation`.
+``<algorithm> (trained)``. A policy spec that names a policy file (a
+``.dcpol`` path, or ``zoo:NAME`` for the zoo's) is evaluated in the engine:
+:mod:`dcgym.agents.export.in_engine` runs its Malcolm actor pair with the C++
+RackController on the environment's engine config at the same seeds (the
+same tasks), named ``<stem> (file)`` or ``<name> (zoo)``. A multistage
+scenario (``kind: multistage``) runs its LB heuristics (ecmp, wcmp, lsq,
+sed, oracle) and trained lb_v0 policies through
+:mod:`dcgym.agents.lb_evaluation`.
 """
 
 from __future__ import annotations
@@ -124,7 +129,8 @@ def evaluate(
     serial for a single run and Ray with every core otherwise.
     ``sample_period_us`` replaces the scenario's load-sampling period.
     A policy given as a path is a trained policy (module docstring); it acts
-    deterministically unless ``explore``.
+    deterministically unless ``explore``. A policy file (``.dcpol`` path or
+    ``zoo:NAME``) runs in the engine (:mod:`dcgym.agents.export.in_engine`).
     Every argument and every engine config is checked before the first run,
     so bad input raises InvalidConfigError (or the engine's ValueError)
     without wasting a run.
@@ -132,10 +138,14 @@ def evaluate(
     if isinstance(policies, (str, Mapping, Policy, Path)):
         policies = [policies]
     trained = [p for p in policies or () if _is_checkpoint(p)]
+    files = [p for p in policies or () if _is_policy_file(p)]
     spec = scenario if isinstance(scenario, (str, Path)) else scenario.name
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
     if not isinstance(scenario, RackScenario):
+        if files:
+            raise InvalidConfigError("policy", str(files[0]), "a policy file only on a rack scenario (kind: rack): "
+                                     "its Malcolm actor pair drives the rack's nodes")
         if getattr(scenario, "kind", None) == "multistage":
             from dcgym.agents.lb_evaluation import evaluate_lb
 
@@ -150,8 +160,9 @@ def evaluate(
     if sample_period_us is not None:
         sample_period_us = validate(SamplePeriod, sample_period_us, "sample_period_us")
     labels = _checkpoint_labels(trained)
-    parsed = [labels[id(p)] if _is_checkpoint(p) else scenario.policy(p) for p in policies] if policies \
-        else [scenario.dispatch]
+    loaded = _policy_files(files)
+    parsed = [labels[id(p)] if _is_checkpoint(p) else loaded[id(p)] if _is_policy_file(p) else scenario.policy(p)
+              for p in policies] if policies else [scenario.dispatch]
     grid = scenario.loads if loads is None else validate(Loads, loads, "loads")
     for field, values in (("policy", [p if isinstance(p, str) else p.label for p in parsed]), ("loads", grid)):
         if len(set(values)) != len(values):
@@ -169,6 +180,11 @@ def evaluate(
 
             jobs += checkpoint_jobs(given, p, scenario, spec, grid, seed_list, tasks, warmup, groups,
                                     sample_period_us, explore)
+            continue
+        if not isinstance(p, Policy):  # a policy file, run in the engine
+            from dcgym.agents.export.in_engine import policy_file_jobs
+
+            jobs += policy_file_jobs(p, scenario, grid, seed_list, tasks, warmup, groups, sample_period_us)
             continue
         for load in grid:
             for s in seed_list:
@@ -196,12 +212,35 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def _is_checkpoint(spec: Any) -> bool:
-    """Whether a policy spec is a path (a trained policy) rather than a heuristic."""
-    if not isinstance(spec, (str, Path)):
+    """Whether a policy spec is a path to a checkpoint or run folder (a trained policy) rather than a heuristic."""
+    if not isinstance(spec, (str, Path)) or _is_policy_file(spec):
         return False
     from dcgym.agents.checkpoints import is_checkpoint_spec
 
     return is_checkpoint_spec(spec)
+
+
+def _is_policy_file(spec: Any) -> bool:
+    """Whether a policy spec names a policy file (a ``.dcpol`` path or ``zoo:NAME``), evaluated in the engine."""
+    if not isinstance(spec, (str, Path)):
+        return False
+    from dcgym.agents.export.in_engine import is_policy_file_spec
+
+    return is_policy_file_spec(spec)
+
+
+def _policy_files(specs: list[Any]) -> dict[int, Any]:
+    """The loaded and checked policy file of each spec, by the spec object's id; labels made distinct."""
+    if not specs:
+        return {}
+    from dataclasses import replace
+
+    from dcgym.agents.export.in_engine import load_policy_file
+
+    files = [load_policy_file(s) for s in specs]
+    labels = [f.label for f in files]
+    files = [replace(f, label=str(s)) if labels.count(f.label) > 1 else f for s, f in zip(specs, files)]
+    return {id(s): f for s, f in zip(specs, files)}
 
 
 def _checkpoint_labels(specs: list[Any]) -> dict[int, str]:

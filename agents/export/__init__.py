@@ -7,6 +7,9 @@
 writes and reads the format itself (docs/policy_format.md). The C++ side is
 ``cpp_core/include/dcgym/runtime/policy_file.hpp``, bound to Python as
 ``dcgym.cpp_core._engine.RuntimePolicy``.
+:mod:`~dcgym.agents.export.in_engine` evaluates Malcolm's policy files inside
+the engine (``evaluate.py --policy FILE``) and :mod:`~dcgym.agents.export.zoo`
+keeps the policy zoo (``--policy zoo:NAME``, ``benchmarks/build_zoo.py``).
 """
 
 from dcgym.agents.export.exporter import (

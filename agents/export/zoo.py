@@ -1,0 +1,250 @@
+"""The policy zoo: exported policies of finished training runs, by name (``zoo/``, zoo/README.md).
+
+Each policy is ``NAME.dcpol`` (a policy file, docs/policy_format.md) beside
+``NAME.md`` (one provenance line and its training run's evaluation table).
+``evaluate.py --policy zoo:NAME`` evaluates ``NAME.dcpol`` in the engine.
+
+The zoo folder is ``$DCGYM_ZOO`` when set, else the ``zoo/`` folder beside
+the ``dcgym`` sources: the repository's top-level ``zoo/`` in a checkout or
+an editable install (``agents/`` -> ``dcgym.agents``, so its parent is the
+repository), and ``dcgym/zoo/`` in an installed wheel that ships it.
+
+:func:`build_entry` makes one zoo entry from a ``train.py`` run folder
+(``benchmarks/build_zoo.py`` is its command line).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dcgym.envs.error import InvalidConfigError, did_you_mean
+
+__all__ = [
+    "SUFFIX", "ZOO_ENV", "ZOO_PREFIX", "ZooEntry", "build_entry", "evaluation_table", "experiment_name",
+    "list_zoo", "resolve_zoo", "zoo_dir",
+]
+
+ZOO_ENV = "DCGYM_ZOO"
+"""Environment variable naming another zoo folder (tests, private zoos)."""
+ZOO_PREFIX = "zoo:"
+"""A policy spec ``zoo:NAME`` names the zoo's ``NAME.dcpol``."""
+SUFFIX = ".dcpol"
+"""The policy files' suffix."""
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def zoo_dir(folder: str | Path | None = None) -> Path:
+    """The zoo folder: ``folder`` if given, else ``$DCGYM_ZOO``, else the ``zoo/`` beside the dcgym sources."""
+    if folder is not None:
+        return Path(folder)
+    if os.environ.get(ZOO_ENV):
+        return Path(os.environ[ZOO_ENV])
+    import dcgym.agents
+
+    # dcgym.agents is <repo>/agents in a checkout or editable install, <site-packages>/dcgym/agents in a wheel.
+    return Path(dcgym.agents.__file__).resolve().parents[1] / "zoo"
+
+
+def list_zoo(folder: str | Path | None = None) -> list[str]:
+    """The names of the zoo's policies (``NAME.dcpol``), sorted; empty if there is no zoo folder."""
+    where = zoo_dir(folder)
+    if not where.is_dir():
+        return []
+    return sorted(p.name.removesuffix(SUFFIX) for p in where.iterdir() if p.name.endswith(SUFFIX) and p.is_file())
+
+
+def resolve_zoo(spec: str, folder: str | Path | None = None) -> Path:
+    """The file of ``zoo:NAME`` (or ``NAME``); InvalidConfigError naming ``policy``, with the available
+    names and a did-you-mean suggestion, if the zoo has no such policy."""
+    name = spec.removeprefix(ZOO_PREFIX)
+    where = zoo_dir(folder)
+    path = where / f"{name}{SUFFIX}"
+    if _NAME.fullmatch(name) and path.is_file():
+        return path
+    known = list_zoo(folder)
+    allowed = ("a zoo policy, one of " + ", ".join(ZOO_PREFIX + k for k in known) if known
+               else "a zoo policy, but the zoo has none")
+    suggestion = did_you_mean(name, known)
+    raise InvalidConfigError("policy", spec, f"{allowed} (zoo folder {where}; ${ZOO_ENV} sets another)",
+                             suggestion=None if suggestion is None else ZOO_PREFIX + suggestion)
+
+
+# ------------------------------------------------------------------------------ building entries
+
+
+@dataclass(frozen=True)
+class ZooEntry:
+    """What :func:`build_entry` wrote."""
+
+    name: str
+    policy: Path  # NAME.dcpol
+    card: Path  # NAME.md
+
+
+def experiment_name(run_dir: str | Path) -> str:
+    """The experiment a run folder trained: the stem of ``--config`` in the first command of its run.json
+    (``configs/experiments/malcolm_hetero_exp.yaml`` -> ``malcolm_hetero_exp``), else
+    ``<scenario>__<algorithm>`` from its config.yaml."""
+    config = _config_path(_run_json(Path(run_dir)))
+    if config is not None:
+        return Path(config).name.removesuffix(".yaml").removesuffix(".yml")
+    experiment = _config(Path(run_dir))
+    return f"{Path(str(experiment['scenario'])).stem}__{experiment['algorithm']}"
+
+
+def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None,
+                commit: str | None = None) -> ZooEntry:
+    """Export a run folder's final checkpoint to ``out/NAME.dcpol`` and write ``out/NAME.md``.
+
+    ``name`` defaults to :func:`experiment_name`; ``commit`` to the dcgym
+    repository's ``git rev-parse HEAD`` (the commit the zoo is built from).
+    The card has one provenance line (config, seed, commit, training budget
+    and what was used of it, run and checkpoint) and the p99 table of the
+    run's final evaluation (``evaluation/results.json``), if it has one.
+    """
+    from dcgym.agents.checkpoints import find_checkpoint, read_meta
+    from dcgym.agents.export.exporter import export_policy
+    from dcgym.agents.export.format import read_policy
+
+    run = Path(run_dir)
+    if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():
+        raise InvalidConfigError("RUN", str(run_dir), "a run folder written by train.py (with run.json and "
+                                                      "config.yaml)")
+    name = experiment_name(run) if name is None else name
+    if not _NAME.fullmatch(name):
+        raise InvalidConfigError("name", name, "1 to 128 letters, digits, _, - and .")
+    checkpoint = find_checkpoint(run)
+    out = Path(out)
+    policy_path = export_policy(checkpoint, out / f"{name}{SUFFIX}")
+    policy = read_policy(policy_path)
+    meta = read_meta(checkpoint)
+    info = _run_json(run)
+    experiment = _config(run)
+    lines = [f"# {name}", "", _provenance(run, info, experiment, meta, checkpoint, commit), "",
+             f"Policy: `{name}{SUFFIX}`, {policy.kind}, {policy.num_agents} agents.", "",
+             _usage(name, experiment), ""]
+    results = run / "evaluation" / "results.json"
+    if results.is_file():
+        doc = json.loads(results.read_text(encoding="utf-8"))
+        lines += [_table_caption(doc), "", evaluation_table(doc), ""]
+    else:
+        lines += ["The run has no final evaluation (evaluation/results.json).", ""]
+    card = out / f"{name}.md"
+    card.write_text("\n".join(lines), encoding="utf-8")
+    return ZooEntry(name, policy_path, card)
+
+
+def evaluation_table(doc: Mapping[str, Any]) -> str:
+    """A Markdown table of the results document's p99 latency (us): one row per policy, one column per load;
+    ``mean ± ci95`` over seeds when there are several."""
+    loads: list[float] = []
+    cells: dict[str, dict[float, str]] = {}
+    for s in doc["summary"]:
+        if s["load"] not in loads:
+            loads.append(s["load"])
+        p99 = s["latency_us"]["p99"]
+        text = "-" if p99["mean"] is None else f"{p99['mean']:,.1f}"
+        if p99["mean"] is not None and p99.get("ci95") is not None:
+            text += f" ± {p99['ci95']:,.1f}"
+        cells.setdefault(s["policy"], {})[s["load"]] = text
+    head = "| policy | " + " | ".join(f"load {load:g}" for load in loads) + " |"
+    rule = "|---|" + "---:|" * len(loads)
+    rows = [f"| {policy} | " + " | ".join(row.get(load, "-") for load in loads) + " |"
+            for policy, row in cells.items()]
+    return "\n".join([head, rule, *rows])
+
+
+def _table_caption(doc: Mapping[str, Any]) -> str:
+    seeds = doc.get("seeds") or [doc.get("seed")]
+    which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
+    return (f"p99 latency (us) of the run's final evaluation on `{doc['scenario']}` ({which}, "
+            f"{doc['tasks']:,} tasks per run, the trained policy through its environment):")
+
+
+def _provenance(run: Path, info: Mapping[str, Any], experiment: Mapping[str, Any], meta: Mapping[str, Any],
+                checkpoint: Path, commit: str | None) -> str:
+    budget = experiment.get("budget") or {}
+    limits = [f"{budget[k]:,} {k}" if k != "wall_time_s" else f"{budget[k]:g} s"
+              for k in ("iterations", "timesteps", "wall_time_s") if budget.get(k) is not None]
+    config = _config_path(info)
+    env_args = dict(experiment.get("env_args") or {})
+    overrides = env_args.get("overrides")
+    scenario = f"`{experiment['scenario']}`" + (f" with overrides `{json.dumps(overrides)}`" if overrides else "")
+    trained = _count(meta.get("iteration", info.get("iteration")))
+    return (
+        f"Provenance: config `{config or 'config.yaml'}` ({experiment['algorithm']} on {experiment['env']}, "
+        f"scenario {scenario}), seed {experiment.get('seed')}, commit {_commit() if commit is None else commit}, "
+        f"budget {' / '.join(limits) or 'none'}; trained {trained} iterations, "
+        f"{_count(meta.get('timesteps', info.get('timesteps')))} env steps (run `{info.get('run_name', run.name)}`, "
+        f"status {info.get('status', '?')}, checkpoint `{checkpoint.name}`)."
+    )
+
+
+def _usage(name: str, experiment: Mapping[str, Any]) -> str:
+    env_args = dict(experiment.get("env_args") or {})
+    options = [f"{k}={env_args[k]}" for k in ("heartbeat_us", "load_metric")
+               if k in env_args and env_args[k] != {"heartbeat_us": 100, "load_metric": "expected_wait"}[k]]
+    spec = f"zoo:{name}" + (":" + ",".join(options) if options else "")
+    scenario = str(experiment["scenario"])
+    note = (" (the scenario with the overrides above, as a YAML file)" if env_args.get("overrides") else "")
+    return (f"Evaluate in the engine: `python evaluate.py --policy {spec} --scenario {scenario} --policy po2`"
+            f"{note}.")
+
+
+def _config_path(info: Mapping[str, Any]) -> str | None:
+    """The ``--config`` of the first command in run.json that has one (train.py's, not a --resume)."""
+    for command in info.get("commands") or []:
+        words = str(command).split()
+        for k, word in enumerate(words):
+            if word == "--config" and k + 1 < len(words):
+                return words[k + 1]
+            if word.startswith("--config="):
+                return word.split("=", 1)[1]
+    return None
+
+
+def _count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _commit() -> str:
+    """``git rev-parse HEAD`` of the dcgym repository, or ``unknown`` outside one."""
+    import dcgym.agents
+
+    try:
+        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(dcgym.agents.__file__).resolve().parents[1],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (proc.stdout.strip() or "unknown") if proc.returncode == 0 else "unknown"
+
+
+def _run_json(run: Path) -> dict[str, Any]:
+    path = run / "run.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _config(run: Path) -> dict[str, Any]:
+    import yaml
+
+    return yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+
+
+def build_zoo(runs: Sequence[str | Path], out: str | Path, commit: str | None = None) -> list[ZooEntry]:
+    """:func:`build_entry` for every run folder into ``out``; refuses two runs of one experiment name."""
+    names = [experiment_name(r) if (Path(r) / "run.json").is_file() else None for r in runs]
+    for name in names:
+        if name is not None and names.count(name) > 1:
+            clash = [str(r) for r, n in zip(runs, names) if n == name]
+            raise InvalidConfigError("RUN", clash, f"one run per experiment name (these all make zoo/{name}"
+                                                   f"{SUFFIX})")
+    return [build_entry(r, out, commit=commit) for r in runs]
+
