@@ -33,6 +33,10 @@ for name, folder in ROOT_FOLDERS.items():
         packages.append(pkg)
         package_dir[pkg] = str(Path(folder, *pkg.split(".")[2:]))
 
+# The policy zoo (zoo/*.dcpol and their cards) ships as data beside the code: dcgym/zoo in a wheel.
+packages.append("dcgym.zoo")
+package_dir["dcgym.zoo"] = "zoo"
+
 ParallelCompile("DCGYM_BUILD_JOBS", default=0).install()
 
 sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cpp_core/src").glob("*.cpp"))
@@ -49,7 +53,8 @@ engine = Pybind11Extension(
 setup(
     packages=packages,
     package_dir=package_dir,
-    package_data={"dcgym.cpp_core": ["*.pyi", "py.typed"], "dcgym.configs": ["scenarios/*.yaml", "experiments/*.yaml"]},
+    package_data={"dcgym.cpp_core": ["*.pyi", "py.typed"], "dcgym.configs": ["scenarios/*.yaml", "experiments/*.yaml"],
+                  "dcgym.zoo": ["*.dcpol", "*.md"]},
     ext_modules=[engine],
     cmdclass={"build_ext": build_ext},
     zip_safe=False,
