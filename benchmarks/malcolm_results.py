@@ -7,9 +7,11 @@ grid) becomes two tables in Markdown:
 - p99 latency (us) per policy and load; a run that dropped more than 0.1% of
   its tasks at full queues is marked with its drop rate (dropped tasks are not
   in the latency statistics, so its p99 understates what users would see);
-- the highest grid load each policy sustains: p99 <= SLO = 10 x the mean
-  service time and drops <= 0.1% at that load and every lower one, with the
-  throughput (KTPS) there.
+- the highest grid load each policy sustains: p99 <= SLO and drops <= 0.1%
+  at that load and every lower one, with the throughput (KTPS) there. The
+  SLO is 10 x the mean service time, or twice the best p99 at the grid's
+  lowest load where that is larger (heavy-tailed service: HyperExp-2's tasks
+  alone have a p99 of about 20 x their mean, so no policy could meet 10 x).
 
 With ``--online``, a row "malcolm (online, C++)" is added: Malcolm as the
 paper deploys it, learning online at each load of the grid (the C++ learner
@@ -66,17 +68,22 @@ def tables(run: Path, online: bool = False) -> str:
         train_s = float(list(csv.DictReader(f))[-1]["time_s"])
     scenario = load_scenario(doc["scenario"])
     mean_us = Distribution(scenario.engine_config(load=0.5, seed=0)["service"]).mean
-    slo = SLO_SERVICE_TIMES * mean_us
     rows = doc["results"]
     if online:
         rows = rows + online_rows(doc["scenario"], sorted({r["load"] for r in rows}), doc["seed"])
+    lowest = min(r["load"] for r in rows)
+    floor = min(r["latency_us"]["p99"] for r in rows if r["load"] == lowest)
+    slo = max(SLO_SERVICE_TIMES * mean_us, 2.0 * floor)
+    slo_text = (f"p99 <= {slo:,.0f} us (10 x the mean service time {mean_us:g} us)" if slo == SLO_SERVICE_TIMES * mean_us
+                else f"p99 <= {slo:,.0f} us (twice the best p99 at load {lowest:g}, more than 10 x the mean service "
+                     f"time, {SLO_SERVICE_TIMES * mean_us:,.0f} us, for this heavy-tailed service)")
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     loads = sorted({r["load"] for r in rows})
     at = {(r["policy"], r["load"]): r for r in rows}
     out = [f"### {doc['scenario']}", "", f"{scenario.description}", "",
            f"Run `{run.name}` ({status['iteration']} iterations, {train_s / 60:.1f} min "
            f"of training wall time; command `{status['commands'][0]}`); evaluation: {doc['tasks']:,} tasks per run, seed {doc['seed']}. "
-           f"SLO: p99 <= {slo:.0f} us (10 x the mean service time {mean_us:g} us), drops <= 0.1%.", "",
+           f"SLO: {slo_text}, drops <= 0.1%.", "",
            "p99 latency (us) per load; `(d x%)`: x% of the tasks dropped at full queues:", "",
            "| policy | " + " | ".join(f"{load:g}" for load in loads) + " |",
            "|---" * (len(loads) + 1) + "|"]
