@@ -11,7 +11,9 @@ the heuristics are measured over the same windows of the same rack.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +21,21 @@ import numpy as np
 from dcgym.cpp_core import RackController, RackSim
 from dcgym.envs.rack_game import RackGame
 from dcgym.envs.scenario import load_scenario
+
+HEURISTICS = {"Po2": {"policy": "po_d", "d": 2}, "JSQ": {"policy": "jsq"},
+              "JBT": {"policy": "jbt", "threshold": 1.0}}
+"""The heuristics these reproductions compare with, over the scenario's load metric (queue lengths, §7.1)."""
+
+
+def cli(doc: str, seeds: int) -> argparse.Namespace:
+    """The reproductions' command line: --seeds (1..N) and --out."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--seeds", type=int, default=seeds, help=f"seeds per point, 1..N (default {seeds})")
+    p.add_argument("--out", type=Path, default=Path("docs/reproductions"), help="folder for the PNG and markdown")
+    args = p.parse_args()
+    if args.seeds < 1:
+        p.error(f"--seeds must be >= 1, got {args.seeds}")
+    return args
 
 
 def malcolm_config(scenario: str, load: float, seed: int, heartbeat_us: float = 100.0,

@@ -18,10 +18,8 @@ that, and the mean outstanding tasks per node type over time (Fig. 11's plot).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
-from pathlib import Path
 
 
 import _online as ol
@@ -33,30 +31,23 @@ WINDOW_NAMES = ["before (1 s)", "adapting (0.2 s)", "after (1 s)"]
 PANELS = {"(a) traffic shifted to the fast nodes": ("malcolm_adapt_shift", 0.9),
           "(b) fast nodes slowed by 50%": ("malcolm_adapt_slowdown", 0.8),
           "(c) fast nodes' tasks x 1.5 (the code)": ("malcolm_adapt_slowdown_code", 0.8)}
-HEURISTICS = {"Po2": {"policy": "po_d", "d": 2}, "JSQ": {"policy": "jsq"},
-              "JBT": {"policy": "jbt", "threshold": 1.0}}
 GROUPS = {"8 workers": slice(0, 4), "6 workers": slice(4, 8), "4 workers": slice(8, 12)}
 OVERRIDES = {"dynamics.0.at_us": T0, "sample_period_us": 1000.0}
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--seeds", type=int, default=2, help="seeds per policy (default 2)")
-    p.add_argument("--out", type=Path, default=Path("docs/reproductions"))
-    args = p.parse_args()
-    if args.seeds < 1:
-        p.error(f"--seeds must be >= 1, got {args.seeds}")
+    args = ol.cli(__doc__, seeds=2)
     start = time.perf_counter()
     rows, curves = [], {}
     for title, (scenario, load) in PANELS.items():
-        for name in ["Malcolm (online)", *HEURISTICS]:
+        for name in ["Malcolm (online)", *ol.HEURISTICS]:
             per_seed = []
             for seed in range(1, args.seeds + 1):
                 if name.startswith("Malcolm"):
                     cfg = ol.malcolm_config(scenario, load, seed, overrides=OVERRIDES)
                     out = ol.malcolm_online(cfg, WINDOWS, seed=seed, samples=seed == 1)
                 else:
-                    cfg = ol.heuristic_config(scenario, load, seed, HEURISTICS[name], overrides=OVERRIDES)
+                    cfg = ol.heuristic_config(scenario, load, seed, ol.HEURISTICS[name], overrides=OVERRIDES)
                     out = ol.heuristic(cfg, WINDOWS, samples=seed == 1)
                 per_seed.append(out)
                 print(f"{title} {name} seed {seed}: " + ", ".join(
@@ -72,9 +63,9 @@ def main() -> None:
 
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(PANELS), 1 + len(HEURISTICS), figsize=(16, 9), sharex=True)
+    fig, axes = plt.subplots(len(PANELS), 1 + len(ol.HEURISTICS), figsize=(16, 9), sharex=True)
     for r, title in enumerate(PANELS):
-        for c, name in enumerate(["Malcolm (online)", *HEURISTICS]):
+        for c, name in enumerate(["Malcolm (online)", *ol.HEURISTICS]):
             ax = axes[r][c]
             times, loads = curves[(title, name)]
             keep = times >= T0 - 1e6

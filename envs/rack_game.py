@@ -314,22 +314,22 @@ class RackGame:
         return out
 
     def observe(
-        self, beliefs: np.ndarray, x: np.ndarray, migrate: np.ndarray, loads: np.ndarray | None = None
+        self, beliefs: np.ndarray, x: np.ndarray, migrate: np.ndarray, prefilled: np.ndarray | None = None
     ) -> np.ndarray:
         """Observations (B, N, obs_dim), float32: beliefs row, own fresh load, extras; clipped to [0, obs_clip].
 
-        ``loads``: the observations with the first N + 1 columns already
+        ``prefilled``: the observations with the first N + 1 columns already
         written (by ``step_rack_game``); only the extras are added.
         """
         b, n = x.shape
         cfg = self.config
-        if loads is None:
+        if prefilled is None:
             obs = np.empty((b, n, self.obs_dim), np.float32)
             obs[:, :, :n] = beliefs * self.scale
             obs[:, :, n] = x
             np.clip(obs[:, :, : n + 1], 0.0, cfg.obs_clip, out=obs[:, :, : n + 1])
         else:
-            obs = loads
+            obs = prefilled
         if not cfg.obs_extras:
             return obs
         col = n + 1

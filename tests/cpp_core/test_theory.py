@@ -41,7 +41,7 @@ from dcgym.cpp_core import Distribution, LogHistogram, RackSim
 
 sys.path.insert(0, str(Path(__file__).parent))
 import theory  # noqa: E402  (the formulas live beside this file)
-from rack_checks import SEEDS, Z, check_estimate, mean_and_se, run_seeds  # noqa: E402
+from rack_checks import SEEDS, Z, canonical, check_estimate, mean_and_se, run_seeds  # noqa: E402
 
 WARMUP = 50_000
 HIST_ERR = LogHistogram.max_relative_error
@@ -392,19 +392,6 @@ def test_central_fcfs_response_grows_with_fetch_rtt():
 # ---------------------------------------------------------------------------
 # Determinism, conservation, memory
 # ---------------------------------------------------------------------------
-
-
-def canonical(x):
-    """results() with floats as hex strings and arrays as bytes: == is bit-for-bit equality."""
-    if isinstance(x, dict):
-        return {k: canonical(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [canonical(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return (str(x.dtype), x.shape, x.tobytes())
-    if isinstance(x, float):
-        return x.hex()
-    return x
 
 
 DETERMINISM_CONFIGS = {
