@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "dcgym/runtime/fused.hpp"
 #include "dcgym/runtime/linear.hpp"
 
 // DCGYM_CLONES (linear.hpp) compiles the hot loops for several x86-64 levels.
@@ -98,7 +99,6 @@ inline float ExpNonPositive(float x) {
 
 #if defined(__GNUC__)
 namespace detail {
-typedef std::int32_t IVec16 __attribute__((vector_size(64)));
 typedef float Vec8 __attribute__((vector_size(32)));
 typedef float Vec4 __attribute__((vector_size(16)));
 
@@ -303,7 +303,8 @@ DCGYM_CLONES inline void AdamWStep(float* p, const float* g, float* m, float* v,
 class ActorPolicy {
  public:
   ActorPolicy(std::size_t n, Basis basis)
-      : n_(n), basis_(basis), f_(runtime::NumFeatures(basis, n)), s_(PackedWidth(2 * n)), rank_table_(n), rank_(n) {
+      : n_(n), basis_(basis), f_(runtime::NumFeatures(basis, n)), s_(PackedWidth(2 * n)),
+        rank_table_(n), rank_(n) {
     RankFeatureTable(n, rank_table_.data());
   }
 
@@ -322,6 +323,7 @@ class ActorPolicy {
   /// Everything in one call: φ_a(x) into phi, then into z (S entries)
   /// softmax(W_m φ_a) at [0, N) and softmax(W_s φ_a) at [N, 2N).
   void Probabilities(const float* x, const float* packed, float* phi, float* z) {
+    if (basis_ == Basis::kSort && SortProbabilities(x, n_, rank_table_.data(), packed, phi, z)) return;
     Features(x, phi);
     Logits(phi, packed, z);
     FastSoftmax(z, n_);

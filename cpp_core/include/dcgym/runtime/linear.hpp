@@ -32,6 +32,23 @@
 
 namespace dcgym::runtime {
 
+#if defined(__GNUC__)
+// 16-float vectors (GCC / Clang vector extensions): the clones turn them into
+// one AVX-512, two AVX or four SSE registers. Passed between inlined helpers
+// only, so the ABI note about 64-byte vectors does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+namespace detail {
+typedef float Vec16 __attribute__((vector_size(64)));
+typedef std::int32_t IVec16 __attribute__((vector_size(64)));
+__attribute__((always_inline)) inline Vec16 LoadV(const float* p) {
+  Vec16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+__attribute__((always_inline)) inline void StoreV(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
+}  // namespace detail
+#endif
+
 /// The feature maps of basis.py, with the numbers the policy file stores.
 enum class Basis : std::uint32_t {
   kRaw = 0,         // x_i, bias                                   F = N + 1
@@ -75,33 +92,54 @@ inline void RankFeatureTable(std::size_t n, float* out) {
   }
 }
 
-/// Rank of each load among the loads sorted descending, ties to the lower
-/// node id (rank 0 = most loaded), as torch.argsort(descending, stable).
-/// O(n²) comparisons, but branch-free and vectorised over blocks of 16 i's
-/// (one compare and one add per j and block): faster than a sort for the
-/// rack sizes here (n <= a few hundred). rank_i = #{j < i: x_j >= x_i} +
-/// #{j > i: x_j > x_i}.
-DCGYM_CLONES inline void DescendingRanks(const float* x, std::size_t n, std::uint32_t* rank) {
-  constexpr std::size_t kB = 16;
-  for (std::size_t i0 = 0; i0 < n; i0 += kB) {
-    const std::size_t m = n - i0 < kB ? n - i0 : kB;
-    float xi[kB];
-    std::uint32_t r[kB] = {};
-    for (std::size_t k = 0; k < kB; ++k) xi[k] = x[i0 + (k < m ? k : 0)];
-    for (std::size_t j = 0; j < i0; ++j) {  // every lane's i is after j
-      const float xj = x[j];
-      for (std::size_t k = 0; k < kB; ++k) r[k] += xj >= xi[k];
+#if defined(__GNUC__)
+namespace detail {
+// DescendingRanks' vector body (inlined into the fused kernels).
+__attribute__((always_inline)) inline void RanksV(const float* x, std::size_t n, std::uint32_t* rank) {
+  IVec16 lane;
+  for (int k = 0; k < 16; ++k) lane[k] = k;
+  for (std::size_t i0 = 0; i0 < n; i0 += 16) {
+    const std::size_t m = n - i0 < 16 ? n - i0 : 16;
+    Vec16 xi;
+    if (m == 16) {
+      xi = LoadV(x + i0);
+    } else {
+      for (std::size_t k = 0; k < 16; ++k) xi[k] = x[i0 + (k < m ? k : 0)];
     }
-    for (std::size_t j = i0; j < i0 + m; ++j) {  // the block itself
-      const float xj = x[j];
-      for (std::size_t k = 0; k < kB; ++k) r[k] += (xj > xi[k]) | ((xj == xi[k]) & (j < i0 + k));
+    IVec16 r{};  // comparisons are -1 (true) or 0
+    for (std::size_t j = 0; j < i0; ++j) r -= x[j] >= xi;  // every lane's i is after j
+    for (std::size_t j = 0; j < m; ++j) {  // the block itself: >= for the lanes after j, > for the others
+      const float xj = x[i0 + j];
+      const IVec16 ge = xj >= xi, gt = xj > xi;
+      r -= lane > static_cast<std::int32_t>(j) ? ge : gt;
     }
-    for (std::size_t j = i0 + m; j < n; ++j) {  // every lane's i is before j
-      const float xj = x[j];
-      for (std::size_t k = 0; k < kB; ++k) r[k] += xj > xi[k];
+    for (std::size_t j = i0 + m; j < n; ++j) r -= x[j] > xi;  // every lane's i is before j
+    if (m == 16) {
+      std::memcpy(rank + i0, &r, sizeof r);
+    } else {
+      for (std::size_t k = 0; k < m; ++k) rank[i0 + k] = static_cast<std::uint32_t>(r[k]);
     }
-    for (std::size_t k = 0; k < m; ++k) rank[i0 + k] = r[k];
   }
+}
+}  // namespace detail
+#endif
+
+/// Rank of each load among the loads sorted descending, ties to the lower
+/// node id (rank 0 = most loaded), as torch.argsort(descending, stable):
+/// rank_i = #{j < i: x_j >= x_i} + #{j > i: x_j > x_i}. O(n²) comparisons,
+/// branch-free and vectorised over blocks of 16 i's: one compare and one
+/// subtract per j and block (three compares in the block's own 16 j's), which
+/// beats a sort for the rack sizes here (n <= a few hundred).
+DCGYM_CLONES inline void DescendingRanks(const float* x, std::size_t n, std::uint32_t* rank) {
+#if defined(__GNUC__)
+  detail::RanksV(x, n, rank);
+#else
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t r = 0;
+    for (std::size_t j = 0; j < n; ++j) r += j < i ? x[j] >= x[i] : x[j] > x[i];
+    rank[i] = r;
+  }
+#endif
 }
 
 /// φ_b(x) into out[0 .. NumFeatures(b, n)). `rank_table` is RankFeatureTable(n)
@@ -222,18 +260,7 @@ template <class T>
 using AlignedVector = std::vector<T, AlignedAllocator<T>>;
 
 #if defined(__GNUC__)
-// 16-float vectors (GCC / Clang vector extensions): the clones turn them into
-// one AVX-512, two AVX or four SSE registers. Passed between inlined helpers
-// only, so the ABI note about 64-byte vectors does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
 namespace detail {
-typedef float Vec16 __attribute__((vector_size(64)));
-__attribute__((always_inline)) inline Vec16 LoadV(const float* p) {
-  Vec16 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-__attribute__((always_inline)) inline void StoreV(float* p, Vec16 v) { std::memcpy(p, &v, sizeof v); }
 
 // NV vectors of 16 outputs, the features summed in P interleaved partial sums
 // (NV x P = 8 independent accumulators: enough to hide the FMA latency).
@@ -260,6 +287,22 @@ __attribute__((always_inline)) inline void PackedChunk(const float* w, std::size
     for (int p = 1; p < P; ++p) t += acc[p][v];
     StoreV(z + 16 * v, t);
   }
+}
+
+// PackedLinear's vector body (inlined into the fused kernels).
+__attribute__((always_inline)) inline void PackedLinearV(const float* w, std::size_t f, std::size_t s, const float* phi,
+                                                         float* z) {
+  std::size_t k = 0;
+  for (; k + 128 <= s; k += 128) PackedChunk<8, 1>(w + k, f, s, phi, z + k);
+  if (k + 64 <= s) {
+    PackedChunk<4, 2>(w + k, f, s, phi, z + k);
+    k += 64;
+  }
+  if (k + 32 <= s) {
+    PackedChunk<2, 4>(w + k, f, s, phi, z + k);
+    k += 32;
+  }
+  if (k + 16 <= s) PackedChunk<1, 8>(w + k, f, s, phi, z + k);
 }
 
 // out[c, k0 .. k0 + 16 NV) for NC features c at a time: a * out + Σ_r phi[r, c] coef[r, k0 ..].
@@ -299,17 +342,7 @@ __attribute__((always_inline)) inline void OuterColumns(float* out, std::size_t 
 /// (s a multiple of kPackLanes): the logits of a packed policy.
 DCGYM_CLONES inline void PackedLinear(const float* w, std::size_t f, std::size_t s, const float* phi, float* z) {
 #if defined(__GNUC__)
-  std::size_t k = 0;
-  for (; k + 128 <= s; k += 128) detail::PackedChunk<8, 1>(w + k, f, s, phi, z + k);
-  if (k + 64 <= s) {
-    detail::PackedChunk<4, 2>(w + k, f, s, phi, z + k);
-    k += 64;
-  }
-  if (k + 32 <= s) {
-    detail::PackedChunk<2, 4>(w + k, f, s, phi, z + k);
-    k += 32;
-  }
-  if (k + 16 <= s) detail::PackedChunk<1, 8>(w + k, f, s, phi, z + k);
+  detail::PackedLinearV(w, f, s, phi, z);
 #else
   for (std::size_t k = 0; k < s; ++k) z[k] = 0.0f;
   for (std::size_t c = 0; c < f; ++c)

@@ -1,0 +1,257 @@
+// One node's probability update of Malcolm's policy over the sort basis, fused
+// into one AVX-512 kernel: φ_a(x) (ranks, their log-rank features, the loads,
+// the bias), both actors' logits and both softmaxes, with everything but the
+// weights in registers. It is the runtime's hot path (Malcolm's Table 1
+// "probability update"); ActorPolicy (learner.hpp) uses it when it applies
+// and falls back to the portable kernels (linear.hpp) otherwise.
+//
+// Why intrinsics here, when the rest of the runtime uses GCC vector
+// extensions under target_clones: the kernel lives on lane masks (partial
+// vectors at the ends of each actor, tie-breaking in the ranks), and GCC
+// lowers some mixes of vector comparisons and selects to scalar code. AVX-512
+// has masked loads, stores and compares, so the kernel needs no slack past
+// any buffer and no scalar tails.
+//
+// Dependency-free (the compiler's <immintrin.h>), like the other runtime
+// headers. x86-64 with GCC or Clang; elsewhere, or without AVX-512 at run
+// time, SortProbabilities returns false and the caller uses the portable path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(DCGYM_NO_CLONES)
+#include <immintrin.h>
+#define DCGYM_FUSED_AVX512 1
+#endif
+
+namespace dcgym::runtime {
+
+#if defined(DCGYM_FUSED_AVX512)
+// GCC 12 reports its own intrinsics' _mm512_undefined_* results as maybe uninitialized.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace fused {
+
+#define DCGYM_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline)) inline
+
+// e^x for x <= 0, the polynomial of learner.hpp's ExpNonPositive on 16 lanes
+// (Cephes' expf; relative error < 2e-7); inputs below -87 give e^-87.
+DCGYM_AVX512 __m512 Exp(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 magic = _mm512_set1_ps(12582912.0f);  // 1.5 * 2^23
+  const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic);
+  const __m512 n = _mm512_sub_ps(t, magic);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __m512i bits = _mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B400000)),
+                       _mm512_set1_epi32(127)),
+      23);  // 2^n as floats
+  return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+// Lanes [0, m) of a 16-lane vector, m <= 16.
+DCGYM_AVX512 __mmask16 FirstLanes(std::size_t m) {
+  return static_cast<__mmask16>((1u << m) - 1u);
+}
+
+// The kernel for packed rows of S = 16 NZ floats (n in (8 (NZ - 1), 8 NZ]).
+// φ_a = [table[rank_i] (n) | x (n) | 1] into phi, z[0, S) = [softmax(W_m φ_a)
+// | softmax(W_s φ_a) | 0]. Steps:
+// 1. The load rows and the bias row of the logits: they do not wait for the ranks.
+// 2. The ranks, 16 nodes per vector, one compare per other node (two in the
+//    node's own block, for the ties), and their table entries by permutes.
+// 3. The rank rows.
+// 4. The stealing logits start at lane n: two-source permutes bring them to
+//    lane 0 without a trip through memory.
+// 5. Each softmax is exp(z) / Σ exp(z) when every |z| <= 80 (no term can
+//    overflow or underflow, and no maximum is on the critical path);
+//    otherwise exp(z - max z).
+// 6. Masked stores write exactly 2n + 1 floats of phi and S of z.
+template <int NZ>
+DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w,
+                                    float* phi, float* z) {
+  constexpr int NV = (NZ + 1) / 2;  // vectors per actor
+  constexpr int P = NZ >= 8 ? 1 : 8 / NZ;  // interleaved partial sums: P x NZ ~ 8 FMA chains
+  constexpr std::size_t S = 16 * NZ;
+  __m512 acc[P][NZ];
+  for (int p = 0; p < P; ++p)
+    for (int v = 0; v < NZ; ++v) acc[p][v] = _mm512_setzero_ps();
+
+  // 1. Load rows (features n .. 2n - 1) and the bias row (2n).
+  const float* wx = w + n * S;
+  std::size_t c = 0;
+  for (; c + P <= n; c += P)
+    for (int p = 0; p < P; ++p) {
+      const __m512 q = _mm512_set1_ps(x[c + p]);
+      for (int v = 0; v < NZ; ++v) acc[p][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(wx + (c + p) * S + 16 * v), acc[p][v]);
+    }
+  for (; c < n; ++c) {
+    const __m512 q = _mm512_set1_ps(x[c]);
+    for (int v = 0; v < NZ; ++v) acc[0][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(wx + c * S + 16 * v), acc[0][v]);
+  }
+  for (int v = 0; v < NZ; ++v) acc[P - 1][v] = _mm512_add_ps(acc[P - 1][v], _mm512_loadu_ps(w + 2 * n * S + 16 * v));
+
+  // 2. Ranks: rank_i = #{j < i: x_j >= x_i} + #{j > i: x_j > x_i} (torch's stable descending argsort).
+  alignas(64) float phi_rank[16 * NV];
+  const __m512i one = _mm512_set1_epi32(1);
+  for (int b = 0; b < NV; ++b) {
+    const std::size_t i0 = 16 * static_cast<std::size_t>(b);
+    const std::size_t m = n - i0 < 16 ? n - i0 : 16;
+    const __mmask16 in = FirstLanes(m);
+    const __m512 xi = _mm512_maskz_loadu_ps(in, x + i0);
+    __m512i r = _mm512_setzero_si512();
+    for (std::size_t j = 0; j < i0; ++j)  // every lane's i is after j
+      r = _mm512_mask_add_epi32(r, _mm512_cmp_ps_mask(_mm512_set1_ps(x[j]), xi, _CMP_GE_OQ), r, one);
+    for (std::size_t j = 0; j < m; ++j) {  // the block itself: >= for the lanes after j, > for the others
+      const __m512 xj = _mm512_set1_ps(x[i0 + j]);
+      const __mmask16 after = static_cast<__mmask16>(0xFFFEu << j);
+      const __mmask16 hit = static_cast<__mmask16>(_mm512_mask_cmp_ps_mask(after, xj, xi, _CMP_GE_OQ) |
+                                                   _mm512_mask_cmp_ps_mask(static_cast<__mmask16>(~after), xj, xi,
+                                                                           _CMP_GT_OQ));
+      r = _mm512_mask_add_epi32(r, hit, r, one);
+    }
+    for (std::size_t j = i0 + m; j < n; ++j)  // every lane's i is before j
+      r = _mm512_mask_add_epi32(r, _mm512_cmp_ps_mask(_mm512_set1_ps(x[j]), xi, _CMP_GT_OQ), r, one);
+    // table[r], r < n <= 16 NV: the table is read with masked loads (no padding needed).
+    __m512 t;
+    const __m512 t0 = _mm512_maskz_loadu_ps(FirstLanes(n < 16 ? n : 16), rank_table);
+    if constexpr (NV == 1) {
+      t = _mm512_permutexvar_ps(r, t0);
+    } else {
+      const __m512 t1 = _mm512_maskz_loadu_ps(FirstLanes(n < 32 ? n - 16 : 16), rank_table + 16);
+      t = _mm512_permutex2var_ps(t0, r, t1);
+      if constexpr (NV > 2) {
+        const __m512 t2 = _mm512_maskz_loadu_ps(FirstLanes(n < 48 ? n - 32 : 16), rank_table + 32);
+        const __m512 t3 = _mm512_maskz_loadu_ps(FirstLanes(n < 48 ? 0 : n - 48), rank_table + 48);
+        const __m512 hi = _mm512_permutex2var_ps(t2, r, t3);
+        t = _mm512_mask_mov_ps(t, _mm512_cmpge_epi32_mask(r, _mm512_set1_epi32(32)), hi);
+      }
+    }
+    _mm512_store_ps(phi_rank + 16 * b, t);
+    _mm512_mask_storeu_ps(phi + i0, in, t);        // φ_a for the caller
+    _mm512_mask_storeu_ps(phi + n + i0, in, xi);
+  }
+  phi[2 * n] = 1.0f;
+
+  // 3. Rank rows (features 0 .. n - 1).
+  for (c = 0; c + P <= n; c += P)
+    for (int p = 0; p < P; ++p) {
+      const __m512 q = _mm512_set1_ps(phi_rank[c + p]);
+      for (int v = 0; v < NZ; ++v) acc[p][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(w + (c + p) * S + 16 * v), acc[p][v]);
+    }
+  for (; c < n; ++c) {
+    const __m512 q = _mm512_set1_ps(phi_rank[c]);
+    for (int v = 0; v < NZ; ++v) acc[0][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(w + c * S + 16 * v), acc[0][v]);
+  }
+  __m512 zv[NZ];
+  for (int v = 0; v < NZ; ++v) {
+    zv[v] = acc[0][v];
+    for (int p = 1; p < P; ++p) zv[v] = _mm512_add_ps(zv[v], acc[p][v]);
+  }
+
+  // 4. Each actor's logits from lane 0: migration = lanes [0, n), stealing = [n, 2n).
+  __m512 mig[NV], st[NV];
+  __mmask16 on[NV];
+  const std::size_t shift = n % 16;
+  for (int v = 0; v < NV; ++v) {
+    const std::size_t first = 16 * static_cast<std::size_t>(v);
+    on[v] = FirstLanes(n - first < 16 ? n - first : 16);
+    mig[v] = _mm512_maskz_mov_ps(on[v], zv[v]);
+  }
+  if (shift == 0) {  // n = 16 NV: the stealing logits are whole vectors (NZ = 2 NV)
+    for (int v = 0; v < NV; ++v) st[v] = _mm512_maskz_mov_ps(on[v], zv[(NV + v) % NZ]);
+  } else {  // they start at lane `shift` of vector (NZ - 1) / 2
+    const __m512i take = _mm512_add_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(static_cast<int>(shift)));
+    constexpr int kBase = (NZ - 1) / 2;
+    for (int v = 0; v < NV; ++v) {
+      const __m512 lo = zv[(kBase + v) % NZ];
+      const __m512 hi = kBase + v + 1 < NZ ? zv[(kBase + v + 1) % NZ] : _mm512_setzero_ps();
+      st[v] = _mm512_maskz_permutex2var_ps(on[v], lo, take, hi);
+    }
+  }
+
+  // 5. Softmaxes (the lanes past n hold 0 and are masked out of the sums).
+  __m512 top = _mm512_setzero_ps();
+  for (int v = 0; v < NV; ++v) top = _mm512_max_ps(top, _mm512_max_ps(_mm512_abs_ps(mig[v]), _mm512_abs_ps(st[v])));
+  __m512 mshift = _mm512_setzero_ps(), sshift = _mm512_setzero_ps();
+  if (__builtin_expect(_mm512_cmp_ps_mask(top, _mm512_set1_ps(80.0f), _CMP_GT_OQ) != 0, 0)) {
+    __m512 mm = _mm512_set1_ps(-3.0e38f), sm = mm;
+    for (int v = 0; v < NV; ++v) {
+      mm = _mm512_mask_max_ps(mm, on[v], mm, mig[v]);
+      sm = _mm512_mask_max_ps(sm, on[v], sm, st[v]);
+    }
+    mshift = _mm512_set1_ps(_mm512_reduce_max_ps(mm));
+    sshift = _mm512_set1_ps(_mm512_reduce_max_ps(sm));
+  }
+  __m512 msum = _mm512_setzero_ps(), ssum = _mm512_setzero_ps();
+  for (int v = 0; v < NV; ++v) {
+    mig[v] = _mm512_maskz_mov_ps(on[v], Exp(_mm512_sub_ps(mig[v], mshift)));
+    st[v] = _mm512_maskz_mov_ps(on[v], Exp(_mm512_sub_ps(st[v], sshift)));
+    msum = _mm512_add_ps(msum, mig[v]);
+    ssum = _mm512_add_ps(ssum, st[v]);
+  }
+  const __m512 minv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(msum));
+  const __m512 sinv = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(ssum));
+
+  // 6. z = [migration | stealing | 0]: zeros first, then the two actors over them.
+  for (std::size_t k = 0; k < S; k += 16) _mm512_storeu_ps(z + k, _mm512_setzero_ps());
+  for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(z + 16 * v, on[v], _mm512_mul_ps(mig[v], minv));
+  for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(z + n + 16 * v, on[v], _mm512_mul_ps(st[v], sinv));
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Dispatch(
+    const float* x, std::size_t n, const float* rank_table, const float* w, float* phi, float* z) {
+  switch ((2 * n + 15) / 16) {
+    case 1: SortProbabilities<1>(x, n, rank_table, w, phi, z); return true;
+    case 2: SortProbabilities<2>(x, n, rank_table, w, phi, z); return true;
+    case 3: SortProbabilities<3>(x, n, rank_table, w, phi, z); return true;
+    case 4: SortProbabilities<4>(x, n, rank_table, w, phi, z); return true;
+    case 5: SortProbabilities<5>(x, n, rank_table, w, phi, z); return true;
+    case 6: SortProbabilities<6>(x, n, rank_table, w, phi, z); return true;
+    case 7: SortProbabilities<7>(x, n, rank_table, w, phi, z); return true;
+    case 8: SortProbabilities<8>(x, n, rank_table, w, phi, z); return true;
+    default: return false;
+  }
+}
+#undef DCGYM_AVX512
+
+inline bool HaveAvx512() {
+  static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+                           __builtin_cpu_supports("fma");
+  return have;
+}
+}  // namespace fused
+#pragma GCC diagnostic pop
+#endif
+
+/// One node's probability update over the sort basis, fused (see the file
+/// comment): φ_a(x) into phi (2n + 1 floats) and z (PackedWidth(2n) floats) =
+/// [softmax(W_m φ_a) (n) | softmax(W_s φ_a) (n) | 0], from the packed actors
+/// `w` (64-byte aligned, F_a rows of PackedWidth(2n) floats) and
+/// RankFeatureTable(n). Returns false, writing nothing, when it does not
+/// apply: n == 0 or n > 64, no AVX-512 on this CPU, or another compiler or
+/// architecture. The result equals the portable path's (Features,
+/// PackedLinear, FastSoftmax) to float rounding: the sums run in another order.
+inline bool SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
+                              float* z) {
+#if defined(DCGYM_FUSED_AVX512)
+  if (n == 0 || n > 64 || !fused::HaveAvx512()) return false;
+  return fused::Dispatch(x, n, rank_table, w, phi, z);
+#else
+  (void)x, (void)n, (void)rank_table, (void)w, (void)phi, (void)z;
+  return false;
+#endif
+}
+
+}  // namespace dcgym::runtime
