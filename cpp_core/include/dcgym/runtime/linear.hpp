@@ -92,7 +92,7 @@ inline void RankFeatureTable(std::size_t n, float* out) {
   }
 }
 
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__clang__)  // scalar-vector compares and vector ?: are GCC extensions
 namespace detail {
 // DescendingRanks' vector body (inlined into the fused kernels).
 __attribute__((always_inline)) inline void RanksV(const float* x, std::size_t n, std::uint32_t* rank) {
@@ -131,7 +131,7 @@ __attribute__((always_inline)) inline void RanksV(const float* x, std::size_t n,
 /// subtract per j and block (three compares in the block's own 16 j's), which
 /// beats a sort for the rack sizes here (n <= a few hundred).
 DCGYM_CLONES inline void DescendingRanks(const float* x, std::size_t n, std::uint32_t* rank) {
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__clang__)
   detail::RanksV(x, n, rank);
 #else
   for (std::size_t i = 0; i < n; ++i) {
