@@ -114,8 +114,7 @@ void RackController::Act() {
     const float* x = x_.data() + i * n_;
     const std::size_t slot = i * d_ + row_;  // the learner's row of node i
     float* phi = learn ? phi_a_.data() + slot * fa_ : phi_.data();
-    policy_.Features(x, phi);
-    policy_.Logits(phi, node.actor.data(), z);  // both actors: z[0, N) migration, z[N, 2N) stealing
+    policy_.FeaturesAndLogits(x, node.actor.data(), phi, z);  // both actors: z[0, N) migration, z[N, 2N) stealing
     double* tm = table_m_.data() + i * n_;
     double* ts = table_s_.data() + i * n_;
     float* pi = learn ? pi_.data() + slot * s_ : nullptr;

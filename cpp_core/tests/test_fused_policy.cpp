@@ -1,4 +1,5 @@
-// The fused probability update (runtime/fused.hpp) against an independent
+// The fused probability update (runtime/fused.hpp), the fused logits and
+// table exponentials of the controller, against an independent
 // double-precision reference and against the portable kernels, for every rack
 // size it handles (1..64) and past it (the fallback), with ties, zeros, clipped
 // loads and logits large enough to take the max-shifted softmax. Every
@@ -67,7 +68,8 @@ void CheckSize(std::size_t n, float w_scale, Rng& rng, int trials, double* worst
 #else
   CHECK(!fused);
 #endif
-  int phi_wrong = 0, out_of_tolerance = 0, padding_wrong = 0, portable_wrong = 0;
+  int phi_wrong = 0, out_of_tolerance = 0, padding_wrong = 0, portable_wrong = 0, logits_wrong = 0, table_wrong = 0;
+  Fenced tmp(n), e(n);
   for (int t = 0; t < trials; ++t) {
     for (std::size_t i = 0; i < n; ++i) {  // ties: zeros, a clip value, a few repeated values
       const std::uint64_t kind = rng.Next() % 5;
@@ -111,11 +113,43 @@ void CheckSize(std::size_t n, float w_scale, Rng& rng, int trials, double* worst
       const double p = z_port[k];
       portable_wrong += !(std::fabs(z[k] - p) <= p * (4.0 * (f + 2) * 6e-8 * 64.0 * w_scale + 4e-6) + 1e-37);
     }
+    // The controller's path: raw logits (fused or not), then each actor's table exponentials.
+    policy.FeaturesAndLogits(x.data(), w.data(), phi.data(), z.data());
+    for (std::size_t c = 0; c < f; ++c) phi_wrong += phi[c] != phi_ref[c];
+    for (std::size_t k = 0; k < s; ++k) {
+      double a = 0.0, l1 = 0.0;
+      for (std::size_t c = 0; c < f; ++c) {
+        a += static_cast<double>(phi_ref[c]) * w[c * s + k];
+        l1 += std::fabs(static_cast<double>(phi_ref[c]) * w[c * s + k]);
+      }
+      logits_wrong += !(std::fabs(z[k] - a) <= (f + 2) * 6e-8 * l1 + 1e-30);
+    }
+    const float max_logit = 5.0f;
+    for (int half = 0; half < 2; ++half) {
+      const float* zh = z.data() + half * n;
+      bool clipped = false;
+      const float total = rt::TableExponentials(zh, n, max_logit, tmp.data(), e.data(), &clipped);
+      const double top = *std::max_element(zh, zh + n), bottom = *std::min_element(zh, zh + n);
+      const double centre = 0.5 * (top + bottom), high = std::min<double>(top - centre, max_logit);
+      double sum = 0.0;
+      for (std::size_t k = 0; k < n; ++k) {
+        const double c = std::clamp<double>(zh[k] - centre, -max_logit, max_logit);
+        const double want = std::exp(c - high);
+        sum += want;
+        // float z - centre and c - max c round to an ulp of their operands
+        const double ulps = 1.2e-7 * (std::fabs(zh[k]) + std::fabs(centre) + 2.0 * std::fabs(high));
+        table_wrong += !(std::fabs(e[k] - want) <= want * (ulps + 1e-6) + 1e-37);
+      }
+      table_wrong += !(std::fabs(total - sum) <= 1e-6 * sum + 1.2e-7 * (top - bottom + 2.0 * max_logit) * sum);
+      table_wrong += clipped != (top - centre > max_logit || bottom - centre < -max_logit);
+    }
   }
   CHECK_EQ(phi_wrong, 0);
   CHECK_EQ(out_of_tolerance, 0);
   CHECK_EQ(padding_wrong, 0);
   CHECK_EQ(portable_wrong, 0);
+  CHECK_EQ(logits_wrong, 0);
+  CHECK_EQ(table_wrong, 0);
 }
 
 }  // namespace

@@ -28,9 +28,10 @@
 namespace dcgym::runtime {
 
 #if defined(DCGYM_FUSED_AVX512)
-// GCC 12 reports its own intrinsics' _mm512_undefined_* results as maybe uninitialized.
+// GCC 12 reports its own intrinsics' _mm512_undefined_* results as (maybe) uninitialized.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 namespace fused {
 
 #define DCGYM_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline)) inline
@@ -63,22 +64,17 @@ DCGYM_AVX512 __mmask16 FirstLanes(std::size_t m) {
   return static_cast<__mmask16>((1u << m) - 1u);
 }
 
-// The kernel for packed rows of S = 16 NZ floats (n in (8 (NZ - 1), 8 NZ]).
-// φ_a = [table[rank_i] (n) | x (n) | 1] into phi, z[0, S) = [softmax(W_m φ_a)
-// | softmax(W_s φ_a) | 0]. Steps:
-// 1. The load rows and the bias row of the logits: they do not wait for the ranks.
+// For packed rows of S = 16 NZ floats (n in (8 (NZ - 1), 8 NZ]): φ_a =
+// [table[rank_i] (n) | x (n) | 1] into phi (masked stores: exactly 2n + 1
+// floats) and the logits of both actors, packed, into zv (lanes [0, n)
+// migration, [n, 2n) stealing). Steps:
+// 1. The load rows and the bias row: they do not wait for the ranks.
 // 2. The ranks, 16 nodes per vector, one compare per other node (two in the
 //    node's own block, for the ties), and their table entries by permutes.
 // 3. The rank rows.
-// 4. The stealing logits start at lane n: two-source permutes bring them to
-//    lane 0 without a trip through memory.
-// 5. Each softmax is exp(z) / Σ exp(z) when every |z| <= 80 (no term can
-//    overflow or underflow, and no maximum is on the critical path);
-//    otherwise exp(z - max z).
-// 6. Masked stores write exactly 2n + 1 floats of phi and S of z.
 template <int NZ>
-DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w,
-                                    float* phi, float* z) {
+DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
+                         __m512 (&zv)[NZ]) {
   constexpr int NV = (NZ + 1) / 2;  // vectors per actor
   constexpr int P = NZ >= 8 ? 1 : 8 / NZ;  // interleaved partial sums: P x NZ ~ 8 FMA chains
   constexpr std::size_t S = 16 * NZ;
@@ -152,11 +148,27 @@ DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* 
     const __m512 q = _mm512_set1_ps(phi_rank[c]);
     for (int v = 0; v < NZ; ++v) acc[0][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(w + c * S + 16 * v), acc[0][v]);
   }
-  __m512 zv[NZ];
   for (int v = 0; v < NZ; ++v) {
     zv[v] = acc[0][v];
     for (int p = 1; p < P; ++p) zv[v] = _mm512_add_ps(zv[v], acc[p][v]);
   }
+
+}
+
+// Both actors' softmaxes from Logits: z[0, S) = [softmax(W_m φ_a) | softmax(W_s φ_a) | 0].
+// 4. The stealing logits start at lane n: two-source permutes bring them to
+//    lane 0 without a trip through memory.
+// 5. Each softmax is exp(z) / Σ exp(z) when every |z| <= 80 (no term can
+//    overflow or underflow, and no maximum is on the critical path);
+//    otherwise exp(z - max z).
+// 6. Masked stores write exactly S floats of z.
+template <int NZ>
+DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w,
+                                    float* phi, float* z) {
+  constexpr int NV = (NZ + 1) / 2;
+  constexpr std::size_t S = 16 * NZ;
+  __m512 zv[NZ];
+  Logits<NZ>(x, n, rank_table, w, phi, zv);
 
   // 4. Each actor's logits from lane 0: migration = lanes [0, n), stealing = [n, 2n).
   __m512 mig[NV], st[NV];
@@ -223,6 +235,61 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Di
     default: return false;
   }
 }
+template <int NZ>
+DCGYM_AVX512 void SortLogits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
+                             float* z) {
+  __m512 zv[NZ];
+  Logits<NZ>(x, n, rank_table, w, phi, zv);
+  for (int v = 0; v < NZ; ++v) _mm512_storeu_ps(z + 16 * v, zv[v]);
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool DispatchLogits(
+    const float* x, std::size_t n, const float* rank_table, const float* w, float* phi, float* z) {
+  switch ((2 * n + 15) / 16) {
+    case 1: SortLogits<1>(x, n, rank_table, w, phi, z); return true;
+    case 2: SortLogits<2>(x, n, rank_table, w, phi, z); return true;
+    case 3: SortLogits<3>(x, n, rank_table, w, phi, z); return true;
+    case 4: SortLogits<4>(x, n, rank_table, w, phi, z); return true;
+    case 5: SortLogits<5>(x, n, rank_table, w, phi, z); return true;
+    case 6: SortLogits<6>(x, n, rank_table, w, phi, z); return true;
+    case 7: SortLogits<7>(x, n, rank_table, w, phi, z); return true;
+    case 8: SortLogits<8>(x, n, rank_table, w, phi, z); return true;
+    default: return false;
+  }
+}
+
+// TableExponentials (learner.hpp) for n <= 64 with masked vectors: the
+// exponentials of one rack_v0 table row, c = clip(z - ½(max z + min z),
+// ±max_logit), e = exp(c - max c) into e[0, n); returns Σ e.
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline float TableExponentials(
+    const float* z, std::size_t n, float max_logit, float* e, bool* clipped) {
+  constexpr int kMaxV = 4;
+  const int nv = static_cast<int>((n + 15) / 16);
+  __m512 v[kMaxV];
+  __mmask16 on[kMaxV];
+  __m512 hi = _mm512_set1_ps(-3.0e38f), lo = _mm512_set1_ps(3.0e38f);
+  for (int k = 0; k < nv; ++k) {
+    const std::size_t first = 16 * static_cast<std::size_t>(k);
+    on[k] = FirstLanes(n - first < 16 ? n - first : 16);
+    v[k] = _mm512_maskz_loadu_ps(on[k], z + first);
+    hi = _mm512_mask_max_ps(hi, on[k], hi, v[k]);
+    lo = _mm512_mask_min_ps(lo, on[k], lo, v[k]);
+  }
+  const float top = _mm512_reduce_max_ps(hi), bottom = _mm512_reduce_min_ps(lo);
+  const float centre = 0.5f * (top + bottom);
+  const float high = top - centre;  // the largest centred logit
+  *clipped = high > max_logit || bottom - centre < -max_logit;
+  const float m = high > max_logit ? max_logit : high;  // the largest after the clip
+  const __m512 c = _mm512_set1_ps(centre), cap = _mm512_set1_ps(max_logit), floor = _mm512_set1_ps(-max_logit);
+  __m512 sum = _mm512_setzero_ps();
+  for (int k = 0; k < nv; ++k) {
+    const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_sub_ps(v[k], c), floor), cap);
+    const __m512 x = _mm512_maskz_mov_ps(on[k], Exp(_mm512_sub_ps(t, _mm512_set1_ps(m))));
+    _mm512_mask_storeu_ps(e + 16 * k, on[k], x);
+    sum = _mm512_add_ps(sum, x);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
 #undef DCGYM_AVX512
 
 inline bool HaveAvx512() {
@@ -248,6 +315,20 @@ inline bool SortProbabilities(const float* x, std::size_t n, const float* rank_t
 #if defined(DCGYM_FUSED_AVX512)
   if (n == 0 || n > 64 || !fused::HaveAvx512()) return false;
   return fused::Dispatch(x, n, rank_table, w, phi, z);
+#else
+  (void)x, (void)n, (void)rank_table, (void)w, (void)phi, (void)z;
+  return false;
+#endif
+}
+
+/// φ_a(x) into phi (2n + 1 floats) and both actors' raw logits into z
+/// (PackedWidth(2n) floats: [W_m φ_a | W_s φ_a | 0]), fused as in
+/// SortProbabilities; false (nothing written) when that does not apply.
+inline bool SortLogits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
+                       float* z) {
+#if defined(DCGYM_FUSED_AVX512)
+  if (n == 0 || n > 64 || !fused::HaveAvx512()) return false;
+  return fused::DispatchLogits(x, n, rank_table, w, phi, z);
 #else
   (void)x, (void)n, (void)rank_table, (void)w, (void)phi, (void)z;
   return false;

@@ -225,6 +225,9 @@ DCGYM_CLONES inline void FastSoftmax(float* z, std::size_t n) {
 /// clip changed anything. `tmp` is scratch of n floats.
 DCGYM_CLONES inline float TableExponentials(const float* z, std::size_t n, float max_logit, float* tmp, float* e,
                                             bool* clipped) {
+#if defined(DCGYM_FUSED_AVX512)
+  if (n >= 1 && n <= 64 && fused::HaveAvx512()) return fused::TableExponentials(z, n, max_logit, e, clipped);
+#endif
   float hi = z[0], lo = z[0];
   for (std::size_t j = 1; j < n; ++j) {
     hi = z[j] > hi ? z[j] : hi;
@@ -319,6 +322,14 @@ class ActorPolicy {
 
   /// From φ_a: the raw logits of both actors, z[0, N) migration, z[N, 2N) stealing (z has S entries).
   void Logits(const float* phi, const float* packed, float* z) const { PackedLinear(packed, f_, s_, phi, z); }
+
+  /// φ_a(x) into phi and both actors' raw logits into z (S entries): Features
+  /// then Logits, fused (runtime/fused.hpp) when that applies.
+  void FeaturesAndLogits(const float* x, const float* packed, float* phi, float* z) {
+    if (basis_ == Basis::kSort && SortLogits(x, n_, rank_table_.data(), packed, phi, z)) return;
+    Features(x, phi);
+    Logits(phi, packed, z);
+  }
 
   /// Everything in one call: φ_a(x) into phi, then into z (S entries)
   /// softmax(W_m φ_a) at [0, N) and softmax(W_s φ_a) at [N, 2N).
