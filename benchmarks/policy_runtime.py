@@ -161,7 +161,7 @@ def main() -> None:
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"{_cpu_model()}; torch {torch.__version__}, 1 thread")
     print("\nus per call, one node (C++ best of 25 trials; ratio = PyTorch / C++)")
-    header = (f"{'N':>3} | {'prob C++':>8} {'target':>6} {'Table1':>6} {'torch':>7} {'ratio':>6} | "
+    header = (f"{'N':>3} | {'prob C++':>8} {'floor':>6} {'target':>6} {'Table1':>6} {'torch':>7} {'ratio':>6} | "
               f"{'param full':>10} {'as run':>7} {'/ D':>6} {'target':>6} {'Table1':>6} {'torch':>7} {'ratio':>6} |"
               f" {'code as run':>11}")
     print(header)
@@ -172,7 +172,8 @@ def main() -> None:
         prob = paper["probability_update_ns"] / 1e3
         full, cached = paper["parameter_update_ns"] / 1e3, paper["parameter_update_cached_ns"] / 1e3
         t_prob, t_param = torch_probability_update_us(n, torch_reps * 10), torch_parameter_update_us(n, torch_reps)
-        print(f"{n:>3} | {prob:8.3f} {TARGETS[n][0]:6.2f} {TABLE1[n][0]:6.1f} {t_prob:7.1f} {t_prob / prob:6.0f} | "
+        floor = paper["weights_read_ns"] / 1e3
+        print(f"{n:>3} | {prob:8.3f} {floor:6.3f} {TARGETS[n][0]:6.2f} {TABLE1[n][0]:6.1f} {t_prob:7.1f} {t_prob / prob:6.0f} | "
               f"{full:10.2f} {cached:7.2f} {cached / D:6.2f} {TARGETS[n][1]:6.2f} {TABLE1[n][1]:6.1f} "
               f"{t_param:7.0f} {t_param / full:6.0f} | {code['parameter_update_cached_ns'] / 1e3:11.2f}")
     heartbeats = 500 if args.quick else 5000

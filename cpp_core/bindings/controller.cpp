@@ -295,7 +295,7 @@ py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t
     }
     return best;
   };
-  double prob = 0, full = 0, cached = 0, adamw = 0;
+  double prob = 0, read = 0, full = 0, cached = 0, adamw = 0;
   {
     py::gil_scoped_release release;
     size_t row = 0;
@@ -308,6 +308,11 @@ py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t
           sink = pi[row * sw];
         },
         repetitions * 20);
+    // The floor under a probability update: one pass over the node's packed actor weights (the only
+    // data larger than a few cache lines), summed in 8 independent 16-lane chains and nothing else.
+    const float* w = node.actor.data();
+    const size_t nw = l.ActorFeatures() * l.ActorWidth();
+    read = ns_per([&] { sink = dcgym::runtime::StreamSum(w, nw); }, repetitions * 20);
     (void)sink;
     Batch b;
     b.d = d;
@@ -326,6 +331,7 @@ py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t
   }
   py::dict out;
   out["probability_update_ns"] = prob;
+  out["weights_read_ns"] = read;
   out["parameter_update_ns"] = full;
   out["parameter_update_cached_ns"] = cached;
   out["adamw_ns"] = adamw;

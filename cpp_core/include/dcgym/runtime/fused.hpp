@@ -96,7 +96,19 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
   }
   for (int v = 0; v < NZ; ++v) acc[P - 1][v] = _mm512_add_ps(acc[P - 1][v], _mm512_loadu_ps(w + 2 * n * S + 16 * v));
 
-  // 2. Ranks: rank_i = #{j < i: x_j >= x_i} + #{j > i: x_j > x_i} (torch's stable descending argsort).
+  // 2. Ranks: rank_i = #{j < i: x_j >= x_i} + #{j > i: x_j > x_i} (torch's stable
+  //    descending argsort), on integer keys with the floats' order: +0.0f makes
+  //    -0 into +0, then flipping the magnitude bits of negatives orders them as
+  //    signed ints (loads are never NaN). x_j >= x_i is then key_j > key_i - 1,
+  //    so every comparison is one integer compare against a threshold vector.
+  alignas(64) std::int32_t key[16 * NV];
+  for (int b = 0; b < NV; ++b) {
+    const std::size_t i0 = 16 * static_cast<std::size_t>(b);
+    const __m512i bits = _mm512_castps_si512(
+        _mm512_add_ps(_mm512_maskz_loadu_ps(FirstLanes(n - i0 < 16 ? n - i0 : 16), x + i0), _mm512_setzero_ps()));
+    const __m512i flip = _mm512_and_si512(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(0x7FFFFFFF));
+    _mm512_store_si512(key + i0, _mm512_xor_si512(bits, flip));
+  }
   alignas(64) float phi_rank[16 * NV];
   const __m512i one = _mm512_set1_epi32(1);
   for (int b = 0; b < NV; ++b) {
@@ -104,19 +116,27 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
     const std::size_t m = n - i0 < 16 ? n - i0 : 16;
     const __mmask16 in = FirstLanes(m);
     const __m512 xi = _mm512_maskz_loadu_ps(in, x + i0);
-    __m512i r = _mm512_setzero_si512();
-    for (std::size_t j = 0; j < i0; ++j)  // every lane's i is after j
-      r = _mm512_mask_add_epi32(r, _mm512_cmp_ps_mask(_mm512_set1_ps(x[j]), xi, _CMP_GE_OQ), r, one);
-    for (std::size_t j = 0; j < m; ++j) {  // the block itself: >= for the lanes after j, > for the others
-      const __m512 xj = _mm512_set1_ps(x[i0 + j]);
-      const __mmask16 after = static_cast<__mmask16>(0xFFFEu << j);
-      const __mmask16 hit = static_cast<__mmask16>(_mm512_mask_cmp_ps_mask(after, xj, xi, _CMP_GE_OQ) |
-                                                   _mm512_mask_cmp_ps_mask(static_cast<__mmask16>(~after), xj, xi,
-                                                                           _CMP_GT_OQ));
-      r = _mm512_mask_add_epi32(r, hit, r, one);
+    const __m512i ki = _mm512_load_si512(key + i0), ki_ge = _mm512_sub_epi32(ki, one);
+    __m512i r0 = _mm512_setzero_si512(), r1 = _mm512_setzero_si512();  // two chains
+    std::size_t j = 0;
+    for (; j + 2 <= i0; j += 2) {  // every lane's i is after j: >=
+      r0 = _mm512_mask_add_epi32(r0, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki_ge), r0, one);
+      r1 = _mm512_mask_add_epi32(r1, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j + 1]), ki_ge), r1, one);
     }
-    for (std::size_t j = i0 + m; j < n; ++j)  // every lane's i is before j
-      r = _mm512_mask_add_epi32(r, _mm512_cmp_ps_mask(_mm512_set1_ps(x[j]), xi, _CMP_GT_OQ), r, one);
+    for (; j < i0; ++j)
+      r0 = _mm512_mask_add_epi32(r0, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki_ge), r0, one);
+    for (std::size_t d = 0; d < m; ++d) {  // the block itself: >= for the lanes after d, > for the others
+      const __m512i threshold = _mm512_mask_sub_epi32(ki, static_cast<__mmask16>(0xFFFEu << d), ki, one);
+      __m512i& r = d % 2 ? r1 : r0;
+      r = _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[i0 + d]), threshold), r, one);
+    }
+    for (j = i0 + m; j + 2 <= n; j += 2) {  // every lane's i is before j: >
+      r0 = _mm512_mask_add_epi32(r0, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki), r0, one);
+      r1 = _mm512_mask_add_epi32(r1, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j + 1]), ki), r1, one);
+    }
+    for (; j < n; ++j)
+      r0 = _mm512_mask_add_epi32(r0, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki), r0, one);
+    const __m512i r = _mm512_add_epi32(r0, r1);
     // table[r], r < n <= 16 NV: the table is read with masked loads (no padding needed).
     __m512 t;
     const __m512 t0 = _mm512_maskz_loadu_ps(FirstLanes(n < 16 ? n : 16), rank_table);

@@ -378,6 +378,30 @@ DCGYM_CLONES inline void PackedOuter(float* out, std::size_t f, std::size_t s, f
 #endif
 }
 
+/// Σ p[0, n), 128 floats at a time in 8 independent 16-lane chains (then 16 at a time): one pass
+/// over memory with nothing else to do, the floor under any kernel that reads
+/// the same floats once (benchmarks/policy_runtime.py).
+DCGYM_CLONES inline float StreamSum(const float* p, std::size_t n) {
+#if defined(__GNUC__)
+  detail::Vec16 acc[8];
+  for (int c = 0; c < 8; ++c) acc[c] = detail::Vec16{};
+  std::size_t k = 0;
+  for (; k + 128 <= n; k += 128)
+    for (int c = 0; c < 8; ++c) acc[c] += detail::LoadV(p + k + 16 * c);
+  for (; k + 16 <= n; k += 16) acc[0] += detail::LoadV(p + k);
+  for (int half = 4; half > 0; half /= 2)  // trees, not chains: the pass, not the sums, is timed
+    for (int c = 0; c < half; ++c) acc[c] += acc[c + half];
+  float t = 0.0f;
+  for (int j = 0; j < 16; ++j) t += acc[0][j];
+  for (; k < n; ++k) t += p[k];
+  return t;
+#else
+  float t = 0.0f;
+  for (std::size_t k = 0; k < n; ++k) t += p[k];
+  return t;
+#endif
+}
+
 /// In place: z -> softmax(z), subtracting the maximum first.
 inline void Softmax(float* z, std::size_t n) {
   float m = z[0];
