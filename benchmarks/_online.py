@@ -76,18 +76,41 @@ def run_windows(sim_run, sim: RackSim, windows: Sequence[tuple[float, float]]) -
 
 
 def malcolm_online(cfg: dict, windows: Sequence[tuple[float, float]], *, heartbeat_us: float = 100.0,
-                   seed: int = 1, samples: bool = False) -> dict[str, Any]:
-    """Malcolm learning from scratch from t = 0, measured over ``windows`` while it keeps learning."""
-    ctl = RackController(cfg, {"learn": True, "heartbeat_us": heartbeat_us}, seed=seed)
-    sim = ctl.sim
+                   seed: int = 1, samples: bool = False, options: Mapping[str, Any] | None = None,
+                   parameters: Mapping[str, Any] | None = None,
+                   parameters_at: float | None = None) -> dict[str, Any]:
+    """Malcolm learning from scratch from t = 0, measured over ``windows`` while it keeps learning.
 
-    def advance(t: float) -> None:
-        beats = int(np.ceil((t - sim.now_us) / heartbeat_us - 1e-9))
+    ``options`` are merged over ``{"learn": True, "heartbeat_us": heartbeat_us}`` and passed to
+    :class:`RackController` (its learner options, e.g. ``lr_actor``, ``variant``, ``reward``; or
+    ``learn=False`` for a fixed policy). ``parameters`` ({'critic', 'migration', 'stealing'}, as
+    ``RackController.parameters()`` returns them) replace the random start. With ``parameters_at``,
+    ``out["parameters"]`` holds a copy of the parameters when the simulation reached that time (to
+    the next heartbeat). The defaults give the previous behaviour exactly.
+    """
+    opts = {"learn": True, "heartbeat_us": heartbeat_us, **dict(options or {})}
+    p = dict(parameters or {})
+    ctl = RackController(cfg, opts, p.get("critic"), p.get("migration"), p.get("stealing"), seed=seed)
+    sim = ctl.sim
+    snapshot: dict[str, Any] = {}
+
+    def run_to(t: float) -> None:
+        beats = int(np.ceil((t - sim.now_us) / opts["heartbeat_us"] - 1e-9))
         if beats > 0:
             ctl.run(beats)
 
+    def advance(t: float) -> None:
+        if parameters_at is not None and not snapshot and t >= parameters_at:
+            run_to(parameters_at)
+            snapshot.update(ctl.parameters())
+        run_to(t)
+
     stats = run_windows(advance, sim, windows)
     out: dict[str, Any] = {"windows": stats, "results": sim.results()}
+    if parameters_at is not None:
+        if not snapshot:
+            raise ValueError(f"parameters_at={parameters_at} is after the last window's end")
+        out["parameters"] = snapshot
     if samples:
         out["samples"] = sim.take_samples()
     return out
