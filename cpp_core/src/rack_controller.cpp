@@ -84,23 +84,28 @@ void RackController::Observe() {
 
 namespace {
 
-// z -> the table rack_v0 makes from MalcolmRLModule's action: centre (z - ½(max + min)), clip to
-// ±max_logit, softmax (TableExponentials); the row in double, normalised to sum to 1 to rounding.
-// `tmp` and `e` are scratch of n floats. If `pi` is given, it receives the float softmax of z
-// without the clip (what the learner differentiates).
-void TableRow(const float* z, std::size_t n, float max_logit, float* tmp, float* e, double* row, float* pi) {
-  bool clipped = false;
-  const float total = TableExponentials(z, n, max_logit, tmp, e, &clipped);
-  const double inv = 1.0 / static_cast<double>(total);
-  for (std::size_t j = 0; j < n; ++j) row[j] = e[j] * inv;
-  if (!pi) return;
-  if (!clipped) {  // softmax(z) = softmax(z - centre): the same exponentials
+// The learner's π of one actor from the table's exponentials: softmax(z) = softmax(z - centre),
+// the same exponentials, unless the clip acted (then FastSoftmax of the raw logits).
+void Policy(const float* z, const float* e, float total, bool clipped, std::size_t n, float* pi) {
+  if (!clipped) {
     const float inv_f = 1.0f / total;
     for (std::size_t j = 0; j < n; ++j) pi[j] = e[j] * inv_f;
   } else {
     std::copy(z, z + n, pi);
     FastSoftmax(pi, n);
   }
+}
+
+// z -> the table rack_v0 makes from MalcolmRLModule's action: centre (z - ½(max + min)), clip to
+// ±max_logit, softmax (TableExponentials); the row in double, normalised to sum to 1 to rounding.
+// `tmp` and `e` are scratch of n floats. If `pi` is given, it receives the float softmax of z
+// without the clip (what the learner differentiates). The portable twin of SortTableRows.
+void TableRow(const float* z, std::size_t n, float max_logit, float* tmp, float* e, double* row, float* pi) {
+  bool clipped = false;
+  const float total = TableExponentials(z, n, max_logit, tmp, e, &clipped);
+  const double inv = 1.0 / static_cast<double>(total);
+  for (std::size_t j = 0; j < n; ++j) row[j] = e[j] * inv;
+  if (pi) Policy(z, e, total, clipped, n, pi);
 }
 
 }  // namespace
@@ -114,12 +119,23 @@ void RackController::Act() {
     const float* x = x_.data() + i * n_;
     const std::size_t slot = i * d_ + row_;  // the learner's row of node i
     float* phi = learn ? phi_a_.data() + slot * fa_ : phi_.data();
-    policy_.FeaturesAndLogits(x, node.actor.data(), phi, z);  // both actors: z[0, N) migration, z[N, 2N) stealing
     double* tm = table_m_.data() + i * n_;
     double* ts = table_s_.data() + i * n_;
     float* pi = learn ? pi_.data() + slot * s_ : nullptr;
-    TableRow(z, n_, max_logit, tmp_.data(), tmp_.data() + n_, tm, pi);
-    TableRow(z + n_, n_, max_logit, tmp_.data(), tmp_.data() + n_, ts, pi ? pi + n_ : nullptr);
+    float* e = tmp_.data();
+    float totals[2];
+    bool clipped[2];
+    // Both actors: z[0, N) migration, z[N, 2N) stealing.
+    if (policy_.TableRows(x, node.actor.data(), max_logit, phi, z, e, tm, ts, totals, clipped)) {
+      if (pi) {
+        Policy(z, e, totals[0], clipped[0], n_, pi);
+        Policy(z + n_, e + n_, totals[1], clipped[1], n_, pi + n_);
+      }
+    } else {
+      policy_.FeaturesAndLogits(x, node.actor.data(), phi, z);
+      TableRow(z, n_, max_logit, tmp_.data(), tmp_.data() + n_, tm, pi);
+      TableRow(z + n_, n_, max_logit, tmp_.data(), tmp_.data() + n_, ts, pi ? pi + n_ : nullptr);
+    }
     if (learn) std::copy(x, x + n_, states_.data() + (i * (d_ + 1) + row_) * n_);
     // The rows are finite, >= 0 and sum to 1 to rounding: the unchecked setter.
     sim_.SetTableWeights(static_cast<uint32_t>(i), false, tm, 1.0);

@@ -69,7 +69,8 @@ void CheckSize(std::size_t n, float w_scale, Rng& rng, int trials, double* worst
   CHECK(!fused);
 #endif
   int phi_wrong = 0, out_of_tolerance = 0, padding_wrong = 0, portable_wrong = 0, logits_wrong = 0, table_wrong = 0;
-  Fenced tmp(n), e(n);
+  int rows_wrong = 0;
+  Fenced tmp(n), e(n), e2(2 * n);
   for (int t = 0; t < trials; ++t) {
     for (std::size_t i = 0; i < n; ++i) {  // ties: zeros, a clip value, a few repeated values
       const std::uint64_t kind = rng.Next() % 5;
@@ -143,6 +144,35 @@ void CheckSize(std::size_t n, float w_scale, Rng& rng, int trials, double* worst
       table_wrong += !(std::fabs(total - sum) <= 1e-6 * sum + 1.2e-7 * (top - bottom + 2.0 * max_logit) * sum);
       table_wrong += clipped != (top - centre > max_logit || bottom - centre < -max_logit);
     }
+    // The controller's fused step gives the same rows as the calls above, to float rounding.
+    {
+      std::vector<float> e_ref(2 * n), z_ref(z.data(), z.data() + s);
+      float total_ref[2];
+      bool clipped_ref[2];
+      for (int half = 0; half < 2; ++half)
+        total_ref[half] = rt::TableExponentials(z_ref.data() + half * n, n, max_logit, tmp.data(),
+                                                e_ref.data() + half * n, &clipped_ref[half]);
+      std::vector<double> rows(2 * n, -1.0);
+      float totals[2];
+      bool clipped[2];
+      std::fill(phi.data(), phi.data() + f, -7.0f);
+      const bool applied = policy.TableRows(x.data(), w.data(), max_logit, phi.data(), z.data(), e2.data(),
+                                            rows.data(), rows.data() + n, totals, clipped);
+      CHECK_EQ(applied, fused);
+      if (applied) {
+        for (std::size_t c = 0; c < f; ++c) phi_wrong += phi[c] != phi_ref[c];
+        for (std::size_t k = 0; k < s; ++k) rows_wrong += !(std::fabs(z[k] - z_ref[k]) <= 1e-6f * (1.0f + std::fabs(z_ref[k])));
+        for (int half = 0; half < 2; ++half) {
+          rows_wrong += clipped[half] != clipped_ref[half];
+          rows_wrong += !(std::fabs(totals[half] - total_ref[half]) <= 1e-6f * total_ref[half]);
+          for (std::size_t k = 0; k < n; ++k) {
+            const double want = e_ref[half * n + k], row_want = want / total_ref[half];
+            rows_wrong += !(std::fabs(e2[half * n + k] - want) <= 1e-6 * want + 1e-37);
+            rows_wrong += !(std::fabs(rows[half * n + k] - row_want) <= 2e-6 * row_want + 1e-300);
+          }
+        }
+      }
+    }
   }
   CHECK_EQ(phi_wrong, 0);
   CHECK_EQ(out_of_tolerance, 0);
@@ -150,6 +180,7 @@ void CheckSize(std::size_t n, float w_scale, Rng& rng, int trials, double* worst
   CHECK_EQ(portable_wrong, 0);
   CHECK_EQ(logits_wrong, 0);
   CHECK_EQ(table_wrong, 0);
+  CHECK_EQ(rows_wrong, 0);
 }
 
 }  // namespace

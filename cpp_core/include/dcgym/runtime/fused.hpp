@@ -175,24 +175,14 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
 
 }
 
-// Both actors' softmaxes from Logits: z[0, S) = [softmax(W_m φ_a) | softmax(W_s φ_a) | 0].
-// 4. The stealing logits start at lane n: two-source permutes bring them to
-//    lane 0 without a trip through memory.
-// 5. Each softmax is exp(z) / Σ exp(z) when every |z| <= 80 (no term can
-//    overflow or underflow, and no maximum is on the critical path);
-//    otherwise exp(z - max z).
-// 6. Masked stores write exactly S floats of z.
+// 4. Each actor's logits from lane 0 (the lanes past n zero): migration =
+//    lanes [0, n) of the packed logits, stealing = [n, 2n). The stealing
+//    logits start at lane n: two-source permutes bring them to lane 0 without
+//    a trip through memory. on[v]: the lanes of vector v below n.
 template <int NZ>
-DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w,
-                                    float* phi, float* z) {
+DCGYM_AVX512 void SplitActors(const __m512 (&zv)[NZ], std::size_t n, __m512 (&mig)[(NZ + 1) / 2],
+                              __m512 (&st)[(NZ + 1) / 2], __mmask16 (&on)[(NZ + 1) / 2]) {
   constexpr int NV = (NZ + 1) / 2;
-  constexpr std::size_t S = 16 * NZ;
-  __m512 zv[NZ];
-  Logits<NZ>(x, n, rank_table, w, phi, zv);
-
-  // 4. Each actor's logits from lane 0: migration = lanes [0, n), stealing = [n, 2n).
-  __m512 mig[NV], st[NV];
-  __mmask16 on[NV];
   const std::size_t shift = n % 16;
   for (int v = 0; v < NV; ++v) {
     const std::size_t first = 16 * static_cast<std::size_t>(v);
@@ -211,6 +201,25 @@ DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* 
       st[v] = _mm512_maskz_permutex2var_ps(on[v], lo, take, hi);
     }
   }
+}
+
+// Both actors' softmaxes from Logits: z[0, S) = [softmax(W_m φ_a) | softmax(W_s φ_a) | 0].
+// 4. SplitActors.
+// 5. Each softmax is exp(z) / Σ exp(z) when every |z| <= 80 (no term can
+//    overflow or underflow, and no maximum is on the critical path);
+//    otherwise exp(z - max z).
+// 6. Masked stores write exactly S floats of z.
+template <int NZ>
+DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w,
+                                    float* phi, float* z) {
+  constexpr int NV = (NZ + 1) / 2;
+  constexpr std::size_t S = 16 * NZ;
+  __m512 zv[NZ];
+  Logits<NZ>(x, n, rank_table, w, phi, zv);
+
+  __m512 mig[NV], st[NV];
+  __mmask16 on[NV];
+  SplitActors<NZ>(zv, n, mig, st, on);
 
   // 5. Softmaxes (the lanes past n hold 0 and are masked out of the sums).
   __m512 top = _mm512_setzero_ps();
@@ -274,6 +283,70 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Di
     case 6: SortLogits<6>(x, n, rank_table, w, phi, z); return true;
     case 7: SortLogits<7>(x, n, rank_table, w, phi, z); return true;
     case 8: SortLogits<8>(x, n, rank_table, w, phi, z); return true;
+    default: return false;
+  }
+}
+
+// One actor's rack_v0 table row from its logits (on[]: the masks of its n lanes): c = clip(z - ½(max z + min z), ±max_logit), e = exp(c - max c)
+// as TableExponentials; e into e[0, n), the row e / Σ e in double into row[0, n)
+// (as the controller's TableRow);
+// returns Σ e (float), and in *clipped whether the clip acted.
+template <int NV>
+DCGYM_AVX512 float TableRowV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], float max_logit, float* e,
+                             double* row, bool* clipped) {
+  __m512 hi = _mm512_set1_ps(-3.0e38f), lo = _mm512_set1_ps(3.0e38f);
+  for (int v = 0; v < NV; ++v) {
+    hi = _mm512_mask_max_ps(hi, on[v], hi, z[v]);
+    lo = _mm512_mask_min_ps(lo, on[v], lo, z[v]);
+  }
+  const float top = _mm512_reduce_max_ps(hi), bottom = _mm512_reduce_min_ps(lo);
+  const float centre = 0.5f * (top + bottom);
+  const float high = top - centre;  // the largest centred logit
+  *clipped = high > max_logit || bottom - centre < -max_logit;
+  const float m = high > max_logit ? max_logit : high;  // the largest after the clip
+  const __m512 c = _mm512_set1_ps(centre), cap = _mm512_set1_ps(max_logit), floor = _mm512_set1_ps(-max_logit);
+  __m512 ev[NV];
+  __m512 sum = _mm512_setzero_ps();
+  for (int v = 0; v < NV; ++v) {
+    const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_sub_ps(z[v], c), floor), cap);
+    ev[v] = _mm512_maskz_mov_ps(on[v], Exp(_mm512_sub_ps(t, _mm512_set1_ps(m))));
+    _mm512_mask_storeu_ps(e + 16 * v, on[v], ev[v]);
+    sum = _mm512_add_ps(sum, ev[v]);
+  }
+  const float total = _mm512_reduce_add_ps(sum);
+  const __m512d inv = _mm512_set1_pd(1.0 / static_cast<double>(total));
+  for (int v = 0; v < NV; ++v) {
+    const __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(ev[v]));
+    const __m512d b = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(ev[v]), 1)));
+    _mm512_mask_storeu_pd(row + 16 * v, static_cast<__mmask8>(on[v]), _mm512_mul_pd(a, inv));
+    _mm512_mask_storeu_pd(row + 16 * v + 8, static_cast<__mmask8>(on[v] >> 8), _mm512_mul_pd(b, inv));
+  }
+  return total;
+}
+
+template <int NZ>
+DCGYM_AVX512 void SortTableRows(const float* x, std::size_t n, const float* rank_table, const float* w,
+                                float max_logit, float* phi, float* z, float* e, double* row_m, double* row_s,
+                                float* totals, bool* clipped) {
+  constexpr int NV = (NZ + 1) / 2;
+  __m512 zv[NZ];
+  Logits<NZ>(x, n, rank_table, w, phi, zv);
+  for (int v = 0; v < NZ; ++v) _mm512_storeu_ps(z + 16 * v, zv[v]);
+  __m512 mig[NV], st[NV];
+  __mmask16 on[NV];
+  SplitActors<NZ>(zv, n, mig, st, on);
+  totals[0] = TableRowV<NV>(mig, on, max_logit, e, row_m, clipped);
+  totals[1] = TableRowV<NV>(st, on, max_logit, e + n, row_s, clipped + 1);
+}
+
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool DispatchTableRows(
+    const float* x, std::size_t n, const float* rank_table, const float* w, float max_logit, float* phi, float* z,
+    float* e, double* row_m, double* row_s, float* totals, bool* clipped) {
+  switch ((2 * n + 15) / 16) {
+#define DCGYM_CASE(k) \
+  case k: SortTableRows<k>(x, n, rank_table, w, max_logit, phi, z, e, row_m, row_s, totals, clipped); return true;
+    DCGYM_CASE(1) DCGYM_CASE(2) DCGYM_CASE(3) DCGYM_CASE(4) DCGYM_CASE(5) DCGYM_CASE(6) DCGYM_CASE(7) DCGYM_CASE(8)
+#undef DCGYM_CASE
     default: return false;
   }
 }
@@ -351,6 +424,26 @@ inline bool SortLogits(const float* x, std::size_t n, const float* rank_table, c
   return fused::DispatchLogits(x, n, rank_table, w, phi, z);
 #else
   (void)x, (void)n, (void)rank_table, (void)w, (void)phi, (void)z;
+  return false;
+#endif
+}
+
+/// RackController's per-node step in one call: φ_a(x) into phi, both actors'
+/// raw logits into z (PackedWidth(2n) floats), and for each actor the rack_v0
+/// table row of TableExponentials: e = exp(clip(z - centre, ±max_logit) - max)
+/// into e (2n floats: migration then stealing), the rows e / Σ e in double
+/// into row_m and row_s (n each), Σ e into totals[0, 1] and whether the clip
+/// acted into clipped[0, 1]. False (nothing written) when the fused path does
+/// not apply.
+inline bool SortTableRows(const float* x, std::size_t n, const float* rank_table, const float* w, float max_logit,
+                          float* phi, float* z, float* e, double* row_m, double* row_s, float* totals,
+                          bool* clipped) {
+#if defined(DCGYM_FUSED_AVX512)
+  if (n == 0 || n > 64 || !fused::HaveAvx512()) return false;
+  return fused::DispatchTableRows(x, n, rank_table, w, max_logit, phi, z, e, row_m, row_s, totals, clipped);
+#else
+  (void)x, (void)n, (void)rank_table, (void)w, (void)max_logit, (void)phi, (void)z, (void)e, (void)row_m,
+      (void)row_s, (void)totals, (void)clipped;
   return false;
 #endif
 }

@@ -331,6 +331,16 @@ class ActorPolicy {
     Logits(phi, packed, z);
   }
 
+  /// RackController's step, fused when that applies (runtime/fused.hpp,
+  /// SortTableRows): φ_a(x), the raw logits z, each actor's table
+  /// exponentials e (2N), rows (double), sums and clip flags. False: not
+  /// applicable, nothing written (use FeaturesAndLogits and TableExponentials).
+  bool TableRows(const float* x, const float* packed, float max_logit, float* phi, float* z, float* e, double* row_m,
+                 double* row_s, float* totals, bool* clipped) {
+    return basis_ == Basis::kSort &&
+           SortTableRows(x, n_, rank_table_.data(), packed, max_logit, phi, z, e, row_m, row_s, totals, clipped);
+  }
+
   /// Everything in one call: φ_a(x) into phi, then into z (S entries)
   /// softmax(W_m φ_a) at [0, N) and softmax(W_s φ_a) at [N, 2N).
   void Probabilities(const float* x, const float* packed, float* phi, float* z) {
