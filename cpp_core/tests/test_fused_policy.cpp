@@ -61,10 +61,10 @@ void CheckSize(std::size_t n, float w_scale, Rng& rng, int trials, double* worst
   rt::RankFeatureTable(n, table.data());
   std::vector<float> phi_ref(f), z_port(s);
   std::vector<std::uint32_t> rank(n);
-  const bool fused = n >= 1 && n <= 64 && rt::SortProbabilities(x.data(), n, table.data(), w.data(), phi.data(),
-                                                                 z.data());
+  const bool fused = rt::SortProbabilities(x.data(), n, table.data(), w.data(), phi.data(), z.data());
 #if defined(DCGYM_FUSED_AVX512)
   CHECK_EQ(fused, n >= 1 && n <= 64 && rt::fused::HaveAvx512());
+  CHECK_EQ(fused, rt::fused::Applies(n));
 #else
   CHECK(!fused);
 #endif

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(DCGYM_NO_CLONES)
 #include <immintrin.h>
@@ -35,6 +36,7 @@ namespace dcgym::runtime {
 namespace fused {
 
 #define DCGYM_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline)) inline
+#define DCGYM_AVX512_LAMBDA __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline))
 
 // e^x for x <= 0, the polynomial of learner.hpp's ExpNonPositive on 16 lanes
 // (Cephes' expf; relative error < 2e-7); inputs below -87 give e^-87.
@@ -57,6 +59,24 @@ DCGYM_AVX512 __m512 Exp(__m512 x) {
                        _mm512_set1_epi32(127)),
       23);  // 2^n as floats
   return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+}
+
+// Calls kernel(std::integral_constant<int, NZ>) for NZ = PackedWidth(2n) / 16 in 1..8 (n <= 64) and
+// returns true; false for larger n. The kernels are templates on NZ so that every loop over vectors
+// has a compile-time bound and stays in registers.
+template <class Kernel>
+DCGYM_AVX512 bool ForWidth(std::size_t n, Kernel&& kernel) {
+  switch ((2 * n + 15) / 16) {
+    case 1: kernel(std::integral_constant<int, 1>{}); return true;
+    case 2: kernel(std::integral_constant<int, 2>{}); return true;
+    case 3: kernel(std::integral_constant<int, 3>{}); return true;
+    case 4: kernel(std::integral_constant<int, 4>{}); return true;
+    case 5: kernel(std::integral_constant<int, 5>{}); return true;
+    case 6: kernel(std::integral_constant<int, 6>{}); return true;
+    case 7: kernel(std::integral_constant<int, 7>{}); return true;
+    case 8: kernel(std::integral_constant<int, 8>{}); return true;
+    default: return false;
+  }
 }
 
 // Lanes [0, m) of a 16-lane vector, m <= 16.
@@ -252,17 +272,7 @@ DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* 
 
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Dispatch(
     const float* x, std::size_t n, const float* rank_table, const float* w, float* phi, float* z) {
-  switch ((2 * n + 15) / 16) {
-    case 1: SortProbabilities<1>(x, n, rank_table, w, phi, z); return true;
-    case 2: SortProbabilities<2>(x, n, rank_table, w, phi, z); return true;
-    case 3: SortProbabilities<3>(x, n, rank_table, w, phi, z); return true;
-    case 4: SortProbabilities<4>(x, n, rank_table, w, phi, z); return true;
-    case 5: SortProbabilities<5>(x, n, rank_table, w, phi, z); return true;
-    case 6: SortProbabilities<6>(x, n, rank_table, w, phi, z); return true;
-    case 7: SortProbabilities<7>(x, n, rank_table, w, phi, z); return true;
-    case 8: SortProbabilities<8>(x, n, rank_table, w, phi, z); return true;
-    default: return false;
-  }
+  return ForWidth(n, [&](auto nz) DCGYM_AVX512_LAMBDA { SortProbabilities<nz()>(x, n, rank_table, w, phi, z); });
 }
 template <int NZ>
 DCGYM_AVX512 void SortLogits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
@@ -274,17 +284,7 @@ DCGYM_AVX512 void SortLogits(const float* x, std::size_t n, const float* rank_ta
 
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool DispatchLogits(
     const float* x, std::size_t n, const float* rank_table, const float* w, float* phi, float* z) {
-  switch ((2 * n + 15) / 16) {
-    case 1: SortLogits<1>(x, n, rank_table, w, phi, z); return true;
-    case 2: SortLogits<2>(x, n, rank_table, w, phi, z); return true;
-    case 3: SortLogits<3>(x, n, rank_table, w, phi, z); return true;
-    case 4: SortLogits<4>(x, n, rank_table, w, phi, z); return true;
-    case 5: SortLogits<5>(x, n, rank_table, w, phi, z); return true;
-    case 6: SortLogits<6>(x, n, rank_table, w, phi, z); return true;
-    case 7: SortLogits<7>(x, n, rank_table, w, phi, z); return true;
-    case 8: SortLogits<8>(x, n, rank_table, w, phi, z); return true;
-    default: return false;
-  }
+  return ForWidth(n, [&](auto nz) DCGYM_AVX512_LAMBDA { SortLogits<nz()>(x, n, rank_table, w, phi, z); });
 }
 
 // One actor's rack_v0 table row from its logits (on[]: the masks of its n lanes): c = clip(z - ½(max z + min z), ±max_logit), e = exp(c - max c)
@@ -342,13 +342,9 @@ DCGYM_AVX512 void SortTableRows(const float* x, std::size_t n, const float* rank
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool DispatchTableRows(
     const float* x, std::size_t n, const float* rank_table, const float* w, float max_logit, float* phi, float* z,
     float* e, double* row_m, double* row_s, float* totals, bool* clipped) {
-  switch ((2 * n + 15) / 16) {
-#define DCGYM_CASE(k) \
-  case k: SortTableRows<k>(x, n, rank_table, w, max_logit, phi, z, e, row_m, row_s, totals, clipped); return true;
-    DCGYM_CASE(1) DCGYM_CASE(2) DCGYM_CASE(3) DCGYM_CASE(4) DCGYM_CASE(5) DCGYM_CASE(6) DCGYM_CASE(7) DCGYM_CASE(8)
-#undef DCGYM_CASE
-    default: return false;
-  }
+  return ForWidth(n, [&](auto nz) DCGYM_AVX512_LAMBDA {
+    SortTableRows<nz()>(x, n, rank_table, w, max_logit, phi, z, e, row_m, row_s, totals, clipped);
+  });
 }
 
 // TableExponentials (learner.hpp) for n <= 64 with masked vectors: the
@@ -384,6 +380,7 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline float T
   return _mm512_reduce_add_ps(sum);
 }
 #undef DCGYM_AVX512
+#undef DCGYM_AVX512_LAMBDA
 
 inline bool HaveAvx512() {
   static const bool have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
@@ -394,6 +391,18 @@ inline bool HaveAvx512() {
 }  // namespace fused
 #pragma GCC diagnostic pop
 #endif
+
+namespace fused {
+/// Whether the fused kernels run for n nodes here.
+inline bool Applies(std::size_t n) {
+#if defined(DCGYM_FUSED_AVX512)
+  return n >= 1 && n <= 64 && HaveAvx512();
+#else
+  (void)n;
+  return false;
+#endif
+}
+}  // namespace fused
 
 /// One node's probability update over the sort basis, fused (see the file
 /// comment): φ_a(x) into phi (2n + 1 floats) and z (PackedWidth(2n) floats) =
@@ -406,8 +415,7 @@ inline bool HaveAvx512() {
 inline bool SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
                               float* z) {
 #if defined(DCGYM_FUSED_AVX512)
-  if (n == 0 || n > 64 || !fused::HaveAvx512()) return false;
-  return fused::Dispatch(x, n, rank_table, w, phi, z);
+  return fused::Applies(n) && fused::Dispatch(x, n, rank_table, w, phi, z);
 #else
   (void)x, (void)n, (void)rank_table, (void)w, (void)phi, (void)z;
   return false;
@@ -420,8 +428,7 @@ inline bool SortProbabilities(const float* x, std::size_t n, const float* rank_t
 inline bool SortLogits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
                        float* z) {
 #if defined(DCGYM_FUSED_AVX512)
-  if (n == 0 || n > 64 || !fused::HaveAvx512()) return false;
-  return fused::DispatchLogits(x, n, rank_table, w, phi, z);
+  return fused::Applies(n) && fused::DispatchLogits(x, n, rank_table, w, phi, z);
 #else
   (void)x, (void)n, (void)rank_table, (void)w, (void)phi, (void)z;
   return false;
@@ -439,8 +446,7 @@ inline bool SortTableRows(const float* x, std::size_t n, const float* rank_table
                           float* phi, float* z, float* e, double* row_m, double* row_s, float* totals,
                           bool* clipped) {
 #if defined(DCGYM_FUSED_AVX512)
-  if (n == 0 || n > 64 || !fused::HaveAvx512()) return false;
-  return fused::DispatchTableRows(x, n, rank_table, w, max_logit, phi, z, e, row_m, row_s, totals, clipped);
+  return fused::Applies(n) && fused::DispatchTableRows(x, n, rank_table, w, max_logit, phi, z, e, row_m, row_s, totals, clipped);
 #else
   (void)x, (void)n, (void)rank_table, (void)w, (void)max_logit, (void)phi, (void)z, (void)e, (void)row_m,
       (void)row_s, (void)totals, (void)clipped;

@@ -226,7 +226,7 @@ DCGYM_CLONES inline void FastSoftmax(float* z, std::size_t n) {
 DCGYM_CLONES inline float TableExponentials(const float* z, std::size_t n, float max_logit, float* tmp, float* e,
                                             bool* clipped) {
 #if defined(DCGYM_FUSED_AVX512)
-  if (n >= 1 && n <= 64 && fused::HaveAvx512()) return fused::TableExponentials(z, n, max_logit, e, clipped);
+  if (fused::Applies(n)) return fused::TableExponentials(z, n, max_logit, e, clipped);
 #endif
   float hi = z[0], lo = z[0];
   for (std::size_t j = 1; j < n; ++j) {
