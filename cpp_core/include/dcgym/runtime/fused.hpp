@@ -129,6 +129,10 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
     const __m512i flip = _mm512_and_si512(_mm512_srai_epi32(bits, 31), _mm512_set1_epi32(0x7FFFFFFF));
     _mm512_store_si512(key + i0, _mm512_xor_si512(bits, flip));
   }
+  // Read the keys back from memory below: broadcast loads use the load ports, while GCC would
+  // otherwise extract each key from the register it knows it came from (shuffles on the port the
+  // compares need).
+  asm volatile("" ::: "memory");
   alignas(64) float phi_rank[16 * NV];
   const __m512i one = _mm512_set1_epi32(1);
   for (int b = 0; b < NV; ++b) {
@@ -137,26 +141,15 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
     const __mmask16 in = FirstLanes(m);
     const __m512 xi = _mm512_maskz_loadu_ps(in, x + i0);
     const __m512i ki = _mm512_load_si512(key + i0), ki_ge = _mm512_sub_epi32(ki, one);
-    __m512i r0 = _mm512_setzero_si512(), r1 = _mm512_setzero_si512();  // two chains
-    std::size_t j = 0;
-    for (; j + 2 <= i0; j += 2) {  // every lane's i is after j: >=
-      r0 = _mm512_mask_add_epi32(r0, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki_ge), r0, one);
-      r1 = _mm512_mask_add_epi32(r1, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j + 1]), ki_ge), r1, one);
-    }
-    for (; j < i0; ++j)
-      r0 = _mm512_mask_add_epi32(r0, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki_ge), r0, one);
+    __m512i r = _mm512_setzero_si512();
+    for (std::size_t j = 0; j < i0; ++j)  // every lane's i is after j: >=
+      r = _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki_ge), r, one);
     for (std::size_t d = 0; d < m; ++d) {  // the block itself: >= for the lanes after d, > for the others
       const __m512i threshold = _mm512_mask_sub_epi32(ki, static_cast<__mmask16>(0xFFFEu << d), ki, one);
-      __m512i& r = d % 2 ? r1 : r0;
       r = _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[i0 + d]), threshold), r, one);
     }
-    for (j = i0 + m; j + 2 <= n; j += 2) {  // every lane's i is before j: >
-      r0 = _mm512_mask_add_epi32(r0, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki), r0, one);
-      r1 = _mm512_mask_add_epi32(r1, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j + 1]), ki), r1, one);
-    }
-    for (; j < n; ++j)
-      r0 = _mm512_mask_add_epi32(r0, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki), r0, one);
-    const __m512i r = _mm512_add_epi32(r0, r1);
+    for (std::size_t j = i0 + m; j < n; ++j)  // every lane's i is before j: >
+      r = _mm512_mask_add_epi32(r, _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(key[j]), ki), r, one);
     // table[r], r < n <= 16 NV: the table is read with masked loads (no padding needed).
     __m512 t;
     const __m512 t0 = _mm512_maskz_loadu_ps(FirstLanes(n < 16 ? n : 16), rank_table);
@@ -177,6 +170,7 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
     _mm512_mask_storeu_ps(phi + n + i0, in, xi);
   }
   phi[2 * n] = 1.0f;
+  asm volatile("" ::: "memory");  // the rank features' broadcasts from memory too (see the keys)
 
   // 3. Rank rows (features 0 .. n - 1).
   for (c = 0; c + P <= n; c += P)
