@@ -89,8 +89,9 @@ DCGYM_AVX512 __mmask16 FirstLanes(std::size_t m) {
 // floats) and the logits of both actors, packed, into zv (lanes [0, n)
 // migration, [n, 2n) stealing). Steps:
 // 1. The load rows and the bias row: they do not wait for the ranks.
-// 2. The ranks, 16 nodes per vector, one compare per other node (two in the
-//    node's own block, for the ties), and their table entries by permutes.
+// 2. The ranks, 16 nodes per vector, one integer compare per other node (in
+//    the node's own block against a per-lane threshold, for the ties), and
+//    their table entries by permutes.
 // 3. The rank rows.
 template <int NZ>
 DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
@@ -186,7 +187,6 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
     zv[v] = acc[0][v];
     for (int p = 1; p < P; ++p) zv[v] = _mm512_add_ps(zv[v], acc[p][v]);
   }
-
 }
 
 // 4. Each actor's logits from lane 0 (the lanes past n zero): migration =
