@@ -42,6 +42,7 @@ RackController::RackController(rack::RackSim& sim, const ControllerOptions& opti
   z_.resize(s_);
   tmp_.resize(2 * n_);
   beliefs_.resize(n_);
+  shared_obs_.resize(2 * n_);
   phi_.resize(fa_);
   table_m_.resize(nn);
   table_s_.resize(nn);
@@ -68,16 +69,39 @@ RackController::RackController(rack::RackSim& sim, const ControllerOptions& opti
 
 void RackController::Observe() {
   const float clip = options_.obs_clip, load_scale = learner_.Config().load_scale;
+  auto observe = [&](double belief) {  // rack_game.observe: belief x scale, float32, clipped to [0, obs_clip]
+    const float o = static_cast<float>(belief * scale_);
+    return o < 0.0f ? 0.0f : (o > clip ? clip : o);
+  };
+  if (const double* shared = sim_.SharedBeliefRow()) {
+    // Periodic or fresh load information: every node sees the same row but for its own corrections,
+    // so the row is converted once and each node's corrections are written over it.
+    float* base_obs = shared_obs_.data();
+    float* base_x = shared_obs_.data() + n_;
+    for (std::size_t j = 0; j < n_; ++j) {
+      base_obs[j] = observe(shared[j]);
+      base_x[j] = base_obs[j] * load_scale;
+    }
+    for (std::size_t i = 0; i < n_; ++i) {
+      float* obs = obs_.data() + i * n_;
+      float* x = x_.data() + i * n_;
+      std::copy(base_obs, base_obs + n_, obs);
+      std::copy(base_x, base_x + n_, x);
+      sim_.ForEachOwnBelief(static_cast<uint32_t>(i), [&](uint32_t j, double belief) {
+        obs[j] = observe(belief);
+        x[j] = obs[j] * load_scale;
+      });
+    }
+    return;
+  }
   double* b = beliefs_.data();
   for (std::size_t i = 0; i < n_; ++i) {
     sim_.BeliefRow(static_cast<uint32_t>(i), b);
     float* obs = obs_.data() + i * n_;
     float* x = x_.data() + i * n_;
     for (std::size_t j = 0; j < n_; ++j) {
-      float o = static_cast<float>(b[j] * scale_);
-      o = o < 0.0f ? 0.0f : (o > clip ? clip : o);  // np.clip(obs, 0, obs_clip)
-      obs[j] = o;
-      x[j] = o * load_scale;
+      obs[j] = observe(b[j]);
+      x[j] = obs[j] * load_scale;
     }
   }
 }

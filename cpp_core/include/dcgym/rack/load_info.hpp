@@ -106,6 +106,28 @@ class LoadBoard {
     }
   }
 
+  // The beliefs every viewer shares before its own corrections: the published
+  // snapshot (periodic) or the truth (fresh); null for the other kinds.
+  // BeliefRow(v) is this row with ForEachOwnBelief(v) applied in its order.
+  const double* SharedRow() const {
+    if (config_.kind == LoadInfoKind::kFresh) return truth_.data();
+    if (config_.kind == LoadInfoKind::kPeriodic) return published_.data();
+    return nullptr;
+  }
+
+  // f(j, belief) for the nodes j where viewer v's belief is not SharedRow()[j]
+  // (when SharedRow() is not null): its local increments of this epoch, then
+  // its own load when it sees it exactly.
+  template <class F>
+  void ForEachOwnBelief(uint32_t v, F&& f) const {
+    if (config_.kind == LoadInfoKind::kPeriodic && !extra_.empty()) {
+      const Extra* e = extra_.data() + Cell(v, 0);
+      for (uint32_t j = 0; j < n_; ++j)
+        if (e[j].epoch == epoch_) f(j, published_[j] + e[j].add);
+    }
+    if (own_fresh_ && v < n_) f(v, truth_[v]);
+  }
+
   // Viewer v sent a task to node j; `add` is the task's load in the metric.
   void OnSend(uint32_t v, uint32_t j, double add) {
     switch (config_.kind) {

@@ -109,6 +109,12 @@ class RackSim {
   double TrueLoad(uint32_t i, uint32_t type = 0) const { return LoadOf(i, type); }
   double Belief(uint32_t v, uint32_t j, uint32_t type = 0) const { return boards_[BoardIndex(type)].Belief(v, j); }
   void BeliefRow(uint32_t v, double* out, uint32_t type = 0) const { boards_[BoardIndex(type)].BeliefRow(v, out); }
+  // The beliefs all viewers share and each viewer's own (LoadBoard::SharedRow, ForEachOwnBelief).
+  const double* SharedBeliefRow(uint32_t type = 0) const { return boards_[BoardIndex(type)].SharedRow(); }
+  template <class F>
+  void ForEachOwnBelief(uint32_t v, F&& f, uint32_t type = 0) const {
+    boards_[BoardIndex(type)].ForEachOwnBelief(v, f);
+  }
   uint32_t NumBoards() const { return static_cast<uint32_t>(boards_.size()); }
   // Tasks currently in the rack (queues, workers, network), counted by walking them.
   uint64_t InFlight() const;

@@ -92,7 +92,7 @@ class RackController {
   double scale_;                  // raw load -> observation unit
   double previous_imbalance_ = 0.0;
 
-  std::vector<float> obs_, last_obs_, x_, phi_, tmp_;
+  std::vector<float> obs_, last_obs_, x_, phi_, tmp_, shared_obs_;
   AlignedVector<float> z_;        // both actors' logits (S entries)
   std::vector<double> table_m_, table_s_;
   std::vector<double> loads_, beliefs_;
