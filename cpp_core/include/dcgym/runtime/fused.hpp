@@ -268,26 +268,13 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Di
     const float* x, std::size_t n, const float* rank_table, const float* w, float* phi, float* z) {
   return ForWidth(n, [&](auto nz) DCGYM_AVX512_LAMBDA { SortProbabilities<nz()>(x, n, rank_table, w, phi, z); });
 }
-template <int NZ>
-DCGYM_AVX512 void SortLogits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
-                             float* z) {
-  __m512 zv[NZ];
-  Logits<NZ>(x, n, rank_table, w, phi, zv);
-  for (int v = 0; v < NZ; ++v) _mm512_storeu_ps(z + 16 * v, zv[v]);
-}
-
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool DispatchLogits(
-    const float* x, std::size_t n, const float* rank_table, const float* w, float* phi, float* z) {
-  return ForWidth(n, [&](auto nz) DCGYM_AVX512_LAMBDA { SortLogits<nz()>(x, n, rank_table, w, phi, z); });
-}
-
-// One actor's rack_v0 table row from its logits (on[]: the masks of its n lanes): c = clip(z - ½(max z + min z), ±max_logit), e = exp(c - max c)
-// as TableExponentials; e into e[0, n), the row e / Σ e in double into row[0, n)
-// (as the controller's TableRow);
-// returns Σ e (float), and in *clipped whether the clip acted.
+// The exponentials of one rack_v0 table row (TableExponentials, learner.hpp)
+// from one actor's logits in registers (on[]: the masks of its n lanes):
+// c = clip(z - ½(max z + min z), ±max_logit), e = exp(c - max c) into ev and
+// e[0, n); returns Σ e, and in *clipped whether the clip acted.
 template <int NV>
-DCGYM_AVX512 float TableRowV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], float max_logit, float* e,
-                             double* row, bool* clipped) {
+DCGYM_AVX512 float TableExpV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], float max_logit, float* e,
+                             bool* clipped, __m512 (&ev)[NV]) {
   __m512 hi = _mm512_set1_ps(-3.0e38f), lo = _mm512_set1_ps(3.0e38f);
   for (int v = 0; v < NV; ++v) {
     hi = _mm512_mask_max_ps(hi, on[v], hi, z[v]);
@@ -299,7 +286,6 @@ DCGYM_AVX512 float TableRowV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], f
   *clipped = high > max_logit || bottom - centre < -max_logit;
   const float m = high > max_logit ? max_logit : high;  // the largest after the clip
   const __m512 c = _mm512_set1_ps(centre), cap = _mm512_set1_ps(max_logit), floor = _mm512_set1_ps(-max_logit);
-  __m512 ev[NV];
   __m512 sum = _mm512_setzero_ps();
   for (int v = 0; v < NV; ++v) {
     const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_sub_ps(z[v], c), floor), cap);
@@ -307,7 +293,15 @@ DCGYM_AVX512 float TableRowV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], f
     _mm512_mask_storeu_ps(e + 16 * v, on[v], ev[v]);
     sum = _mm512_add_ps(sum, ev[v]);
   }
-  const float total = _mm512_reduce_add_ps(sum);
+  return _mm512_reduce_add_ps(sum);
+}
+
+// TableExpV, then the row e / Σ e in double into row[0, n) (as the controller's TableRow).
+template <int NV>
+DCGYM_AVX512 float TableRowV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], float max_logit, float* e,
+                             double* row, bool* clipped) {
+  __m512 ev[NV];
+  const float total = TableExpV<NV>(z, on, max_logit, e, clipped, ev);
   const __m512d inv = _mm512_set1_pd(1.0 / static_cast<double>(total));
   for (int v = 0; v < NV; ++v) {
     const __m512d a = _mm512_cvtps_pd(_mm512_castps512_ps256(ev[v]));
@@ -341,37 +335,27 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Di
   });
 }
 
-// TableExponentials (learner.hpp) for n <= 64 with masked vectors: the
-// exponentials of one rack_v0 table row, c = clip(z - ½(max z + min z),
-// ±max_logit), e = exp(c - max c) into e[0, n); returns Σ e.
+// TableExponentials (learner.hpp) for n <= 64: the row's logits z[0, n) loaded
+// with masks, then TableExpV.
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline float TableExponentials(
     const float* z, std::size_t n, float max_logit, float* e, bool* clipped) {
-  constexpr int kMaxV = 4;
-  const int nv = static_cast<int>((n + 15) / 16);
-  __m512 v[kMaxV];
-  __mmask16 on[kMaxV];
-  __m512 hi = _mm512_set1_ps(-3.0e38f), lo = _mm512_set1_ps(3.0e38f);
-  for (int k = 0; k < nv; ++k) {
-    const std::size_t first = 16 * static_cast<std::size_t>(k);
-    on[k] = FirstLanes(n - first < 16 ? n - first : 16);
-    v[k] = _mm512_maskz_loadu_ps(on[k], z + first);
-    hi = _mm512_mask_max_ps(hi, on[k], hi, v[k]);
-    lo = _mm512_mask_min_ps(lo, on[k], lo, v[k]);
+  auto row = [&](auto nv) DCGYM_AVX512_LAMBDA {
+    constexpr int NV = nv();
+    __m512 v[NV], ev[NV];
+    __mmask16 on[NV];
+    for (int k = 0; k < NV; ++k) {
+      const std::size_t first = 16 * static_cast<std::size_t>(k);
+      on[k] = FirstLanes(n - first < 16 ? n - first : 16);
+      v[k] = _mm512_maskz_loadu_ps(on[k], z + first);
+    }
+    return TableExpV<NV>(v, on, max_logit, e, clipped, ev);
+  };
+  switch ((n + 15) / 16) {
+    case 1: return row(std::integral_constant<int, 1>{});
+    case 2: return row(std::integral_constant<int, 2>{});
+    case 3: return row(std::integral_constant<int, 3>{});
+    default: return row(std::integral_constant<int, 4>{});  // n <= 64 (Applies)
   }
-  const float top = _mm512_reduce_max_ps(hi), bottom = _mm512_reduce_min_ps(lo);
-  const float centre = 0.5f * (top + bottom);
-  const float high = top - centre;  // the largest centred logit
-  *clipped = high > max_logit || bottom - centre < -max_logit;
-  const float m = high > max_logit ? max_logit : high;  // the largest after the clip
-  const __m512 c = _mm512_set1_ps(centre), cap = _mm512_set1_ps(max_logit), floor = _mm512_set1_ps(-max_logit);
-  __m512 sum = _mm512_setzero_ps();
-  for (int k = 0; k < nv; ++k) {
-    const __m512 t = _mm512_min_ps(_mm512_max_ps(_mm512_sub_ps(v[k], c), floor), cap);
-    const __m512 x = _mm512_maskz_mov_ps(on[k], Exp(_mm512_sub_ps(t, _mm512_set1_ps(m))));
-    _mm512_mask_storeu_ps(e + 16 * k, on[k], x);
-    sum = _mm512_add_ps(sum, x);
-  }
-  return _mm512_reduce_add_ps(sum);
 }
 #undef DCGYM_AVX512
 #undef DCGYM_AVX512_LAMBDA
@@ -410,19 +394,6 @@ inline bool SortProbabilities(const float* x, std::size_t n, const float* rank_t
                               float* z) {
 #if defined(DCGYM_FUSED_AVX512)
   return fused::Applies(n) && fused::Dispatch(x, n, rank_table, w, phi, z);
-#else
-  (void)x, (void)n, (void)rank_table, (void)w, (void)phi, (void)z;
-  return false;
-#endif
-}
-
-/// φ_a(x) into phi (2n + 1 floats) and both actors' raw logits into z
-/// (PackedWidth(2n) floats: [W_m φ_a | W_s φ_a | 0]), fused as in
-/// SortProbabilities; false (nothing written) when that does not apply.
-inline bool SortLogits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
-                       float* z) {
-#if defined(DCGYM_FUSED_AVX512)
-  return fused::Applies(n) && fused::DispatchLogits(x, n, rank_table, w, phi, z);
 #else
   (void)x, (void)n, (void)rank_table, (void)w, (void)phi, (void)z;
   return false;

@@ -323,10 +323,8 @@ class ActorPolicy {
   /// From φ_a: the raw logits of both actors, z[0, N) migration, z[N, 2N) stealing (z has S entries).
   void Logits(const float* phi, const float* packed, float* z) const { PackedLinear(packed, f_, s_, phi, z); }
 
-  /// φ_a(x) into phi and both actors' raw logits into z (S entries): Features
-  /// then Logits, fused (runtime/fused.hpp) when that applies.
+  /// φ_a(x) into phi and both actors' raw logits into z (S entries): Features, then Logits.
   void FeaturesAndLogits(const float* x, const float* packed, float* phi, float* z) {
-    if (basis_ == Basis::kSort && SortLogits(x, n_, rank_table_.data(), packed, phi, z)) return;
     Features(x, phi);
     Logits(phi, packed, z);
   }
