@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "dcgym/runtime/expf.hpp"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(DCGYM_NO_CLONES)
 #include <immintrin.h>
 #define DCGYM_FUSED_AVX512 1
@@ -38,24 +40,19 @@ namespace fused {
 #define DCGYM_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline)) inline
 #define DCGYM_AVX512_LAMBDA __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"), always_inline))
 
-// e^x for x <= 0, the polynomial of learner.hpp's ExpNonPositive on 16 lanes
-// (Cephes' expf; relative error < 2e-7); inputs below -87 give e^-87.
+// e^x for x <= 0 on 16 lanes: expf.hpp's cephes::Exp with explicit FMAs.
 DCGYM_AVX512 __m512 Exp(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 magic = _mm512_set1_ps(12582912.0f);  // 1.5 * 2^23
-  const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic);
-  const __m512 n = _mm512_sub_ps(t, magic);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  x = _mm512_max_ps(x, _mm512_set1_ps(cephes::kFloor));
+  const __m512 round = _mm512_set1_ps(cephes::kRound);
+  const __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(cephes::kLog2e), round);
+  const __m512 n = _mm512_sub_ps(t, round);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(cephes::kLn2Hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(cephes::kLn2Lo), r);
+  __m512 p = _mm512_set1_ps(cephes::kP[0]);
+  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(cephes::kP[k]));
   p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   const __m512i bits = _mm512_slli_epi32(
-      _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(0x4B400000)),
+      _mm512_add_epi32(_mm512_sub_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(cephes::kRoundBits)),
                        _mm512_set1_epi32(127)),
       23);  // 2^n as floats
   return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));

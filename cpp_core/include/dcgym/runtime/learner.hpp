@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "dcgym/runtime/expf.hpp"
 #include "dcgym/runtime/fused.hpp"
 #include "dcgym/runtime/linear.hpp"
 
@@ -72,30 +73,8 @@ class FlushDenormals {
 #endif
 };
 
-/// e^x for x <= 0 to float precision (relative error < 2e-7), branch-free so
-/// that loops over it vectorise (std::exp does not without -ffast-math).
-/// Cephes' expf: x = n ln2 + r, |r| <= ½ ln2, e^r by a degree-6 polynomial.
-inline float ExpNonPositive(float x) {
-  x = x < -87.0f ? -87.0f : x;  // e^-87 ~ 1.6e-38: still a normal float
-  const float magic = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float t = x * 1.44269504088896341f + magic;
-  const float n = t - magic;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  std::int32_t bits;
-  std::memcpy(&bits, &t, sizeof bits);
-  const std::int32_t scale_bits = (bits - 0x4B400000 + 127) << 23;  // 2^n as a float
-  float scale;
-  std::memcpy(&scale, &scale_bits, sizeof scale);
-  return p * scale;
-}
+/// e^x for x <= 0 to float precision (expf.hpp).
+inline float ExpNonPositive(float x) { return cephes::Exp<float, std::int32_t>(x); }
 
 #if defined(__GNUC__)
 namespace detail {
@@ -103,27 +82,7 @@ typedef float Vec8 __attribute__((vector_size(32)));
 typedef float Vec4 __attribute__((vector_size(16)));
 
 // ExpNonPositive on 16 lanes.
-__attribute__((always_inline)) inline Vec16 ExpV(Vec16 x) {
-  const Vec16 lo = Vec16{} - 87.0f, magic = Vec16{} + 12582912.0f;
-  x = x < lo ? lo : x;
-  const Vec16 t = x * 1.44269504088896341f + magic;
-  const Vec16 n = t - magic;
-  Vec16 r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  Vec16 p = Vec16{} + 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  IVec16 bits;
-  std::memcpy(&bits, &t, sizeof bits);
-  bits = (bits - 0x4B400000 + 127) << 23;  // 2^n as floats
-  Vec16 scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return p * scale;
-}
+__attribute__((always_inline)) inline Vec16 ExpV(Vec16 x) { return cephes::Exp<Vec16, IVec16>(x); }
 
 __attribute__((always_inline)) inline float HSum(Vec16 v) {
   Vec8 a, b;
