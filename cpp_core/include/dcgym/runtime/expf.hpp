@@ -15,6 +15,16 @@
 
 namespace dcgym::runtime::cephes {
 
+// Inlined into every caller, so that the 16-lane instance takes the target of
+// the clone it runs in and never crosses a call (as linear.hpp's helpers: the
+// ABI note about 64-byte vectors does not apply).
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#define DCGYM_CEPHES_INLINE __attribute__((always_inline)) inline
+#else
+#define DCGYM_CEPHES_INLINE inline
+#endif
+
 inline constexpr float kFloor = -87.0f;
 inline constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
 inline constexpr std::int32_t kRoundBits = 0x4B400000;  // kRound's bits: t's bits minus these are n
@@ -28,7 +38,7 @@ inline constexpr float kP[6] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073
 /// e^x for x <= 0 on F = float (I = std::int32_t) or on a GCC vector of
 /// floats F with I the integer vector of the same shape.
 template <class F, class I>
-inline F Exp(F x) {
+DCGYM_CEPHES_INLINE F Exp(F x) {
   const F floor = F{} + kFloor, round = F{} + kRound;
   x = x < floor ? floor : x;
   const F t = x * kLog2e + round;
@@ -50,4 +60,5 @@ inline F Exp(F x) {
   return p * scale;
 }
 
+#undef DCGYM_CEPHES_INLINE
 }  // namespace dcgym::runtime::cephes
