@@ -25,6 +25,8 @@ for i in "${!dirs[@]}"; do
   g++ -std=c++17 -O3 -Wall -Wextra -I"${dirs[$i]}" "$root/benchmarks/fused_ab.cpp" -o "$work/v$i"
 done
 
+"$work/v0" 1 > /dev/null || exit 2  # the kernel runs here (it says why not)
+
 for _ in $(seq "$rounds"); do
   for i in "${!dirs[@]}"; do
     for n in $nodes; do
