@@ -81,6 +81,24 @@ DCGYM_AVX512 __mmask16 FirstLanes(std::size_t m) {
   return static_cast<__mmask16>((1u << m) - 1u);
 }
 
+// acc += Σ_c f[c] rows[c] over n packed rows of 16 NZ floats, row c into the
+// partial sums acc[c % P] (the last n % P rows into acc[0]). Always inlined, so
+// the accumulators stay in registers.
+template <int P, int NZ>
+DCGYM_AVX512 void AccumulateRows(const float* f, std::size_t n, const float* rows, __m512 (&acc)[P][NZ]) {
+  constexpr std::size_t S = 16 * NZ;
+  std::size_t c = 0;
+  for (; c + P <= n; c += P)
+    for (int p = 0; p < P; ++p) {
+      const __m512 q = _mm512_set1_ps(f[c + p]);
+      for (int v = 0; v < NZ; ++v) acc[p][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(rows + (c + p) * S + 16 * v), acc[p][v]);
+    }
+  for (; c < n; ++c) {
+    const __m512 q = _mm512_set1_ps(f[c]);
+    for (int v = 0; v < NZ; ++v) acc[0][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(rows + c * S + 16 * v), acc[0][v]);
+  }
+}
+
 // For packed rows of S = 16 NZ floats (n in (8 (NZ - 1), 8 NZ]): φ_a =
 // [table[rank_i] (n) | x (n) | 1] into phi (masked stores: exactly 2n + 1
 // floats) and the logits of both actors, packed, into zv (lanes [0, n)
@@ -101,17 +119,7 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
     for (int v = 0; v < NZ; ++v) acc[p][v] = _mm512_setzero_ps();
 
   // 1. Load rows (features n .. 2n - 1) and the bias row (2n).
-  const float* wx = w + n * S;
-  std::size_t c = 0;
-  for (; c + P <= n; c += P)
-    for (int p = 0; p < P; ++p) {
-      const __m512 q = _mm512_set1_ps(x[c + p]);
-      for (int v = 0; v < NZ; ++v) acc[p][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(wx + (c + p) * S + 16 * v), acc[p][v]);
-    }
-  for (; c < n; ++c) {
-    const __m512 q = _mm512_set1_ps(x[c]);
-    for (int v = 0; v < NZ; ++v) acc[0][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(wx + c * S + 16 * v), acc[0][v]);
-  }
+  AccumulateRows<P, NZ>(x, n, w + n * S, acc);
   for (int v = 0; v < NZ; ++v) acc[P - 1][v] = _mm512_add_ps(acc[P - 1][v], _mm512_loadu_ps(w + 2 * n * S + 16 * v));
 
   // 2. Ranks: rank_i = #{j < i: x_j >= x_i} + #{j > i: x_j > x_i} (torch's stable
@@ -171,15 +179,7 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
   asm volatile("" ::: "memory");  // the rank features' broadcasts from memory too (see the keys)
 
   // 3. Rank rows (features 0 .. n - 1).
-  for (c = 0; c + P <= n; c += P)
-    for (int p = 0; p < P; ++p) {
-      const __m512 q = _mm512_set1_ps(phi_rank[c + p]);
-      for (int v = 0; v < NZ; ++v) acc[p][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(w + (c + p) * S + 16 * v), acc[p][v]);
-    }
-  for (; c < n; ++c) {
-    const __m512 q = _mm512_set1_ps(phi_rank[c]);
-    for (int v = 0; v < NZ; ++v) acc[0][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(w + c * S + 16 * v), acc[0][v]);
-  }
+  AccumulateRows<P, NZ>(phi_rank, n, w, acc);
   for (int v = 0; v < NZ; ++v) {
     zv[v] = acc[0][v];
     for (int p = 1; p < P; ++p) zv[v] = _mm512_add_ps(zv[v], acc[p][v]);
