@@ -92,25 +92,29 @@ inline void RankFeatureTable(std::size_t n, float* out) {
   }
 }
 
+/// Rank of each load among the loads sorted descending, ties to the lower
+/// node id (rank 0 = most loaded), as torch.argsort(descending, stable):
+/// rank_i = #{j < i: x_j >= x_i} + #{j > i: x_j > x_i}. O(n²) comparisons,
+/// branch-free and vectorised over blocks of 16 i's: one compare and one
+/// subtract per j and block (three compares in the block's own 16 j's), which
+/// beats a sort for the rack sizes here (n <= a few hundred).
+DCGYM_CLONES inline void DescendingRanks(const float* x, std::size_t n, std::uint32_t* rank) {
 #if defined(__GNUC__) && !defined(__clang__)  // scalar-vector compares and vector ?: are GCC extensions
-namespace detail {
-// DescendingRanks' vector body (inlined into the fused kernels).
-__attribute__((always_inline)) inline void RanksV(const float* x, std::size_t n, std::uint32_t* rank) {
-  IVec16 lane;
+  detail::IVec16 lane;
   for (int k = 0; k < 16; ++k) lane[k] = k;
   for (std::size_t i0 = 0; i0 < n; i0 += 16) {
     const std::size_t m = n - i0 < 16 ? n - i0 : 16;
-    Vec16 xi;
+    detail::Vec16 xi;
     if (m == 16) {
-      xi = LoadV(x + i0);
+      xi = detail::LoadV(x + i0);
     } else {
       for (std::size_t k = 0; k < 16; ++k) xi[k] = x[i0 + (k < m ? k : 0)];
     }
-    IVec16 r{};  // comparisons are -1 (true) or 0
+    detail::IVec16 r{};  // comparisons are -1 (true) or 0
     for (std::size_t j = 0; j < i0; ++j) r -= x[j] >= xi;  // every lane's i is after j
     for (std::size_t j = 0; j < m; ++j) {  // the block itself: >= for the lanes after j, > for the others
       const float xj = x[i0 + j];
-      const IVec16 ge = xj >= xi, gt = xj > xi;
+      const detail::IVec16 ge = xj >= xi, gt = xj > xi;
       r -= lane > static_cast<std::int32_t>(j) ? ge : gt;
     }
     for (std::size_t j = i0 + m; j < n; ++j) r -= x[j] > xi;  // every lane's i is before j
@@ -120,19 +124,6 @@ __attribute__((always_inline)) inline void RanksV(const float* x, std::size_t n,
       for (std::size_t k = 0; k < m; ++k) rank[i0 + k] = static_cast<std::uint32_t>(r[k]);
     }
   }
-}
-}  // namespace detail
-#endif
-
-/// Rank of each load among the loads sorted descending, ties to the lower
-/// node id (rank 0 = most loaded), as torch.argsort(descending, stable):
-/// rank_i = #{j < i: x_j >= x_i} + #{j > i: x_j > x_i}. O(n²) comparisons,
-/// branch-free and vectorised over blocks of 16 i's: one compare and one
-/// subtract per j and block (three compares in the block's own 16 j's), which
-/// beats a sort for the rack sizes here (n <= a few hundred).
-DCGYM_CLONES inline void DescendingRanks(const float* x, std::size_t n, std::uint32_t* rank) {
-#if defined(__GNUC__) && !defined(__clang__)
-  detail::RanksV(x, n, rank);
 #else
   for (std::size_t i = 0; i < n; ++i) {
     std::uint32_t r = 0;
@@ -289,22 +280,6 @@ __attribute__((always_inline)) inline void PackedChunk(const float* w, std::size
   }
 }
 
-// PackedLinear's vector body (inlined into the fused kernels).
-__attribute__((always_inline)) inline void PackedLinearV(const float* w, std::size_t f, std::size_t s, const float* phi,
-                                                         float* z) {
-  std::size_t k = 0;
-  for (; k + 128 <= s; k += 128) PackedChunk<8, 1>(w + k, f, s, phi, z + k);
-  if (k + 64 <= s) {
-    PackedChunk<4, 2>(w + k, f, s, phi, z + k);
-    k += 64;
-  }
-  if (k + 32 <= s) {
-    PackedChunk<2, 4>(w + k, f, s, phi, z + k);
-    k += 32;
-  }
-  if (k + 16 <= s) PackedChunk<1, 8>(w + k, f, s, phi, z + k);
-}
-
 // out[c, k0 .. k0 + 16 NV) for NC features c at a time: a * out + Σ_r phi[r, c] coef[r, k0 ..].
 template <int NV, int NC>
 __attribute__((always_inline)) inline void OuterChunk(float* out, std::size_t c0, std::size_t s, float a,
@@ -342,7 +317,17 @@ __attribute__((always_inline)) inline void OuterColumns(float* out, std::size_t 
 /// (s a multiple of kPackLanes): the logits of a packed policy.
 DCGYM_CLONES inline void PackedLinear(const float* w, std::size_t f, std::size_t s, const float* phi, float* z) {
 #if defined(__GNUC__)
-  detail::PackedLinearV(w, f, s, phi, z);
+  std::size_t k = 0;
+  for (; k + 128 <= s; k += 128) detail::PackedChunk<8, 1>(w + k, f, s, phi, z + k);
+  if (k + 64 <= s) {
+    detail::PackedChunk<4, 2>(w + k, f, s, phi, z + k);
+    k += 64;
+  }
+  if (k + 32 <= s) {
+    detail::PackedChunk<2, 4>(w + k, f, s, phi, z + k);
+    k += 32;
+  }
+  if (k + 16 <= s) detail::PackedChunk<1, 8>(w + k, f, s, phi, z + k);
 #else
   for (std::size_t k = 0; k < s; ++k) z[k] = 0.0f;
   for (std::size_t c = 0; c < f; ++c)
