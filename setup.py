@@ -39,7 +39,16 @@ package_dir["dcgym.zoo"] = "zoo"
 
 ParallelCompile("DCGYM_BUILD_JOBS", default=0).install()
 
-sources = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cpp_core/src").glob("*.cpp"))
+MODELS = ("kernel", "rack", "flow", "colo")
+"""The C++ models, each compiled from its own folder ``cpp_core/src/<model>/`` (the runtime is header-only)."""
+
+
+def model_sources(model: str) -> list[str]:
+    """The implementation files of one model, sorted (an absent folder is a model without any)."""
+    return sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cpp_core/src" / model).glob("*.cpp"))
+
+
+sources = [s for model in MODELS for s in model_sources(model)]
 sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cpp_core/bindings").glob("*.cpp"))
 
 engine = Pybind11Extension(

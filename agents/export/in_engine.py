@@ -3,7 +3,7 @@
 ``evaluate.py --policy FILE`` (or ``--policy zoo:NAME``) evaluates a
 ``linear_pair`` policy file (docs/policy_format.md) with no Python between
 heartbeats: every heartbeat, the C++ ``RackController``
-(cpp_core/include/dcgym/runtime/rack_controller.hpp) observes each node's
+(cpp_core/include/dcgym/rack/controller.hpp) observes each node's
 view as rack_v0 does, computes the node's migration and stealing
 distributions from the file's weights and sets them as the node's tables
 (fixed policy, no learning). The run is the one a trained policy gets

@@ -1,4 +1,4 @@
-"""RackController (dcgym/runtime/rack_controller.hpp): Malcolm's policy and learning driving a RackSim in C++.
+"""RackController (dcgym/rack/controller.hpp): Malcolm's policy and learning driving a RackSim in C++.
 
 The controller must act exactly as rack_v0 + MalcolmRLModule would on the
 same observations, give RackSim's own numbers when its tables are fixed, and

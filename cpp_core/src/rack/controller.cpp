@@ -1,9 +1,13 @@
-#include "dcgym/runtime/rack_controller.hpp"
+#include "dcgym/rack/controller.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 
-namespace dcgym::runtime {
+namespace dcgym::rack {
+
+using runtime::Batch;
+using runtime::FastSoftmax;
+using runtime::TableExponentials;
 
 RewardCosts RewardCosts::Default(Reward r) {
   switch (r) {
@@ -15,7 +19,7 @@ RewardCosts RewardCosts::Default(Reward r) {
   return {};
 }
 
-RackController::RackController(rack::RackSim& sim, const ControllerOptions& options, MalcolmLearner& learner)
+RackController::RackController(RackSim& sim, const ControllerOptions& options, MalcolmLearner& learner)
     : sim_(sim),
       options_(options),
       learner_(learner),
@@ -25,7 +29,7 @@ RackController::RackController(rack::RackSim& sim, const ControllerOptions& opti
       s_(learner.ActorWidth()),
       d_(learner.Config().minibatch_size) {
   const auto& cfg = sim.Config();
-  if (cfg.entry.kind != rack::EntryKind::kNodes || cfg.dispatch.kind != rack::DispatchKind::kTable)
+  if (cfg.entry.kind != EntryKind::kNodes || cfg.dispatch.kind != DispatchKind::kTable)
     throw std::invalid_argument("config: the controller needs entry kind 'nodes' and dispatch policy 'table'");
   if (sim.NumNodes() != n_)
     throw std::invalid_argument("parameters: made for " + std::to_string(n_) + " nodes, the rack has " +
@@ -34,7 +38,7 @@ RackController::RackController(rack::RackSim& sim, const ControllerOptions& opti
   if (!(options.warmup_us >= 0)) throw std::invalid_argument("warmup_us: must be >= 0");
   if (!(options.obs_clip > 0)) throw std::invalid_argument("obs_clip: must be > 0");
   if (!(options.max_logit > 0)) throw std::invalid_argument("max_logit: must be > 0");
-  scale_ = cfg.dispatch.metric == rack::LoadMetric::kExpectedWait ? 1.0 / cfg.service.Mean() : 1.0;
+  scale_ = cfg.dispatch.metric == LoadMetric::kExpectedWait ? 1.0 / cfg.service.Mean() : 1.0;
   const std::size_t nn = n_ * n_;
   obs_.resize(nn);
   last_obs_.resize(nn);
@@ -254,4 +258,4 @@ RunStats RackController::Run(std::uint64_t heartbeats) {
   return stats;
 }
 
-}  // namespace dcgym::runtime
+}  // namespace dcgym::rack

@@ -14,7 +14,7 @@
 
 #include "convert.hpp"
 #include "dcgym/runtime/learner.hpp"
-#include "dcgym/runtime/rack_controller.hpp"
+#include "dcgym/rack/controller.hpp"
 
 namespace py = pybind11;
 
@@ -22,6 +22,11 @@ namespace dcgym::bindings {
 namespace {
 
 using namespace dcgym::runtime;
+using dcgym::rack::ControllerOptions;
+using dcgym::rack::RackController;
+using dcgym::rack::Reward;
+using dcgym::rack::RewardCosts;
+using dcgym::rack::RunStats;
 using FArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using DArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
@@ -418,7 +423,7 @@ void BindController(py::module_& m) {
 
   py::class_<b::PyController>(m, "RackController",
                               "Malcolm's linear policy driving a RackSim in C++, optionally learning online "
-                              "(dcgym/runtime/rack_controller.hpp).")
+                              "(dcgym/rack/controller.hpp).")
       .def(py::init([](const py::dict& config, const py::object& options, const py::object& critic,
                        const py::object& migration, const py::object& stealing, uint64_t seed) {
              py::dict o = options.is_none() ? py::dict() : options.cast<py::dict>();
@@ -427,7 +432,7 @@ void BindController(py::module_& m) {
              c->sim = py::module_::import("dcgym.cpp_core._engine").attr("RackSim")(config);
              auto& sim = c->sim.cast<dcgym::rack::RackSim&>();
              c->learner = b::MakeLearner(sim.NumNodes(), opts.learner, critic, migration, stealing, seed);
-             c->controller = std::make_unique<dcgym::runtime::RackController>(sim, opts, *c->learner);
+             c->controller = std::make_unique<dcgym::rack::RackController>(sim, opts, *c->learner);
              return c;
            }),
            py::arg("config"), py::arg("options") = py::none(), py::arg("critic") = py::none(),

@@ -18,7 +18,8 @@
 //    every P rounds (agents/malcolm/malcolm_learner.py).
 //
 // The RackSim must use entry 'nodes' and dispatch policy 'table' (as
-// RackGame builds it). Nothing allocates per heartbeat.
+// RackGame builds it). Nothing allocates per heartbeat. It lives with the rack
+// model, above the runtime, so that the runtime knows no model.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,13 @@
 #include "dcgym/rack/rack_sim.hpp"
 #include "dcgym/runtime/learner.hpp"
 
-namespace dcgym::runtime {
+namespace dcgym::rack {
+
+// The runtime pieces the controller drives (the runtime itself knows no model).
+using runtime::ActorPolicy;
+using runtime::AlignedVector;
+using runtime::LearnerConfig;
+using runtime::MalcolmLearner;
 
 /// The team rewards of envs/rack_game.py (RackEnvConfig.reward).
 enum class Reward : std::uint32_t { kUtility = 0, kImbalanceDelta = 1, kNegP99 = 2, kNegMean = 3 };
@@ -63,7 +70,7 @@ class RackController {
   /// Drives `sim` (which must outlive the controller) with `learner`'s parameters
   /// (the learner's bases and load_scale define the policy). Applies the
   /// warm-up and takes the first observation.
-  RackController(rack::RackSim& sim, const ControllerOptions& options, MalcolmLearner& learner);
+  RackController(RackSim& sim, const ControllerOptions& options, MalcolmLearner& learner);
 
   /// Runs `heartbeats` heartbeats: act, advance, (learn).
   RunStats Run(std::uint64_t heartbeats);
@@ -84,7 +91,7 @@ class RackController {
   double Reward(double previous_imbalance, double imbalance);  // from the decision counts
   double Imbalance();             // eq. (1) on the true loads
 
-  rack::RackSim& sim_;
+  RackSim& sim_;
   ControllerOptions options_;
   MalcolmLearner& learner_;
   ActorPolicy policy_;
@@ -103,4 +110,4 @@ class RackController {
   std::vector<double> rewards_;
 };
 
-}  // namespace dcgym::runtime
+}  // namespace dcgym::rack
