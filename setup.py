@@ -8,6 +8,7 @@ the scenario and experiment files) and the private pybind11 extension
 pinned dependencies live in ``pyproject.toml``.
 """
 
+import os
 from pathlib import Path
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
@@ -37,7 +38,23 @@ for name, folder in ROOT_FOLDERS.items():
 packages.append("dcgym.zoo")
 package_dir["dcgym.zoo"] = "zoo"
 
-ParallelCompile("DCGYM_BUILD_JOBS", default=0).install()
+
+
+def needs_recompile(obj: str, src: str) -> bool:
+    """Recompile an object older than its source or than any header (``make build`` reuses objects).
+
+    Header dependencies are not tracked per file: a changed header recompiles everything, which is
+    always correct and only slower than it could be.
+    """
+    target = Path(obj)
+    if not target.exists():
+        return True
+    headers = [*ROOT.glob("cpp_core/include/**/*.hpp"), *ROOT.glob("cpp_core/bindings/*.hpp")]
+    newest = max([Path(src).stat().st_mtime, *(h.stat().st_mtime for h in headers)])
+    return target.stat().st_mtime < newest
+
+
+ParallelCompile("DCGYM_BUILD_JOBS", default=0, needs_recompile=needs_recompile).install()
 
 MODELS = ("kernel", "rack", "flow", "colo")
 """The C++ models, each compiled from its own folder ``cpp_core/src/<model>/`` (the runtime is header-only)."""
@@ -64,7 +81,9 @@ setup(
     package_dir=package_dir,
     package_data={"dcgym.cpp_core": ["*.pyi", "py.typed"], "dcgym.configs": ["scenarios/*.yaml", "experiments/*.yaml"],
                   "dcgym.zoo": ["*.dcpol", "*.md"]},
-    ext_modules=[engine],
+    # DCGYM_SKIP_EXTENSION=1: metadata and pure-Python packages only; `make build` then compiles the
+    # extension in place (the Makefile's editable install, which keeps the objects between builds).
+    ext_modules=[] if os.environ.get("DCGYM_SKIP_EXTENSION") == "1" else [engine],
     cmdclass={"build_ext": build_ext},
     zip_safe=False,
 )
