@@ -47,7 +47,7 @@ RUNTIME_FLAGS := -std=c++17 -Wall -Wextra -I cpp_core/include
 example: build
 	@mkdir -p $(RUNTIME_BUILD)
 	$(CXX) $(RUNTIME_FLAGS) -O2 cpp_core/examples/deploy_dispatch.cpp -o $(RUNTIME_BUILD)/deploy_dispatch
-	$(PY) -m dcgym.agents.export --demo-file $(RUNTIME_BUILD)/demo.dcpol
+	$(PY) -m dcgym.export --demo-file $(RUNTIME_BUILD)/demo.dcpol
 	$(RUNTIME_BUILD)/deploy_dispatch $(RUNTIME_BUILD)/demo.dcpol 100000
 	head -c 100 $(RUNTIME_BUILD)/demo.dcpol > $(RUNTIME_BUILD)/truncated.dcpol
 	! $(RUNTIME_BUILD)/deploy_dispatch $(RUNTIME_BUILD)/truncated.dcpol

@@ -1,10 +1,12 @@
 """Build and install dcgym.
 
 One import namespace, ``dcgym``, is assembled from the root folders
-(``envs/`` -> ``dcgym.envs``, ``agents/`` -> ``dcgym.agents``,
-``cpp_core/`` -> ``dcgym.cpp_core``, ``configs/`` -> ``dcgym.configs``,
-the scenario and experiment files) and the private pybind11 extension
-``dcgym.cpp_core._engine`` is compiled from ``cpp_core/``. Metadata and the
+(``cli/`` -> ``dcgym`` itself, the command-line fronts ``dcgym.train``,
+``dcgym.evaluate``, ...; ``envs/`` -> ``dcgym.envs``, ``agents/`` ->
+``dcgym.agents``, ``cpp_core/`` -> ``dcgym.cpp_core``, ``configs/`` ->
+``dcgym.configs``, the scenario and experiment files) and the private
+pybind11 extension ``dcgym.cpp_core._engine`` is compiled from
+``cpp_core/``. Metadata and the
 pinned dependencies live in ``pyproject.toml``.
 """
 
@@ -27,8 +29,8 @@ def find_packages_under(folder: str, prefix: str) -> list[str]:
     return packages
 
 
-packages = []
-package_dir = {}
+packages = ["dcgym"]
+package_dir = {"dcgym": "cli"}
 for name, folder in ROOT_FOLDERS.items():
     for pkg in find_packages_under(folder, f"dcgym.{name}"):
         packages.append(pkg)
@@ -56,7 +58,7 @@ def needs_recompile(obj: str, src: str) -> bool:
 
 ParallelCompile("DCGYM_BUILD_JOBS", default=0, needs_recompile=needs_recompile).install()
 
-MODELS = ("kernel", "rack", "flow", "colo")
+MODELS = ("kernel", "rack", "lb", "flow", "colo")
 """The C++ models, each compiled from its own folder ``cpp_core/src/<model>/`` (the runtime is header-only)."""
 
 
@@ -79,7 +81,7 @@ engine = Pybind11Extension(
 setup(
     packages=packages,
     package_dir=package_dir,
-    package_data={"dcgym.cpp_core": ["*.pyi", "py.typed"], "dcgym.configs": ["scenarios/*.yaml", "experiments/*.yaml"],
+    package_data={"dcgym.cpp_core": ["*.pyi", "py.typed"], "dcgym.configs": ["scenarios/*/*.yaml", "experiments/*.yaml"],
                   "dcgym.zoo": ["*.dcpol", "*.md"]},
     # DCGYM_SKIP_EXTENSION=1: metadata and pure-Python packages only; `make build` then compiles the
     # extension in place (the Makefile's editable install, which keeps the objects between builds).

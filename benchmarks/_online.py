@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from dcgym.cpp_core import RackController, RackSim
-from dcgym.envs.rack_game import RackGame
+from dcgym.envs.rack.game import RackGame
 from dcgym.envs.scenario import load_scenario
 
 HEURISTICS = {"Po2": {"policy": "po_d", "d": 2}, "JSQ": {"policy": "jsq"},

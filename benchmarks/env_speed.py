@@ -37,10 +37,10 @@ from typing import Callable
 
 import numpy as np
 
-import dcgym.envs.rack_game as rack_game
+import dcgym.envs.rack.game as rack_game
 from dcgym.cpp_core import RackSim, step_rack_batch, step_rack_game
 from dcgym.envs import rack_v0
-from dcgym.envs.vector import RackVectorEnv
+from dcgym.envs.rack.vector import RackVectorEnv
 
 SCENARIO, LOAD, HEARTBEAT = "malcolm_hetero_paper_exp", 0.9, 100.0
 SEED = 1

@@ -1,6 +1,6 @@
 """Speed of the multi-stage multi-LB engine against a SimPy implementation of the same model.
 
-The large-scale setting of the multi-LB paper (configs/scenarios/multilb_large:
+The large-scale setting of the multi-LB paper (configs/scenarios/lb_large:
 6 LBs running SED, 10 x 2 + 10 x 4 CPU servers, one CPU stage Exp(25 ms),
 2000 flows/s at load 0.833, hops of 0.1-1 ms, backlog 64, the LBs' passive
 measurements on) runs in dcgym's C++ engine and in a pure-Python SimPy model
@@ -24,7 +24,7 @@ import time
 import simpy
 
 from dcgym.cpp_core._engine import MultistageSim
-from dcgym.envs.lb_scenario import load_lb_scenario
+from dcgym.envs.lb.scenario import load_lb_scenario
 
 LOAD = 0.833
 
@@ -207,10 +207,10 @@ def main() -> None:
     args = parser.parse_args()
     engine_flows, simpy_flows = (500_000, 30_000) if args.quick else (5_000_000, 200_000)
 
-    cfg = load_lb_scenario("multilb_large").engine_config(LOAD, seed=1)
+    cfg = load_lb_scenario("lb_large").engine_config(LOAD, seed=1)
     fps, eps, fct = bench_engine(cfg, engine_flows, args.repeats)
     sfps, sfct = simpy_model(cfg, simpy_flows)
-    print(f"multilb_large, SED on 6 LBs, load {LOAD} (2000 flows/s), observations on")
+    print(f"lb_large, SED on 6 LBs, load {LOAD} (2000 flows/s), observations on")
     print(f"  dcgym engine: {fps / 1e6:7.3f} M flows/s  {eps / 1e6:7.2f} M events/s  mean FCT {fct / 1e3:.2f} ms"
           f"  ({engine_flows:,} flows)")
     print(f"  SimPy model:  {sfps / 1e6:7.4f} M flows/s                     mean FCT {sfct / 1e3:.2f} ms"

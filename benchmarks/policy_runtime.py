@@ -46,7 +46,7 @@ import torch
 
 from dcgym.agents.malcolm.basis import features
 from dcgym.cpp_core import RackSim, _engine
-from dcgym.envs.rack_game import RackGame
+from dcgym.envs.rack.game import RackGame
 
 TABLE1 = {16: (0.1, 0.9), 32: (0.2, 2.0), 64: (0.5, 8.0)}  # us: probability update, parameter update
 TARGETS = {16: (0.05, 0.45), 32: (0.1, 1.0), 64: (0.25, 4.0)}

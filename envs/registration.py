@@ -1,31 +1,46 @@
-"""Gymnasium registration of dcgym's single-agent environments (data only; entry points are lazy strings).
+"""Registration of dcgym's environments with Gymnasium and PettingZoo (data only; entry points are lazy strings).
 
-``import dcgym.envs`` registers every id below, so ``gymnasium.make("dcgym/RackCentral-v0")`` works; a
-misspelled id gets Gymnasium's own did-you-mean suggestion. The PettingZoo environments are modules
-(``dcgym.envs.rack_v0``), not registered ids, as PettingZoo has no registry.
+``import dcgym.envs`` registers every id below, so ``gymnasium.make("dcgym/RackCentral-v0")`` and
+``pettingzoo.make("parallel", "dcgym/rack_v0")`` work; a misspelled id gets the library's own
+did-you-mean suggestion. Without importing dcgym first, Gymnasium imports it from a module-qualified
+id: ``gymnasium.make("dcgym.envs:dcgym/RackCentral-v0")`` (Gymnasium 1.x has no install-time plugins).
+A registered single-agent id truncates at ``max_episode_steps``, the environment's own default
+``max_steps``; pass both to ``make`` to change the episode length.
 """
 
 from __future__ import annotations
 
-from gymnasium.envs.registration import register, registry
+import gymnasium
+import pettingzoo
+from gymnasium.envs.registration import registry
 
-__all__ = ["ENVIRONMENTS", "register_envs"]
+from dcgym.envs.families import known_envs
 
-ENVIRONMENTS: dict[str, dict[str, str]] = {
+__all__ = ["GYMNASIUM_IDS", "PETTINGZOO_NAMESPACE", "register_envs"]
+
+GYMNASIUM_IDS: dict[str, dict[str, object]] = {
     "dcgym/RackCentral-v0": {
-        "entry_point": "dcgym.envs.wrappers:RackCentralEnv",
-        "vector_entry_point": "dcgym.envs.vector:RackCentralVectorEnv",
+        "entry_point": "dcgym.envs.rack.wrappers:RackCentralEnv",
+        "vector_entry_point": "dcgym.envs.rack.vector:RackCentralVectorEnv",
+        "max_episode_steps": 1000,
     },
-    "dcgym/RackDispatch-v0": {"entry_point": "dcgym.envs.wrappers:RackDispatchEnv"},
+    "dcgym/RackDispatch-v0": {"entry_point": "dcgym.envs.rack.wrappers:RackDispatchEnv", "max_episode_steps": 1000},
 }
-"""Every registered id with its (lazy) entry points; episode length is the environments' own max_steps."""
+"""Every single-agent id with its (lazy) entry points and episode length (the environments' max_steps default)."""
+
+PETTINGZOO_NAMESPACE = "dcgym"
+"""The multi-agent environments are ``dcgym/<name>`` in PettingZoo's parallel registry (``dcgym/rack_v0``)."""
 
 
 def register_envs() -> None:
-    """Register every id of :data:`ENVIRONMENTS` that is not registered yet (idempotent)."""
-    for env_id, entry_points in ENVIRONMENTS.items():
+    """Register every id not registered yet with Gymnasium and PettingZoo (idempotent)."""
+    for env_id, entry_points in GYMNASIUM_IDS.items():
         if env_id not in registry:
-            register(id=env_id, **entry_points)
+            gymnasium.register(id=env_id, **entry_points)
+    for name, module in known_envs().items():
+        env_id = pettingzoo.EnvSpec(id=f"{PETTINGZOO_NAMESPACE}/{name}").id  # PettingZoo's form: dcgym/rack-v0
+        if env_id not in pettingzoo.parallel_registry:
+            pettingzoo.register("parallel", env_id, entry_point=f"{module}:parallel_env")
 
 
 register_envs()

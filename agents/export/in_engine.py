@@ -7,13 +7,13 @@ heartbeats: every heartbeat, the C++ ``RackController``
 view as rack_v0 does, computes the node's migration and stealing
 distributions from the file's weights and sets them as the node's tables
 (fixed policy, no learning). The run is the one a trained policy gets
-through its environment (:func:`dcgym.agents.checkpoints.checkpoint_jobs`):
+through its environment (:func:`dcgym.agents.training.checkpoints.checkpoint_jobs`):
 the environment's engine config (entry ``nodes``, dispatch ``table``, fresh
 load information made periodic at the heartbeat) at the job's load with the
 job's seed, so the same seed gives the same tasks as the heuristics and the
 trained checkpoints; the first ``warmup`` arrivals are excluded from the
 statistics, and the same result fields come back
-(:func:`dcgym.agents.evaluation.run_record`).
+(:func:`dcgym.agents.evaluation.rack.run_record`).
 
 What the controller needs and where it comes from:
 
@@ -139,7 +139,7 @@ def _parse_options(where: str, text: str) -> dict[str, Any]:
     """``heartbeat_us=50,load_metric=queue`` -> checked values; InvalidConfigError naming ``<where>: option``."""
     import yaml
 
-    from dcgym.envs.rack_game import RackEnvConfig
+    from dcgym.envs.rack.game import RackEnvConfig
     from dcgym.envs.validation import validate
 
     allowed = "heartbeat_us=US or load_metric=expected_wait|queue|outstanding (FILE:key=value,...)"
@@ -164,10 +164,11 @@ def _parse_options(where: str, text: str) -> dict[str, Any]:
 
 def game_engine_config(scenario: Any, load: float, seed: int, warmup: int = 0, sample_period_us: float | None = None,
                        *, heartbeat_us: float = 100.0, load_metric: str = "expected_wait") -> dict[str, Any]:
-    """The engine config rack_v0 (:class:`~dcgym.envs.rack_game.RackGame`) runs ``scenario`` with, at ``load``
+    """The engine config rack_v0 (:class:`~dcgym.envs.rack.game.RackGame`) runs ``scenario`` with, at ``load``
     with ``seed``: dispatch ``table`` with ``load_metric``, entry ``nodes``, fresh load information made
     periodic at the heartbeat; ``warmup`` arrivals excluded from the statistics."""
-    from dcgym.envs.scenario import RackScenario, apply_overrides
+    from dcgym.envs.rack.scenario import RackScenario
+    from dcgym.envs.scenario import apply_overrides
     from dcgym.envs.validation import validate
 
     forced: dict[str, Any] = {"dispatch": "table"}  # as RackGame._game_scenario
@@ -235,7 +236,7 @@ class PolicyFileJob:
     options: dict[str, Any]  # the controller's
     tasks: int
     warmup: int
-    groups: tuple[tuple[str, int, int, int], ...] = ()  # as dcgym.agents.evaluation.Job
+    groups: tuple[tuple[str, int, int, int], ...] = ()  # as dcgym.agents.evaluation.rack.Job
     timeline: bool = False
     types: tuple[str, ...] = ()
     rate_factor: float = 1.0  # the highest arrival rate over the run (dynamics) / the initial one
@@ -279,7 +280,7 @@ def run_policy_file_job(job: PolicyFileJob) -> dict[str, Any]:
     Poisson arrivals, cannot cross either threshold before their last
     heartbeat, so no Python runs between most heartbeats.
     """
-    from dcgym.agents.evaluation import run_record
+    from dcgym.agents.evaluation.rack import run_record
     from dcgym.cpp_core import _engine
 
     start = time.perf_counter()

@@ -359,9 +359,9 @@ def rack_rollout(
     import torch
     from ray.rllib.core.columns import Columns
 
-    from dcgym.agents.stats import merged_quantiles, nonzero_histogram
+    from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
     from dcgym.envs import rack_v0
-    from dcgym.envs.rack_game import imbalance
+    from dcgym.envs.rack.game import imbalance
 
     env = rack_v0.parallel_env(**{**dict(env_config), "max_steps": warmup_heartbeats + heartbeats, "max_time_us": None})
     obs, _ = env.reset(seed=seed)

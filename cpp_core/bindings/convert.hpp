@@ -2,6 +2,7 @@
 // field. Shared by the binding files.
 #pragma once
 
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <stdexcept>
@@ -54,6 +55,21 @@ E Choice(const std::string& value, const std::string& field,
     allowed += (allowed.empty() ? "" : ", ") + std::string(name);
   }
   throw std::invalid_argument(field + ": unknown value '" + value + "'; allowed: " + allowed);
+}
+
+// (lower bucket edges, counts) of a histogram as two numpy arrays, every bucket included.
+inline py::tuple HistogramArrays(const kernel::LogHistogram& h) {
+  const auto& counts = h.Counts();
+  const size_t n = counts.size();
+  py::array_t<double> lower(static_cast<py::ssize_t>(n));
+  py::array_t<uint64_t> cnt(static_cast<py::ssize_t>(n));
+  auto l = lower.mutable_unchecked<1>();
+  auto c = cnt.mutable_unchecked<1>();
+  for (size_t i = 0; i < n; ++i) {
+    l(static_cast<py::ssize_t>(i)) = kernel::LogHistogram::Lower(static_cast<int>(i));
+    c(static_cast<py::ssize_t>(i)) = counts[i];
+  }
+  return py::make_tuple(lower, cnt);
 }
 
 // count, mean, min, percentiles and max of a latency histogram.

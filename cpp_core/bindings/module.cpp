@@ -6,7 +6,7 @@ namespace py = pybind11;
 
 void BindKernel(py::module_& m);
 void BindRack(py::module_& m);
-void BindMultistage(py::module_& m);
+void BindLb(py::module_& m);
 void BindRuntime(py::module_& m);
 void BindController(py::module_& m);
 
@@ -14,7 +14,7 @@ PYBIND11_MODULE(_engine, m) {
   m.doc() = "dcgym's C++ discrete-event engine (private; use dcgym.cpp_core).";
   BindKernel(m);
   BindRack(m);
-  BindMultistage(m);
+  BindLb(m);
   BindRuntime(m);
   BindController(m);
 }

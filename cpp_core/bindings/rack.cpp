@@ -593,19 +593,6 @@ void BindRack(py::module_& m) {
       .def_property_readonly("now_us", &RackSim::Now)
       .def_property_readonly("num_nodes", &RackSim::NumNodes)
       .def("results", &b::Results, "Counters and latency statistics as a dict.")
-      .def("latency_histogram",
-           [](const RackSim& s) {
-             const auto& counts = s.Latency().Counts();
-             const size_t n = counts.size();
-             py::array_t<double> lower(n);
-             py::array_t<uint64_t> cnt(n);
-             auto l = lower.mutable_unchecked<1>();
-             auto c = cnt.mutable_unchecked<1>();
-             for (size_t i = 0; i < n; ++i) {
-               l(i) = dcgym::kernel::LogHistogram::Lower(static_cast<int>(i));
-               c(i) = counts[i];
-             }
-             return py::make_tuple(lower, cnt);
-           },
+      .def("latency_histogram", [](const RackSim& s) { return b::HistogramArrays(s.Latency()); },
            "(lower bucket edges in us, counts) of the measured latencies.");
 }

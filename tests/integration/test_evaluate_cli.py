@@ -110,7 +110,7 @@ BAD_INPUTS = {
     "negative timeline": ["--timeline", "-5"],
     "policy for another entry": ["--policy", "table"],
     "bad new policy parameter": ["--policy", "jbsq:bound=0"],
-    "rack policy on a multistage scenario": ["--scenario", "multilb_sim", "--policy", "po2"],
+    "rack policy on a multistage scenario": ["--scenario", "lb_sim", "--policy", "po2"],
     "unknown option": ["--bogus"],
     "invalid yaml": ["--scenario", "broken.yaml"],
     "bad field in yaml": ["--scenario", "badfield.yaml"],
@@ -133,12 +133,16 @@ def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
 def test_multistage_scenario_runs_lb_heuristics_from_the_cli(tmp_path):
     """The multi-LB reference point from evaluate.py: SED beats ECMP at load 0.61 (authors: 0.500 vs 1.652 s)."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "evaluate.py"), "--scenario", "multilb_reference", "--policy", "sed",
+        [sys.executable, str(ROOT / "evaluate.py"), "--scenario", "lb_reference", "--policy", "sed",
          "--policy", "ecmp", "--loads", "0.61", "--tasks", "20000", "--seed", "1", "--workers", "0",
          "--out", str(tmp_path), "--json"],
         capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    mean = {r["policy"]: r["latency_us"]["mean"] for r in doc["results"]}
-    assert 0.4e6 < mean["sed"] < 0.6e6 and mean["ecmp"] > 2 * mean["sed"]
+    assert doc["family"] == "lb" and doc["flows"] == 20000
+    mean = {r["policy"]: r["fct_s"]["mean"] for r in doc["results"]}
+    assert 0.4 < mean["sed"] < 0.6 and mean["ecmp"] > 2 * mean["sed"]
+    cdf = {s["policy"]: s["fct_cdf_s"] for s in doc["summary"]}  # the FCT histogram: a CDF in seconds
+    assert all(q is not None for q in cdf["sed"]) and cdf["sed"] == sorted(cdf["sed"])
+    assert 0.5 * mean["sed"] < cdf["sed"][doc["cdf_probabilities"].index(0.5)] < 2 * mean["sed"]

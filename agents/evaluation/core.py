@@ -1,0 +1,125 @@
+"""Evaluate policies on a scenario of any family: the library behind ``evaluate.py``.
+
+Every policy runs at every load with every seed for ``tasks`` units of work
+(the family's: tasks on a rack, flows on a multi-LB cluster) in the C++
+engine; the family's warm-up is excluded from the statistics and reported.
+The runs are independent jobs: serial in this process (``workers=0``) or in
+parallel on Ray (a local cluster, or an existing one at ``address``), with
+the same numbers bit for bit either way. The result is one document
+(:mod:`dcgym.agents.evaluation.document`) whose rows are the family's
+(docs/results.md).
+
+A policy is a heuristic name the family knows (``po2``,
+``jbt:threshold=30``, ``ecmp``), a checkpoint or run folder written by
+``train.py`` (run through its environment: ``<algorithm> (trained)``), or a
+policy file (``FILE.dcpol`` or ``zoo:NAME``: run inside the engine, ``<stem>
+(file)``); :mod:`dcgym.agents.evaluation.family` says how a family turns
+each into runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from dcgym.agents.evaluation.document import build_document
+from dcgym.agents.evaluation.family import Options, classify, family_of
+from dcgym.agents.evaluation.runner import run_all
+from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.scenario import load_scenario
+from dcgym.envs.schema import Load, Seed
+from dcgym.envs.validation import validate
+
+__all__ = ["DEFAULT_TASKS", "Loads", "Seeds", "Tasks", "Workers", "evaluate", "parse_seeds", "seed_list"]
+
+DEFAULT_TASKS = 1_000_000
+"""Units of work per run on a rack (tasks, warm-up included) when none is given (other families have theirs)."""
+
+Tasks = Annotated[int, Field(ge=1, le=10**12)]
+Loads = Annotated[list[Load], Field(min_length=1)]
+Seeds = Annotated[list[Seed], Field(min_length=1)]
+Workers = Annotated[int, Field(ge=0, le=4096)]
+SamplePeriod = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+def evaluate(
+    scenario: Any,
+    policies: Any = None,
+    loads: Sequence[float] | None = None,
+    tasks: int | None = None,
+    seed: int | None = None,
+    progress: bool = True,
+    *,
+    seeds: Sequence[int] | None = None,
+    workers: int | None = None,
+    address: str | None = None,
+    sample_period_us: float | None = None,
+    explore: bool = False,
+) -> dict[str, Any]:
+    """Run every policy at every load with every seed and return the results document.
+
+    ``scenario`` is a scenario object or a name or path for
+    :func:`dcgym.envs.scenario.load_scenario`; ``policies`` (one or a list)
+    default to the scenario's own policy and ``loads`` to its grid;
+    ``tasks`` to the family's default run length. ``seed`` (one) or
+    ``seeds`` (several) default to seed 1. ``workers``: 0 runs serially in
+    this process; N > 0 on a local Ray cluster of N CPUs (or the running Ray
+    session, or the cluster at ``address``); None picks serial for a single
+    run and Ray with every core otherwise. ``sample_period_us`` samples the
+    loads over time (rack; it replaces the scenario's period, 0 = no samples). Trained policies act deterministically unless
+    ``explore``. Every argument and every engine config is checked before
+    the first run, so bad input raises InvalidConfigError (or the engine's
+    ValueError) without wasting a run.
+    """
+    spec = scenario if isinstance(scenario, (str, Path)) else scenario.name
+    if isinstance(scenario, (str, Path)):
+        scenario = load_scenario(scenario)
+    family = family_of(scenario.kind)
+    work = family.default_work if tasks is None else validate(Tasks, tasks, "tasks")
+    seeds_ = seed_list(seed, seeds)
+    workers = None if workers is None else validate(Workers, workers, "workers")
+    if sample_period_us is not None:
+        sample_period_us = validate(SamplePeriod, sample_period_us, "sample_period_us")
+    if policies is None:
+        policies = family.default_policies(scenario)
+    elif isinstance(policies, (str, Mapping, Path)) or not isinstance(policies, Sequence):
+        policies = [policies]
+    grid = list(scenario.loads) if loads is None else validate(Loads, list(loads), "loads")
+    if len(set(grid)) != len(grid):
+        raise InvalidConfigError("loads", grid, "distinct values (a repeated one would repeat its runs)")
+    specs = [classify(p) for p in policies]
+    jobs = family.jobs(scenario, spec, specs, grid, seeds_, work, Options(sample_period_us, explore))
+    labels = list(dict.fromkeys(job.policy for job in jobs))
+    if len(labels) != len(specs):
+        raise InvalidConfigError("policy", [str(p) for p in policies], "distinct policies (a repeated one would "
+                                 "repeat its runs)")
+    outputs = run_all(jobs, workers, address, progress, scenario.name or "scenario")
+    return build_document(family, scenario, seeds_, work, jobs, outputs)
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"5"`` -> seeds 1..5; ``"1,2,7"`` -> those seeds. Raises InvalidConfigError naming ``seeds``."""
+    allowed = "a count N (seeds 1..N) or a comma-separated list of distinct seeds >= 0"
+    parts = [part.strip() for part in str(text).split(",")]
+    try:
+        numbers = [int(part) for part in parts if part]
+    except ValueError:
+        raise InvalidConfigError("seeds", text, allowed) from None
+    if not numbers or (len(parts) == 1 and numbers[0] < 1):
+        raise InvalidConfigError("seeds", text, allowed)
+    return list(range(1, numbers[0] + 1)) if len(parts) == 1 else numbers
+
+
+def seed_list(seed: int | None, seeds: Sequence[int] | None) -> list[int]:
+    """The seeds of an evaluation from ``seed`` or ``seeds`` (at most one given; default seed 1)."""
+    if seed is not None and seeds is not None:
+        raise InvalidConfigError("seeds", list(seeds), f"nothing when seed ({seed}) is given: one or the other")
+    if seeds is None:
+        return [validate(Seed, 1 if seed is None else seed, "seed")]
+    chosen = validate(Seeds, list(seeds), "seeds")
+    if len(set(chosen)) != len(chosen):
+        raise InvalidConfigError("seeds", chosen, "distinct seeds (a repeated seed repeats a run exactly)")
+    return chosen

@@ -1,0 +1,250 @@
+"""The multi-LB family's evaluation: balancer heuristics and trained lb_v0 policies, rows of flow completion times.
+
+Every policy runs at every load with every seed for the same stretch of
+simulated time: ``flows`` flows at the offered rate, rounded up to whole
+decision periods, of which the first 10% (:data:`WARMUP_FRACTION`) are
+warm-up, excluded from the statistics by the engine. A heuristic (``ecmp``,
+``wcmp``, ``lsq``, ``sed``, ``oracle``) runs in ``MultistageSim`` directly;
+a trained policy runs through lb_v0, setting every LB's weights each
+decision period.
+
+Rows (:class:`LbRow`) hold flow completion times in seconds. As in the
+paper (App. C.1), a flow rejected by a full server completes after the
+scenario's timeout (40 s), and ``fct_s`` counts it at that time: its
+percentiles are then censored at the timeout, not measured, which
+``censored`` and ``flows_rejected`` say; ``fct_served_s`` holds the same
+statistics over the served flows only.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dcgym.agents.evaluation import plots
+from dcgym.agents.evaluation.document import finite
+from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Source, Spec
+from dcgym.agents.evaluation.stats import nonzero_histogram
+from dcgym.cpp_core import MultistageSim, check_multistage_config
+from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.lb.scenario import LbScenario
+
+__all__ = ["WARMUP_FRACTION", "LbEvaluation", "LbJob", "LbRow", "horizon", "run_checkpoint"]
+
+WARMUP_FRACTION = 0.1
+"""Fraction of a run's flows that are warm-up (multi-LB scenarios have no warmup_fraction field)."""
+
+_PERCENTILES = ("mean", "p50", "p90", "p99", "p999")
+_US = 1e-6  # seconds per microsecond: the engine counts microseconds, the rows seconds
+
+
+class FctSeconds(BaseModel):
+    """Flow completion time statistics in seconds (null without any flow)."""
+
+    model_config = ConfigDict(extra="forbid")
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    p999: float | None
+
+
+class LbRow(BaseModel):
+    """One run of one policy at one load with one seed on a multi-LB scenario (times in seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+    policy: str = Field(description="the policy's label (every LB runs it)")
+    load: float = Field(description="offered load, a fraction of the cluster's capacity (docs/lb.md)")
+    seed: int = Field(description="the seed of every random stream of the run")
+    throughput_flows_per_s: float | None = Field(description="measured flows ended per second of measured time")
+    offered_flows_per_s: float = Field(description="the arrival rate the load stands for, flows per second")
+    fct_s: FctSeconds = Field(description="completion time of every measured flow, a rejected one at the timeout, s")
+    fct_served_s: FctSeconds = Field(description="completion time of the measured flows that were served, s")
+    flows_completed: int = Field(description="measured flows ended (served or rejected): the sample of fct_s")
+    flows_rejected: int = Field(description="measured flows rejected by a full server (counted at the timeout)")
+    flows_in_flight: int = Field(description="flows still in the cluster when the run ended (in no statistic)")
+    flows_warmup: int = Field(description="first flows excluded from every statistic")
+    rejected_fraction: float | None = Field(description="flows_rejected / flows_completed")
+    censored: bool = Field(description="some flow was rejected: fct_s's upper percentiles may be the timeout, "
+                           "not a measured time")
+    events: int | None = Field(description="engine events processed (null for a trained policy's run)")
+    sim_time_s: float = Field(description="simulated time at the end of the run, s")
+    wall_s: float = Field(description="wall-clock seconds of the run")
+
+
+def horizon(scenario: LbScenario, load: float, flows: int, warmup: int) -> tuple[float, float]:
+    """(end of warm-up, end of run) in microseconds: whole decision periods covering the expected arrivals."""
+    rate = MultistageSim(scenario.engine_config(load=load, seed=0)).arrival_rate_per_us
+    period = scenario.decision_period_us
+    return math.ceil(warmup / rate / period) * period, math.ceil(flows / rate / period) * period
+
+
+def _stats(summary: Mapping[str, Any], count: int) -> dict[str, float]:
+    return {k: (float(summary[k]) * _US if count else math.nan) for k in _PERCENTILES}
+
+
+def _row(policy: str, load: float, seed: int, r: Mapping[str, Any], dropped: int, warmup_flows: int,
+         offered_per_us: float, measured_us: float, events: int | None, wall_s: float) -> dict[str, Any]:
+    """A result row from the engine's results ``r`` at the end of a run; ``dropped``: rejections after warm-up."""
+    count = int(r["fct_us"]["count"])
+    served = int(r["fct_served_us"]["count"])
+    return finite({
+        "policy": policy,
+        "load": load,
+        "seed": seed,
+        "throughput_flows_per_s": count / (measured_us * _US) if measured_us > 0 else math.nan,
+        "offered_flows_per_s": offered_per_us / _US,
+        "fct_s": _stats(r["fct_us"], count),
+        "fct_served_s": _stats(r["fct_served_us"], served),
+        "flows_completed": count,
+        "flows_rejected": int(dropped),
+        "flows_in_flight": int(r["flows_in_flight"]),
+        "flows_warmup": int(warmup_flows),
+        "rejected_fraction": dropped / count if count else math.nan,
+        "censored": dropped > 0,
+        "events": events,
+        "sim_time_s": r["sim_time_us"] * _US,
+        "wall_s": wall_s,
+    })
+
+
+def _histogram(sim: MultistageSim) -> dict[str, Any]:
+    return nonzero_histogram(*sim.fct_histogram())
+
+
+@dataclass(frozen=True)
+class LbJob:
+    """One heuristic run on a multi-LB scenario: plain data, so it travels to Ray workers."""
+
+    policy: str
+    load: float
+    seed: int
+    config: dict[str, Any]
+    warmup_us: float
+    end_us: float
+
+    def run(self) -> dict[str, Any]:
+        """Run the engine to the end of warm-up and to the end; the result row and the FCT histogram."""
+        start = time.perf_counter()
+        sim = MultistageSim(self.config)
+        sim.run_until(self.warmup_us)
+        at_warmup = sim.results()
+        sim.run_until(self.end_us)
+        r = sim.results()
+        row = _row(self.policy, self.load, self.seed, r, r["flows_rejected"] - at_warmup["flows_rejected"],
+                   r["flows_warmup"], r["arrival_rate_per_us"], self.end_us - self.warmup_us, r["events"],
+                   time.perf_counter() - start)
+        return {"result": row, "histogram": _histogram(sim), "timeline": None}
+
+
+class _WithWarmup:
+    """A scenario whose engine configs exclude the first ``warmup`` flows from the statistics."""
+
+    def __init__(self, scenario: LbScenario, warmup: int) -> None:
+        self._scenario, self._warmup = scenario, warmup
+
+    def engine_config(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return self._scenario.engine_config(*args, **kwargs, warmup_flows=self._warmup)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._scenario, name)
+
+
+def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
+    """A trained policy's run through lb_v0 (``job`` a CheckpointJob)."""
+    from dcgym.agents.training.algorithms import make_env
+
+    start = time.perf_counter()
+    env = make_env("lb_v0", {**job.env_config, "max_steps": 2**62})
+    policy.check_env(env)
+    warmup_us, end_us = horizon(env.scenario, job.load, job.tasks, job.warmup)
+    env.scenario = _WithWarmup(env.scenario, job.warmup)  # reset() builds the engine from the scenario
+    observations, infos = env.reset(seed=job.seed)
+    spaces = {a: env.action_space(a) for a in env.possible_agents}
+    period = env.period_us
+    dropped = 0
+    for k in range(round(end_us / period)):
+        observations, _, _, _, infos = env.step(policy.act(observations, spaces))
+        if (k + 1) * period > warmup_us:
+            dropped += next(iter(infos.values()))["step_flows_rejected"]
+    sim = env.sim
+    capacity = sum(g.count * g.workers * g.speed for g in env.scenario.servers)
+    offered = job.load * capacity / env.mean_flow_time_us
+    row = _row(job.policy, job.load, job.seed, sim.results(), dropped, job.warmup, offered, end_us - warmup_us,
+               None, time.perf_counter() - start)
+    return {"result": row, "histogram": _histogram(sim), "timeline": None}
+
+
+class LbEvaluation(EvaluationFamily):
+    """Multi-LB clusters: flow completion times in seconds, throughput in flows per second."""
+
+    kind = "lb"
+    work = "flows"
+    default_work = 5000
+    row_model = LbRow
+    summary_metrics: ClassVar[tuple[str, ...]] = (
+        "throughput_flows_per_s", *(f"fct_s.{p}" for p in _PERCENTILES), *(f"fct_served_s.{p}" for p in ("mean",
+        "p99")), "flows_rejected", "rejected_fraction",
+    )
+    cdf_field = "fct_cdf_s"
+    cdf_scale = _US
+    censoring_note = ("* censored: some flows were rejected and count at the timeout, so fct_s's tail is the "
+                      "timeout, not a measured time (fct_served_s leaves them out)")
+
+    def default_policies(self, scenario: Any) -> list[Any]:
+        return [scenario.policy if isinstance(scenario.policy, str) else ",".join(scenario.policy)]
+
+    def jobs(self, scenario: Any, scenario_spec: str | Path, specs: Sequence[Spec], loads: Sequence[float],
+             seeds: Sequence[int], work: int, options: Options) -> list[Any]:
+        from dcgym.agents.training.checkpoints import checkpoint_jobs, checkpoint_labels
+
+        if options.sample_period_us is not None:
+            raise InvalidConfigError("sample_period_us", options.sample_period_us, "nothing on a multi-LB scenario: "
+                                     "its engine samples no loads over time")
+        trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
+        labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
+        warmup = math.floor(WARMUP_FRACTION * work)
+        jobs: list[Any] = []
+        for spec in specs:
+            if spec.source is Source.POLICY_FILE:
+                raise self.refuse(spec, "a policy file runs in the engine only on a rack scenario (its Malcolm actor "
+                                  "pair drives a rack's nodes); evaluate the checkpoint it came from")
+            if spec.source is Source.CHECKPOINT:
+                jobs += checkpoint_jobs(spec.given, labels[id(spec.given)], scenario, scenario_spec, loads, seeds,
+                                        tasks=work, warmup=warmup, runner=RUN_CHECKPOINT, explore=options.explore)
+                continue
+            if not isinstance(spec.given, str):
+                raise self.refuse(spec, "an LB policy name (ecmp, wcmp, lsq, sed, oracle) or a checkpoint")
+            scenario.check_policy(spec.given)
+            for load in loads:
+                warmup_us, end_us = horizon(scenario, load, work, warmup)
+                for s in seeds:
+                    config = scenario.engine_config(load=load, seed=s, policy=spec.given, warmup_flows=warmup)
+                    check_multistage_config(config)
+                    jobs.append(LbJob(spec.given, load, s, config, warmup_us, end_us))
+        return jobs
+
+    def columns(self, doc: Mapping[str, Any]) -> list[Column]:
+        return [
+            Column("mean FCT (s)", "fct_s.mean", 3),
+            Column("p99 FCT (s)", "fct_s.p99", 3),
+            Column("p99 served (s)", "fct_served_s.p99", 3),
+            Column("throughput (flows/s)", "throughput_flows_per_s", 1),
+            Column("rejected", "flows_rejected", 0),
+        ]
+
+    def plots(self, doc: Mapping[str, Any], out: Path) -> dict[str, Path]:
+        return {
+            "fct": plots.plot_metric_vs_load(doc, out / "fct_vs_load.png", "fct_s.mean", "mean FCT (s)"),
+            "cdf": plots.plot_cdf(doc, out / "fct_cdf.png", "fct_cdf_s", "flow completion time (s)"),
+        }
+
+
+RUN_CHECKPOINT = "dcgym.agents.evaluation.lb:run_checkpoint"
+"""How a multi-LB checkpoint job runs (its ``runner``)."""

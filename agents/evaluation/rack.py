@@ -1,0 +1,299 @@
+"""The rack family's evaluation: dispatch heuristics, trained rack_v0 policies and Malcolm's policy files.
+
+A heuristic runs in :class:`dcgym.cpp_core.RackSim` directly (:class:`Job`);
+a checkpoint runs through rack_v0, its policy setting every node's tables
+each heartbeat (:func:`run_checkpoint`); a policy file runs inside the
+engine through the C++ RackController (:mod:`dcgym.agents.export.in_engine`).
+All three see the same tasks at the same seed (the engine's streams derive
+from it) and report the same row (:class:`RackRow`): the first
+``warmup_fraction`` of a run's arrivals are excluded from its statistics.
+
+Percentiles are over the measured tasks that completed. Tasks dropped at a
+full queue and tasks still in the system when the run ends are left out of
+them: ``censored_fraction`` says what share of the measured tasks that is. A
+row is ``censored`` when more than 0.1% of the measured tasks were dropped
+(the tail of the highest percentile reported, p99.9: percentiles there may
+be too low) or more than 1% are still in the rack at the end (a backlog that
+grew: the rack is overloaded). A stable run of a few hundred thousand tasks
+ends with far fewer in flight (Little's law), so it is not flagged.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from dcgym.agents.evaluation import plots
+from dcgym.agents.evaluation.document import finite
+from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Source, Spec
+from dcgym.agents.evaluation.stats import nonzero_histogram
+from dcgym.cpp_core import RackSim, check_rack_config
+
+__all__ = ["DROPPED_ABOVE", "IN_FLIGHT_ABOVE", "Job", "RackEvaluation", "RackRow", "run_checkpoint", "run_record"]
+
+DROPPED_ABOVE = 0.001
+"""A row is censored when more than this share of its measured tasks was dropped."""
+
+IN_FLIGHT_ABOVE = 0.01
+"""... or when more than this share is still in the rack at the end of the run."""
+
+_PERCENTILES = ("mean", "p50", "p90", "p99", "p999")
+_TYPE_STATS = ("mean", "p50", "p99")
+_NO_LIMIT = 2**62  # max_steps of an evaluation episode: never truncated
+
+
+class Percentiles(BaseModel):
+    """Latency statistics in microseconds over the measured tasks that completed (null without any)."""
+
+    model_config = ConfigDict(extra="forbid")
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    p999: float | None
+
+
+class RackRow(BaseModel):
+    """One run of one policy at one load with one seed on a rack scenario (times in microseconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+    policy: str = Field(description="the policy's label")
+    load: float = Field(description="offered load, a fraction of the rack's capacity")
+    seed: int = Field(description="the seed of every random stream of the run")
+    throughput_ktps: float | None = Field(description="measured tasks completed per millisecond of measured time")
+    offered_ktps: float = Field(description="the arrival rate the load stands for, thousands of tasks per second")
+    latency_us: Percentiles = Field(description="arrival to completion of the measured tasks that completed, us")
+    latency_by_type_us: dict[str, dict[str, float | None]] | None = Field(
+        None, description="mean, p50 and p99 per task type, us (scenarios with types)")
+    tasks_completed: int = Field(description="measured tasks completed: the sample of latency_us")
+    tasks_dropped: int = Field(description="measured tasks dropped at a full queue (no latency)")
+    tasks_in_flight: int = Field(description="tasks still in the rack when the run ended (no latency)")
+    tasks_warmup: int = Field(description="first arrivals excluded from every statistic")
+    censored_fraction: float | None = Field(
+        description="(dropped + in flight) / (completed + dropped + in flight): the measured tasks the "
+        "percentiles leave out")
+    censored: bool = Field(description="more than 0.1% of the measured tasks dropped or more than 1% in flight at "
+                           "the end: the tail percentiles may be too low")
+    migrations: int = Field(description="tasks migrated between nodes after the warm-up")
+    steals: int = Field(description="tasks stolen after the warm-up")
+    failed_steals: int = Field(description="steal requests that found nothing after the warm-up")
+    events: int | None = Field(description="engine events processed")
+    sim_time_us: float = Field(description="simulated time at the end of the run, us")
+    wall_s: float = Field(description="wall-clock seconds of the run (the only field that differs between "
+                          "identical runs)")
+
+
+@dataclass(frozen=True)
+class Job:
+    """One engine run of a heuristic: a policy at a load with a seed. Plain data, so it travels to Ray workers."""
+
+    policy: str
+    load: float
+    seed: int
+    config: dict[str, Any]
+    tasks: int
+    warmup: int
+    groups: tuple[tuple[str, int, int, int], ...]  # (label, first node, nodes, workers) per node group
+    timeline: bool  # keep this run's load samples
+    types: tuple[str, ...] = ()  # the scenario's task type names, in order; empty without types
+
+    def run(self) -> dict[str, Any]:
+        """Run the engine to the end of warm-up and to the end: the row, histogram and timeline."""
+        start = time.perf_counter()
+        sim = RackSim(self.config)
+        sim.run_tasks(self.warmup)
+        at_warmup = sim.results()
+        measured_from_us = sim.now_us
+        sim.run_tasks(self.tasks - self.warmup)
+        return run_record(self, sim, at_warmup, measured_from_us, time.perf_counter() - start)
+
+
+def run_record(job: Any, sim: RackSim, at_warmup: dict[str, Any], measured_from_us: float, wall_s: float) -> dict:
+    """The result of one run, its latency histogram and timeline, from the finished simulation and its results at
+    the end of the warm-up; shared by heuristics, trained policies and policy files."""
+    r = sim.results()
+    lower, counts = sim.latency_histogram()
+    timeline = _timeline(sim, job) if job.timeline else None
+    latency = r["latency_us"]
+    measured_us = r["sim_time_us"] - measured_from_us
+    types = getattr(job, "types", ())
+    completed = latency["count"]
+    dropped = r["tasks_dropped"] - at_warmup["tasks_dropped"]
+    in_flight = r["tasks_in_flight"]
+    offered = completed + dropped + in_flight
+    censored = (dropped + in_flight) / offered if offered else math.nan
+    row = {
+        "policy": job.policy,
+        "load": job.load,
+        "seed": job.seed,
+        "throughput_ktps": completed / measured_us * 1e3 if measured_us > 0 else math.nan,
+        "offered_ktps": r["arrival_rate_per_us"] * 1e3,
+        "latency_us": {k: latency[k] for k in _PERCENTILES},
+        **({"latency_by_type_us": _by_type(types, r, latency)} if types else {}),
+        "tasks_completed": completed,
+        "tasks_dropped": dropped,
+        "tasks_in_flight": in_flight,
+        "tasks_warmup": r["tasks_warmup"],
+        "censored_fraction": censored,
+        "censored": bool(offered and (dropped > DROPPED_ABOVE * offered or in_flight > IN_FLIGHT_ABOVE * offered)),
+        "migrations": r["migrations"] - at_warmup["migrations"],
+        "steals": r["steals"] - at_warmup["steals"],
+        "failed_steals": r["failed_steals"] - at_warmup["failed_steals"],
+        "events": r["events"],
+        "sim_time_us": r["sim_time_us"],
+        "wall_s": wall_s,
+    }
+    return {"result": finite(row), "histogram": nonzero_histogram(lower, counts), "timeline": timeline}
+
+
+def _by_type(names: tuple[str, ...], r: dict[str, Any], latency: dict[str, Any]) -> dict[str, dict[str, float]]:
+    """Latency statistics per task type, by name: the engine's per-class latencies are indexed by type."""
+    by_class = r["latency_by_class_us"] or [latency]  # the engine keeps no per-class histogram for one type
+    return {name: {k: stats[k] for k in _TYPE_STATS} for name, stats in zip(names, by_class, strict=True)}
+
+
+def _timeline(sim: RackSim, job: Any) -> dict[str, Any]:
+    """Mean outstanding tasks per worker in each node group, at every sample."""
+    times, loads = sim.take_samples()
+    groups = []
+    for label, first, count, workers in job.groups:
+        per_worker = loads[:, first : first + count].astype(np.float64).mean(axis=1) / workers
+        nodes = [first, first + count - 1]
+        groups.append({"label": label, "nodes": nodes, "outstanding_per_worker": per_worker.tolist()})
+    return {"policy": job.policy, "load": job.load, "seed": job.seed, "times_us": times.tolist(), "groups": groups}
+
+
+def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
+    """A trained policy's run through rack_v0 (``job`` a CheckpointJob): as :class:`Job`, the policy setting the
+    tables every heartbeat, from the first heartbeat by which the warm-up arrivals have arrived."""
+    from dcgym.agents.training.algorithms import make_env
+
+    start = time.perf_counter()
+    env = make_env("rack_v0", {**job.env_config, "max_steps": _NO_LIMIT, "max_time_us": None, "warmup_us": 0.0})
+    policy.check_env(env)
+    # The engine excludes the first `warmup` tasks from its latency statistics, as for the heuristics.
+    env.game.engine_config["warmup_tasks"] = job.warmup
+    if job.sample_period_us is not None:
+        env.game.engine_config["sample_period_us"] = job.sample_period_us
+    observations, _ = env.reset(seed=job.seed)
+    sim = env.game.sims[0]
+    spaces = {a: env.action_space(a) for a in env.possible_agents}
+    at_warmup, measured_from_us = (sim.results(), sim.now_us) if job.warmup == 0 else (None, 0.0)
+    while True:
+        r = sim.results()
+        if at_warmup is None and r["tasks_arrived"] >= job.warmup:
+            at_warmup, measured_from_us = r, sim.now_us
+        if r["tasks_arrived"] >= job.tasks:
+            break
+        observations, *_ = env.step(policy.act(observations, spaces))
+    return run_record(job, sim, at_warmup, measured_from_us, time.perf_counter() - start)
+
+
+class RackEvaluation(EvaluationFamily):
+    """Racks: latency in microseconds, throughput in thousands of tasks per second."""
+
+    kind = "rack"
+    work = "tasks"
+    default_work = 1_000_000
+    row_model = RackRow
+    summary_metrics: ClassVar[tuple[str, ...]] = (
+        "throughput_ktps", *(f"latency_us.{p}" for p in _PERCENTILES), "tasks_dropped", "censored_fraction",
+        "migrations", "steals",
+    )
+    cdf_field = "latency_cdf_us"
+    censoring_note = ("* censored: more than 0.1% of the measured tasks were dropped, or more than 1% were unfinished "
+                      "at the end; the percentiles leave them out (left out: censored_fraction)")
+
+    def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+        if not all("latency_by_type_us" in r for r in rows):
+            return self.summary_metrics
+        types = rows[0]["latency_by_type_us"]
+        by_type = tuple(f"latency_by_type_us.{name}.{p}" for name in types for p in _TYPE_STATS)
+        return self.summary_metrics[:6] + by_type + self.summary_metrics[6:]
+
+    def default_policies(self, scenario: Any) -> list[Any]:
+        return [scenario.dispatch]
+
+    def jobs(self, scenario: Any, scenario_spec: str | Path, specs: Sequence[Spec], loads: Sequence[float],
+             seeds: Sequence[int], work: int, options: Options) -> list[Any]:
+        from dcgym.agents.training.checkpoints import checkpoint_jobs, checkpoint_labels
+
+        warmup = scenario.warmup_tasks(work)
+        groups = tuple(
+            (f"{g.count} x {g.workers} workers" + (f" x speed {g.speed:g}" if g.speed != 1 else ""), ids.start,
+             g.count, g.workers)
+            for g, ids in zip(scenario.nodes, scenario.node_ids())
+        )
+        trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
+        trained_labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
+        files = _policy_files([s.given for s in specs if s.source is Source.POLICY_FILE])
+        period = scenario.sample_period_us if options.sample_period_us is None else options.sample_period_us
+        jobs: list[Any] = []
+        for spec in specs:
+            if spec.source is Source.CHECKPOINT:
+                jobs += checkpoint_jobs(spec.given, trained_labels[id(spec.given)], scenario, scenario_spec, loads,
+                                        seeds, tasks=work, warmup=warmup, runner=RUN_CHECKPOINT, groups=groups,
+                                        sample_period_us=options.sample_period_us, explore=options.explore)
+            elif spec.source is Source.POLICY_FILE:
+                from dcgym.agents.export.in_engine import policy_file_jobs
+
+                jobs += policy_file_jobs(files[id(spec.given)], scenario, loads, seeds, work, warmup, groups,
+                                         options.sample_period_us)
+            else:
+                policy = scenario.policy(spec.given)
+                for load in loads:
+                    for s in seeds:
+                        config = scenario.engine_config(load, s, policy, warmup, options.sample_period_us)
+                        check_rack_config(config)
+                        keep = period > 0 and s == seeds[0]
+                        jobs.append(Job(policy.label, load, s, config, work, warmup, groups, keep,
+                                        tuple(scenario.type_names)))
+        return jobs
+
+    def columns(self, doc: Mapping[str, Any]) -> list[Column]:
+        summary = doc["summary"]
+        types = list(next((s["latency_by_type_us"] for s in summary if "latency_by_type_us" in s), {}))
+        counts = [c for c in ("migrations", "steals") if any(s[c]["mean"] for s in summary)]
+        return [
+            Column("p99 (µs)", "latency_us.p99"),
+            *(Column(f"p99 {t} (µs)", f"latency_by_type_us.{t}.p99") for t in types),
+            Column("mean (µs)", "latency_us.mean"),
+            Column("throughput (k tasks/s)", "throughput_ktps"),
+            Column("dropped", "tasks_dropped", 0),
+            *(Column(c, c, 0) for c in counts),
+            *([Column("left out (%)", "censored_fraction", 2, 100.0)] if any(s["censored"] for s in summary) else []),
+        ]
+
+    def plots(self, doc: Mapping[str, Any], out: Path) -> dict[str, Path]:
+        paths = {
+            "p99": plots.plot_metric_vs_load(doc, out / "p99_vs_load.png", "latency_us.p99", "p99 latency (µs)"),
+            "cdf": plots.plot_cdf(doc, out / "latency_cdf.png", "latency_cdf_us", "latency (µs)"),
+        }
+        if doc.get("timelines"):
+            paths["timeline"] = plots.plot_load_over_time(doc, out / "load_over_time.png")
+        return paths
+
+
+RUN_CHECKPOINT = "dcgym.agents.evaluation.rack:run_checkpoint"
+"""How a rack checkpoint job runs (its ``runner``)."""
+
+
+def _policy_files(specs: list[Any]) -> dict[int, Any]:
+    """The loaded and checked policy file of each spec, by the spec object's id; labels made distinct."""
+    if not specs:
+        return {}
+    from dataclasses import replace
+
+    from dcgym.agents.export.in_engine import load_policy_file
+
+    files = [load_policy_file(s) for s in specs]
+    labels = [f.label for f in files]
+    files = [replace(f, label=str(s)) if labels.count(f.label) > 1 else f for s, f in zip(specs, files)]
+    return {id(s): f for s, f in zip(specs, files)}

@@ -1,0 +1,32 @@
+"""The rack family's baselines: the dispatch policies the rack engine runs (:mod:`dcgym.envs.rack.dispatch`).
+
+The policies are engine features (C++, ``cpp_core/include/dcgym/rack/dispatch.hpp``), so their names and
+parameters are part of the scenario schema; this module presents them as the family's heuristics.
+"""
+
+from __future__ import annotations
+
+from dcgym.envs.rack.dispatch import (
+    HEURISTICS,
+    Heuristic,
+    Policy,
+    Rack,
+    known_policy_names,
+    parse_policy,
+    policy_parameters,
+)
+
+__all__ = [
+    "BASELINES", "HEURISTICS", "Heuristic", "Policy", "Rack", "known_policy_names", "parse_policy",
+    "policy_parameters",
+]
+
+BASELINES: dict[str, str] = {
+    "random": HEURISTICS["random"].summary,
+    "round_robin": HEURISTICS["round_robin"].summary,
+    "po2": "power-of-2 choices: " + HEURISTICS["po_d"].summary,
+    "jsq": HEURISTICS["jsq"].summary,
+    "jbt": HEURISTICS["jbt"].summary,
+    "sed": HEURISTICS["sed"].summary,
+}
+"""The heuristics a rack leaderboard runs on every scenario (each runs at every entry point)."""

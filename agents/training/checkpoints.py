@@ -1,0 +1,362 @@
+"""Checkpoints of trained agents: what train.py writes, how a trained policy acts, and how it is evaluated.
+
+A checkpoint is the folder ``Algorithm.save_to_path`` writes plus
+``dcgym_checkpoint.json`` (:data:`META_FILE`): the resolved experiment, the
+iteration and timesteps, which module acts for which agent, and how RLlib
+maps the module's actions to the environment's bounds. So a checkpoint is
+self-describing: copied anywhere, it can be evaluated without its run folder.
+
+:class:`TrainedPolicy` loads the trained modules (no Ray needed) and acts
+for every agent of the environment, decentralized: each agent's
+observation goes through its own module's ``forward_inference`` (agents
+sharing a module are batched) and the action distribution's deterministic
+action (or a sample, with ``explore``) goes to the environment, rescaled as
+RLlib's env runners do.
+
+:func:`evaluate_checkpoint` evaluates it through the environment on the
+scenario's load grid against heuristics, with the same metrics and the same
+results document as :func:`dcgym.agents.evaluation.evaluate` (which it
+calls): on a rack scenario the environment's engine measures latency
+mean/p50/p90/p99/p999, throughput, drops, migrations and steals over
+``tasks`` arrivals after the scenario's warm-up, with the same seed (the
+same tasks) as the heuristics.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dcgym.agents.training.experiment import Experiment, load_experiment
+from dcgym.envs.error import InvalidConfigError
+
+__all__ = [
+    "META_FILE", "CheckpointJob", "TrainedPolicy", "evaluate_checkpoint", "find_checkpoint", "is_checkpoint_spec",
+    "list_checkpoints", "read_meta", "run_checkpoint_job", "write_meta",
+]
+
+META_FILE = "dcgym_checkpoint.json"
+"""dcgym's description of a checkpoint, beside RLlib's files."""
+
+CHECKPOINTS_DIR = "checkpoints"
+"""Where a run folder keeps its checkpoints (``iter_000010``, ...)."""
+
+_MODULES = Path("learner_group", "learner", "rl_module")
+
+
+# ------------------------------------------------------------------------------ files
+
+
+def write_meta(path: str | Path, meta: Mapping[str, Any]) -> Path:
+    """Write ``dcgym_checkpoint.json`` into the checkpoint folder ``path``."""
+    target = Path(path) / META_FILE
+    target.write_text(json.dumps(dict(meta), indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def read_meta(checkpoint: str | Path) -> dict[str, Any]:
+    """The checkpoint's ``dcgym_checkpoint.json``."""
+    return json.loads((Path(checkpoint) / META_FILE).read_text(encoding="utf-8"))
+
+
+def list_checkpoints(run_dir: str | Path) -> list[Path]:
+    """The checkpoints of a run folder, oldest first (by iteration)."""
+    folder = Path(run_dir) / CHECKPOINTS_DIR
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.iterdir() if (p / META_FILE).is_file()]
+    return sorted(found, key=lambda p: (read_meta(p)["iteration"], p.name))
+
+
+def find_checkpoint(run_or_checkpoint: str | Path) -> Path:
+    """A checkpoint folder as given, or a run folder's newest checkpoint; InvalidConfigError naming ``policy``."""
+    path = Path(run_or_checkpoint)
+    if (path / META_FILE).is_file():
+        return path
+    if path.is_dir():
+        found = list_checkpoints(path)
+        if found:
+            return found[-1]
+        why = "a checkpoint or run folder written by train.py (this folder has no dcgym_checkpoint.json"
+        raise InvalidConfigError("policy", str(run_or_checkpoint), why + " and no checkpoints/)")
+    raise InvalidConfigError("policy", str(run_or_checkpoint),
+                             "a heuristic name, or an existing checkpoint or run folder written by train.py")
+
+
+def is_checkpoint_spec(spec: Any) -> bool:
+    """Whether a policy spec names a checkpoint or run folder (a path) rather than a heuristic."""
+    if isinstance(spec, Path):
+        return True
+    if not isinstance(spec, str):
+        return False
+    path = Path(spec)
+    return "/" in spec or "\\" in spec or (path / META_FILE).is_file() or (path / CHECKPOINTS_DIR).is_dir()
+
+
+# ------------------------------------------------------------------------------ acting
+
+
+@contextlib.contextmanager
+def _quiet(name: str):
+    """Raise logger ``name`` to ERROR for the duration, then restore its level."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+class TrainedPolicy:
+    """The trained modules of a checkpoint, each agent acting through its own module (decentralized)."""
+
+    def __init__(self, run_or_checkpoint: str | Path, explore: bool = False) -> None:
+        import torch
+        from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+
+        self.path = find_checkpoint(run_or_checkpoint)
+        self.meta = read_meta(self.path)
+        self.experiment: Experiment = load_experiment(self.meta["experiment"])
+        self.explore = explore
+        self.agent_to_module: dict[str, str] = dict(self.meta["agent_to_module"])
+        with _quiet("ray._common.deprecation"):  # RLlib warns about its own deprecated call while rebuilding modules
+            self.modules = MultiRLModule.from_checkpoint(str(self.path / _MODULES))
+        self._groups: dict[str, list[str]] = {}
+        for agent, module in self.agent_to_module.items():
+            self._groups.setdefault(module, []).append(agent)
+        self._torch = torch
+
+    def check_env(self, env) -> None:
+        """Raise InvalidConfigError if ``env``'s agents or observation sizes differ from the trained modules'."""
+        sizes = {a: int(np.prod(self.modules[m].observation_space.shape)) for a, m in self.agent_to_module.items()}
+        check_fits(self.path, sizes, env)
+
+    def act(self, observations: Mapping[str, np.ndarray], action_spaces: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """One action per agent in ``observations``, each from its own module, mapped into its action space."""
+        from ray.rllib.core import Columns
+        from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
+
+        actions = {}
+        for module_id, agents in self._groups.items():
+            live = [a for a in agents if a in observations]
+            if not live:
+                continue
+            module = self.modules[module_id]
+            batch = np.stack([np.asarray(observations[a], np.float32).reshape(-1) for a in live])
+            with self._torch.no_grad():
+                obs = {Columns.OBS: self._torch.from_numpy(batch)}
+                if self.explore:
+                    out, dist_cls = module.forward_exploration(obs), module.get_exploration_action_dist_cls()
+                else:
+                    out, dist_cls = module.forward_inference(obs), module.get_inference_action_dist_cls()
+                if Columns.ACTIONS in out:
+                    chosen = out[Columns.ACTIONS]
+                else:
+                    dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
+                    chosen = dist.sample() if self.explore else deterministic_action(dist)
+            for agent, action in zip(live, chosen.numpy()):
+                space = action_spaces[agent]
+                if self.meta.get("normalize_actions", True):
+                    action = unsquash_action(action, space)
+                elif self.meta.get("clip_actions", False):
+                    action = clip_action(action, space)
+                actions[agent] = action
+        return actions
+
+
+def deterministic_action(dist):
+    """The action a distribution's mode stands for: its deterministic sample, squashed as its samples are.
+
+    RLlib's squashed Gaussian (SAC) returns the pre-tanh mean from
+    ``to_deterministic()``; its samples are tanh-squashed into [low, high], so
+    the mode's action is the squashed mean (what the exporter writes too).
+    """
+    chosen = dist.to_deterministic().sample()
+    squash = getattr(dist, "_squash", None)  # TorchSquashedGaussian's own tanh map into [low, high]
+    return squash(chosen) if squash is not None else chosen
+
+
+def check_fits(path: str | Path, sizes: Mapping[str, int], env) -> None:
+    """Raise InvalidConfigError naming ``policy`` unless ``env`` has the agents and observation sizes ``sizes``."""
+    agents = list(env.possible_agents)
+    if sorted(agents) != sorted(sizes):
+        raise InvalidConfigError(
+            "policy", str(path),
+            f"a checkpoint whose agents are the environment's ({len(agents)}: {agents[0]} .. {agents[-1]}); "
+            f"it was trained with {len(sizes)}",
+        )
+    for agent in agents:
+        got = int(np.prod(env.observation_space(agent).shape))
+        if sizes[agent] != got:
+            raise InvalidConfigError(
+                "policy", str(path), f"a checkpoint for observations of size {got} ({agent}); it takes {sizes[agent]}"
+            )
+
+
+# ------------------------------------------------------------------------------ evaluation jobs
+
+
+@dataclass(frozen=True)
+class CheckpointJob:
+    """One evaluation run of a trained policy through its environment: plain data, so it travels to Ray workers."""
+
+    policy: str  # the label in the results
+    load: float
+    seed: int
+    checkpoint: str
+    env_config: dict[str, Any]  # the environment's arguments, scenario and load included
+    tasks: int  # units of work (tasks, flows, ...) of the run, warm-up included
+    warmup: int
+    runner: str  # "module:function" of the family's evaluation that runs it: f(job, TrainedPolicy) -> output
+    groups: tuple[tuple[str, int, int, int], ...] = ()  # the rack's node groups, for timelines
+    timeline: bool = False
+    sample_period_us: float | None = None
+    explore: bool = False
+
+    def run(self) -> dict[str, Any]:
+        """The run (:func:`run_checkpoint_job`)."""
+        return run_checkpoint_job(self)
+
+
+def run_checkpoint_job(job: CheckpointJob) -> dict[str, Any]:
+    """Load the trained policy and hand it to the family's runner: the result row, histogram and timeline."""
+    import torch
+
+    from dcgym.envs.families import load_entry_point
+
+    torch.set_num_threads(1)  # small networks: one thread is fastest, and Ray workers share the CPUs
+    torch.manual_seed(job.seed)
+    return load_entry_point(job.runner)(job, TrainedPolicy(job.checkpoint, explore=job.explore))
+
+
+def checkpoint_jobs(
+    spec: str | Path,
+    label: str,
+    scenario: Any,
+    scenario_spec: str | Path,
+    loads: Sequence[float],
+    seeds: Sequence[int],
+    *,
+    tasks: int,
+    warmup: int,
+    runner: str,
+    groups: tuple = (),
+    sample_period_us: float | None = None,
+    explore: bool = False,
+) -> list[CheckpointJob]:
+    """The runs of one trained policy on ``scenario`` (loaded from ``scenario_spec``), one per load and seed.
+
+    On the scenario it was trained on (same name), the environment is the
+    training one, scenario overrides included; on another, the training
+    environment's arguments with that scenario (and no overrides).
+    """
+    path = find_checkpoint(spec)
+    experiment = read_meta(path)["experiment"]
+    config = _env_config(read_meta(path))
+    config.pop("load_range", None)  # trained over a range of loads: evaluated at each load of the grid
+    trained_on = Path(str(experiment["scenario"]))
+    if scenario.name not in (str(trained_on), trained_on.stem):
+        config["scenario"] = str(scenario_spec)
+        config.pop("overrides", None)
+    meta = read_meta(path)
+    if meta.get("observation_sizes"):  # refuse a policy for another rack before any run
+        from dcgym.agents.training.algorithms import make_env
+
+        check_fits(path, meta["observation_sizes"], make_env(experiment["env"], {**config, "load": loads[0]}))
+    period = getattr(scenario, "sample_period_us", 0.0) if sample_period_us is None else sample_period_us
+    return [
+        CheckpointJob(label, load, s, str(path), {**config, "load": load}, tasks, warmup, runner, groups,
+                      bool(period and period > 0 and s == seeds[0]), sample_period_us, explore)
+        for load in loads
+        for s in seeds
+    ]
+
+
+def _env_config(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The environment's arguments as the algorithm used them (or as the experiment gave them)."""
+    if meta.get("env_config"):
+        return dict(meta["env_config"])
+    experiment = meta["experiment"]
+    return {"scenario": experiment["scenario"], **experiment.get("env_args", {})}
+
+
+def checkpoint_labels(specs: Sequence[Any]) -> list[str]:
+    """Result labels for checkpoint specs: ``<algorithm> (trained)``; among several of one algorithm,
+    ``<algorithm>@<checkpoint>``, then ``<algorithm>@<run>/<checkpoint>``, then the spec itself."""
+    paths = [find_checkpoint(s) for s in specs]
+    metas = [read_meta(p) for p in paths]
+    algorithms = [m["experiment"]["algorithm"] for m in metas]
+    candidates = [
+        [f"{a} (trained)" for a in algorithms],
+        [f"{a}@{p.name}" for a, p in zip(algorithms, paths)],
+        [f"{a}@{m.get('run_name') or p.parent.parent.name}/{p.name}" for a, m, p in zip(algorithms, metas, paths)],
+    ]
+    labels = [str(s) for s in specs]
+    for k in range(len(specs)):
+        for names in candidates:
+            if names.count(names[k]) == 1:
+                labels[k] = names[k]
+                break
+    return labels
+
+
+def checkpoint_scenario(spec: Any) -> tuple[str, dict[str, Any]]:
+    """The scenario a checkpoint was trained on and its overrides (the default scenario of its evaluation)."""
+    experiment = read_meta(find_checkpoint(spec))["experiment"]
+    return experiment["scenario"], dict(experiment.get("env_args", {}).get("overrides") or {})
+
+
+# ------------------------------------------------------------------------------ the public function
+
+
+def evaluate_checkpoint(
+    run_or_checkpoint: str | Path,
+    loads: Sequence[float] | None = None,
+    tasks: int | None = None,
+    seed: int | None = None,
+    *,
+    heuristics: Sequence[str] = (),
+    scenario: str | Path | None = None,
+    seeds: Sequence[int] | None = None,
+    workers: int | None = 0,
+    address: str | None = None,
+    explore: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Evaluate a trained policy (a checkpoint, or a run folder's newest) and ``heuristics`` on one scenario.
+
+    ``scenario`` defaults to the one the policy was trained on (with the
+    training's scenario overrides), ``loads`` to its grid, ``tasks`` to the
+    experiment's ``evaluation.tasks`` (arrivals per run, warm-up included;
+    flows on a multistage scenario) and the seed to 1. Returns the results
+    document of :func:`dcgym.agents.evaluation.evaluate`, the trained policy
+    named ``<algorithm> (trained)``.
+    """
+    from dcgym.agents.evaluation import evaluate
+    from dcgym.envs.scenario import load_scenario
+
+    meta = read_meta(find_checkpoint(run_or_checkpoint))
+    experiment = load_experiment(meta["experiment"])
+    if scenario is None:
+        overrides = experiment.env_args.get("overrides")
+        scenario = load_scenario(experiment.scenario, overrides) if overrides else experiment.scenario
+    return evaluate(
+        scenario,
+        [str(run_or_checkpoint), *heuristics],
+        loads,
+        tasks=experiment.evaluation.tasks if tasks is None else tasks,
+        seed=seed,
+        seeds=seeds,
+        progress=progress,
+        workers=workers,
+        address=address,
+        explore=explore,
+    )

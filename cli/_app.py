@@ -1,0 +1,65 @@
+"""What every dcgym command shares: its Typer app, ``-h``/``--version``, and one-line errors with exit status 2.
+
+A command is a Typer app made by :func:`new_app` and run by :func:`run_app`,
+which turns every usage error and every dcgym, value or file error into one
+``error: ...`` line on standard error and exit status 2 (:data:`BAD_INPUT`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Annotated
+
+import typer
+
+from dcgym import __version__
+from dcgym.envs.error import DcgymError
+
+__all__ = ["BAD_INPUT", "VersionOption", "new_app", "print_error", "run_app"]
+
+BAD_INPUT = 2
+"""Exit status for any bad argument or configuration (and for usage errors)."""
+
+
+def new_app(doc: str | None) -> typer.Typer:
+    """A Typer app with plain help (``-h`` or ``--help``), its summary the first paragraph of ``doc``."""
+    return typer.Typer(add_completion=False, rich_markup_mode=None, help=(doc or "").split("\n\n")[0],
+                       context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"dcgym {__version__}")
+        raise typer.Exit()
+
+
+VersionOption = Annotated[
+    bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
+]
+"""A ``--version`` option for a command's signature."""
+
+
+def print_error(message: str) -> None:
+    """``error: <message>`` on standard error, on one line."""
+    print("error: " + " ".join(str(message).split()), file=sys.stderr)
+
+
+def run_app(app: typer.Typer, argv: list[str] | None, prog: str,
+            handlers: dict[type[BaseException], Callable[[BaseException], int]] | None = None) -> int:
+    """Run ``app`` on ``argv`` (default: ``sys.argv[1:]``) and return its exit status; bad input is one line.
+
+    ``handlers`` map other exception types to functions returning the status (Ctrl-C during training).
+    """
+    try:
+        return typer.main.get_command(app).main(args=argv, prog_name=prog, standalone_mode=False) or 0
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.TyperException as exc:  # usage errors: unknown option, --tasks abc, ...
+        message = exc.format_message()
+    except tuple(handlers or ()) as exc:  # type: ignore[misc]
+        return next(h for t, h in (handlers or {}).items() if isinstance(exc, t))(exc)
+    except (ValueError, OSError, DcgymError) as exc:  # InvalidConfigError, the engine's checks, unwritable files
+        message = str(exc)
+    print_error(message)
+    return BAD_INPUT

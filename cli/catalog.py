@@ -1,0 +1,83 @@
+"""List what dcgym ships: scenarios, policies, experiments and zoo policies.
+
+    python -m dcgym list scenarios [--family rack]
+    python -m dcgym list policies [--family lb]
+    python -m dcgym list experiments
+    python -m dcgym list zoo
+
+(also ``dcgym list ...``). One item per line, ``NAME  summary``, grouped by family where there are families.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from dcgym._app import VersionOption, new_app, run_app
+
+__all__ = ["app", "main", "run"]
+
+app = new_app(__doc__)
+
+
+class What(str, Enum):
+    scenarios = "scenarios"
+    policies = "policies"
+    experiments = "experiments"
+    zoo = "zoo"
+
+
+@app.command()
+def main(
+    what: Annotated[What, typer.Argument(help="what to list")],
+    family: Annotated[str | None, typer.Option(help="only this family (rack, lb, ...)")] = None,
+    version: VersionOption = False,
+) -> None:
+    """Print the packaged items of one kind."""
+    from dcgym.envs.families import FAMILIES
+    from dcgym.envs.families import family as find
+
+    families = [find(family).name] if family else list(FAMILIES)
+    if what is What.scenarios:
+        from dcgym.envs.scenario import list_scenarios, load_scenario
+
+        for name in families:
+            print(f"# {name}: {FAMILIES[name].summary}")
+            for scenario in list_scenarios(name):
+                print(f"{scenario}  {load_scenario(scenario).description or ''}")
+    elif what is What.policies:
+        from dcgym.agents.heuristics import baselines
+
+        for name in families:
+            print(f"# {name}")
+            for spec, summary in baselines(name).items():
+                print(f"{spec}  {summary}")
+        print("# any family: a checkpoint or run folder written by dcgym-train, or a policy file (FILE.dcpol, "
+              "zoo:NAME)")
+    elif what is What.experiments:
+        from dcgym.agents.training.experiment import list_experiments, load_experiment
+
+        for name in list_experiments():
+            experiment = load_experiment(name)
+            print(f"{name}  {experiment.algorithm} on {experiment.env}, {experiment.scenario}: "
+                  f"{experiment.description}")
+    else:
+        from dcgym.agents.export.zoo import list_zoo, zoo_dir
+
+        for name in list_zoo():
+            card = zoo_dir() / f"{name}.md"
+            first = next((line for line in card.read_text(encoding="utf-8").splitlines() if line.strip()), "")
+            print(f"zoo:{name}  {first.lstrip('# ')}")
+
+
+def run(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line, returning the exit status."""
+    return run_app(app, argv, prog or Path(sys.argv[0]).name)
+
+
+if __name__ == "__main__":
+    sys.exit(run(prog="python -m dcgym.catalog"))

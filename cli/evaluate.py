@@ -1,0 +1,151 @@
+"""Evaluate policies on a scenario of any family and write the results.
+
+    dcgym-evaluate --scenario malcolm_hetero_paper_exp --policy random --policy po2 \\
+                   --loads 0.4,0.7,0.85 --tasks 1000000 --seeds 5 --out out/demo [--json]
+
+(also ``python evaluate.py`` or ``python -m dcgym evaluate``). A ``--policy`` is a heuristic of the
+scenario's family (``po2``, ``jbt:threshold=30``; ``ecmp`` on a multi-LB scenario), a checkpoint or
+run folder written by train.py (evaluated through its environment; the scenario then defaults to the
+one it was trained on), or a policy file (``FILE.dcpol``, or ``zoo:NAME`` for ``zoo/NAME.dcpol``) run
+inside the engine; ``FILE:heartbeat_us=US,load_metric=M`` sets what a file does not store.
+``python -m dcgym list scenarios`` and ``python -m dcgym list policies`` show what there is.
+
+Runs every policy at every load with every seed (``--seeds 5`` = seeds 1..5, ``--seeds 1,2,7`` those,
+``--seed 3`` one), in parallel on Ray: a local cluster of ``--workers`` CPUs (default: all cores, or
+serial for a single run; ``--workers 0`` always serial) or the cluster at ``--address``. Writes
+results.json, results.csv, summary.csv and the family's plots into --out, and prints a table of means
+with 95% confidence intervals over seeds (or, with --json, only the results document). A cell marked
+``*`` is censored: its percentiles leave out dropped or unfinished work (the note under the table
+says which). Paths may be relative to the working directory. Bad input prints one ``error: ...`` line
+on standard error and exits with status 2. This is a thin front over :mod:`dcgym.agents.evaluation`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from dcgym._app import VersionOption, new_app, run_app
+from dcgym.envs.error import InvalidConfigError
+
+__all__ = ["app", "main", "run"]
+
+app = new_app(__doc__)
+
+
+@app.command()
+def main(
+    scenario: Annotated[str | None, typer.Option(
+        help="packaged scenario name or YAML path (default: a trained policy's, else malcolm_hetero_paper_exp)")]
+    = None,
+    policy: Annotated[list[str] | None, typer.Option(
+        help="a heuristic (po2, jbt:threshold=30, ecmp), a checkpoint or run folder of train.py, or a policy file "
+             "(FILE.dcpol or zoo:NAME); repeatable; default: the scenario's")] = None,
+    loads: Annotated[str | None, typer.Option(help="comma-separated loads (default: the scenario's grid)")] = None,
+    tasks: Annotated[int | None, typer.Option(
+        help="units of work per run, warm-up included: tasks on a rack (default 1000000), flows on a multi-LB "
+             "cluster (default 5000)")] = None,
+    seed: Annotated[int | None, typer.Option(help="one seed of every random stream (default 1)")] = None,
+    seeds: Annotated[str | None, typer.Option(help="N for seeds 1..N, or a comma-separated list")] = None,
+    workers: Annotated[int | None, typer.Option(
+        help="parallel runs on a local Ray cluster; 0 = serial (default: all cores)")] = None,
+    address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Ray cluster to use")] = None,
+    timeline: Annotated[float | None, typer.Option(
+        help="sample every node's load every US microseconds for load_over_time.png (rack)")] = None,
+    out: Annotated[Path, typer.Option(help="output folder")] = Path("out/evaluate"),
+    json_out: Annotated[bool, typer.Option("--json", help="print the results document on stdout")] = False,
+    explore: Annotated[bool, typer.Option("--explore", help="sample trained policies' actions (default: "
+                                                            "deterministic)")] = False,
+    version: VersionOption = False,
+) -> None:
+    """Run every policy at every load with every seed and write the results."""
+    from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots, write_results
+
+    grid = None if loads is None else [part.strip() for part in loads.split(",")]  # validated as loads downstream
+    if seed is not None and seeds is not None:
+        raise InvalidConfigError("--seeds", seeds, f"nothing when --seed ({seed}) is given: one or the other")
+    seed_list = None if seeds is None else parse_seeds(seeds)
+    if scenario is None:
+        scenario = _trained_scenario(policy or [])
+    if timeline is not None and not timeline > 0:
+        raise InvalidConfigError("--timeline", timeline, "a sampling period in microseconds > 0 (leave it out for no "
+                                 "samples)")
+    if out.exists() and not out.is_dir():
+        raise InvalidConfigError("--out", str(out), "a folder to write the results into (this is a file)")
+    out.mkdir(parents=True, exist_ok=True)  # fail before the runs, not after
+    doc = evaluate(scenario, policy, grid, tasks=tasks, seed=seed, seeds=seed_list, workers=workers,
+                   address=address, sample_period_us=timeline, explore=explore)
+    write_results(doc, out)
+    write_plots(doc, out)
+    if json_out:
+        sys.stdout.write(to_json(doc) + "\n")
+    else:
+        print_summary(doc)
+
+
+def _trained_scenario(policies: list[str]) -> Any:
+    """The scenario (with overrides) the first trained policy among ``policies`` was trained on, else the default."""
+    from dcgym.agents.evaluation.family import Source, classify
+    from dcgym.agents.training.checkpoints import checkpoint_scenario
+    from dcgym.envs.scenario import DEFAULT_SCENARIO, load_scenario
+
+    trained = [p for p in policies if classify(p).source is Source.CHECKPOINT]
+    if not trained:
+        return DEFAULT_SCENARIO
+    name, overrides = checkpoint_scenario(trained[0])
+    return load_scenario(name, overrides) if overrides else name
+
+
+def print_summary(doc: dict[str, Any], title: str | None = None) -> None:
+    """The document's summary as a table on standard output: its family's columns, censored cells marked."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from dcgym.agents.evaluation import family_of
+    from dcgym.agents.evaluation.document import get_path
+
+    family = family_of(doc["family"])
+    seeds = doc["seeds"]
+    which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
+    table = Table(title=title or f"{doc['scenario']} ({which}, {doc[family.work]:,} {family.work} per run)")
+    columns = family.columns(doc)
+    for header in ("policy", "load", *(c.header for c in columns)):
+        table.add_column(header, justify="left" if header == "policy" else "right")
+    censored = False
+    for s in doc["summary"]:
+        mark = " *" if s.get("censored") else ""
+        censored |= bool(mark)
+        cells = [_fmt(_get(s, c.path, get_path), c.digits, c.scale) for c in columns]
+        table.add_row(s["policy"], f"{s['load']:g}", *(cells[:1] and [cells[0] + mark]), *cells[1:])
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    console.print(table)
+    if censored:
+        console.print(family.censoring_note)
+
+
+def _get(cell: dict[str, Any], path: str, get_path: Any) -> dict[str, Any] | None:
+    try:
+        return get_path(cell, path)
+    except (KeyError, TypeError):
+        return None
+
+
+def _fmt(stat: dict[str, Any] | None, digits: int = 1, scale: float = 1.0) -> str:
+    if not stat or stat["mean"] is None:
+        return "-"
+    text = f"{stat['mean'] * scale:,.{digits}f}"
+    return text if stat["ci95"] is None else f"{text} ± {stat['ci95'] * scale:,.{digits}f}"
+
+
+def run(argv: list[str] | None = None, prog: str | None = None) -> int:
+    """The command line, returning the exit status; every error is one line on stderr."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    return run_app(app, argv, prog or Path(sys.argv[0]).name)
+
+
+if __name__ == "__main__":
+    sys.exit(run(prog="python -m dcgym.evaluate"))

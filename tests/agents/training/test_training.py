@@ -1,0 +1,140 @@
+"""The training library's parts: experiment files, --set parsing, the algorithm registry, metrics, W&B."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from dcgym.agents.training.algorithms import ALGORITHMS, HYPERPARAMETERS, PPOHyperparameters, SACHyperparameters
+from dcgym.agents.training.experiment import list_experiments, load_experiment, parse_assignments
+from dcgym.agents.training.metrics import MetricsCsv, iteration_metrics
+from dcgym.envs.error import InvalidConfigError
+
+ROOT = Path(__file__).resolve().parents[3]
+SMOKE = ROOT / "configs/experiments/smoke.yaml"
+MINIMAL = {"env": "rack_v0", "scenario": "malcolm_homog_exp", "algorithm": "ppo"}
+
+
+def test_set_values_are_yaml_and_keys_dotted():
+    assert parse_assignments(["budget.iterations=5", "env_args.obs_extras=[rank, capacity]", "seed=7",
+                              "evaluation.enabled=false", "hyperparameters.grad_clip=null", "description=a=b"]) == {
+        "budget.iterations": 5, "env_args.obs_extras": ["rank", "capacity"], "seed": 7,
+        "evaluation.enabled": False, "hyperparameters.grad_clip": None, "description": "a=b",
+    }
+    for bad in ("budget.iterations", "=3", "budget..iterations=3"):
+        with pytest.raises(InvalidConfigError, match=r"^--set: got"):
+            parse_assignments([bad])
+
+
+def test_experiment_defaults_are_filled_in_and_the_resolved_yaml_loads_back(tmp_path):
+    experiment = load_experiment(MINIMAL)
+    assert experiment.hyperparameters == PPOHyperparameters().model_dump(mode="json")
+    assert experiment.budget.iterations == 100 and experiment.evaluation.tasks == 200_000
+    assert experiment.scenario_name == "malcolm_homog_exp"
+    (tmp_path / "config.yaml").write_text(experiment.to_yaml())
+    assert load_experiment(tmp_path / "config.yaml").model_dump() == experiment.model_dump()
+
+
+def test_experiment_errors_name_the_field():
+    cases = {
+        "algorithm": ({"algorithm": "ppp"}, 'algorithm: got "ppp"; did you mean "ppo"?'),
+        "hyperparameter": ({"hyperparameters": {"lrr": 1}}, 'hyperparameters.lrr: got 1; did you mean "lr"?'),
+        "budget": ({"budget": {}}, "budget: got no limit; allowed: at least one of iterations, timesteps"),
+        "env": ({"env": "lb_v0", "algorithm": "malcolm"}, 'env: got "lb_v0"; allowed: rack_v0'),
+        "scenario twice": ({"env_args": {"scenario": "mm16"}}, "env_args.scenario: got"),
+        "sharing": ({"hyperparameters": {"policy_sharing": "some"}}, "hyperparameters.policy_sharing: got"),
+    }
+    for name, (change, message) in cases.items():
+        with pytest.raises(InvalidConfigError) as info:
+            load_experiment({**MINIMAL, **change})
+        assert str(info.value).startswith(message), name
+
+
+def test_registry_has_the_three_algorithms_and_schemas_for_the_builtin_ones():
+    assert set(ALGORITHMS) >= {"malcolm", "ppo", "sac"}
+    assert HYPERPARAMETERS["ppo"] is PPOHyperparameters and HYPERPARAMETERS["sac"] is SACHyperparameters
+    for schema in (PPOHyperparameters, SACHyperparameters):  # CleanRL style: every field documented
+        assert all(field.description for field in schema.model_fields.values()), schema.__name__
+    assert "smoke" in list_experiments() and "malcolm_hetero_exp" in list_experiments()
+
+
+def test_iteration_metrics_names_and_averages_learner_stats():
+    result = {
+        "training_iteration": 3, "num_env_steps_sampled_lifetime": 300.0, "time_total_s": 1.5,
+        "time_this_iter_s": 0.5,
+        "env_runners": {"num_episodes_lifetime": 6.0, "agent_episode_returns_mean": {"a": -1.0, "b": -3.0},
+                        "episode_return_mean": -4.0, "episode_len_mean": 50.0, "num_env_steps_sampled": 100,
+                        "dcgym_imbalance": 0.25, "dcgym_p99_us": 400.0},
+        "learners": {"__all_modules__": {"num_env_steps_trained": 100},
+                     "a": {"policy_loss": 1.0, "vf_loss": 2.0, "num_module_steps_trained": 50, "weights_seq_no": 3.0},
+                     "b": {"policy_loss": 3.0, "vf_loss": float("nan")}},
+    }
+    assert iteration_metrics(result) == {
+        "iteration": 3.0, "timesteps": 300.0, "episodes": 6.0, "time_s": 1.5, "charts/return": -2.0,
+        "charts/team_return": -4.0, "charts/episode_length": 50.0, "charts/imbalance": 0.25, "charts/p99_us": 400.0,
+        "charts/env_steps_per_s": 200.0, "losses/policy_loss": 2.0, "losses/vf_loss": 2.0,
+    }
+
+
+def test_metrics_csv_widens_its_header_and_drops_rows_after_a_resume_point(tmp_path):
+    path = tmp_path / "metrics.csv"
+    log = MetricsCsv(path)
+    log.append({"iteration": 1, "timesteps": 10})
+    log.append({"iteration": 2, "timesteps": 20, "charts/return": -1.5})
+    log.append({"iteration": 3, "timesteps": 30, "charts/return": -1.0})
+    assert path.read_text().splitlines() == [
+        "iteration,timesteps,episodes,time_s,charts/return", "1,10,,,", "2,20,,,-1.5", "3,30,,,-1.0",
+    ]
+    resumed = MetricsCsv(path, keep_through=2)
+    assert [r["iteration"] for r in resumed.rows] == [1.0, 2.0]
+    assert len(path.read_text().splitlines()) == 3
+
+
+def test_wandb_logs_every_iteration_offline_without_an_account(ray_session, tmp_path, monkeypatch):
+    from dcgym.agents.training import train
+
+    calls: dict = {"log": []}
+
+    class FakeRun:
+        id = "run123"
+
+        def log(self, metrics, step):
+            calls["log"].append((step, metrics))
+
+        def finish(self):
+            calls["finished"] = True
+
+    def init(**kwargs):
+        calls["init"] = kwargs
+        return FakeRun()
+
+    def no_account():
+        raise RuntimeError("api_key not configured")
+
+    fake = types.SimpleNamespace(init=init, util=types.SimpleNamespace(generate_id=lambda: "run123"), Api=no_account)
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    experiment = load_experiment(SMOKE, {"evaluation.enabled": False, "budget.iterations": 1})
+    result = train(experiment, out=tmp_path, use_wandb=True, progress=False)
+    assert calls["init"]["mode"] == "offline" and calls["init"]["dir"] == str(result.run_dir)
+    assert (calls["init"]["project"], calls["init"]["name"], calls["init"]["id"]) == ("dcgym", result.run_dir.name,
+                                                                                     "run123")
+    assert [step for step, _ in calls["log"]] == [1] and "charts/return" in calls["log"][0][1]
+    assert calls["finished"] and (result.run_dir / "wandb_id.txt").read_text().strip() == "run123"
+
+
+def test_deterministic_actions_are_the_modes_squashed_like_the_samples():
+    import torch
+    from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian, TorchSquashedGaussian
+
+    from dcgym.agents.training.checkpoints import deterministic_action
+
+    inputs = torch.tensor([[2.0, -0.5, -30.0, -30.0]])  # means (2, -0.5), tiny log stds (RLlib clamps them)
+    squashed = TorchSquashedGaussian.from_logits(inputs)
+    mode = deterministic_action(squashed)
+    assert torch.allclose(mode, torch.tanh(torch.tensor([[2.0, -0.5]])))  # not the raw mean 2.0
+    assert torch.allclose(mode, squashed.sample(), atol=0.01)  # the samples gather around it
+    assert torch.equal(deterministic_action(TorchDiagGaussian.from_logits(inputs)), torch.tensor([[2.0, -0.5]]))
