@@ -41,7 +41,6 @@ packages.append("dcgym.zoo")
 package_dir["dcgym.zoo"] = "zoo"
 
 
-
 def needs_recompile(obj: str, src: str) -> bool:
     """Recompile an object older than its source or than any header (``make build`` reuses objects).
 
@@ -81,8 +80,11 @@ engine = Pybind11Extension(
 setup(
     packages=packages,
     package_dir=package_dir,
-    package_data={"dcgym.cpp_core": ["*.pyi", "py.typed"], "dcgym.configs": ["scenarios/*/*.yaml", "experiments/*.yaml"],
-                  "dcgym.zoo": ["*.dcpol", "*.md"]},
+    package_data={
+        "dcgym.cpp_core": ["*.pyi", "py.typed"],
+        "dcgym.configs": ["scenarios/*/*.yaml", "experiments/*.yaml"],
+        "dcgym.zoo": ["*.dcpol", "*.md"],
+    },
     # DCGYM_SKIP_EXTENSION=1: metadata and pure-Python packages only; `make build` then compiles the
     # extension in place (the Makefile's editable install, which keeps the objects between builds).
     ext_modules=[] if os.environ.get("DCGYM_SKIP_EXTENSION") == "1" else [engine],

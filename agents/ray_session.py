@@ -35,15 +35,19 @@ def check_address(address: str) -> None:
         return
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InvalidConfigError("address", address, "HOST:PORT of a running Ray cluster's head (ray start --head "
-                                 "prints it), or auto")
+        raise InvalidConfigError(
+            "address", address, "HOST:PORT of a running Ray cluster's head (ray start --head prints it), or auto"
+        )
     try:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
             pass
     except OSError as exc:
         why = "timed out" if isinstance(exc, TimeoutError) else exc.strerror or type(exc).__name__
-        raise InvalidConfigError("address", address, f"the address of a running Ray cluster; nothing answers "
-                                 f"there ({why} within {CONNECT_TIMEOUT_S:g} s)") from None
+        raise InvalidConfigError(
+            "address",
+            address,
+            f"the address of a running Ray cluster; nothing answers there ({why} within {CONNECT_TIMEOUT_S:g} s)",
+        ) from None
 
 
 def init(num_cpus: int, address: str | None = None, log_level: int = logging.WARNING) -> None:
@@ -55,5 +59,10 @@ def init(num_cpus: int, address: str | None = None, log_level: int = logging.WAR
         check_address(address)
         ray.init(address=address, log_to_driver=False, logging_level=log_level)
     else:
-        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1",
-                 logging_level=log_level)
+        ray.init(
+            num_cpus=num_cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            _node_ip_address="127.0.0.1",
+            logging_level=log_level,
+        )

@@ -22,8 +22,7 @@ from dcgym.cpp_core import RackController, RackSim
 from dcgym.envs.rack.game import RackGame
 from dcgym.envs.scenario import load_scenario
 
-HEURISTICS = {"Po2": {"policy": "po_d", "d": 2}, "JSQ": {"policy": "jsq"},
-              "JBT": {"policy": "jbt", "threshold": 1.0}}
+HEURISTICS = {"Po2": {"policy": "po_d", "d": 2}, "JSQ": {"policy": "jsq"}, "JBT": {"policy": "jbt", "threshold": 1.0}}
 """The heuristics these reproductions compare with, over the scenario's load metric (queue lengths, §7.1)."""
 
 
@@ -38,17 +37,20 @@ def cli(doc: str, seeds: int) -> argparse.Namespace:
     return args
 
 
-def malcolm_config(scenario: str, load: float, seed: int, heartbeat_us: float = 100.0,
-                   overrides: Mapping[str, Any] | None = None) -> dict:
+def malcolm_config(
+    scenario: str, load: float, seed: int, heartbeat_us: float = 100.0, overrides: Mapping[str, Any] | None = None
+) -> dict:
     """The engine config rack_v0 builds for ``scenario``: node entry, table policy, expected-wait loads,
     load information broadcast every heartbeat when the scenario's is fresh."""
-    game = RackGame({"scenario": scenario, "load": load, "heartbeat_us": heartbeat_us,
-                     "overrides": dict(overrides or {})})
+    game = RackGame(
+        {"scenario": scenario, "load": load, "heartbeat_us": heartbeat_us, "overrides": dict(overrides or {})}
+    )
     return dict(game.engine_config, seed=seed)
 
 
-def heuristic_config(scenario: str, load: float, seed: int, policy: Mapping[str, Any],
-                     overrides: Mapping[str, Any] | None = None) -> dict:
+def heuristic_config(
+    scenario: str, load: float, seed: int, policy: Mapping[str, Any], overrides: Mapping[str, Any] | None = None
+) -> dict:
     """The scenario's engine config with every node's load manager running ``policy``."""
     cfg = load_scenario(scenario, dict(overrides or {})).engine_config(load=load, seed=seed)
     cfg["dispatch"] = {**cfg["dispatch"], **policy}
@@ -75,10 +77,17 @@ def run_windows(sim_run, sim: RackSim, windows: Sequence[tuple[float, float]]) -
     return out
 
 
-def malcolm_online(cfg: dict, windows: Sequence[tuple[float, float]], *, heartbeat_us: float = 100.0,
-                   seed: int = 1, samples: bool = False, options: Mapping[str, Any] | None = None,
-                   parameters: Mapping[str, Any] | None = None,
-                   parameters_at: float | None = None) -> dict[str, Any]:
+def malcolm_online(
+    cfg: dict,
+    windows: Sequence[tuple[float, float]],
+    *,
+    heartbeat_us: float = 100.0,
+    seed: int = 1,
+    samples: bool = False,
+    options: Mapping[str, Any] | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    parameters_at: float | None = None,
+) -> dict[str, Any]:
     """Malcolm learning from scratch from t = 0, measured over ``windows`` while it keeps learning.
 
     ``options`` are merged over ``{"learn": True, "heartbeat_us": heartbeat_us}`` and passed to

@@ -39,7 +39,9 @@ def cli(doc: str, tasks: int, seeds: int) -> argparse.Namespace:
     p.add_argument("--tasks", type=int, default=tasks, help=f"arrivals simulated per point (default {tasks:,})")
     p.add_argument("--seeds", type=int, default=seeds, help=f"seeds per point, 1..N (default {seeds})")
     p.add_argument("--out", type=Path, default=Path("docs/reproductions"), help="folder for the PNG and markdown")
-    p.add_argument("--jobs", type=int, default=MAX_JOBS, help=f"worker processes, at most {MAX_JOBS} (default {MAX_JOBS})")
+    p.add_argument(
+        "--jobs", type=int, default=MAX_JOBS, help=f"worker processes, at most {MAX_JOBS} (default {MAX_JOBS})"
+    )
     args = p.parse_args()
     if args.tasks < 1000:
         p.error(f"--tasks must be >= 1000, got {args.tasks}")
@@ -130,7 +132,11 @@ class Stat:
         if not math.isfinite(self.mean):
             return "n/a"
         s = f"{self.mean:,.{digits}f}"
-        return s if self.n == 1 or self.hi - self.lo < 0.5 * 10**-digits else f"{s} ({self.lo:,.{digits}f}-{self.hi:,.{digits}f})"
+        return (
+            s
+            if self.n == 1 or self.hi - self.lo < 0.5 * 10**-digits
+            else f"{s} ({self.lo:,.{digits}f}-{self.hi:,.{digits}f})"
+        )
 
 
 def by_label(points: Sequence[Point], results: Sequence[dict], metric: str = "p99") -> dict[tuple, Stat]:

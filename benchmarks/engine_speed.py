@@ -73,13 +73,31 @@ def rack_config(nodes: list[dict], policy: str, mean_us: float, n_tasks: int, se
 def scenario_configs(scale: float, mm16_policy: str) -> dict[str, tuple[str, dict, int]]:
     n_a, n_bc = max(1000, int(20e6 * scale)), max(1000, int(10e6 * scale))
     return {
-        "a": ("M/M/16 FCFS", rack_config(
-            [{"count": 1, "workers": MM_SERVERS, "speed": 1.0, "queue_capacity": -1}], mm16_policy, 1.0, n_a), n_a),
-        "b": ("Po2, N=1000 x 1", rack_config(
-            [{"count": 1000, "workers": 1, "speed": 1.0, "queue_capacity": -1}], "po_d", 1.0, n_bc), n_bc),
-        "c": ("Malcolm 4x14+10x3, Po2", rack_config(
-            [{"count": 4, "workers": 14, "speed": 1.0, "queue_capacity": 14 * 32},
-             {"count": 10, "workers": 3, "speed": 1.0, "queue_capacity": 3 * 32}], "po_d", 75.0, n_bc), n_bc),
+        "a": (
+            "M/M/16 FCFS",
+            rack_config(
+                [{"count": 1, "workers": MM_SERVERS, "speed": 1.0, "queue_capacity": -1}], mm16_policy, 1.0, n_a
+            ),
+            n_a,
+        ),
+        "b": (
+            "Po2, N=1000 x 1",
+            rack_config([{"count": 1000, "workers": 1, "speed": 1.0, "queue_capacity": -1}], "po_d", 1.0, n_bc),
+            n_bc,
+        ),
+        "c": (
+            "Malcolm 4x14+10x3, Po2",
+            rack_config(
+                [
+                    {"count": 4, "workers": 14, "speed": 1.0, "queue_capacity": 14 * 32},
+                    {"count": 10, "workers": 3, "speed": 1.0, "queue_capacity": 3 * 32},
+                ],
+                "po_d",
+                75.0,
+                n_bc,
+            ),
+            n_bc,
+        ),
         "d": ("Malcolm, tables + stale loads", malcolm_tables_config(n_bc), n_bc),
     }
 
@@ -87,8 +105,15 @@ def scenario_configs(scale: float, mm16_policy: str) -> dict[str, tuple[str, dic
 def malcolm_tables_config(n_tasks: int) -> dict:
     """Malcolm's setting: tasks enter at nodes whose migration and stealing
     tables are active (set by `apply_tables`), loads broadcast every 100 us."""
-    cfg = rack_config([{"count": 4, "workers": 14, "speed": 1.0, "queue_capacity": 14 * 32},
-                       {"count": 10, "workers": 3, "speed": 1.0, "queue_capacity": 3 * 32}], "table", 75.0, n_tasks)
+    cfg = rack_config(
+        [
+            {"count": 4, "workers": 14, "speed": 1.0, "queue_capacity": 14 * 32},
+            {"count": 10, "workers": 3, "speed": 1.0, "queue_capacity": 3 * 32},
+        ],
+        "table",
+        75.0,
+        n_tasks,
+    )
     cfg["entry"] = {"kind": "nodes"}
     cfg["dispatch"] = {"policy": "table", "metric": "expected_wait"}
     cfg["load_info"] = {"model": "periodic", "period_us": 100.0, "local_increment": True}
@@ -150,15 +175,18 @@ class MeanEstimate:
 
 def batch_means(values: list[float], batches: int = BATCHES) -> MeanEstimate:
     m = len(values) // batches
-    means = [statistics.fmean(values[k * m:(k + 1) * m]) for k in range(batches)]
+    means = [statistics.fmean(values[k * m : (k + 1) * m]) for k in range(batches)]
     return MeanEstimate(statistics.fmean(values), statistics.stdev(means) / math.sqrt(batches), len(values))
 
 
 def pool(estimates: list[MeanEstimate]) -> MeanEstimate:
     """Equal-weight pool of independent replications."""
     k = len(estimates)
-    return MeanEstimate(statistics.fmean(e.mean for e in estimates),
-                        math.sqrt(sum(e.se**2 for e in estimates)) / k, sum(e.n for e in estimates))
+    return MeanEstimate(
+        statistics.fmean(e.mean for e in estimates),
+        math.sqrt(sum(e.se**2 for e in estimates)) / k,
+        sum(e.n for e in estimates),
+    )
 
 
 # --------------------------------------------------------------------------- dcgym
@@ -199,8 +227,13 @@ class SpeedResult:
 
     def to_json(self) -> dict:
         d = asdict(self)
-        d.update(best_s=self.best_s, cpu_of_best_s=self.cpu_of_best_s, tasks_per_s=self.tasks_per_s,
-                 tasks_per_cpu_s=self.tasks_per_cpu_s, events_per_s=self.events_per_s)
+        d.update(
+            best_s=self.best_s,
+            cpu_of_best_s=self.cpu_of_best_s,
+            tasks_per_s=self.tasks_per_s,
+            tasks_per_cpu_s=self.tasks_per_cpu_s,
+            events_per_s=self.events_per_s,
+        )
         return d
 
 
@@ -235,9 +268,12 @@ def bench_dcgym(name: str, cfg: dict, n: int, repeats: int) -> SpeedResult:
         times.append(time.perf_counter() - t0)
         cpu.append(time.thread_time() - c0)
         events = sim.results()["events"]
-    extra = {"warmup_run_s": warm_wall, "p99_us": r["latency_us"]["p99"],
-             "dropped_fraction": r["tasks_dropped"] / max(1, r["tasks_arrived"]),
-             "events_per_task": events / n}
+    extra = {
+        "warmup_run_s": warm_wall,
+        "p99_us": r["latency_us"]["p99"],
+        "dropped_fraction": r["tasks_dropped"] / max(1, r["tasks_arrived"]),
+        "events_per_task": events / n,
+    }
     return SpeedResult(name, "dcgym", n, times, cpu, events, est.mean, est.se, extra)
 
 
@@ -287,8 +323,13 @@ def simpy_run(n: int, seed: int) -> tuple[float, float, list[float]]:
     return time.perf_counter() - t0, time.thread_time() - c0, out
 
 
-def bench_baseline(simulator: str, run: Callable[[int, int], tuple[float, float, list[float]]],
-                   target_s: float, repeats: int, fixed_n: int | None) -> SpeedResult:
+def bench_baseline(
+    simulator: str,
+    run: Callable[[int, int], tuple[float, float, list[float]]],
+    target_s: float,
+    repeats: int,
+    fixed_n: int | None,
+) -> SpeedResult:
     if fixed_n is None:  # pilot run: warm-up and calibration (on CPU time: steadier on a busy machine)
         pilot_n = 50_000
         _, pilot_cpu_s, _ = run(pilot_n, 99)
@@ -302,7 +343,7 @@ def bench_baseline(simulator: str, run: Callable[[int, int], tuple[float, float,
         wall, cpu_s, resp = run(n, rep + 1)  # independent seeds, pooled for the mean
         times.append(wall)
         cpu.append(cpu_s)
-        estimates.append(batch_means(resp[len(resp) // 20:]))  # drop the first 5% (start-empty bias)
+        estimates.append(batch_means(resp[len(resp) // 20 :]))  # drop the first 5% (start-empty bias)
     est = pool(estimates)
     return SpeedResult("M/M/16 FCFS", simulator, n, times, cpu, None, est.mean, est.se)
 
@@ -327,9 +368,12 @@ def measure_memory(cfg: dict) -> dict:
     Runs first, in this process, before Ciw or SimPy allocate anything, so the
     peak is the interpreter (numpy, rich, the engine) plus the simulator.
     """
+
     def point() -> dict:
-        return {"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
-                "rss_mib": _proc_status_mib("VmRSS")}
+        return {
+            "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB on Linux
+            "rss_mib": _proc_status_mib("VmRSS"),
+        }
 
     out = {"before_build": point()}
     sim = RackSim(cfg)
@@ -362,10 +406,17 @@ def machine_info() -> dict:
             versions[mod] = None
     root = Path(__file__).resolve().parent.parent
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "cpp_core"],
-                                    capture_output=True, text=True, check=True).stdout.strip())
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "-C", str(root), "status", "--porcelain", "--", "cpp_core"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.strip()
+        )
         commit += " (cpp_core modified)" if dirty else ""
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
@@ -374,8 +425,10 @@ def machine_info() -> dict:
     import dcgym.cpp_core._engine as engine
 
     so = Path(engine.__file__)
-    engine_info = (f"{so.name} built {time.strftime('%Y-%m-%d %H:%M', time.localtime(so.stat().st_mtime))}, "
-                   f"sha256 {hashlib.sha256(so.read_bytes()).hexdigest()[:12]}")
+    engine_info = (
+        f"{so.name} built {time.strftime('%Y-%m-%d %H:%M', time.localtime(so.stat().st_mtime))}, "
+        f"sha256 {hashlib.sha256(so.read_bytes()).hexdigest()[:12]}"
+    )
     return {
         "cpu": cpu,
         "logical_cores": os.cpu_count(),
@@ -399,19 +452,31 @@ def fmt_rate(x: float | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--tasks", type=float, default=1.0,
-                    help="scale of the dcgym task counts (1.0 = 20 M for (a), 10 M for (b) and (c))")
-    ap.add_argument("--quick", action="store_true",
-                    help="short run: --tasks 0.05 and 2 s baselines (the memory check keeps its size)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--tasks",
+        type=float,
+        default=1.0,
+        help="scale of the dcgym task counts (1.0 = 20 M for (a), 10 M for (b) and (c))",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="short run: --tasks 0.05 and 2 s baselines (the memory check keeps its size)",
+    )
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats after the warm-up run (best is kept)")
     ap.add_argument("--baseline-seconds", type=float, default=15.0, help="target wall time of one Ciw/SimPy run")
     ap.add_argument("--ciw-tasks", type=int, help="fixed Ciw task count (default: calibrated)")
     ap.add_argument("--simpy-tasks", type=int, help="fixed SimPy task count (default: calibrated)")
     ap.add_argument("--no-baselines", action="store_true", help="skip Ciw and SimPy")
-    ap.add_argument("--mm16-policy", default="random", choices=["random", "round_robin", "po_d", "jsq"],
-                    help="dispatch policy of (a); with one node every policy sends to it")
+    ap.add_argument(
+        "--mm16-policy",
+        default="random",
+        choices=["random", "round_robin", "po_d", "jsq"],
+        help="dispatch policy of (a); with one node every policy sends to it",
+    )
     ap.add_argument("--json", type=Path, help="also save the numbers here")
     args = ap.parse_args(argv)
     if args.quick:
@@ -420,11 +485,15 @@ def main(argv: list[str] | None = None) -> int:
 
     info = machine_info()
     console.rule("[bold]dcgym engine speed")
-    console.print(f"CPU: {info['cpu']}  |  cores: {info['logical_cores']} (usable {info['usable_cores']})  |  "
-                  f"Python {info['python']}  |  {info['platform']}")
+    console.print(
+        f"CPU: {info['cpu']}  |  cores: {info['logical_cores']} (usable {info['usable_cores']})  |  "
+        f"Python {info['python']}  |  {info['platform']}"
+    )
     console.print(f"dcgym git {info['git']}  |  engine {info['engine']}")
-    console.print(f"ciw {info['ciw']}  |  simpy {info['simpy']}  |  "
-                  f"load average at start {', '.join(f'{x:.2f}' for x in info['loadavg_at_start'])}")
+    console.print(
+        f"ciw {info['ciw']}  |  simpy {info['simpy']}  |  "
+        f"load average at start {', '.join(f'{x:.2f}' for x in info['loadavg_at_start'])}"
+    )
 
     configs = scenario_configs(args.tasks, args.mm16_policy)
     with console.status("memory: peak RSS around 1e6, then 2e7 more, tasks of (a)"):
@@ -447,26 +516,50 @@ def main(argv: list[str] | None = None) -> int:
     # ---- speed table
     exact = mmc_mean_response(MM_SERVERS, RHO)
     mean_field = po2_mean_field_response(RHO)
-    table = Table(title="Simulated tasks per wall-clock second at rho = 0.9 (one core, best of "
-                        f"{args.repeats} after a warm-up run)")
-    for col, just in (("scenario", "left"), ("simulator", "left"), ("tasks", "right"), ("best wall s", "right"),
-                      ("its CPU s", "right"), ("tasks/s", "right"), ("tasks/CPU-s", "right"), ("events/s", "right"),
-                      ("mean resp. (us)", "right"), ("reference", "left")):
+    table = Table(
+        title="Simulated tasks per wall-clock second at rho = 0.9 (one core, best of "
+        f"{args.repeats} after a warm-up run)"
+    )
+    for col, just in (
+        ("scenario", "left"),
+        ("simulator", "left"),
+        ("tasks", "right"),
+        ("best wall s", "right"),
+        ("its CPU s", "right"),
+        ("tasks/s", "right"),
+        ("tasks/CPU-s", "right"),
+        ("events/s", "right"),
+        ("mean resp. (us)", "right"),
+        ("reference", "left"),
+    ):
         table.add_column(col, justify=just)  # type: ignore[arg-type]
-    refs = {"a": f"Erlang C {exact:.4f}", "b": f"mean field N=inf {mean_field:.4f}",
-            "c": f"{results['c'].extra['dropped_fraction']:.2%} dropped (full queues)",
-            "d": f"{results['d'].extra['dropped_fraction']:.2%} dropped"}
+    refs = {
+        "a": f"Erlang C {exact:.4f}",
+        "b": f"mean field N=inf {mean_field:.4f}",
+        "c": f"{results['c'].extra['dropped_fraction']:.2%} dropped (full queues)",
+        "d": f"{results['d'].extra['dropped_fraction']:.2%} dropped",
+    }
     for key, r in results.items():
         label = f"({key}) {r.name}" if key in configs else f"(a) {r.name}"
-        table.add_row(label, r.simulator, f"{r.tasks:,}", f"{r.best_s:.3f}", f"{r.cpu_of_best_s:.3f}", fmt_rate(r.tasks_per_s),
-                      fmt_rate(r.tasks_per_cpu_s),
-                      fmt_rate(r.events_per_s), f"{r.mean_response_us:.4f} ± {r.mean_response_se:.4f}",
-                      refs.get(key, f"Erlang C {exact:.4f}"))
+        table.add_row(
+            label,
+            r.simulator,
+            f"{r.tasks:,}",
+            f"{r.best_s:.3f}",
+            f"{r.cpu_of_best_s:.3f}",
+            fmt_rate(r.tasks_per_s),
+            fmt_rate(r.tasks_per_cpu_s),
+            fmt_rate(r.events_per_s),
+            f"{r.mean_response_us:.4f} ± {r.mean_response_se:.4f}",
+            refs.get(key, f"Erlang C {exact:.4f}"),
+        )
     console.print(table)
     stolen = [k for k, r in results.items() if r.best_s > 1.1 * r.cpu_of_best_s]
     if stolen:
-        console.print(f"[yellow]warning: wall time exceeds the thread's CPU time by > 10% for {', '.join(stolen)}: "
-                      "other processes shared the core; rerun on a quiet machine for clean numbers")
+        console.print(
+            f"[yellow]warning: wall time exceeds the thread's CPU time by > 10% for {', '.join(stolen)}: "
+            "other processes shared the core; rerun on a quiet machine for clean numbers"
+        )
 
     # ---- ratios and agreement
     a = results["a"]
@@ -487,10 +580,21 @@ def main(argv: list[str] | None = None) -> int:
             ratios[f"dcgym/{key}"] = a.tasks_per_s / r.tasks_per_s
             ratios[f"dcgym/{key} (CPU time)"] = a.tasks_per_cpu_s / r.tasks_per_cpu_s
         ok = abs(z_exact) < 3 and (z_dcgym is None or abs(z_dcgym) < 3)
-        checks[r.simulator] = {"mean": r.mean_response_us, "se": r.mean_response_se, "z_vs_exact": z_exact,
-                               "z_vs_dcgym": z_dcgym, "agrees": ok}
-        agree.add_row(r.simulator, f"{r.mean_response_us:.5f}", f"{r.mean_response_se:.5f}", f"{z_exact:+.2f}",
-                      "-" if z_dcgym is None else f"{z_dcgym:+.2f}", "[green]yes" if ok else "[red]NO")
+        checks[r.simulator] = {
+            "mean": r.mean_response_us,
+            "se": r.mean_response_se,
+            "z_vs_exact": z_exact,
+            "z_vs_dcgym": z_dcgym,
+            "agrees": ok,
+        }
+        agree.add_row(
+            r.simulator,
+            f"{r.mean_response_us:.5f}",
+            f"{r.mean_response_se:.5f}",
+            f"{z_exact:+.2f}",
+            "-" if z_dcgym is None else f"{z_dcgym:+.2f}",
+            "[green]yes" if ok else "[red]NO",
+        )
     console.print(agree)
     for k, v in ratios.items():
         console.print(f"speed ratio {k}, M/M/16: [bold]{v:,.0f}x")
@@ -511,20 +615,33 @@ def main(argv: list[str] | None = None) -> int:
     targets = {}
     for key, goal in TARGETS.items():
         got, got_cpu = results[key].tasks_per_s, results[key].tasks_per_cpu_s
-        targets[key] = {"target_tasks_per_s": goal, "tasks_per_s": got, "met": got >= goal,
-                        "tasks_per_cpu_s": got_cpu, "met_by_cpu_time": got_cpu >= goal}
+        targets[key] = {
+            "target_tasks_per_s": goal,
+            "tasks_per_s": got,
+            "met": got >= goal,
+            "tasks_per_cpu_s": got_cpu,
+            "met_by_cpu_time": got_cpu >= goal,
+        }
         colour = "green" if got >= goal else "red"
-        console.print(f"target ({key}) {results[key].name}: >= {goal / 1e6:.0f} M tasks/s -> "
-                      f"[{colour}]{fmt_rate(got)}tasks/s, {'met' if got >= goal else 'NOT met'} "
-                      f"({got / goal:.0%} of target)[/]; by CPU time {fmt_rate(got_cpu)}tasks/s "
-                      f"({got_cpu / goal:.0%})")
+        console.print(
+            f"target ({key}) {results[key].name}: >= {goal / 1e6:.0f} M tasks/s -> "
+            f"[{colour}]{fmt_rate(got)}tasks/s, {'met' if got >= goal else 'NOT met'} "
+            f"({got / goal:.0%} of target)[/]; by CPU time {fmt_rate(got_cpu)}tasks/s "
+            f"({got_cpu / goal:.0%})"
+        )
 
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"machine": info, "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                   "results": {k: r.to_json() for k, r in results.items()}, "ratios": ratios,
-                   "mean_response_check": checks, "po2_mean_field_response": mean_field,
-                   "memory": memory, "targets": targets}
+        payload = {
+            "machine": info,
+            "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+            "results": {k: r.to_json() for k, r in results.items()},
+            "ratios": ratios,
+            "mean_response_check": checks,
+            "po2_mean_field_response": mean_field,
+            "memory": memory,
+            "targets": targets,
+        }
         args.json.write_text(json.dumps(payload, indent=2))
         console.print(f"saved {args.json}")
     return 0

@@ -83,8 +83,9 @@ def _timed_step_rack_game(*args):
     return out
 
 
-def measure(name: str, steps: int, prepare: Callable[[], tuple[Callable[[], None], Callable[[], int]]],
-            repeats: int) -> Run:
+def measure(
+    name: str, steps: int, prepare: Callable[[], tuple[Callable[[], None], Callable[[], int]]], repeats: int
+) -> Run:
     """Best CPU time of ``loop`` over ``repeats`` fresh preparations; building and counting are not timed."""
     best = None
     for _ in range(repeats):
@@ -140,8 +141,9 @@ def main() -> None:
         return loop, lambda: sims[0].results()["tasks_arrived"]
 
     def pettingzoo():
-        env = rack_v0.parallel_env(scenario=SCENARIO, load=LOAD, heartbeat_us=HEARTBEAT, max_steps=steps,
-                                   action_type="probabilities")
+        env = rack_v0.parallel_env(
+            scenario=SCENARIO, load=LOAD, heartbeat_us=HEARTBEAT, max_steps=steps, action_type="probabilities"
+        )
         env.reset(seed=SEED)
         actions = {f"node_{i}": action[i].astype(np.float32) for i in range(n)}
 
@@ -153,8 +155,9 @@ def main() -> None:
 
     def vector(b: int, per_copy: int):
         def prepare():
-            venv = RackVectorEnv(b, scenario=SCENARIO, load=LOAD, heartbeat_us=HEARTBEAT, max_steps=10**9,
-                                 action_type="probabilities")
+            venv = RackVectorEnv(
+                b, scenario=SCENARIO, load=LOAD, heartbeat_us=HEARTBEAT, max_steps=10**9, action_type="probabilities"
+            )
             venv.reset(seed=SEED)
             batch_actions = np.broadcast_to(action.astype(np.float32), (b, n, 2 * n)).copy()
 
@@ -181,29 +184,38 @@ def main() -> None:
         rack_game.step_rack_game = step_rack_game
 
     print(f"{SCENARIO} at load {LOAD}, N = {n} agents, heartbeat {HEARTBEAT:g} us, {steps} steps per simulation")
-    print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, {cpu_model()}, "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, {cpu_model()}, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+    )
     print(f"{'variant':<14}{'us/step':>10}{'wall us/step':>14}{'Mtasks/s':>10}{'vs bare':>9}")
     for r in runs:
-        print(f"{r.name:<14}{r.us_per_step:10.1f}{r.wall_s / r.steps * 1e6:14.1f}{r.tasks_per_s / 1e6:10.3f}"
-              f"{r.tasks_per_s / base.tasks_per_s:9.2f}")
+        print(
+            f"{r.name:<14}{r.us_per_step:10.1f}{r.wall_s / r.steps * 1e6:14.1f}{r.tasks_per_s / 1e6:10.3f}"
+            f"{r.tasks_per_s / base.tasks_per_s:9.2f}"
+        )
     pz, b1 = runs[2], runs[1]
     over = pz.us_per_step - base.us_per_step
-    print(f"rack_v0 step costs {pz.us_per_step / base.us_per_step:.2f}x the bare engine's: +{over:.1f} us per step, "
-          f"+{over / n:.2f} us per agent; of which engine-side step work (batch B=1 over bare) "
-          f"+{b1.us_per_step - base.us_per_step:.1f} us, Python +{pz.us_per_step - b1.us_per_step:.1f} us")
+    print(
+        f"rack_v0 step costs {pz.us_per_step / base.us_per_step:.2f}x the bare engine's: +{over:.1f} us per step, "
+        f"+{over / n:.2f} us per agent; of which engine-side step work (batch B=1 over bare) "
+        f"+{b1.us_per_step - base.us_per_step:.1f} us, Python +{pz.us_per_step - b1.us_per_step:.1f} us"
+    )
     for b, vec, ref in pairs:
         engine_us = vec.engine_s / vec.steps * 1e6
-        print(f"vector B={b}: simulated tasks/s = {vec.tasks_per_s / base.tasks_per_s:.0%} of the bare engine's "
-              f"(target >= 80%), {vec.tasks_per_s / ref.tasks_per_s:.0%} of bare x{b}'s; per simulation step "
-              f"{engine_us:.1f} us in step_rack_game + {vec.us_per_step - engine_us:.1f} us in Python "
-              f"(bare x{b}: {ref.us_per_step:.1f} us)")
+        print(
+            f"vector B={b}: simulated tasks/s = {vec.tasks_per_s / base.tasks_per_s:.0%} of the bare engine's "
+            f"(target >= 80%), {vec.tasks_per_s / ref.tasks_per_s:.0%} of bare x{b}'s; per simulation step "
+            f"{engine_us:.1f} us in step_rack_game + {vec.us_per_step - engine_us:.1f} us in Python "
+            f"(bare x{b}: {ref.us_per_step:.1f} us)"
+        )
     if pz.tasks != base.tasks:
         print(f"warning: rack_v0 simulated {pz.tasks} tasks, bare {base.tasks}: not the same work", file=sys.stderr)
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump([r.__dict__ | {"us_per_step": r.us_per_step, "tasks_per_s": r.tasks_per_s} for r in runs], f,
-                      indent=2)
+            json.dump(
+                [r.__dict__ | {"us_per_step": r.us_per_step, "tasks_per_s": r.tasks_per_s} for r in runs], f, indent=2
+            )
 
 
 def cpu_model() -> str:

@@ -17,6 +17,7 @@ import argparse
 import statistics
 
 import _online as ol
+
 cases = [("malcolm_hetero_paper_exp", 0.94), ("malcolm_hetero_paper_hyperexp1", 0.85)]
 variants = {
     "paper (defaults)": {},
@@ -46,5 +47,8 @@ for scen, load in cases:
             ctl.run(2000)
             p99s.append(sim.step_latency(reset=True)["p99"])
             drops.append(sim.results()["tasks_dropped"] - d0)
-        print(f"| {scen} | {load} | {name} | {statistics.median(p99s):,.0f} | "
-              f"{' / '.join(f'{v:,.0f}' for v in p99s)} | {' / '.join(str(d) for d in drops)} |", flush=True)
+        print(
+            f"| {scen} | {load} | {name} | {statistics.median(p99s):,.0f} | "
+            f"{' / '.join(f'{v:,.0f}' for v in p99s)} | {' / '.join(str(d) for d in drops)} |",
+            flush=True,
+        )

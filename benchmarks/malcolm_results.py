@@ -55,9 +55,16 @@ def online_rows(scenario: str, loads: list[float], seed: int) -> list[dict]:
         cfg = ol.malcolm_config(scenario, load, seed)
         out = ol.malcolm_online(cfg, [(ONLINE_LEARN_US, ONLINE_LEARN_US + ONLINE_MEASURE_US)], seed=seed)
         window = out["windows"][0]
-        rows.append({"policy": "malcolm (online, C++)", "load": load, "latency_us": {"p99": window["p99"]},
-                     "tasks_completed": window["count"], "tasks_dropped": window["dropped"],
-                     "throughput_ktps": window["count"] / ONLINE_MEASURE_US * 1e3})
+        rows.append(
+            {
+                "policy": "malcolm (online, C++)",
+                "load": load,
+                "latency_us": {"p99": window["p99"]},
+                "tasks_completed": window["count"],
+                "tasks_dropped": window["dropped"],
+                "throughput_ktps": window["count"] / ONLINE_MEASURE_US * 1e3,
+            }
+        )
     return rows
 
 
@@ -74,19 +81,29 @@ def tables(run: Path, online: bool = False) -> str:
     lowest = min(r["load"] for r in rows)
     floor = min(r["latency_us"]["p99"] for r in rows if r["load"] == lowest)
     slo = max(SLO_SERVICE_TIMES * mean_us, 2.0 * floor)
-    slo_text = (f"p99 <= {slo:,.0f} us (10 x the mean service time {mean_us:g} us)" if slo == SLO_SERVICE_TIMES * mean_us
-                else f"p99 <= {slo:,.0f} us (twice the best p99 at load {lowest:g}, more than 10 x the mean service "
-                     f"time, {SLO_SERVICE_TIMES * mean_us:,.0f} us, for this heavy-tailed service)")
+    slo_text = (
+        f"p99 <= {slo:,.0f} us (10 x the mean service time {mean_us:g} us)"
+        if slo == SLO_SERVICE_TIMES * mean_us
+        else f"p99 <= {slo:,.0f} us (twice the best p99 at load {lowest:g}, more than 10 x the mean service "
+        f"time, {SLO_SERVICE_TIMES * mean_us:,.0f} us, for this heavy-tailed service)"
+    )
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     loads = sorted({r["load"] for r in rows})
     at = {(r["policy"], r["load"]): r for r in rows}
-    out = [f"### {doc['scenario']}", "", f"{scenario.description}", "",
-           f"Run `{run.name}` ({status['iteration']} iterations, {train_s / 60:.1f} min "
-           f"of training wall time; command `{status['commands'][0]}`); evaluation: {doc['tasks']:,} tasks per run, seed {doc['seed']}. "
-           f"SLO: {slo_text}, drops <= 0.1%.", "",
-           "p99 latency (us) per load; `(d x%)`: x% of the tasks dropped at full queues:", "",
-           "| policy | " + " | ".join(f"{load:g}" for load in loads) + " |",
-           "|---" * (len(loads) + 1) + "|"]
+    out = [
+        f"### {doc['scenario']}",
+        "",
+        f"{scenario.description}",
+        "",
+        f"Run `{run.name}` ({status['iteration']} iterations, {train_s / 60:.1f} min "
+        f"of training wall time; command `{status['commands'][0]}`); evaluation: {doc['tasks']:,} tasks per run, seed {doc['seed']}. "
+        f"SLO: {slo_text}, drops <= 0.1%.",
+        "",
+        "p99 latency (us) per load; `(d x%)`: x% of the tasks dropped at full queues:",
+        "",
+        "| policy | " + " | ".join(f"{load:g}" for load in loads) + " |",
+        "|---" * (len(loads) + 1) + "|",
+    ]
     for p in policies:
         cells = []
         for load in loads:
@@ -99,8 +116,13 @@ def tables(run: Path, online: bool = False) -> str:
                 cell += f" (d {100 * dropped_fraction(r):.1f}%)"
             cells.append(f"**{cell}**" if meets_slo(r, slo) else cell)
         out.append(f"| {p} | " + " | ".join(cells) + " |")
-    out += ["", "Highest grid load within the SLO (at it and every lower grid load):", "",
-            "| policy | highest load | throughput there (KTPS) |", "|---|---|---|"]
+    out += [
+        "",
+        "Highest grid load within the SLO (at it and every lower grid load):",
+        "",
+        "| policy | highest load | throughput there (KTPS) |",
+        "|---|---|---|",
+    ]
     for p in policies:
         best = None
         for load in loads:

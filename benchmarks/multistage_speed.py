@@ -211,10 +211,14 @@ def main() -> None:
     fps, eps, fct = bench_engine(cfg, engine_flows, args.repeats)
     sfps, sfct = simpy_model(cfg, simpy_flows)
     print(f"lb_large, SED on 6 LBs, load {LOAD} (2000 flows/s), observations on")
-    print(f"  dcgym engine: {fps / 1e6:7.3f} M flows/s  {eps / 1e6:7.2f} M events/s  mean FCT {fct / 1e3:.2f} ms"
-          f"  ({engine_flows:,} flows)")
-    print(f"  SimPy model:  {sfps / 1e6:7.4f} M flows/s                     mean FCT {sfct / 1e3:.2f} ms"
-          f"  ({simpy_flows:,} flows)")
+    print(
+        f"  dcgym engine: {fps / 1e6:7.3f} M flows/s  {eps / 1e6:7.2f} M events/s  mean FCT {fct / 1e3:.2f} ms"
+        f"  ({engine_flows:,} flows)"
+    )
+    print(
+        f"  SimPy model:  {sfps / 1e6:7.4f} M flows/s                     mean FCT {sfct / 1e3:.2f} ms"
+        f"  ({simpy_flows:,} flows)"
+    )
     print(f"  ratio: {fps / sfps:,.0f}x")
 
 

@@ -59,10 +59,12 @@ def torch_probability_update_us(n: int, repeats: int) -> float:
     w_m, w_s = torch.rand(n, f) - 0.5, torch.rand(n, f) - 0.5
     x = torch.rand(1, n) * 3.0
     with torch.no_grad():
+
         def call():
             phi = features("sort", x)
             z_m, z_s = phi @ w_m.T, phi @ w_s.T
             return torch.softmax(z_m, -1), torch.softmax(z_s, -1)
+
         return _best_us(call, repeats)
 
 
@@ -71,8 +73,10 @@ def torch_parameter_update_us(n: int, repeats: int) -> float:
     f_c, f_a = n * (n + 7) // 2 + 1, 2 * n + 1
     theta = torch.nn.Parameter(torch.rand(f_c) - 0.5)
     w_m, w_s = torch.nn.Parameter(torch.rand(n, f_a) - 0.5), torch.nn.Parameter(torch.rand(n, f_a) - 0.5)
-    opts = [torch.optim.AdamW([p], lr=lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=1e-4)
-            for p, lr in ((theta, 2e-3), (w_m, 1e-3), (w_s, 1e-3))]
+    opts = [
+        torch.optim.AdamW([p], lr=lr, betas=(0.9, 0.999), eps=1e-6, weight_decay=1e-4)
+        for p, lr in ((theta, 2e-3), (w_m, 1e-3), (w_s, 1e-3))
+    ]
     states = torch.rand(D + 1, n) * 0.3
     x, x_next = states[:-1], states[1:]
     reward = -torch.rand(D)
@@ -158,12 +162,16 @@ def main() -> None:
     torch.set_num_threads(1)
     reps = 200 if args.quick else 4000
     torch_reps = 20 if args.quick else 300
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"{_cpu_model()}; torch {torch.__version__}, 1 thread")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"{_cpu_model()}; torch {torch.__version__}, 1 thread"
+    )
     print("\nus per call, one node (C++ best of 25 trials; ratio = PyTorch / C++)")
-    header = (f"{'N':>3} | {'prob C++':>8} {'floor':>6} {'target':>6} {'Table1':>6} {'torch':>7} {'ratio':>6} | "
-              f"{'param full':>10} {'as run':>7} {'/ D':>6} {'target':>6} {'Table1':>6} {'torch':>7} {'ratio':>6} |"
-              f" {'code as run':>11}")
+    header = (
+        f"{'N':>3} | {'prob C++':>8} {'floor':>6} {'target':>6} {'Table1':>6} {'torch':>7} {'ratio':>6} | "
+        f"{'param full':>10} {'as run':>7} {'/ D':>6} {'target':>6} {'Table1':>6} {'torch':>7} {'ratio':>6} |"
+        f" {'code as run':>11}"
+    )
     print(header)
     print("-" * len(header))
     for n in (16, 32, 64):
@@ -173,12 +181,16 @@ def main() -> None:
         full, cached = paper["parameter_update_ns"] / 1e3, paper["parameter_update_cached_ns"] / 1e3
         t_prob, t_param = torch_probability_update_us(n, torch_reps * 10), torch_parameter_update_us(n, torch_reps)
         floor = paper["weights_read_ns"] / 1e3
-        print(f"{n:>3} | {prob:8.3f} {floor:6.3f} {TARGETS[n][0]:6.2f} {TABLE1[n][0]:6.1f} {t_prob:7.1f} {t_prob / prob:6.0f} | "
-              f"{full:10.2f} {cached:7.2f} {cached / D:6.2f} {TARGETS[n][1]:6.2f} {TABLE1[n][1]:6.1f} "
-              f"{t_param:7.0f} {t_param / full:6.0f} | {code['parameter_update_cached_ns'] / 1e3:11.2f}")
+        print(
+            f"{n:>3} | {prob:8.3f} {floor:6.3f} {TARGETS[n][0]:6.2f} {TABLE1[n][0]:6.1f} {t_prob:7.1f} {t_prob / prob:6.0f} | "
+            f"{full:10.2f} {cached:7.2f} {cached / D:6.2f} {TARGETS[n][1]:6.2f} {TABLE1[n][1]:6.1f} "
+            f"{t_param:7.0f} {t_param / full:6.0f} | {code['parameter_update_cached_ns'] / 1e3:11.2f}"
+        )
     heartbeats = 500 if args.quick else 5000
-    print(f"\nin-engine evaluation: malcolm_hetero_paper_exp (14 nodes), load 0.9, {heartbeats} heartbeats of "
-          "100 us, tasks per CPU second (best of 3)")
+    print(
+        f"\nin-engine evaluation: malcolm_hetero_paper_exp (14 nodes), load 0.9, {heartbeats} heartbeats of "
+        "100 us, tasks per CPU second (best of 3)"
+    )
     rates = in_engine_overhead(heartbeats, 1 if args.quick else 3)
     base = rates["RackSim, uniform tables"]
     for name, rate in rates.items():

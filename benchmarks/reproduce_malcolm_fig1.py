@@ -74,7 +74,9 @@ def main() -> None:
         ax.set(title=w, xlabel="load (fraction of rack capacity)", ylabel="p99 latency (us)", yscale="log")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"Malcolm Fig. 1: Po-d vs cFCFS, 2 x 16 + 14 x 2 cores (dashed: {SLO_FACTOR:g} x cFCFS p99 at load {LOADS[0]})")
+    fig.suptitle(
+        f"Malcolm Fig. 1: Po-d vs cFCFS, 2 x 16 + 14 x 2 cores (dashed: {SLO_FACTOR:g} x cFCFS p99 at load {LOADS[0]})"
+    )
 
     elapsed = time.perf_counter() - start
     table_rows = []
@@ -115,7 +117,7 @@ probability p, so stability needs load x {CORES} x p < {SLOW * 2} slow cores.
 
 ## Verdict
 
-- **Agrees.** Po2 holds p99 up to load {po2['Exp(20)']} for Exp(20) and {po2['HyperExp(95:20, 5:400)']} for
+- **Agrees.** Po2 holds p99 up to load {po2["Exp(20)"]} for Exp(20) and {po2["HyperExp(95:20, 5:400)"]} for
   HyperExp and fails at the next load of the grid: the paper's "fails ... at loads as low as 65%". Its stability
   bound is 0.61 (with replacement) / 0.62 (without): past it the 14 slow servers receive more than their 28
   cores can serve whatever the fast servers do, so the p99 shown there is not a steady state (it grows with

@@ -49,11 +49,23 @@ def main() -> None:
     for panel, (load, inc) in PANELS.items():
         for name, pol in POLICIES.items():
             for period in [*PERIODS, "fresh"]:
-                li = {"model": "fresh"} if period == "fresh" else {
-                    "model": "periodic", "period_us": period, "delay_us": BROADCAST_DELAY_US, "local_increment": inc}
-                points += [rp.Point((panel, name, period), rp.config(SCENARIO, load, s, pol, load_info=li, **DECENTRALIZED))
-                           for s in seeds]
-        points += [rp.Point((panel, "RAND", None), rp.config(SCENARIO, load, s, "random", **DECENTRALIZED)) for s in seeds]
+                li = (
+                    {"model": "fresh"}
+                    if period == "fresh"
+                    else {
+                        "model": "periodic",
+                        "period_us": period,
+                        "delay_us": BROADCAST_DELAY_US,
+                        "local_increment": inc,
+                    }
+                )
+                points += [
+                    rp.Point((panel, name, period), rp.config(SCENARIO, load, s, pol, load_info=li, **DECENTRALIZED))
+                    for s in seeds
+                ]
+        points += [
+            rp.Point((panel, "RAND", None), rp.config(SCENARIO, load, s, "random", **DECENTRALIZED)) for s in seeds
+        ]
     results = rp.run_points(points, args.tasks, args.jobs)
     p99 = rp.by_label(points, results)
     migrated = rp.by_label(points, results, lambda r: r["migrations"] / r["arrived"])
@@ -64,19 +76,38 @@ def main() -> None:
     for ax, panel in zip(axes, PANELS, strict=True):
         for k, name in enumerate(POLICIES):
             st = [p99[(panel, name, x)] for x in PERIODS]
-            ax.errorbar(PERIODS, [s.mean for s in st], yerr=[[s.mean - s.lo for s in st], [s.hi - s.mean for s in st]],
-                        marker="o", ms=3, capsize=2, color=f"C{k}", label=name)
-            rows.append([panel, name, p99[(panel, name, "fresh")].fmt()] + [p99[(panel, name, x)].fmt() for x in PERIODS]
-                        + [f"{migrated[(panel, name, 100)].mean:.2f} / {migrated[(panel, name, 1000)].mean:.2f}",
-                           f"{max(dropped[(panel, name, x)].mean for x in PERIODS):.2f}"])
+            ax.errorbar(
+                PERIODS,
+                [s.mean for s in st],
+                yerr=[[s.mean - s.lo for s in st], [s.hi - s.mean for s in st]],
+                marker="o",
+                ms=3,
+                capsize=2,
+                color=f"C{k}",
+                label=name,
+            )
+            rows.append(
+                [panel, name, p99[(panel, name, "fresh")].fmt()]
+                + [p99[(panel, name, x)].fmt() for x in PERIODS]
+                + [
+                    f"{migrated[(panel, name, 100)].mean:.2f} / {migrated[(panel, name, 1000)].mean:.2f}",
+                    f"{max(dropped[(panel, name, x)].mean for x in PERIODS):.2f}",
+                ]
+            )
         rand = p99[(panel, "RAND", None)]
         ax.axhline(rand.mean, color="grey", ls="--", lw=1, label="RAND")
-        rows.append([panel, "RAND", rand.fmt()] + [rand.fmt()] * len(PERIODS) + ["0", f"{dropped[(panel, 'RAND', None)].mean:.2f}"])
+        rows.append(
+            [panel, "RAND", rand.fmt()]
+            + [rand.fmt()] * len(PERIODS)
+            + ["0", f"{dropped[(panel, 'RAND', None)].mean:.2f}"]
+        )
         ax.set(title=panel, xlabel="load-propagation period (us)", ylabel="p99 latency (us)", xscale="log")
         ax.set_xticks(PERIODS, [str(x) for x in PERIODS])
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"Malcolm Fig. 10 baselines: 10 x 10 workers, Exp(75), decentralized, queue-length loads ({args.seeds} seeds, range as bars)")
+    fig.suptitle(
+        f"Malcolm Fig. 10 baselines: 10 x 10 workers, Exp(75), decentralized, queue-length loads ({args.seeds} seeds, range as bars)"
+    )
     elapsed = time.perf_counter() - start
 
     def cell(panel: str, name: str, x) -> float:
@@ -99,23 +130,23 @@ and left out of the latency statistics; the last column is the largest dropped f
 
 ## Verdict
 
-- **Agrees for Po2.** At the paper's 80% load Po2's p99 rises from {cell(paper, 'Po2', 100):.0f} us (100 us
-  period) to {cell(paper, 'Po2', 1000):.0f} us (1 ms), ending {'above' if cell(paper, 'Po2', 1000) > cell(paper, 'RAND', None) else 'near'}
-  RAND ({cell(paper, 'RAND', None):.0f} us); at 90% load the rise is {cell('90% load', 'Po2', 100):.0f} ->
-  {cell('90% load', 'Po2', 1000):.0f} us. Po2 migrates almost every task (it samples two nodes out of ten,
+- **Agrees for Po2.** At the paper's 80% load Po2's p99 rises from {cell(paper, "Po2", 100):.0f} us (100 us
+  period) to {cell(paper, "Po2", 1000):.0f} us (1 ms), ending {"above" if cell(paper, "Po2", 1000) > cell(paper, "RAND", None) else "near"}
+  RAND ({cell(paper, "RAND", None):.0f} us); at 90% load the rise is {cell("90% load", "Po2", 100):.0f} ->
+  {cell("90% load", "Po2", 1000):.0f} us. Po2 migrates almost every task (it samples two nodes out of ten,
   usually not itself), so stale loads steer nearly all traffic.
 - **Differs for JSQ and JBT.** With the paper's "L + 1" update they stay flat
-  ({cell(paper, 'JSQ', 100):.0f} -> {cell(paper, 'JSQ', 1000):.0f} us and {cell(paper, 'JBT', 100):.0f} ->
-  {cell(paper, 'JBT', 1000):.0f} us at 80%; {cell('90% load', 'JSQ', 100):.0f} -> {cell('90% load', 'JSQ', 1000):.0f} us for
+  ({cell(paper, "JSQ", 100):.0f} -> {cell(paper, "JSQ", 1000):.0f} us and {cell(paper, "JBT", 100):.0f} ->
+  {cell(paper, "JBT", 1000):.0f} us at 80%; {cell("90% load", "JSQ", 100):.0f} -> {cell("90% load", "JSQ", 1000):.0f} us for
   JSQ at 90%). Why: a node always knows its own queue, and its beliefs about the others only go up between
   broadcasts (the increments), so as the period grows a load manager keeps more of its tasks (the migrated
   fraction falls, "migrated" column) and sends the rest to nodes that really had room; ties are broken at random,
   so ten load managers do not all pick the same node. At 10 workers per node and 80% load the queues are
-  mostly empty, and even fresh JSQ is only {100 * (1 - cell(paper, 'JSQ', 'fresh') / cell(paper, 'RAND', None)):.0f}% below RAND: there is
+  mostly empty, and even fresh JSQ is only {100 * (1 - cell(paper, "JSQ", "fresh") / cell(paper, "RAND", None)):.0f}% below RAND: there is
   little room to degrade.
 - **Without the L + 1 update** (right panel) JSQ and JBT herd - every load manager sends to the same node
-  until the next broadcast - and degrade sharply with the period (JSQ {cell('80% load, no L+1 update', 'JSQ', 100):.0f} ->
-  {cell('80% load, no L+1 update', 'JSQ', 500):.0f} us at 500 us, and full queues start dropping tasks), which is the
+  until the next broadcast - and degrade sharply with the period (JSQ {cell("80% load, no L+1 update", "JSQ", 100):.0f} ->
+  {cell("80% load, no L+1 update", "JSQ", 500):.0f} us at 500 us, and full queues start dropping tasks), which is the
   shape of the paper's figure; at the longest periods the drops cap the queues and p99 stops growing. The paper's
   testbed may differ in ways the text does not state (how stale its own-queue reads are, how broadcasts
   interleave with migrations, the JBT threshold), so its degradation of JSQ/JBT is not reproduced with the

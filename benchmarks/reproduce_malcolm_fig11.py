@@ -49,30 +49,38 @@ def windows(t0: float, end_s: float = END_S) -> list[tuple[float, float]]:
 
 
 WINDOW_NAMES = ["before (1 s)", "0-0.2 s", "0.2-1.2 s", "2-3 s", "5-6 s"]
-PANELS = {"(a) traffic shifted to the fast nodes, load 0.9": ("malcolm_adapt_shift", 0.9),
-          "(b) fast nodes at half speed, load 0.8": ("malcolm_adapt_slowdown", 0.8),
-          "(c) fast nodes' tasks x 1.5 (the code), load 0.8": ("malcolm_adapt_slowdown_code", 0.8),
-          "(d) fast nodes' tasks x 1.5 (the code), load 0.7": ("malcolm_adapt_slowdown_code", 0.7)}
+PANELS = {
+    "(a) traffic shifted to the fast nodes, load 0.9": ("malcolm_adapt_shift", 0.9),
+    "(b) fast nodes at half speed, load 0.8": ("malcolm_adapt_slowdown", 0.8),
+    "(c) fast nodes' tasks x 1.5 (the code), load 0.8": ("malcolm_adapt_slowdown_code", 0.8),
+    "(d) fast nodes' tasks x 1.5 (the code), load 0.7": ("malcolm_adapt_slowdown_code", 0.7),
+}
 MALCOLM, TRACKING, FROZEN = "Malcolm (online)", "Malcolm, lr_actor=3e-3 (extra)", "Malcolm frozen at t0 (extra)"
 TRACKING_OPTIONS = {"lr_actor": 3e-3}
-ROWS = {"(a)": [MALCOLM, TRACKING, *ol.HEURISTICS], "(b)": [MALCOLM, *ol.HEURISTICS],
-        "(c)": [MALCOLM, TRACKING, FROZEN, *ol.HEURISTICS], "(d)": [MALCOLM, TRACKING, FROZEN, *ol.HEURISTICS]}
+ROWS = {
+    "(a)": [MALCOLM, TRACKING, *ol.HEURISTICS],
+    "(b)": [MALCOLM, *ol.HEURISTICS],
+    "(c)": [MALCOLM, TRACKING, FROZEN, *ol.HEURISTICS],
+    "(d)": [MALCOLM, TRACKING, FROZEN, *ol.HEURISTICS],
+}
 TYPES = {"fast (8 workers)": slice(0, 4), "medium (6)": slice(4, 8), "slow (4)": slice(8, 12)}
 SMOOTH_MS, HOLD_MS, FACTOR = 20, 100, 2.0
 # Panel (c)'s candidate causes, one at a time (label, learner options, t0 in s, load); the default and
 # lr_actor=3e-3 rows are panel (c)'s runs.
-CAUSES = [("paper defaults (lr_actor 1e-3, lr_critic 2e-3, utility, reward_scale 0.01, t0 5 s)", None, 5.0, 0.8),
-          ("lr_actor 3e-3", TRACKING_OPTIONS, 5.0, 0.8),
-          ("lr_actor 1e-2", {"lr_actor": 1e-2}, 5.0, 0.8),
-          ("lr_critic 6e-3", {"lr_critic": 6e-3}, 5.0, 0.8),
-          ("variant code (reward imbalance_delta)", {"variant": "code"}, 5.0, 0.8),
-          ("variant paper, reward imbalance_delta", {"reward": "imbalance_delta"}, 5.0, 0.8),
-          ("reward_scale 0.1", {"reward_scale": 0.1}, 5.0, 0.8),
-          ("reward_scale 0.001", {"reward_scale": 0.001}, 5.0, 0.8),
-          ("t0 2 s", None, 2.0, 0.8),
-          ("t0 10 s", None, 10.0, 0.8),
-          ("t0 30 s (the authors' code)", None, 30.0, 0.8),
-          ("load 0.75 (0.88 after)", None, 5.0, 0.75)]
+CAUSES = [
+    ("paper defaults (lr_actor 1e-3, lr_critic 2e-3, utility, reward_scale 0.01, t0 5 s)", None, 5.0, 0.8),
+    ("lr_actor 3e-3", TRACKING_OPTIONS, 5.0, 0.8),
+    ("lr_actor 1e-2", {"lr_actor": 1e-2}, 5.0, 0.8),
+    ("lr_critic 6e-3", {"lr_critic": 6e-3}, 5.0, 0.8),
+    ("variant code (reward imbalance_delta)", {"variant": "code"}, 5.0, 0.8),
+    ("variant paper, reward imbalance_delta", {"reward": "imbalance_delta"}, 5.0, 0.8),
+    ("reward_scale 0.1", {"reward_scale": 0.1}, 5.0, 0.8),
+    ("reward_scale 0.001", {"reward_scale": 0.001}, 5.0, 0.8),
+    ("t0 2 s", None, 2.0, 0.8),
+    ("t0 10 s", None, 10.0, 0.8),
+    ("t0 30 s (the authors' code)", None, 30.0, 0.8),
+    ("load 0.75 (0.88 after)", None, 5.0, 0.75),
+]
 CAUSES_END_S = 3.0
 
 
@@ -103,8 +111,9 @@ def imbalance(ew: np.ndarray) -> np.ndarray:
     return ty.max(axis=1) - ty.min(axis=1)
 
 
-def reconvergence(times: np.ndarray, ew: np.ndarray, t0: float, end: float,
-                  mean_us: float = 75.0) -> tuple[float, float]:
+def reconvergence(
+    times: np.ndarray, ew: np.ndarray, t0: float, end: float, mean_us: float = 75.0
+) -> tuple[float, float]:
     """(ms after t0 from which the imbalance stays <= max(FACTOR x its mean over the second before t0,
     one mean service time) for HOLD_MS, inf if never before `end`; that pre-change mean)."""
     imb = imbalance(ew)
@@ -115,8 +124,16 @@ def reconvergence(times: np.ndarray, ew: np.ndarray, t0: float, end: float,
     return ((times[hits[0]] - t0) / 1e3 if len(hits) else math.inf), pre
 
 
-def run_one(name: str, scenario: str, load: float, seed: int, t0: float, end_s: float,
-            options: dict | None = None, parameters: dict | None = None) -> dict[str, Any]:
+def run_one(
+    name: str,
+    scenario: str,
+    load: float,
+    seed: int,
+    t0: float,
+    end_s: float,
+    options: dict | None = None,
+    parameters: dict | None = None,
+) -> dict[str, Any]:
     """One policy on one rack; p99 per window, samples as expected wait, re-convergence."""
     overrides = {"dynamics.0.at_us": t0, "sample_period_us": 1000.0}
     w = windows(t0, end_s)
@@ -125,8 +142,15 @@ def run_one(name: str, scenario: str, load: float, seed: int, t0: float, end_s: 
         out = ol.heuristic(cfg, w, samples=True)
     else:
         cfg = ol.malcolm_config(scenario, load, seed, overrides=overrides)
-        out = ol.malcolm_online(cfg, w, seed=seed, samples=True, options=options, parameters=parameters,
-                                parameters_at=t0 if parameters is None else None)
+        out = ol.malcolm_online(
+            cfg,
+            w,
+            seed=seed,
+            samples=True,
+            options=options,
+            parameters=parameters,
+            parameters_at=t0 if parameters is None else None,
+        )
     times, outstanding = out["samples"]
     ew = expected_wait(cfg, times, outstanding)
     out["times"], out["ew"] = times, ew
@@ -168,20 +192,31 @@ def main() -> None:
                 else:
                     out = run_one(name, scenario, load, seed, T0, END_S, TRACKING_OPTIONS if name == TRACKING else None)
                 per_seed.append(out)
-                print(f"{title[:3]} {name} seed {seed}: p99 " + ", ".join(f"{w['p99']:.0f}" for w in out["windows"])
-                      + f"; re-converged {out['reconverge_ms']:.0f} ms", file=sys.stderr)
+                print(
+                    f"{title[:3]} {name} seed {seed}: p99 "
+                    + ", ".join(f"{w['p99']:.0f}" for w in out["windows"])
+                    + f"; re-converged {out['reconverge_ms']:.0f} ms",
+                    file=sys.stderr,
+                )
             runs[(title, name)] = per_seed
     causes = []
     panel_c = next(t for t in PANELS if t.startswith("(c)"))
     for label, options, t0_s, load in CAUSES:
         if t0_s == 5.0 and load == 0.8 and options in (None, TRACKING_OPTIONS):
             per_seed = runs[(panel_c, TRACKING if options else MALCOLM)]
-            outs = [dict(o, windows=o["windows"][:4], reconverge_ms=reconvergence(o["times"], o["ew"], T0,
-                                                                                  T0 + CAUSES_END_S * 1e6)[0])
-                    for o in per_seed]
+            outs = [
+                dict(
+                    o,
+                    windows=o["windows"][:4],
+                    reconverge_ms=reconvergence(o["times"], o["ew"], T0, T0 + CAUSES_END_S * 1e6)[0],
+                )
+                for o in per_seed
+            ]
         else:
-            outs = [run_one(MALCOLM, "malcolm_adapt_slowdown_code", load, s, t0_s * 1e6, CAUSES_END_S, options)
-                    for s in seeds]
+            outs = [
+                run_one(MALCOLM, "malcolm_adapt_slowdown_code", load, s, t0_s * 1e6, CAUSES_END_S, options)
+                for s in seeds
+            ]
         for s, o in zip(seeds, outs):
             print(f"cause {label} seed {s}: p99 " + ", ".join(f"{w['p99']:.0f}" for w in o["windows"]), file=sys.stderr)
         causes.append((label, t0_s * 1e6, outs))
@@ -222,16 +257,31 @@ def main() -> None:
             cells = [rp.Stat.of([o["windows"][k]["p99"] for o in outs]).fmt() for k in range(len(WINDOW_NAMES))]
             dropped = max(o["results"]["tasks_dropped"] / max(1, o["results"]["tasks_arrived"]) for o in outs)
             p99_rows.append([title[:3], name, *cells, f"{100 * dropped:.2f}"])
-            load_rows.append([title[:3], name, fmt_types(outs, T0, -1, 0), fmt_types(outs, T0, 0, 0.2),
-                              fmt_types(outs, T0, 0.2, 1.2), fmt_types(outs, T0, 5, 6),
-                              rp.Stat.of([o["imbalance_before"] for o in outs]).fmt(),
-                              rp.Stat.of([imbalance_in(o, T0, 5, 6) for o in outs]).fmt(),
-                              fmt_ms([o["reconverge_ms"] for o in outs], END_S)])
+            load_rows.append(
+                [
+                    title[:3],
+                    name,
+                    fmt_types(outs, T0, -1, 0),
+                    fmt_types(outs, T0, 0, 0.2),
+                    fmt_types(outs, T0, 0.2, 1.2),
+                    fmt_types(outs, T0, 5, 6),
+                    rp.Stat.of([o["imbalance_before"] for o in outs]).fmt(),
+                    rp.Stat.of([imbalance_in(o, T0, 5, 6) for o in outs]).fmt(),
+                    fmt_ms([o["reconverge_ms"] for o in outs], END_S),
+                ]
+            )
     cause_rows = []
     for label, t0, outs in causes:
         cells = [rp.Stat.of([o["windows"][k]["p99"] for o in outs]).fmt() for k in range(4)]
-        cause_rows.append([label, *cells, fmt_types(outs, t0, 0.2, 1.2), fmt_types(outs, t0, 2, 3),
-                           fmt_ms([o["reconverge_ms"] for o in outs], CAUSES_END_S)])
+        cause_rows.append(
+            [
+                label,
+                *cells,
+                fmt_types(outs, t0, 0.2, 1.2),
+                fmt_types(outs, t0, 2, 3),
+                fmt_ms([o["reconverge_ms"] for o in outs], CAUSES_END_S),
+            ]
+        )
 
     def p99(panel: str, name: str, k: int) -> rp.Stat:
         title = next(t for t in PANELS if t.startswith(panel))
@@ -249,12 +299,22 @@ def main() -> None:
         """A cause row's p99 0-0.2 s and 2-3 s, and its most loaded node type 2-3 s after the change."""
         _, t0, outs = next(c for c in causes if c[0].startswith(label))
         waits = np.mean([ew_window(o, t0, 2, 3) for o in outs], axis=0)
-        return (rp.Stat.of([o["windows"][1]["p99"] for o in outs]), rp.Stat.of([o["windows"][3]["p99"] for o in outs]),
-                list(TYPES)[int(np.argmax(waits))].split(" ")[0])
+        return (
+            rp.Stat.of([o["windows"][1]["p99"] for o in outs]),
+            rp.Stat.of([o["windows"][3]["p99"] for o in outs]),
+            list(TYPES)[int(np.argmax(waits))].split(" ")[0],
+        )
 
     traps = ["lr_actor 3e-3", "lr_actor 1e-2", "t0 30 s"]
-    others = ["reward_scale 0.1", "lr_critic 6e-3", "variant code", "variant paper, reward", "reward_scale 0.001",
-              "t0 2 s", "t0 10 s"]
+    others = [
+        "reward_scale 0.1",
+        "lr_critic 6e-3",
+        "variant code",
+        "variant paper, reward",
+        "reward_scale 0.001",
+        "t0 2 s",
+        "t0 10 s",
+    ]
     trap_p99 = [cause(t)[1].mean for t in traps]
     by_type: dict[str, list[str]] = {}
     for t in traps:
@@ -262,8 +322,10 @@ def main() -> None:
     trap_types = "; ".join(f"{k} ({', '.join(v)})" for k, v in by_type.items())
     other_first = [(cause(t)[0].mean, t) for t in others]
     other_late = [(cause(t)[1].mean, t) for t in others]
-    other_after = min(float(np.mean([o["windows"][2]["p99"] for o in next(c for c in causes if c[0].startswith(t))[2]]))
-                      for t in others)
+    other_after = min(
+        float(np.mean([o["windows"][2]["p99"] for o in next(c for c in causes if c[0].startswith(t))[2]]))
+        for t in others
+    )
     default = cause("paper defaults")
 
     def per_seed(panel: str, name: str, k: int) -> str:
@@ -276,18 +338,32 @@ def main() -> None:
 
     def dropped(panel: str, names: list[str]) -> str:
         title = next(t for t in PANELS if t.startswith(panel))
-        v = [100 * o["results"]["tasks_dropped"] / o["results"]["tasks_arrived"]
-             for n in names for o in runs[(title, n)]]
+        v = [
+            100 * o["results"]["tasks_dropped"] / o["results"]["tasks_arrived"] for n in names for o in runs[(title, n)]
+        ]
         return f"{min(v):.1f}-{max(v):.1f}%"
 
     p99_m = [p99("(a)", MALCOLM, k).mean for k in range(len(WINDOW_NAMES))]
     p99_h = [p99("(a)", n, k).mean for n in ol.HEURISTICS for k in range(len(WINDOW_NAMES))]
     headers = ["panel", "policy", *[f"p99 {w} (us)" for w in WINDOW_NAMES], "dropped, max (%)"]
-    load_headers = ["panel", "policy", "before (1 s)", "0-0.2 s", "0.2-1.2 s", "5-6 s", "imbalance before (us)",
-                    "imbalance 5-6 s (us)", "re-converged after (ms), seed " + " / ".join(map(str, seeds))]
-    cause_headers = ["setting (panel c, one change from the paper's defaults)",
-                     *[f"p99 {w} (us)" for w in WINDOW_NAMES[:4]], "wait fast / med / slow, 0.2-1.2 s (us)",
-                     "wait, 2-3 s (us)", "re-converged after (ms), seed " + " / ".join(map(str, seeds))]
+    load_headers = [
+        "panel",
+        "policy",
+        "before (1 s)",
+        "0-0.2 s",
+        "0.2-1.2 s",
+        "5-6 s",
+        "imbalance before (us)",
+        "imbalance 5-6 s (us)",
+        "re-converged after (ms), seed " + " / ".join(map(str, seeds)),
+    ]
+    cause_headers = [
+        "setting (panel c, one change from the paper's defaults)",
+        *[f"p99 {w} (us)" for w in WINDOW_NAMES[:4]],
+        "wait fast / med / slow, 0.2-1.2 s (us)",
+        "wait, 2-3 s (us)",
+        "re-converged after (ms), seed " + " / ".join(map(str, seeds)),
+    ]
     text = f"""# Malcolm Fig. 11 (adaptability): online learning in the engine vs the heuristics
 
 Generated by `python benchmarks/reproduce_malcolm_fig11.py --seeds {args.seeds} --out {args.out}`

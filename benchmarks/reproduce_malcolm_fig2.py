@@ -56,17 +56,26 @@ def main() -> None:
         slow_end = [float(np.mean(r["samples"][-10:, SLOW])) for r in runs]
         util_f = [float(np.mean(r["utilization"][FAST])) for r in runs]
         util_s = [float(np.mean(r["utilization"][SLOW])) for r in runs]
-        rows.append([
-            name,
-            rp.Stat.of(fast).fmt(1), rp.Stat.of(slow).fmt(1),
-            f"{rp.Stat.of(slow_p10).mean:.1f}-{rp.Stat.of(slow_p90).mean:.1f}",
-            rp.Stat.of(slow_end).fmt(0),
-            rp.Stat.of(util_f).fmt(2), rp.Stat.of(util_s).fmt(2),
-            rp.Stat.of(r["p99"] for r in runs).fmt(0),
-        ])
+        rows.append(
+            [
+                name,
+                rp.Stat.of(fast).fmt(1),
+                rp.Stat.of(slow).fmt(1),
+                f"{rp.Stat.of(slow_p10).mean:.1f}-{rp.Stat.of(slow_p90).mean:.1f}",
+                rp.Stat.of(slow_end).fmt(0),
+                rp.Stat.of(util_f).fmt(2),
+                rp.Stat.of(util_s).fmt(2),
+                rp.Stat.of(r["p99"] for r in runs).fmt(0),
+            ]
+        )
         series[name] = runs[0]
-        m[name] = {"fast": rp.Stat.of(fast).mean, "slow": rp.Stat.of(slow).mean, "util_f": rp.Stat.of(util_f).mean,
-                   "util_s": rp.Stat.of(util_s).mean, "p99": rp.Stat.of(r["p99"] for r in runs).mean}
+        m[name] = {
+            "fast": rp.Stat.of(fast).mean,
+            "slow": rp.Stat.of(slow).mean,
+            "util_f": rp.Stat.of(util_f).mean,
+            "util_s": rp.Stat.of(util_s).mean,
+            "p99": rp.Stat.of(r["p99"] for r in runs).mean,
+        }
     duration_ms = series["cFCFS"]["sample_times"][-1] / 1000
     po4, wo, cf = (m[name] for name in POLICIES)
 
@@ -76,13 +85,22 @@ def main() -> None:
         t = r["sample_times"] / 1000
         s = r["samples"]
         ax.plot(t, s[:, SLOW].mean(axis=1), color="C3", lw=0.6, label="slow (2 cores): mean per server")
-        ax.fill_between(t, s[:, SLOW].min(axis=1), s[:, SLOW].max(axis=1), color="C3", alpha=0.15, lw=0,
-                        label="slow: min-max over servers")
+        ax.fill_between(
+            t,
+            s[:, SLOW].min(axis=1),
+            s[:, SLOW].max(axis=1),
+            color="C3",
+            alpha=0.15,
+            lw=0,
+            label="slow: min-max over servers",
+        )
         ax.plot(t, s[:, FAST].mean(axis=1), color="C0", lw=0.6, label="fast (16 cores): mean per server")
         ax.set(title=name, xlabel="time (ms)", ylabel="tasks on a server (waiting + in service)")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8, loc="upper left")
-    fig.suptitle(f"Malcolm Fig. 2: tasks per server at {LOAD:.0%} load, Exp(20), samples every {period_us:g} us (seed 1)")
+    fig.suptitle(
+        f"Malcolm Fig. 2: tasks per server at {LOAD:.0%} load, Exp(20), samples every {period_us:g} us (seed 1)"
+    )
     elapsed = time.perf_counter() - start
 
     text = f"""
@@ -95,29 +113,42 @@ run. Numbers are means over seeds (range in brackets); the plot shows seed 1.
 
 ![tasks per server over time](malcolm_fig2.png)
 
-{rp.md_table(["policy", "fast: tasks/server", "slow: tasks/server", "slow, 2nd half: p10-p90",
-              "slow: last 1 ms", "fast util.", "slow util.", "p99 (us)"], rows)}
+{
+        rp.md_table(
+            [
+                "policy",
+                "fast: tasks/server",
+                "slow: tasks/server",
+                "slow, 2nd half: p10-p90",
+                "slow: last 1 ms",
+                "fast util.",
+                "slow util.",
+                "p99 (us)",
+            ],
+            rows,
+        )
+    }
 
 "slow, 2nd half: p10-p90" is the 10th-90th percentile, over the second half of the run, of the mean tasks per
 slow server; "last 1 ms" is the mean over the final ten samples (growth shows as last >> mean).
 
 ## Verdict
 
-- **Agrees (qualitatively).** Under Po4 the fast servers are underloaded (about {wo['fast']:.0f} of their 16 cores
-  busy, utilization {po4['util_f']:.2f} with replacement / {wo['util_f']:.2f} without) while every slow server is
-  saturated (utilization {po4['util_s']:.2f}) behind a queue of tens to thousands of tasks (mean
-  {po4['slow']:.0f} with replacement / {wo['slow']:.0f} without, per slow server); under cFCFS no task waits
-  while a core is idle, the slow servers hold {cf['slow']:.1f} tasks each and p99 is {cf['p99']:.0f} us
-  (Po4: {po4['p99']:.0f} / {wo['p99']:.0f} us).
+- **Agrees (qualitatively).** Under Po4 the fast servers are underloaded (about {wo["fast"]:.0f} of their 16 cores
+  busy, utilization {po4["util_f"]:.2f} with replacement / {wo["util_f"]:.2f} without) while every slow server is
+  saturated (utilization {po4["util_s"]:.2f}) behind a queue of tens to thousands of tasks (mean
+  {po4["slow"]:.0f} with replacement / {wo["slow"]:.0f} without, per slow server); under cFCFS no task waits
+  while a core is idle, the slow servers hold {cf["slow"]:.1f} tasks each and p99 is {cf["p99"]:.0f} us
+  (Po4: {po4["p99"]:.0f} / {wo["p99"]:.0f} us).
 - **Differs in the numbers, for a stated reason.** The paper's slow servers fluctuate between 40 and 60 tasks
   and its fast ones hold about 15; it does not say whether per server or in total, nor how long it ran. At
   85% load Po4 is at its stability bound, so the level depends on the run's length: sampling with
   replacement (the engine default, RackSched's rule; bound 0.80) the slow queues grow linearly for the whole
   run; without replacement (bound 0.848) they are critically loaded and wander (tens to about a hundred
-  tasks per server), the closer match to "fluctuates". The fast servers' ~{wo['fast']:.0f} tasks each follow
+  tasks per server), the closer match to "fluctuates". The fast servers' ~{wo["fast"]:.0f} tasks each follow
   from Po4 sending them at most the share of tasks whose four samples include a fast server.
-- **Engine note.** Under cFCFS the fast servers' utilization ({cf['util_f']:.2f}) is below the slow ones'
-  ({cf['util_s']:.2f}): an arriving task that finds idle cores goes to a *server* with an idle core drawn
+- **Engine note.** Under cFCFS the fast servers' utilization ({cf["util_f"]:.2f}) is below the slow ones'
+  ({cf["util_s"]:.2f}): an arriving task that finds idle cores goes to a *server* with an idle core drawn
   uniformly, not to a uniformly drawn idle core. All cores have the same speed here, so latency is
   unaffected.
 """

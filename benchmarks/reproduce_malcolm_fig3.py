@@ -55,7 +55,9 @@ def main() -> None:
         ax.set(title=f"cFCFS, {w}", xlabel="load (fraction of rack capacity)", ylabel="p99 latency (us)", yscale="log")
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=8)
-    fig.suptitle(f"Malcolm Fig. 3: cFCFS with a round trip per fetched task (dashed: {SLO_FACTOR:g} x p99 at RTT 0, load {LOADS[0]})")
+    fig.suptitle(
+        f"Malcolm Fig. 3: cFCFS with a round trip per fetched task (dashed: {SLO_FACTOR:g} x p99 at RTT 0, load {LOADS[0]})"
+    )
     elapsed = time.perf_counter() - start
 
     for rtt in RTTS:

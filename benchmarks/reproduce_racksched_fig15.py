@@ -46,13 +46,19 @@ def main() -> None:
     for w, (scenario, _) in WORKLOADS.items():
         for load in LOADS:
             for name, pol in POLICIES.items():
-                points += [rp.Point((w, name, load), rp.config(scenario, load, s, pol, load_info=PIGGYBACK)) for s in seeds]
+                points += [
+                    rp.Point((w, name, load), rp.config(scenario, load, s, pol, load_info=PIGGYBACK)) for s in seeds
+                ]
             for name, (pol, li) in REFERENCES.items():
-                points += [rp.Point((w, name, load), rp.config(scenario, load, s, pol, load_info=li or PIGGYBACK))
-                           for s in seeds]
+                points += [
+                    rp.Point((w, name, load), rp.config(scenario, load, s, pol, load_info=li or PIGGYBACK))
+                    for s in seeds
+                ]
         for delay in DELAYS:
             for name in ("Shortest", "Sampling-2", "Sampling-4"):
-                cfg = lambda s: rp.config(scenario, DELAY_LOAD, s, POLICIES[name], load_info={**PIGGYBACK, "delay_us": delay})  # noqa: E731
+                cfg = lambda s: rp.config(
+                    scenario, DELAY_LOAD, s, POLICIES[name], load_info={**PIGGYBACK, "delay_us": delay}
+                )  # noqa: E731
                 points += [rp.Point((w, name, "delay", delay), cfg(s)) for s in seeds]
     p99 = rp.by_label(points, rp.run_points(points, args.tasks, args.jobs))
 
@@ -63,19 +69,26 @@ def main() -> None:
             ax.plot(LOADS, [p99[(w, name, x)].mean for x in LOADS], marker="o", ms=3, color=f"C{k}", label=name)
         for name, ls in zip(REFERENCES, (":", "--"), strict=True):
             ax.plot(LOADS, [p99[(w, name, x)].mean for x in LOADS], color="grey", ls=ls, lw=1, label=name)
-        ax.set(title=f"{w}  (capacity {WORKERS / mean * 1000:.0f} KRPS)", xlabel="load (fraction of rack capacity)",
-               ylabel="p99 latency (us)", yscale="log")
+        ax.set(
+            title=f"{w}  (capacity {WORKERS / mean * 1000:.0f} KRPS)",
+            xlabel="load (fraction of rack capacity)",
+            ylabel="p99 latency (us)",
+            yscale="log",
+        )
         ax.grid(alpha=0.3)
         for name in [*POLICIES, *REFERENCES]:
-            rows.append([w, name]
-                        + [p99[(w, name, x)].fmt() for x in LOADS])
+            rows.append([w, name] + [p99[(w, name, x)].fmt() for x in LOADS])
     axes[0].legend(fontsize=8)
-    fig.suptitle("RackSched Fig. 15: switch policies on loads piggybacked on replies (2 us), 8 servers x 7 workers, PS 250 us")
+    fig.suptitle(
+        "RackSched Fig. 15: switch policies on loads piggybacked on replies (2 us), 8 servers x 7 workers, PS 250 us"
+    )
     elapsed = time.perf_counter() - start
 
-    delay_rows = [[w, name]
-                  + [p99[(w, name, "delay", d)].fmt() for d in DELAYS]
-                  for w in WORKLOADS for name in ("Shortest", "Sampling-2", "Sampling-4")]
+    delay_rows = [
+        [w, name] + [p99[(w, name, "delay", d)].fmt() for d in DELAYS]
+        for w in WORKLOADS
+        for name in ("Shortest", "Sampling-2", "Sampling-4")
+    ]
     w90, w50 = WORKLOADS
     c = lambda w, name, x: p99[(w, name, x)].mean  # noqa: E731
     gap = max(abs(c(w, "Sampling-4", x) / c(w, "Sampling-2", x) - 1) for w in WORKLOADS for x in LOADS)
@@ -100,15 +113,15 @@ The paper's x axis is KRPS: multiply the load by the capacity in the panel title
 ## Verdict
 
 - **Agrees: Shortest herds.** On piggybacked counts Shortest's p99 is above Sampling-2's at every load, including
-  the lowest (50-50 at 0.3: {c(w50, 'Shortest', 0.3):.0f} vs {c(w50, 'Sampling-2', 0.3):.0f} us), and above RR's
-  over the middle loads ({c(w90, 'Shortest', 0.7):.0f} vs {c(w90, 'RR', 0.7):.0f} us at 0.7, 90-10). With fresh counts
-  the same policy is the best of all ({c(w90, 'Shortest, fresh loads', 0.7):.0f} us), so the loss is the stale view:
+  the lowest (50-50 at 0.3: {c(w50, "Shortest", 0.3):.0f} vs {c(w50, "Sampling-2", 0.3):.0f} us), and above RR's
+  over the middle loads ({c(w90, "Shortest", 0.7):.0f} vs {c(w90, "RR", 0.7):.0f} us at 0.7, 90-10). With fresh counts
+  the same policy is the best of all ({c(w90, "Shortest, fresh loads", 0.7):.0f} us), so the loss is the stale view:
   every request goes to the server that looks shortest until that server's next reply. It holds with no reply
   delay at all (second table), since the count only changes when a reply arrives.
 - **Agrees: Sampling-2 ~ Sampling-4.** The two are within {100 * gap:.0f}% of each other at every load, both far from
   RR and Shortest; where they differ Sampling-4 is the worse one on this stale view (greedier, it herds a
-  little), e.g. {c(w50, 'Sampling-2', 0.8):.0f} vs {c(w50, 'Sampling-4', 0.8):.0f} us at 0.8 (50-50).
-- **Agrees: RR suffers at high load** ({c(w90, 'RR', 0.9):.0f} us vs {c(w90, 'Sampling-2', 0.9):.0f} for Sampling-2 at 0.9,
+  little), e.g. {c(w50, "Sampling-2", 0.8):.0f} vs {c(w50, "Sampling-4", 0.8):.0f} us at 0.8 (50-50).
+- **Agrees: RR suffers at high load** ({c(w90, "RR", 0.9):.0f} us vs {c(w90, "Sampling-2", 0.9):.0f} for Sampling-2 at 0.9,
   90-10) - better than random, but blind to which server drew the 500 us requests.
 - **Differs in scale only.** Loads are fractions of the simulated capacity ({WORKERS} workers / E[S]); the testbed's
   KRPS axis includes its own overheads, so the knees are compared in shape, not in KRPS. The paper gives

@@ -44,13 +44,22 @@ def variants(scenario: str, load: float, seed: int) -> dict[str, dict]:
         out[f"per-{disc}"] = rp.config(scenario, load, seed, "random", intra_node=intra)
         out[f"JSQ-{disc}"] = rp.config(scenario, load, seed, "jsq", intra_node=intra)
         out[f"client-{disc}"] = rp.config(
-            scenario, load, seed, "po2", intra_node=intra,
+            scenario,
+            load,
+            seed,
+            "po2",
+            intra_node=intra,
             entry={"kind": "balancers", "count": CLIENTS, "split": []},
             load_info={"model": "piggyback", "delay_us": 0.0},
         )
     out["global-cFCFS"] = rp.config(scenario, load, seed, "central_fcfs")
     out["global-PS"] = rp.config(
-        scenario, load, seed, "random", intra_node=PS, nodes=[{"count": 1, "workers": 64, "speed": 1.0, "queue_capacity": -1}]
+        scenario,
+        load,
+        seed,
+        "random",
+        intra_node=PS,
+        nodes=[{"count": 1, "workers": 64, "speed": 1.0, "queue_capacity": -1}],
     )
     return out
 
@@ -92,11 +101,15 @@ def main() -> None:
 
     for w in WORKLOADS:
         for name in ORDER:
-            rows.append([w.split("(")[0], name, knees[(w, name)] or f"< {LOADS[0]}"]
-                        + [p99[(w, name, x)].fmt() for x in (0.5, 0.75, 0.85, 0.9, 0.95)])
+            rows.append(
+                [w.split("(")[0], name, knees[(w, name)] or f"< {LOADS[0]}"]
+                + [p99[(w, name, x)].fmt() for x in (0.5, 0.75, 0.85, 0.9, 0.95)]
+            )
     t = "Trimodal(5, 50, 500)"
-    class_rows = [[name] + [by_class[c][(t, name, CLASS_LOAD)].fmt() for c in range(3)] + [p99[(t, name, CLASS_LOAD)].fmt()]
-                  for name in ORDER]
+    class_rows = [
+        [name] + [by_class[c][(t, name, CLASS_LOAD)].fmt() for c in range(3)] + [p99[(t, name, CLASS_LOAD)].fmt()]
+        for name in ORDER
+    ]
     k = knees
     e = "Exp(50)"
     text = f"""
@@ -125,12 +138,12 @@ p99 at load {LOADS[0]} (the paper names knees but no threshold).
 - **Agrees.** Random dispatch with per-server scheduling is the worst. The paper says per-cFCFS and per-PS
   "quickly go up when the system load exceeds 0.75 and 0.5", without saying for which workload; we read
   its two panels as Exp(50) under cFCFS and Trimodal under PS (cFCFS for low, PS for high dispersion, §1).
-  Here per-cFCFS on Exp(50) holds to {k[(e, 'per-cFCFS')]} and per-PS on Trimodal to {k[(t, 'per-PS')]}
-  (per-PS on Exp(50): {k[(e, 'per-PS')]}; per-cFCFS on Trimodal: {k[(t, 'per-cFCFS')]}). The centralized
-  policies hold to {k[(e, 'global-cFCFS')]} / {k[(e, 'global-PS')]} (Exp, cFCFS / PS) and
-  {k[(t, 'global-cFCFS')]} / {k[(t, 'global-PS')]} (Trimodal): "until the system is almost saturated".
+  Here per-cFCFS on Exp(50) holds to {k[(e, "per-cFCFS")]} and per-PS on Trimodal to {k[(t, "per-PS")]}
+  (per-PS on Exp(50): {k[(e, "per-PS")]}; per-cFCFS on Trimodal: {k[(t, "per-cFCFS")]}). The centralized
+  policies hold to {k[(e, "global-cFCFS")]} / {k[(e, "global-PS")]} (Exp, cFCFS / PS) and
+  {k[(t, "global-cFCFS")]} / {k[(t, "global-PS")]} (Trimodal): "until the system is almost saturated".
 - **Agrees.** JSQ over fresh counts is nearly as good as the global queue (JSQ-cFCFS holds to
-  {k[(e, 'JSQ-cFCFS')]} / {k[(t, 'JSQ-cFCFS')]}, JSQ-PS to {k[(e, 'JSQ-PS')]} / {k[(t, 'JSQ-PS')]} for Exp / Trimodal):
+  {k[(e, "JSQ-cFCFS")]} / {k[(t, "JSQ-cFCFS")]}, JSQ-PS to {k[(e, "JSQ-PS")]} / {k[(t, "JSQ-PS")]} for Exp / Trimodal):
   one dispatcher with exact loads in front of per-server queues approximates a rack-wide queue.
 - **Agrees.** {CLIENTS} clients with their own piggybacked views (client-X) sit between random and the switch:
   each client hears from a server only about its own 1% of the traffic, so its view is stale.

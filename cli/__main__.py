@@ -18,8 +18,11 @@ COMMANDS = {
 }
 """Each command: the module whose ``run(argv, prog)`` it is, and what it does."""
 
-USAGE = "usage: python -m dcgym {" + ",".join(COMMANDS) + "} [OPTIONS]  (-h for a command's options)\n\n" + "\n".join(
-    f"  {name:<9} {summary}" for name, (_, summary) in COMMANDS.items()
+USAGE = (
+    "usage: python -m dcgym {"
+    + ",".join(COMMANDS)
+    + "} [OPTIONS]  (-h for a command's options)\n\n"
+    + "\n".join(f"  {name:<9} {summary}" for name, (_, summary) in COMMANDS.items())
 )
 
 

@@ -24,8 +24,12 @@ BAD_INPUT = 2
 
 def new_app(doc: str | None) -> typer.Typer:
     """A Typer app with plain help (``-h`` or ``--help``), its summary the first paragraph of ``doc``."""
-    return typer.Typer(add_completion=False, rich_markup_mode=None, help=(doc or "").split("\n\n")[0],
-                       context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+    return typer.Typer(
+        add_completion=False,
+        rich_markup_mode=None,
+        help=(doc or "").split("\n\n")[0],
+        context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    )
 
 
 def _version(value: bool) -> None:
@@ -45,8 +49,12 @@ def print_error(message: str) -> None:
     print("error: " + " ".join(str(message).split()), file=sys.stderr)
 
 
-def run_app(app: typer.Typer, argv: list[str] | None, prog: str,
-            handlers: dict[type[BaseException], Callable[[BaseException], int]] | None = None) -> int:
+def run_app(
+    app: typer.Typer,
+    argv: list[str] | None,
+    prog: str,
+    handlers: dict[type[BaseException], Callable[[BaseException], int]] | None = None,
+) -> int:
     """Run ``app`` on ``argv`` (default: ``sys.argv[1:]``) and return its exit status; bad input is one line.
 
     ``handlers`` map other exception types to functions returning the status (Ctrl-C during training).

@@ -56,15 +56,17 @@ def main(
             print(f"# {name}")
             for spec, summary in baselines(name).items():
                 print(f"{spec}  {summary}")
-        print("# any family: a checkpoint or run folder written by dcgym-train, or a policy file (FILE.dcpol, "
-              "zoo:NAME)")
+        print(
+            "# any family: a checkpoint or run folder written by dcgym-train, or a policy file (FILE.dcpol, zoo:NAME)"
+        )
     elif what is What.experiments:
         from dcgym.agents.training.experiment import list_experiments, load_experiment
 
         for name in list_experiments():
             experiment = load_experiment(name)
-            print(f"{name}  {experiment.algorithm} on {experiment.env}, {experiment.scenario}: "
-                  f"{experiment.description}")
+            print(
+                f"{name}  {experiment.algorithm} on {experiment.env}, {experiment.scenario}: {experiment.description}"
+            )
     else:
         from dcgym.agents.export.zoo import list_zoo, zoo_dir
 

@@ -39,27 +39,41 @@ app = new_app(__doc__)
 
 @app.command()
 def main(
-    scenario: Annotated[str | None, typer.Option(
-        help="packaged scenario name or YAML path (default: a trained policy's, else malcolm_hetero_paper_exp)")]
-    = None,
-    policy: Annotated[list[str] | None, typer.Option(
-        help="a heuristic (po2, jbt:threshold=30, ecmp), a checkpoint or run folder of train.py, or a policy file "
-             "(FILE.dcpol or zoo:NAME); repeatable; default: the scenario's")] = None,
+    scenario: Annotated[
+        str | None,
+        typer.Option(
+            help="packaged scenario name or YAML path (default: a trained policy's, else malcolm_hetero_paper_exp)"
+        ),
+    ] = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="a heuristic (po2, jbt:threshold=30, ecmp), a checkpoint or run folder of train.py, or a policy file "
+            "(FILE.dcpol or zoo:NAME); repeatable; default: the scenario's"
+        ),
+    ] = None,
     loads: Annotated[str | None, typer.Option(help="comma-separated loads (default: the scenario's grid)")] = None,
-    tasks: Annotated[int | None, typer.Option(
-        help="units of work per run, warm-up included: tasks on a rack (default 1000000), flows on a multi-LB "
-             "cluster (default 5000)")] = None,
+    tasks: Annotated[
+        int | None,
+        typer.Option(
+            help="units of work per run, warm-up included: tasks on a rack (default 1000000), flows on a multi-LB "
+            "cluster (default 5000)"
+        ),
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="one seed of every random stream (default 1)")] = None,
     seeds: Annotated[str | None, typer.Option(help="N for seeds 1..N, or a comma-separated list")] = None,
-    workers: Annotated[int | None, typer.Option(
-        help="parallel runs on a local Ray cluster; 0 = serial (default: all cores)")] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="parallel runs on a local Ray cluster; 0 = serial (default: all cores)")
+    ] = None,
     address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Ray cluster to use")] = None,
-    timeline: Annotated[float | None, typer.Option(
-        help="sample every node's load every US microseconds for load_over_time.png (rack)")] = None,
+    timeline: Annotated[
+        float | None, typer.Option(help="sample every node's load every US microseconds for load_over_time.png (rack)")
+    ] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("out/evaluate"),
     json_out: Annotated[bool, typer.Option("--json", help="print the results document on stdout")] = False,
-    explore: Annotated[bool, typer.Option("--explore", help="sample trained policies' actions (default: "
-                                                            "deterministic)")] = False,
+    explore: Annotated[
+        bool, typer.Option("--explore", help="sample trained policies' actions (default: deterministic)")
+    ] = False,
     version: VersionOption = False,
 ) -> None:
     """Run every policy at every load with every seed and write the results."""
@@ -72,13 +86,24 @@ def main(
     if scenario is None:
         scenario = _trained_scenario(policy or [])
     if timeline is not None and not timeline > 0:
-        raise InvalidConfigError("--timeline", timeline, "a sampling period in microseconds > 0 (leave it out for no "
-                                 "samples)")
+        raise InvalidConfigError(
+            "--timeline", timeline, "a sampling period in microseconds > 0 (leave it out for no samples)"
+        )
     if out.exists() and not out.is_dir():
         raise InvalidConfigError("--out", str(out), "a folder to write the results into (this is a file)")
     out.mkdir(parents=True, exist_ok=True)  # fail before the runs, not after
-    doc = evaluate(scenario, policy, grid, tasks=tasks, seed=seed, seeds=seed_list, workers=workers,
-                   address=address, sample_period_us=timeline, explore=explore)
+    doc = evaluate(
+        scenario,
+        policy,
+        grid,
+        tasks=tasks,
+        seed=seed,
+        seeds=seed_list,
+        workers=workers,
+        address=address,
+        sample_period_us=timeline,
+        explore=explore,
+    )
     write_results(doc, out)
     write_plots(doc, out)
     if json_out:

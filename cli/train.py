@@ -46,16 +46,20 @@ app = new_app(__doc__)
 @app.command()
 def main(
     config: Annotated[str | None, typer.Option(help="experiment YAML (or a packaged experiment name)")] = None,
-    iterations: Annotated[int | None, typer.Option(help="train this many iterations in total (budget.iterations)")]
-    = None,
+    iterations: Annotated[
+        int | None, typer.Option(help="train this many iterations in total (budget.iterations)")
+    ] = None,
     seed: Annotated[int | None, typer.Option(help="seed of the networks and environments (seed)")] = None,
     out: Annotated[Path, typer.Option(help="folder the run folder is made in")] = Path("runs"),
-    wandb: Annotated[bool, typer.Option("--wandb", help="also log to Weights & Biases (offline without an account)")]
-    = False,
+    wandb: Annotated[
+        bool, typer.Option("--wandb", help="also log to Weights & Biases (offline without an account)")
+    ] = False,
     resume: Annotated[str | None, typer.Option(help="continue this run folder (path, or name under --out)")] = None,
     address: Annotated[str | None, typer.Option(help="address of a running Ray cluster to train on")] = None,
-    set_: Annotated[list[str] | None, typer.Option("--set", help="override an experiment field: key=value "
-                                                                 "(repeatable, dotted keys)")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="override an experiment field: key=value (repeatable, dotted keys)"),
+    ] = None,
     version: VersionOption = False,
 ) -> None:
     """Train the experiment, checkpoint it, evaluate it against the heuristics."""
@@ -76,8 +80,15 @@ def main(
             overrides["seed"] = seed
         experiment = load_experiment(config, overrides)
         run_dir = new_run_dir(experiment, out)
-    trainer = Trainer(experiment, run_dir, resuming=resume is not None, address=address, use_wandb=wandb,
-                      command=[_PROG[0], *_ARGV], ray_log_level=logging.ERROR)
+    trainer = Trainer(
+        experiment,
+        run_dir,
+        resuming=resume is not None,
+        address=address,
+        use_wandb=wandb,
+        command=[_PROG[0], *_ARGV],
+        ray_log_level=logging.ERROR,
+    )
     trainer.setup()
     if resume is not None:
         (run_dir / CONFIG_FILE).write_text(experiment.to_yaml(), encoding="utf-8")
@@ -121,8 +132,11 @@ def _interrupted(exc: BaseException) -> int:
     """After Ctrl-C: where the checkpoint is and how to continue (or just that it stopped, before training)."""
     if isinstance(exc, _Interrupted):
         t = exc.trainer
-        print(f"interrupted at iteration {t.iteration}: checkpoint {t.checkpoint}; continue with "
-              f"{_PROG[0]} --resume {t.run_dir}", file=sys.stderr)
+        print(
+            f"interrupted at iteration {t.iteration}: checkpoint {t.checkpoint}; continue with "
+            f"{_PROG[0]} --resume {t.run_dir}",
+            file=sys.stderr,
+        )
     else:
         print("interrupted", file=sys.stderr)
     return INTERRUPTED

@@ -33,8 +33,17 @@ from dcgym.envs.schema import Load, ScenarioBase, Seed
 from dcgym.envs.validation import validate
 
 __all__ = [
-    "DEFAULT_SCENARIO", "RENAMED", "Load", "ScenarioBase", "Seed", "apply_overrides", "list_scenarios",
-    "load_scenario", "read_yaml", "scenario_kind", "scenario_path",
+    "DEFAULT_SCENARIO",
+    "RENAMED",
+    "Load",
+    "ScenarioBase",
+    "Seed",
+    "apply_overrides",
+    "list_scenarios",
+    "load_scenario",
+    "read_yaml",
+    "scenario_kind",
+    "scenario_path",
 ]
 
 DEFAULT_SCENARIO = "malcolm_hetero_paper_exp"
@@ -102,8 +111,9 @@ def read_yaml(source: Path | Traversable, shown: str) -> Any:
     try:
         text = source.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidConfigError(shown, Verbatim(f"bytes that are not UTF-8 (at byte {exc.start})"),
-                                 "a UTF-8 text file") from None
+        raise InvalidConfigError(
+            shown, Verbatim(f"bytes that are not UTF-8 (at byte {exc.start})"), "a UTF-8 text file"
+        ) from None
     except OSError as exc:
         raise InvalidConfigError(shown, Verbatim(f"an unreadable file ({exc.strerror})"), "a readable file") from None
     try:
@@ -122,8 +132,7 @@ def _any_scenario() -> Any:
     return Annotated[Union[classes], Field(discriminator="kind")]  # noqa: UP007 (a runtime tuple of classes)
 
 
-def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None,
-                  kind: str | None = None) -> Any:
+def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None, kind: str | None = None) -> Any:
     """Load and validate a scenario of any family: a packaged name (``malcolm_homog_exp``) or a YAML file path.
 
     ``overrides`` maps dotted keys to values applied before validation:
@@ -141,8 +150,11 @@ def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None 
     if isinstance(data.get("kind"), str):
         data["kind"] = family(data["kind"]).name
     if kind is not None and data.get("kind") != family(kind).name:
-        raise InvalidConfigError("kind", data.get("kind", MISSING), f"{family(kind).name} (a {family(kind).name} "
-                                 f"scenario is needed here; {shown} is not one)")
+        raise InvalidConfigError(
+            "kind",
+            data.get("kind", MISSING),
+            f"{family(kind).name} (a {family(kind).name} scenario is needed here; {shown} is not one)",
+        )
     scenario = validate(_any_scenario(), data)
     scenario._name = source.name.rsplit(".", 1)[0]
     return scenario

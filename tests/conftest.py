@@ -13,8 +13,12 @@ def ray_session():
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import ray
+
     ray.init(
-        num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=100 * 2**20,
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=100 * 2**20,
         _node_ip_address="127.0.0.1",
     )
     yield ray

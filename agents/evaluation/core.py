@@ -94,8 +94,9 @@ def evaluate(
     jobs = family.jobs(scenario, spec, specs, grid, seeds_, work, Options(sample_period_us, explore))
     labels = list(dict.fromkeys(job.policy for job in jobs))
     if len(labels) != len(specs):
-        raise InvalidConfigError("policy", [str(p) for p in policies], "distinct policies (a repeated one would "
-                                 "repeat its runs)")
+        raise InvalidConfigError(
+            "policy", [str(p) for p in policies], "distinct policies (a repeated one would repeat its runs)"
+        )
     outputs = run_all(jobs, workers, address, progress, scenario.name or "scenario")
     return build_document(family, scenario, seeds_, work, jobs, outputs)
 

@@ -34,7 +34,13 @@ from dcgym.agents.evaluation.stats import CDF_PROBABILITIES, mean_ci, merged_qua
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "build_document", "finite", "get_path", "results_table", "summary_table", "to_json", "write_plots",
+    "build_document",
+    "finite",
+    "get_path",
+    "results_table",
+    "summary_table",
+    "to_json",
+    "write_plots",
     "write_results",
 ]
 
@@ -66,7 +72,11 @@ def finite(value: Any) -> Any:
 
 
 def build_document(
-    family: EvaluationFamily, scenario: Any, seeds: Sequence[int], work: int, jobs: Sequence[Any],
+    family: EvaluationFamily,
+    scenario: Any,
+    seeds: Sequence[int],
+    work: int,
+    jobs: Sequence[Any],
     outputs: Sequence[Mapping[str, Any]],
 ) -> dict[str, Any]:
     """The results document of ``jobs`` (each with ``policy`` and ``load``) and their ``outputs``."""

@@ -103,8 +103,16 @@ class EvaluationFamily:
         """The metrics of a summary cell over ``rows`` (one cell's runs): :attr:`summary_metrics` by default."""
         return self.summary_metrics
 
-    def jobs(self, scenario: Any, scenario_spec: str | Path, specs: Sequence[Spec], loads: Sequence[float],
-             seeds: Sequence[int], work: int, options: Options) -> list[Any]:
+    def jobs(
+        self,
+        scenario: Any,
+        scenario_spec: str | Path,
+        specs: Sequence[Spec],
+        loads: Sequence[float],
+        seeds: Sequence[int],
+        work: int,
+        options: Options,
+    ) -> list[Any]:
         """Every run of every policy at every load with every seed, checked before any runs."""
         raise NotImplementedError
 
@@ -143,4 +151,3 @@ def family_of(kind: str) -> EvaluationFamily:
         module, _, attribute = FAMILIES[name].partition(":")
         _LOADED[name] = getattr(importlib.import_module(module), attribute)()
     return _LOADED[name]
-

@@ -71,8 +71,9 @@ class LbRow(BaseModel):
     flows_in_flight: int = Field(description="flows still in the cluster when the run ended (in no statistic)")
     flows_warmup: int = Field(description="first flows excluded from every statistic")
     rejected_fraction: float | None = Field(description="flows_rejected / flows_completed")
-    censored: bool = Field(description="some flow was rejected: fct_s's upper percentiles may be the timeout, "
-                           "not a measured time")
+    censored: bool = Field(
+        description="some flow was rejected: fct_s's upper percentiles may be the timeout, not a measured time"
+    )
     events: int | None = Field(description="engine events processed (null for a trained policy's run)")
     sim_time_s: float = Field(description="simulated time at the end of the run, s")
     wall_s: float = Field(description="wall-clock seconds of the run")
@@ -89,29 +90,41 @@ def _stats(summary: Mapping[str, Any], count: int) -> dict[str, float]:
     return {k: (float(summary[k]) * _US if count else math.nan) for k in _PERCENTILES}
 
 
-def _row(policy: str, load: float, seed: int, r: Mapping[str, Any], dropped: int, warmup_flows: int,
-         offered_per_us: float, measured_us: float, events: int | None, wall_s: float) -> dict[str, Any]:
+def _row(
+    policy: str,
+    load: float,
+    seed: int,
+    r: Mapping[str, Any],
+    dropped: int,
+    warmup_flows: int,
+    offered_per_us: float,
+    measured_us: float,
+    events: int | None,
+    wall_s: float,
+) -> dict[str, Any]:
     """A result row from the engine's results ``r`` at the end of a run; ``dropped``: rejections after warm-up."""
     count = int(r["fct_us"]["count"])
     served = int(r["fct_served_us"]["count"])
-    return finite({
-        "policy": policy,
-        "load": load,
-        "seed": seed,
-        "throughput_flows_per_s": count / (measured_us * _US) if measured_us > 0 else math.nan,
-        "offered_flows_per_s": offered_per_us / _US,
-        "fct_s": _stats(r["fct_us"], count),
-        "fct_served_s": _stats(r["fct_served_us"], served),
-        "flows_completed": count,
-        "flows_rejected": int(dropped),
-        "flows_in_flight": int(r["flows_in_flight"]),
-        "flows_warmup": int(warmup_flows),
-        "rejected_fraction": dropped / count if count else math.nan,
-        "censored": dropped > 0,
-        "events": events,
-        "sim_time_s": r["sim_time_us"] * _US,
-        "wall_s": wall_s,
-    })
+    return finite(
+        {
+            "policy": policy,
+            "load": load,
+            "seed": seed,
+            "throughput_flows_per_s": count / (measured_us * _US) if measured_us > 0 else math.nan,
+            "offered_flows_per_s": offered_per_us / _US,
+            "fct_s": _stats(r["fct_us"], count),
+            "fct_served_s": _stats(r["fct_served_us"], served),
+            "flows_completed": count,
+            "flows_rejected": int(dropped),
+            "flows_in_flight": int(r["flows_in_flight"]),
+            "flows_warmup": int(warmup_flows),
+            "rejected_fraction": dropped / count if count else math.nan,
+            "censored": dropped > 0,
+            "events": events,
+            "sim_time_s": r["sim_time_us"] * _US,
+            "wall_s": wall_s,
+        }
+    )
 
 
 def _histogram(sim: MultistageSim) -> dict[str, Any]:
@@ -137,9 +150,18 @@ class LbJob:
         at_warmup = sim.results()
         sim.run_until(self.end_us)
         r = sim.results()
-        row = _row(self.policy, self.load, self.seed, r, r["flows_rejected"] - at_warmup["flows_rejected"],
-                   r["flows_warmup"], r["arrival_rate_per_us"], self.end_us - self.warmup_us, r["events"],
-                   time.perf_counter() - start)
+        row = _row(
+            self.policy,
+            self.load,
+            self.seed,
+            r,
+            r["flows_rejected"] - at_warmup["flows_rejected"],
+            r["flows_warmup"],
+            r["arrival_rate_per_us"],
+            self.end_us - self.warmup_us,
+            r["events"],
+            time.perf_counter() - start,
+        )
         return {"result": row, "histogram": _histogram(sim), "timeline": None}
 
 
@@ -176,8 +198,18 @@ def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
     sim = env.sim
     capacity = sum(g.count * g.workers * g.speed for g in env.scenario.servers)
     offered = job.load * capacity / env.mean_flow_time_us
-    row = _row(job.policy, job.load, job.seed, sim.results(), dropped, job.warmup, offered, end_us - warmup_us,
-               None, time.perf_counter() - start)
+    row = _row(
+        job.policy,
+        job.load,
+        job.seed,
+        sim.results(),
+        dropped,
+        job.warmup,
+        offered,
+        end_us - warmup_us,
+        None,
+        time.perf_counter() - start,
+    )
     return {"result": row, "histogram": _histogram(sim), "timeline": None}
 
 
@@ -189,35 +221,64 @@ class LbEvaluation(EvaluationFamily):
     default_work = 5000
     row_model = LbRow
     summary_metrics: ClassVar[tuple[str, ...]] = (
-        "throughput_flows_per_s", *(f"fct_s.{p}" for p in _PERCENTILES), *(f"fct_served_s.{p}" for p in ("mean",
-        "p99")), "flows_rejected", "rejected_fraction",
+        "throughput_flows_per_s",
+        *(f"fct_s.{p}" for p in _PERCENTILES),
+        *(f"fct_served_s.{p}" for p in ("mean", "p99")),
+        "flows_rejected",
+        "rejected_fraction",
     )
     cdf_field = "fct_cdf_s"
     cdf_scale = _US
-    censoring_note = ("* censored: some flows were rejected and count at the timeout, so fct_s's tail is the "
-                      "timeout, not a measured time (fct_served_s leaves them out)")
+    censoring_note = (
+        "* censored: some flows were rejected and count at the timeout, so fct_s's tail is the "
+        "timeout, not a measured time (fct_served_s leaves them out)"
+    )
 
     def default_policies(self, scenario: Any) -> list[Any]:
         return [scenario.policy if isinstance(scenario.policy, str) else ",".join(scenario.policy)]
 
-    def jobs(self, scenario: Any, scenario_spec: str | Path, specs: Sequence[Spec], loads: Sequence[float],
-             seeds: Sequence[int], work: int, options: Options) -> list[Any]:
+    def jobs(
+        self,
+        scenario: Any,
+        scenario_spec: str | Path,
+        specs: Sequence[Spec],
+        loads: Sequence[float],
+        seeds: Sequence[int],
+        work: int,
+        options: Options,
+    ) -> list[Any]:
         from dcgym.agents.training.checkpoints import checkpoint_jobs, checkpoint_labels
 
         if options.sample_period_us is not None:
-            raise InvalidConfigError("sample_period_us", options.sample_period_us, "nothing on a multi-LB scenario: "
-                                     "its engine samples no loads over time")
+            raise InvalidConfigError(
+                "sample_period_us",
+                options.sample_period_us,
+                "nothing on a multi-LB scenario: its engine samples no loads over time",
+            )
         trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
         labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
         warmup = math.floor(WARMUP_FRACTION * work)
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.POLICY_FILE:
-                raise self.refuse(spec, "a policy file runs in the engine only on a rack scenario (its Malcolm actor "
-                                  "pair drives a rack's nodes); evaluate the checkpoint it came from")
+                raise self.refuse(
+                    spec,
+                    "a policy file runs in the engine only on a rack scenario (its Malcolm actor "
+                    "pair drives a rack's nodes); evaluate the checkpoint it came from",
+                )
             if spec.source is Source.CHECKPOINT:
-                jobs += checkpoint_jobs(spec.given, labels[id(spec.given)], scenario, scenario_spec, loads, seeds,
-                                        tasks=work, warmup=warmup, runner=RUN_CHECKPOINT, explore=options.explore)
+                jobs += checkpoint_jobs(
+                    spec.given,
+                    labels[id(spec.given)],
+                    scenario,
+                    scenario_spec,
+                    loads,
+                    seeds,
+                    tasks=work,
+                    warmup=warmup,
+                    runner=RUN_CHECKPOINT,
+                    explore=options.explore,
+                )
                 continue
             if not isinstance(spec.given, str):
                 raise self.refuse(spec, "an LB policy name (ecmp, wcmp, lsq, sed, oracle) or a checkpoint")

@@ -84,8 +84,14 @@ def plot_metric_vs_load(doc: Mapping[str, Any], path: str | Path, metric: str, l
         hollow = [(x, y) for x, y, c in zip(loads, means, censored) if c]
         if hollow:
             any_censored = True
-            ax.plot(*zip(*hollow), linestyle="none", marker="o", markersize=9, markerfacecolor="white",
-                    markeredgecolor=line.get_color())
+            ax.plot(
+                *zip(*hollow),
+                linestyle="none",
+                marker="o",
+                markersize=9,
+                markerfacecolor="white",
+                markeredgecolor=line.get_color(),
+            )
         if any(c is not None for c in ci):
             low = [max(m - (c or 0), m * 1e-3) for m, c in zip(means, ci)]  # stays positive on a log axis
             high = [m + (c or 0) for m, c in zip(means, ci)]
@@ -96,8 +102,15 @@ def plot_metric_vs_load(doc: Mapping[str, Any], path: str | Path, metric: str, l
     ax.set_title(_title(doc), fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     if any_censored:
-        ax.plot([], [], linestyle="none", marker="o", markerfacecolor="white", markeredgecolor="gray",
-                label="censored (drops or timeouts left out of the tail)")
+        ax.plot(
+            [],
+            [],
+            linestyle="none",
+            marker="o",
+            markerfacecolor="white",
+            markeredgecolor="gray",
+            label="censored (drops or timeouts left out of the tail)",
+        )
     if ax.lines:
         ax.legend(fontsize=8)
     return save_figure(fig, path)
@@ -128,7 +141,7 @@ def plot_cdf(doc: Mapping[str, Any], path: str | Path, field: str, label: str) -
         ax.set_xlabel(label)
         ax.set_ylabel("CDF")
         ax.grid(True, which="both", alpha=0.3)
-    for ax in list(axes.flat)[len(loads):]:
+    for ax in list(axes.flat)[len(loads) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     if handles:

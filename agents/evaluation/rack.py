@@ -71,23 +71,28 @@ class RackRow(BaseModel):
     offered_ktps: float = Field(description="the arrival rate the load stands for, thousands of tasks per second")
     latency_us: Percentiles = Field(description="arrival to completion of the measured tasks that completed, us")
     latency_by_type_us: dict[str, dict[str, float | None]] | None = Field(
-        None, description="mean, p50 and p99 per task type, us (scenarios with types)")
+        None, description="mean, p50 and p99 per task type, us (scenarios with types)"
+    )
     tasks_completed: int = Field(description="measured tasks completed: the sample of latency_us")
     tasks_dropped: int = Field(description="measured tasks dropped at a full queue (no latency)")
     tasks_in_flight: int = Field(description="tasks still in the rack when the run ended (no latency)")
     tasks_warmup: int = Field(description="first arrivals excluded from every statistic")
     censored_fraction: float | None = Field(
         description="(dropped + in flight) / (completed + dropped + in flight): the measured tasks the "
-        "percentiles leave out")
-    censored: bool = Field(description="more than 0.1% of the measured tasks dropped or more than 1% in flight at "
-                           "the end: the tail percentiles may be too low")
+        "percentiles leave out"
+    )
+    censored: bool = Field(
+        description="more than 0.1% of the measured tasks dropped or more than 1% in flight at "
+        "the end: the tail percentiles may be too low"
+    )
     migrations: int = Field(description="tasks migrated between nodes after the warm-up")
     steals: int = Field(description="tasks stolen after the warm-up")
     failed_steals: int = Field(description="steal requests that found nothing after the warm-up")
     events: int | None = Field(description="engine events processed")
     sim_time_us: float = Field(description="simulated time at the end of the run, us")
-    wall_s: float = Field(description="wall-clock seconds of the run (the only field that differs between "
-                          "identical runs)")
+    wall_s: float = Field(
+        description="wall-clock seconds of the run (the only field that differs between identical runs)"
+    )
 
 
 @dataclass(frozen=True)
@@ -204,12 +209,18 @@ class RackEvaluation(EvaluationFamily):
     default_work = 1_000_000
     row_model = RackRow
     summary_metrics: ClassVar[tuple[str, ...]] = (
-        "throughput_ktps", *(f"latency_us.{p}" for p in _PERCENTILES), "tasks_dropped", "censored_fraction",
-        "migrations", "steals",
+        "throughput_ktps",
+        *(f"latency_us.{p}" for p in _PERCENTILES),
+        "tasks_dropped",
+        "censored_fraction",
+        "migrations",
+        "steals",
     )
     cdf_field = "latency_cdf_us"
-    censoring_note = ("* censored: more than 0.1% of the measured tasks were dropped, or more than 1% were unfinished "
-                      "at the end; the percentiles leave them out (left out: censored_fraction)")
+    censoring_note = (
+        "* censored: more than 0.1% of the measured tasks were dropped, or more than 1% were unfinished "
+        "at the end; the percentiles leave them out (left out: censored_fraction)"
+    )
 
     def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         if not all("latency_by_type_us" in r for r in rows):
@@ -221,14 +232,26 @@ class RackEvaluation(EvaluationFamily):
     def default_policies(self, scenario: Any) -> list[Any]:
         return [scenario.dispatch]
 
-    def jobs(self, scenario: Any, scenario_spec: str | Path, specs: Sequence[Spec], loads: Sequence[float],
-             seeds: Sequence[int], work: int, options: Options) -> list[Any]:
+    def jobs(
+        self,
+        scenario: Any,
+        scenario_spec: str | Path,
+        specs: Sequence[Spec],
+        loads: Sequence[float],
+        seeds: Sequence[int],
+        work: int,
+        options: Options,
+    ) -> list[Any]:
         from dcgym.agents.training.checkpoints import checkpoint_jobs, checkpoint_labels
 
         warmup = scenario.warmup_tasks(work)
         groups = tuple(
-            (f"{g.count} x {g.workers} workers" + (f" x speed {g.speed:g}" if g.speed != 1 else ""), ids.start,
-             g.count, g.workers)
+            (
+                f"{g.count} x {g.workers} workers" + (f" x speed {g.speed:g}" if g.speed != 1 else ""),
+                ids.start,
+                g.count,
+                g.workers,
+            )
             for g, ids in zip(scenario.nodes, scenario.node_ids())
         )
         trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
@@ -238,14 +261,26 @@ class RackEvaluation(EvaluationFamily):
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.CHECKPOINT:
-                jobs += checkpoint_jobs(spec.given, trained_labels[id(spec.given)], scenario, scenario_spec, loads,
-                                        seeds, tasks=work, warmup=warmup, runner=RUN_CHECKPOINT, groups=groups,
-                                        sample_period_us=options.sample_period_us, explore=options.explore)
+                jobs += checkpoint_jobs(
+                    spec.given,
+                    trained_labels[id(spec.given)],
+                    scenario,
+                    scenario_spec,
+                    loads,
+                    seeds,
+                    tasks=work,
+                    warmup=warmup,
+                    runner=RUN_CHECKPOINT,
+                    groups=groups,
+                    sample_period_us=options.sample_period_us,
+                    explore=options.explore,
+                )
             elif spec.source is Source.POLICY_FILE:
                 from dcgym.agents.export.in_engine import policy_file_jobs
 
-                jobs += policy_file_jobs(files[id(spec.given)], scenario, loads, seeds, work, warmup, groups,
-                                         options.sample_period_us)
+                jobs += policy_file_jobs(
+                    files[id(spec.given)], scenario, loads, seeds, work, warmup, groups, options.sample_period_us
+                )
             else:
                 policy = scenario.policy(spec.given)
                 for load in loads:
@@ -253,8 +288,9 @@ class RackEvaluation(EvaluationFamily):
                         config = scenario.engine_config(load, s, policy, warmup, options.sample_period_us)
                         check_rack_config(config)
                         keep = period > 0 and s == seeds[0]
-                        jobs.append(Job(policy.label, load, s, config, work, warmup, groups, keep,
-                                        tuple(scenario.type_names)))
+                        jobs.append(
+                            Job(policy.label, load, s, config, work, warmup, groups, keep, tuple(scenario.type_names))
+                        )
         return jobs
 
     def columns(self, doc: Mapping[str, Any]) -> list[Column]:

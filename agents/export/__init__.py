@@ -32,7 +32,18 @@ from dcgym.agents.export.format import (
 )
 
 __all__ = [
-    "InputSpec", "Layer", "LinearPairPolicy", "LinearValuePolicy", "MlpPolicy", "demo_policy", "export_policy",
-    "from_bytes", "linear_pair_from_modules", "mlp_from_modules", "policy_from_checkpoint", "read_policy",
-    "to_bytes", "write_policy",
+    "InputSpec",
+    "Layer",
+    "LinearPairPolicy",
+    "LinearValuePolicy",
+    "MlpPolicy",
+    "demo_policy",
+    "export_policy",
+    "from_bytes",
+    "linear_pair_from_modules",
+    "mlp_from_modules",
+    "policy_from_checkpoint",
+    "read_policy",
+    "to_bytes",
+    "write_policy",
 ]

@@ -62,21 +62,32 @@ def policy_from_checkpoint(run_or_checkpoint: str | Path) -> Policy:
     if all(isinstance(m, MalcolmRLModule) for m in modules.values()):
         game = env.game
         if game.config.action_type != "logits":
-            raise ValueError(f"{trained.path}: Malcolm's modules act with logits; the environment's action_type is "
-                             f"{game.config.action_type}")
-        return linear_pair_from_modules([modules[a] for a in agents], obs_scale=game.scale,
-                                        obs_clip=game.config.obs_clip, max_logit=game.config.max_logit)
+            raise ValueError(
+                f"{trained.path}: Malcolm's modules act with logits; the environment's action_type is "
+                f"{game.config.action_type}"
+            )
+        return linear_pair_from_modules(
+            [modules[a] for a in agents],
+            obs_scale=game.scale,
+            obs_clip=game.config.obs_clip,
+            max_logit=game.config.max_logit,
+        )
     module_ids = [trained.agent_to_module[a] for a in agents]
-    return mlp_from_modules({m: trained.modules[m] for m in module_ids}, module_ids, env.action_space(agents[0]),
-                            normalize_actions=trained.meta.get("normalize_actions", True),
-                            clip_actions=trained.meta.get("clip_actions", False))
+    return mlp_from_modules(
+        {m: trained.modules[m] for m in module_ids},
+        module_ids,
+        env.action_space(agents[0]),
+        normalize_actions=trained.meta.get("normalize_actions", True),
+        clip_actions=trained.meta.get("clip_actions", False),
+    )
 
 
 # ------------------------------------------------------------------------------ Malcolm
 
 
-def linear_pair_from_modules(modules: Sequence[Any], *, obs_scale: float, obs_clip: float,
-                             max_logit: float) -> LinearPairPolicy:
+def linear_pair_from_modules(
+    modules: Sequence[Any], *, obs_scale: float, obs_clip: float, max_logit: float
+) -> LinearPairPolicy:
     """A ``linear_pair`` policy from the Malcolm modules of nodes 0 .. N-1 (in node order).
 
     ``obs_scale`` and ``obs_clip`` are rack_v0's (``game.scale``,
@@ -88,7 +99,11 @@ def linear_pair_from_modules(modules: Sequence[Any], *, obs_scale: float, obs_cl
         raise ValueError(f"modules: got {len(modules)}; expected one per node ({n})")
     for i, m in enumerate(modules):
         same = (m.num_nodes, m.actor_basis, m.critic_basis, m.load_scale) == (
-            n, first.actor_basis, first.critic_basis, first.load_scale)
+            n,
+            first.actor_basis,
+            first.critic_basis,
+            first.load_scale,
+        )
         if not same:
             raise ValueError(f"node_{i}: its module's nodes, bases or load_scale differ from node_0's")
     if not first.load_scale > 0:
@@ -98,11 +113,17 @@ def linear_pair_from_modules(modules: Sequence[Any], *, obs_scale: float, obs_cl
     def weights(name: str) -> np.ndarray:
         return np.stack([getattr(m, name).detach().cpu().numpy().astype(np.float64) for m in modules])
 
-    spec = InputSpec(n, first.actor_basis, scale=obs_scale * first.load_scale, offset=0.0, lo=0.0,
-                     hi=obs_clip * first.load_scale)
-    return LinearPairPolicy(spec, weights("migration_weights"), weights("stealing_weights"),
-                            first.critic_basis if has_critic else None,
-                            weights("critic_weights") if has_critic else None, max_logit)
+    spec = InputSpec(
+        n, first.actor_basis, scale=obs_scale * first.load_scale, offset=0.0, lo=0.0, hi=obs_clip * first.load_scale
+    )
+    return LinearPairPolicy(
+        spec,
+        weights("migration_weights"),
+        weights("stealing_weights"),
+        first.critic_basis if has_critic else None,
+        weights("critic_weights") if has_critic else None,
+        max_logit,
+    )
 
 
 def demo_policy(num_nodes: int = 4, seed: int = 1) -> LinearPairPolicy:
@@ -118,16 +139,27 @@ def demo_policy(num_nodes: int = 4, seed: int = 1) -> LinearPairPolicy:
     f = spec.num_features
     fc = num_nodes * (num_nodes + 7) // 2 + 1
     bound = 1.0 / np.sqrt(f)
-    return LinearPairPolicy(spec, rng.uniform(-bound, bound, (num_nodes, num_nodes, f)),
-                            rng.uniform(-bound, bound, (num_nodes, num_nodes, f)), "customized",
-                            rng.uniform(-1 / np.sqrt(fc), 1 / np.sqrt(fc), (num_nodes, fc)), max_logit=10.0)
+    return LinearPairPolicy(
+        spec,
+        rng.uniform(-bound, bound, (num_nodes, num_nodes, f)),
+        rng.uniform(-bound, bound, (num_nodes, num_nodes, f)),
+        "customized",
+        rng.uniform(-1 / np.sqrt(fc), 1 / np.sqrt(fc), (num_nodes, fc)),
+        max_logit=10.0,
+    )
 
 
 # ------------------------------------------------------------------------------ MLPs
 
 
-def mlp_from_modules(modules: Mapping[str, Any], agent_modules: Sequence[str], action_space: Any, *,
-                     normalize_actions: bool = True, clip_actions: bool = False) -> MlpPolicy:
+def mlp_from_modules(
+    modules: Mapping[str, Any],
+    agent_modules: Sequence[str],
+    action_space: Any,
+    *,
+    normalize_actions: bool = True,
+    clip_actions: bool = False,
+) -> MlpPolicy:
     """An ``mlp`` policy from RLlib's default PPO / SAC torch modules.
 
     ``modules`` maps module ids to modules, ``agent_modules`` gives agent i's
@@ -156,15 +188,23 @@ def mlp_from_modules(modules: Mapping[str, Any], agent_modules: Sequence[str], a
             raise ValueError(f"action space: got {action_space}; expected a 1-D Box")
         bounded = bool(np.all(action_space.bounded_below) and np.all(action_space.bounded_above))
         if head == "tanh":  # the squashed Gaussian's [-1, 1], then unsquashed to the bounds when normalising
-            low, high = ((action_space.low, action_space.high) if normalize_actions and bounded
-                         else (-np.ones(action_space.shape), np.ones(action_space.shape)))
+            low, high = (
+                (action_space.low, action_space.high)
+                if normalize_actions and bounded
+                else (-np.ones(action_space.shape), np.ones(action_space.shape))
+            )
         elif normalize_actions and bounded:
             head, low, high = "unsquash", action_space.low, action_space.high
         elif clip_actions:
             raise ValueError("clip_actions without normalize_actions: the runtime has no clip-only head")
-    return MlpPolicy(num_inputs, networks, [ids.index(m) for m in agent_modules], head,
-                     None if low is None else np.asarray(low, np.float64),
-                     None if high is None else np.asarray(high, np.float64))
+    return MlpPolicy(
+        num_inputs,
+        networks,
+        [ids.index(m) for m in agent_modules],
+        head,
+        None if low is None else np.asarray(low, np.float64),
+        None if high is None else np.asarray(high, np.float64),
+    )
 
 
 def _actor_network(module: Any, module_id: str) -> tuple[list[Layer], str]:
@@ -190,16 +230,23 @@ def _actor_network(module: Any, module_id: str) -> tuple[list[Layer], str]:
             if list(leaf.children()):
                 continue
             if isinstance(leaf, nn.Linear):
-                layers.append(Layer(leaf.weight.detach().cpu().numpy().astype(np.float64),
-                                    (leaf.bias.detach().cpu().numpy() if leaf.bias is not None
-                                     else np.zeros(leaf.out_features)).astype(np.float64)))
+                layers.append(
+                    Layer(
+                        leaf.weight.detach().cpu().numpy().astype(np.float64),
+                        (
+                            leaf.bias.detach().cpu().numpy() if leaf.bias is not None else np.zeros(leaf.out_features)
+                        ).astype(np.float64),
+                    )
+                )
                 continue
             name = _ACTIVATIONS.get(type(leaf).__name__)
             if name == "elu" and leaf.alpha != 1.0:
                 name = None
             if name is None or not layers or layers[-1].activation != "identity":
-                raise ValueError(f"{module_id}: layer {leaf} is not supported by the policy file "
-                                 "(dense layers, each followed by at most one of relu, tanh, sigmoid, silu, elu)")
+                raise ValueError(
+                    f"{module_id}: layer {leaf} is not supported by the policy file "
+                    "(dense layers, each followed by at most one of relu, tanh, sigmoid, silu, elu)"
+                )
             layers[-1].activation = name
     dist = module.get_inference_action_dist_cls()
     if dist is TorchCategorical:
@@ -209,5 +256,7 @@ def _actor_network(module: Any, module_id: str) -> tuple[list[Layer], str]:
         half = last.weight.shape[0] // 2
         layers[-1] = Layer(last.weight[:half], last.bias[:half], last.activation)
         return layers, "tanh" if dist is TorchSquashedGaussian else "identity"
-    raise ValueError(f"{module_id}: action distribution {getattr(dist, '__name__', dist)} is not supported "
-                     "(categorical, diagonal Gaussian, squashed Gaussian)")
+    raise ValueError(
+        f"{module_id}: action distribution {getattr(dist, '__name__', dist)} is not supported "
+        "(categorical, diagonal Gaussian, squashed Gaussian)"
+    )

@@ -27,8 +27,22 @@ from pathlib import Path
 import numpy as np
 
 __all__ = [
-    "ACTIVATIONS", "BASES", "HEADS", "KINDS", "MAGIC", "VERSION", "InputSpec", "Layer", "LinearPairPolicy",
-    "LinearValuePolicy", "MlpPolicy", "Policy", "from_bytes", "num_features", "read_policy", "to_bytes",
+    "ACTIVATIONS",
+    "BASES",
+    "HEADS",
+    "KINDS",
+    "MAGIC",
+    "VERSION",
+    "InputSpec",
+    "Layer",
+    "LinearPairPolicy",
+    "LinearValuePolicy",
+    "MlpPolicy",
+    "Policy",
+    "from_bytes",
+    "num_features",
+    "read_policy",
+    "to_bytes",
     "write_policy",
 ]
 
@@ -55,7 +69,8 @@ _FLOAT_MAX = float(np.finfo(np.float32).max)
 def num_features(basis: str, n: int) -> int:
     """How many features ``basis`` makes from ``n`` loads (as ``dcgym.agents.malcolm.basis.num_features``)."""
     return {"raw": n + 1, "sort": 2 * n + 1, "customized": n * (n + 7) // 2 + 1, "quadratic": n * (n + 3) // 2 + 1}[
-        basis]
+        basis
+    ]
 
 
 @dataclass
@@ -177,12 +192,17 @@ def _body(policy: Policy) -> bytes:
         if has_critic and policy.critic_basis not in BASES:
             raise ValueError(f"critic_basis: got {policy.critic_basis!r}; expected one of {list(BASES)} or None")
         fc = num_features(policy.critic_basis, n) if has_critic else 0
-        parts = [_input(policy.input),
-                 struct.pack("<If", BASES[policy.critic_basis] if has_critic else NO_CRITIC, policy.max_logit)]
+        parts = [
+            _input(policy.input),
+            struct.pack("<If", BASES[policy.critic_basis] if has_critic else NO_CRITIC, policy.max_logit),
+        ]
         migration, stealing = np.asarray(policy.migration), np.asarray(policy.stealing)
         critic = np.asarray(policy.critic) if has_critic else None
-        for name, a, shape in (("migration", migration, (n, n, f)), ("stealing", stealing, (n, n, f)),
-                               ("critic", critic, (n, fc))):
+        for name, a, shape in (
+            ("migration", migration, (n, n, f)),
+            ("stealing", stealing, (n, n, f)),
+            ("critic", critic, (n, fc)),
+        ):
             if a is not None and a.shape != shape:
                 raise ValueError(f"{name}: got shape {a.shape}; expected {shape}")
         for i in range(n):
@@ -198,8 +218,10 @@ def _body(policy: Policy) -> bytes:
         if policy.head not in HEADS:
             raise ValueError(f"mlp.head: got {policy.head!r}; expected one of {list(HEADS)}")
         k = policy.num_outputs
-        parts = [struct.pack("<4I", policy.num_inputs, len(policy.networks), HEADS[policy.head], k),
-                 struct.pack(f"<{policy.num_agents}I", *policy.agent_network)]
+        parts = [
+            struct.pack("<4I", policy.num_inputs, len(policy.networks), HEADS[policy.head], k),
+            struct.pack(f"<{policy.num_agents}I", *policy.agent_network),
+        ]
         if policy.head in ("unsquash", "tanh"):
             parts += [_f32(policy.low, (k,), "mlp.low"), _f32(policy.high, (k,), "mlp.high")]
         for m, layers in enumerate(policy.networks):
@@ -207,8 +229,10 @@ def _body(policy: Policy) -> bytes:
             for li, layer in enumerate(layers):
                 out, inp = np.shape(layer.weight)
                 if layer.activation not in ACTIVATIONS:
-                    raise ValueError(f"network[{m}].layer[{li}].activation: got {layer.activation!r}; "
-                                     f"expected one of {list(ACTIVATIONS)}")
+                    raise ValueError(
+                        f"network[{m}].layer[{li}].activation: got {layer.activation!r}; "
+                        f"expected one of {list(ACTIVATIONS)}"
+                    )
                 parts.append(struct.pack("<3I", inp, out, ACTIVATIONS[layer.activation]))
                 parts.append(_f32(layer.weight, (out, inp), f"network[{m}].layer[{li}].weight"))
                 parts.append(_f32(layer.bias, (out,), f"network[{m}].layer[{li}].bias"))
@@ -242,9 +266,11 @@ class _Cursor:
 
     def take(self, size: int, what: str) -> bytes:
         if size > self.end - self.pos:
-            raise ValueError(f"{what}: needs {size} bytes at offset {self.pos} but the body has {self.end - self.pos} "
-                             "left; expected header.body_size to cover the declared shapes")
-        chunk = self.data[self.pos:self.pos + size]
+            raise ValueError(
+                f"{what}: needs {size} bytes at offset {self.pos} but the body has {self.end - self.pos} "
+                "left; expected header.body_size to cover the declared shapes"
+            )
+        chunk = self.data[self.pos : self.pos + size]
         self.pos += size
         return chunk
 
@@ -304,8 +330,14 @@ def from_bytes(data: bytes) -> Policy:
             stealing.append(c.f32((n, f), f"node[{i}].stealing"))
             if critic_basis:
                 critic.append(c.f32((fc,), f"node[{i}].critic"))
-        policy = LinearPairPolicy(spec, np.stack(migration), np.stack(stealing), critic_basis,
-                                  np.stack(critic) if critic_basis else None, max_logit)
+        policy = LinearPairPolicy(
+            spec,
+            np.stack(migration),
+            np.stack(stealing),
+            critic_basis,
+            np.stack(critic) if critic_basis else None,
+            max_logit,
+        )
     elif kind_name == "linear_value":
         spec = _read_input(c)
         policy = LinearValuePolicy(spec, c.f32((agents, spec.num_features), "weights"))
@@ -327,8 +359,13 @@ def from_bytes(data: bytes) -> Policy:
                 inp, out, act = c.u32(3, where)
                 if inp != width:
                     raise ValueError(f"{where}.in: got {inp}; expected {width}")
-                layers.append(Layer(c.f32((out, inp), f"{where}.weight"), c.f32((out,), f"{where}.bias"),
-                                    _name(ACTIVATIONS, act, f"{where}.activation")))
+                layers.append(
+                    Layer(
+                        c.f32((out, inp), f"{where}.weight"),
+                        c.f32((out,), f"{where}.bias"),
+                        _name(ACTIVATIONS, act, f"{where}.activation"),
+                    )
+                )
                 width = out
             if width != k:
                 raise ValueError(f"network[{net}].layer[{num_layers - 1}].out: got {width}; expected {k}")

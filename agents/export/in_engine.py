@@ -51,8 +51,16 @@ from dcgym.agents.export.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
 
 __all__ = [
-    "DEFAULT_OPTIONS", "PolicyFile", "PolicyFileError", "PolicyFileJob", "controller_inputs", "game_engine_config",
-    "is_policy_file_spec", "load_policy_file", "policy_file_jobs", "run_policy_file_job",
+    "DEFAULT_OPTIONS",
+    "PolicyFile",
+    "PolicyFileError",
+    "PolicyFileJob",
+    "controller_inputs",
+    "game_engine_config",
+    "is_policy_file_spec",
+    "load_policy_file",
+    "policy_file_jobs",
+    "run_policy_file_job",
 ]
 
 DEFAULT_OPTIONS = {"heartbeat_us": 100.0, "load_metric": "expected_wait"}
@@ -120,8 +128,11 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
     except (ValueError, RuntimeError, OSError) as exc:
         raise PolicyFileError(path, str(exc)) from None
     if not isinstance(policy, LinearPairPolicy):
-        raise PolicyFileError(path, f"a {policy.kind} policy; only linear_pair policies (Malcolm's actor pairs) run "
-                                    "in the engine: evaluate the run folder or checkpoint it was exported from instead")
+        raise PolicyFileError(
+            path,
+            f"a {policy.kind} policy; only linear_pair policies (Malcolm's actor pairs) run "
+            "in the engine: evaluate the run folder or checkpoint it was exported from instead",
+        )
     stem = where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX)
     label = f"{stem}{':' + option_text if option_text else ''} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})"
     return PolicyFile(text, path, data, label, **options)
@@ -162,8 +173,16 @@ def _parse_options(where: str, text: str) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ the controller's inputs
 
 
-def game_engine_config(scenario: Any, load: float, seed: int, warmup: int = 0, sample_period_us: float | None = None,
-                       *, heartbeat_us: float = 100.0, load_metric: str = "expected_wait") -> dict[str, Any]:
+def game_engine_config(
+    scenario: Any,
+    load: float,
+    seed: int,
+    warmup: int = 0,
+    sample_period_us: float | None = None,
+    *,
+    heartbeat_us: float = 100.0,
+    load_metric: str = "expected_wait",
+) -> dict[str, Any]:
     """The engine config rack_v0 (:class:`~dcgym.envs.rack.game.RackGame`) runs ``scenario`` with, at ``load``
     with ``seed``: dispatch ``table`` with ``load_metric``, entry ``nodes``, fresh load information made
     periodic at the heartbeat; ``warmup`` arrivals excluded from the statistics."""
@@ -189,25 +208,40 @@ def controller_inputs(file: PolicyFile, scenario: Any) -> tuple[dict[str, Any], 
     policy = file.policy
     assert isinstance(policy, LinearPairPolicy)
     if policy.num_agents != scenario.num_nodes:
-        raise PolicyFileError(file.path, f"a policy for {policy.num_agents} nodes; the scenario "
-                                         f"{scenario.name or ''} has {scenario.num_nodes} (give --scenario the rack "
-                                         "it was trained on)")
+        raise PolicyFileError(
+            file.path,
+            f"a policy for {policy.num_agents} nodes; the scenario "
+            f"{scenario.name or ''} has {scenario.num_nodes} (give --scenario the rack "
+            "it was trained on)",
+        )
     spec = policy.input
     if not (spec.offset == 0 and spec.lo == 0 and spec.scale > 0 and spec.hi > 0):
-        raise PolicyFileError(file.path, f"input: got scale {spec.scale:g}, offset {spec.offset:g}, lo {spec.lo:g}, "
-                                         f"hi {spec.hi:g}; expected scale > 0, offset 0, lo 0, hi > 0: the engine's "
-                                         "controller observes rack_v0's clip(load x scale, 0, hi)")
+        raise PolicyFileError(
+            file.path,
+            f"input: got scale {spec.scale:g}, offset {spec.offset:g}, lo {spec.lo:g}, "
+            f"hi {spec.hi:g}; expected scale > 0, offset 0, lo 0, hi > 0: the engine's "
+            "controller observes rack_v0's clip(load x scale, 0, hi)",
+        )
     if not policy.max_logit > 0:
-        raise PolicyFileError(file.path, "max_logit: got 0 (a plain softmax); expected > 0: the engine's controller "
-                                         "centres and clips the logits as rack_v0 does")
-    base = game_engine_config(scenario, scenario.loads[0], 1, heartbeat_us=file.heartbeat_us,
-                              load_metric=file.load_metric)
+        raise PolicyFileError(
+            file.path,
+            "max_logit: got 0 (a plain softmax); expected > 0: the engine's controller "
+            "centres and clips the logits as rack_v0 does",
+        )
+    base = game_engine_config(
+        scenario, scenario.loads[0], 1, heartbeat_us=file.heartbeat_us, load_metric=file.load_metric
+    )
     obs_scale = 1.0 / Distribution(base["service"]).mean if file.load_metric == "expected_wait" else 1.0
     load_scale = _snap(spec.scale / obs_scale, lambda v: np.float32(obs_scale * v) == np.float32(spec.scale))
     obs_clip = _snap(spec.hi / load_scale, lambda v: np.float32(v * load_scale) == np.float32(spec.hi))
     options: dict[str, Any] = {
-        "heartbeat_us": file.heartbeat_us, "warmup_us": 0.0, "obs_clip": obs_clip, "max_logit": policy.max_logit,
-        "actor_basis": spec.basis, "load_scale": load_scale, "learn": False,
+        "heartbeat_us": file.heartbeat_us,
+        "warmup_us": 0.0,
+        "obs_clip": obs_clip,
+        "max_logit": policy.max_logit,
+        "actor_basis": spec.basis,
+        "load_scale": load_scale,
+        "learn": False,
     }
     if policy.critic_basis is not None:
         options["critic_basis"] = policy.critic_basis
@@ -246,8 +280,16 @@ class PolicyFileJob:
         return run_policy_file_job(self)
 
 
-def policy_file_jobs(file: PolicyFile, scenario: Any, loads: Sequence[float], seeds: Sequence[int], tasks: int,
-                     warmup: int, groups: tuple = (), sample_period_us: float | None = None) -> list[PolicyFileJob]:
+def policy_file_jobs(
+    file: PolicyFile,
+    scenario: Any,
+    loads: Sequence[float],
+    seeds: Sequence[int],
+    tasks: int,
+    warmup: int,
+    groups: tuple = (),
+    sample_period_us: float | None = None,
+) -> list[PolicyFileJob]:
     """The runs of one policy file on ``scenario``, one per load and seed; everything checked before any run."""
     from dcgym.cpp_core import _engine, check_rack_config
 
@@ -257,12 +299,32 @@ def policy_file_jobs(file: PolicyFile, scenario: Any, loads: Sequence[float], se
     jobs = []
     for load in loads:
         for s in seeds:
-            config = game_engine_config(scenario, load, s, warmup, sample_period_us, heartbeat_us=file.heartbeat_us,
-                                        load_metric=file.load_metric)
+            config = game_engine_config(
+                scenario,
+                load,
+                s,
+                warmup,
+                sample_period_us,
+                heartbeat_us=file.heartbeat_us,
+                load_metric=file.load_metric,
+            )
             check_rack_config(config)
-            jobs.append(PolicyFileJob(file.label, load, s, file.data, config, options, tasks, warmup, groups,
-                                      bool(period and period > 0 and s == seeds[0]), tuple(scenario.type_names),
-                                      max([1.0, *(p / load for p in peaks)])))
+            jobs.append(
+                PolicyFileJob(
+                    file.label,
+                    load,
+                    s,
+                    file.data,
+                    config,
+                    options,
+                    tasks,
+                    warmup,
+                    groups,
+                    bool(period and period > 0 and s == seeds[0]),
+                    tuple(scenario.type_names),
+                    max([1.0, *(p / load for p in peaks)]),
+                )
+            )
     try:  # the controller's own checks (options, parameter shapes), on the first run's config
         _engine.RackController(jobs[0].config, options, **params)
     except ValueError as exc:
@@ -285,8 +347,9 @@ def run_policy_file_job(job: PolicyFileJob) -> dict[str, Any]:
 
     start = time.perf_counter()
     policy = from_bytes(job.data)
-    ctl = _engine.RackController(job.config, job.options, critic=policy.critic, migration=policy.migration,
-                                 stealing=policy.stealing)
+    ctl = _engine.RackController(
+        job.config, job.options, critic=policy.critic, migration=policy.migration, stealing=policy.stealing
+    )
     sim = ctl.sim
     r = sim.results()
     per_heartbeat = r["arrival_rate_per_us"] * job.rate_factor * job.options["heartbeat_us"]

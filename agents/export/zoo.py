@@ -27,8 +27,16 @@ from typing import Any
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 
 __all__ = [
-    "SUFFIX", "ZOO_ENV", "ZOO_PREFIX", "ZooEntry", "build_entry", "evaluation_table", "experiment_name",
-    "list_zoo", "resolve_zoo", "zoo_dir",
+    "SUFFIX",
+    "ZOO_ENV",
+    "ZOO_PREFIX",
+    "ZooEntry",
+    "build_entry",
+    "evaluation_table",
+    "experiment_name",
+    "list_zoo",
+    "resolve_zoo",
+    "zoo_dir",
 ]
 
 ZOO_ENV = "DCGYM_ZOO"
@@ -70,11 +78,18 @@ def resolve_zoo(spec: str, folder: str | Path | None = None) -> Path:
     if _NAME.fullmatch(name) and path.is_file():
         return path
     known = list_zoo(folder)
-    allowed = ("a zoo policy, one of " + ", ".join(ZOO_PREFIX + k for k in known) if known
-               else "a zoo policy, but the zoo has none")
+    allowed = (
+        "a zoo policy, one of " + ", ".join(ZOO_PREFIX + k for k in known)
+        if known
+        else "a zoo policy, but the zoo has none"
+    )
     suggestion = did_you_mean(name, known)
-    raise InvalidConfigError("policy", spec, f"{allowed} (zoo folder {where}; ${ZOO_ENV} sets another)",
-                             suggestion=None if suggestion is None else ZOO_PREFIX + suggestion)
+    raise InvalidConfigError(
+        "policy",
+        spec,
+        f"{allowed} (zoo folder {where}; ${ZOO_ENV} sets another)",
+        suggestion=None if suggestion is None else ZOO_PREFIX + suggestion,
+    )
 
 
 # ------------------------------------------------------------------------------ building entries
@@ -100,8 +115,7 @@ def experiment_name(run_dir: str | Path) -> str:
     return f"{Path(str(experiment['scenario'])).stem}__{experiment['algorithm']}"
 
 
-def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None,
-                commit: str | None = None) -> ZooEntry:
+def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, commit: str | None = None) -> ZooEntry:
     """Export a run folder's final checkpoint to ``out/NAME.dcpol`` and write ``out/NAME.md``.
 
     ``name`` defaults to :func:`experiment_name`; ``commit`` to the dcgym
@@ -116,8 +130,9 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None,
 
     run = Path(run_dir)
     if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():
-        raise InvalidConfigError("RUN", str(run_dir), "a run folder written by train.py (with run.json and "
-                                                      "config.yaml)")
+        raise InvalidConfigError(
+            "RUN", str(run_dir), "a run folder written by train.py (with run.json and config.yaml)"
+        )
     name = experiment_name(run) if name is None else name
     if not _NAME.fullmatch(name):
         raise InvalidConfigError("name", name, "1 to 128 letters, digits, _, - and .")
@@ -128,9 +143,16 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None,
     meta = read_meta(checkpoint)
     info = _run_json(run)
     experiment = _config(run)
-    lines = [f"# {name}", "", _provenance(run, info, experiment, meta, checkpoint, commit), "",
-             f"Policy: `{name}{SUFFIX}`, {policy.kind}, {policy.num_agents} agents.", "",
-             _usage(name, experiment), ""]
+    lines = [
+        f"# {name}",
+        "",
+        _provenance(run, info, experiment, meta, checkpoint, commit),
+        "",
+        f"Policy: `{name}{SUFFIX}`, {policy.kind}, {policy.num_agents} agents.",
+        "",
+        _usage(name, experiment),
+        "",
+    ]
     results = run / "evaluation" / "results.json"
     if results.is_file():
         doc = json.loads(results.read_text(encoding="utf-8"))
@@ -157,23 +179,33 @@ def evaluation_table(doc: Mapping[str, Any]) -> str:
         cells.setdefault(s["policy"], {})[s["load"]] = text
     head = "| policy | " + " | ".join(f"load {load:g}" for load in loads) + " |"
     rule = "|---|" + "---:|" * len(loads)
-    rows = [f"| {policy} | " + " | ".join(row.get(load, "-") for load in loads) + " |"
-            for policy, row in cells.items()]
+    rows = [f"| {policy} | " + " | ".join(row.get(load, "-") for load in loads) + " |" for policy, row in cells.items()]
     return "\n".join([head, rule, *rows])
 
 
 def _table_caption(doc: Mapping[str, Any]) -> str:
     seeds = doc.get("seeds") or [doc.get("seed")]
     which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
-    return (f"p99 latency (us) of the run's final evaluation on `{doc['scenario']}` ({which}, "
-            f"{doc['tasks']:,} tasks per run, the trained policy through its environment):")
+    return (
+        f"p99 latency (us) of the run's final evaluation on `{doc['scenario']}` ({which}, "
+        f"{doc['tasks']:,} tasks per run, the trained policy through its environment):"
+    )
 
 
-def _provenance(run: Path, info: Mapping[str, Any], experiment: Mapping[str, Any], meta: Mapping[str, Any],
-                checkpoint: Path, commit: str | None) -> str:
+def _provenance(
+    run: Path,
+    info: Mapping[str, Any],
+    experiment: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    checkpoint: Path,
+    commit: str | None,
+) -> str:
     budget = experiment.get("budget") or {}
-    limits = [f"{budget[k]:,} {k}" if k != "wall_time_s" else f"{budget[k]:g} s"
-              for k in ("iterations", "timesteps", "wall_time_s") if budget.get(k) is not None]
+    limits = [
+        f"{budget[k]:,} {k}" if k != "wall_time_s" else f"{budget[k]:g} s"
+        for k in ("iterations", "timesteps", "wall_time_s")
+        if budget.get(k) is not None
+    ]
     config = _config_path(info)
     env_args = dict(experiment.get("env_args") or {})
     overrides = env_args.get("overrides")
@@ -190,13 +222,15 @@ def _provenance(run: Path, info: Mapping[str, Any], experiment: Mapping[str, Any
 
 def _usage(name: str, experiment: Mapping[str, Any]) -> str:
     env_args = dict(experiment.get("env_args") or {})
-    options = [f"{k}={env_args[k]}" for k in ("heartbeat_us", "load_metric")
-               if k in env_args and env_args[k] != {"heartbeat_us": 100, "load_metric": "expected_wait"}[k]]
+    options = [
+        f"{k}={env_args[k]}"
+        for k in ("heartbeat_us", "load_metric")
+        if k in env_args and env_args[k] != {"heartbeat_us": 100, "load_metric": "expected_wait"}[k]
+    ]
     spec = f"zoo:{name}" + (":" + ",".join(options) if options else "")
     scenario = str(experiment["scenario"])
-    note = (" (the scenario with the overrides above, as a YAML file)" if env_args.get("overrides") else "")
-    return (f"Evaluate in the engine: `python evaluate.py --policy {spec} --scenario {scenario} --policy po2`"
-            f"{note}.")
+    note = " (the scenario with the overrides above, as a YAML file)" if env_args.get("overrides") else ""
+    return f"Evaluate in the engine: `python evaluate.py --policy {spec} --scenario {scenario} --policy po2`{note}."
 
 
 def _config_path(info: Mapping[str, Any]) -> str | None:
@@ -220,8 +254,14 @@ def _commit() -> str:
     import dcgym.agents
 
     try:
-        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(dcgym.agents.__file__).resolve().parents[1],
-                              capture_output=True, text=True, timeout=30, check=False)
+        proc = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(dcgym.agents.__file__).resolve().parents[1],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (proc.stdout.strip() or "unknown") if proc.returncode == 0 else "unknown"
@@ -244,7 +284,5 @@ def build_zoo(runs: Sequence[str | Path], out: str | Path, commit: str | None = 
     for name in names:
         if name is not None and names.count(name) > 1:
             clash = [str(r) for r, n in zip(runs, names) if n == name]
-            raise InvalidConfigError("RUN", clash, f"one run per experiment name (these all make zoo/{name}"
-                                                   f"{SUFFIX})")
+            raise InvalidConfigError("RUN", clash, f"one run per experiment name (these all make zoo/{name}{SUFFIX})")
     return [build_entry(r, out, commit=commit) for r in runs]
-

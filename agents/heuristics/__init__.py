@@ -27,7 +27,14 @@ from dcgym.agents.heuristics.rack import (
 from dcgym.envs.families import family
 
 __all__ = [
-    "FAMILY_MODULES", "HEURISTICS", "Heuristic", "Policy", "Rack", "baselines", "known_policy_names", "parse_policy",
+    "FAMILY_MODULES",
+    "HEURISTICS",
+    "Heuristic",
+    "Policy",
+    "Rack",
+    "baselines",
+    "known_policy_names",
+    "parse_policy",
     "policy_parameters",
 ]
 

@@ -17,7 +17,13 @@ from dcgym.envs.rack.dispatch import (
 )
 
 __all__ = [
-    "BASELINES", "HEURISTICS", "Heuristic", "Policy", "Rack", "known_policy_names", "parse_policy",
+    "BASELINES",
+    "HEURISTICS",
+    "Heuristic",
+    "Policy",
+    "Rack",
+    "known_policy_names",
+    "parse_policy",
     "policy_parameters",
 ]
 

@@ -312,7 +312,9 @@ def rack_config(hparams: Mapping[str, Any]) -> MalcolmConfig:
     if unknown:
         key = unknown[0]
         raise InvalidConfigError(
-            key, params[key], "a key of env, seed or a MalcolmConfig.training field",
+            key,
+            params[key],
+            "a key of env, seed or a MalcolmConfig.training field",
             suggestion=did_you_mean(key, known),
         )
     if params.get("variant") == "code":

@@ -25,6 +25,15 @@ from dcgym.agents.training.trainer import (
 )
 
 __all__ = [
-    "CONFIG_FILE", "METRICS_FILE", "RUN_FILE", "MissingPackageError", "TrainResult", "Trainer", "check_experiment",
-    "find_run", "new_run_dir", "resume", "train",
+    "CONFIG_FILE",
+    "METRICS_FILE",
+    "RUN_FILE",
+    "MissingPackageError",
+    "TrainResult",
+    "Trainer",
+    "check_experiment",
+    "find_run",
+    "new_run_dir",
+    "resume",
+    "train",
 ]

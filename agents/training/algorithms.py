@@ -47,9 +47,23 @@ if TYPE_CHECKING:
     from dcgym.agents.training.experiment import Experiment
 
 __all__ = [
-    "ALGORITHMS", "ALGORITHM_ENVS", "HYPERPARAMETERS", "RLLIB_ENV_IDS", "SHARED_MODULE", "PPOHyperparameters",
-    "SACHyperparameters", "agent_ids", "build_config", "check_algorithm", "check_env", "make_env", "own_module",
-    "register_algorithm", "register_envs", "resolve_hyperparameters", "shared_module",
+    "ALGORITHMS",
+    "ALGORITHM_ENVS",
+    "HYPERPARAMETERS",
+    "RLLIB_ENV_IDS",
+    "SHARED_MODULE",
+    "PPOHyperparameters",
+    "SACHyperparameters",
+    "agent_ids",
+    "build_config",
+    "check_algorithm",
+    "check_env",
+    "make_env",
+    "own_module",
+    "register_algorithm",
+    "register_envs",
+    "resolve_hyperparameters",
+    "shared_module",
 ]
 
 Builder = Callable[["Experiment", dict[str, Any]], "AlgorithmConfig"]
@@ -73,8 +87,12 @@ def make_env(env: str, env_config: Mapping[str, Any]):
         known = [p for p in signature.parameters if p != "self"]
         for key in env_config:
             if key not in known:
-                raise InvalidConfigError(key, env_config[key], "one of the arguments " + ", ".join(known),
-                                         suggestion=did_you_mean(key, known))
+                raise InvalidConfigError(
+                    key,
+                    env_config[key],
+                    "one of the arguments " + ", ".join(known),
+                    suggestion=did_you_mean(key, known),
+                )
     return module.parallel_env(**env_config)
 
 
@@ -121,9 +139,13 @@ def _continuous_actions(experiment: Experiment, env_config: Mapping[str, Any], a
     probe = make_env(experiment.env, env_config)
     agent = next((a for a in probe.possible_agents if not isinstance(probe.action_space(a), Box)), None)
     if agent is not None:
-        raise InvalidConfigError("env_args", dict(env_config), f"arguments that give {experiment.env} continuous "
-                                 f"(Box) actions: {algorithm} needs them, and {agent} acts in "
-                                 f"{probe.action_space(agent)} (lb_v0: action_type continuous)")
+        raise InvalidConfigError(
+            "env_args",
+            dict(env_config),
+            f"arguments that give {experiment.env} continuous "
+            f"(Box) actions: {algorithm} needs them, and {agent} acts in "
+            f"{probe.action_space(agent)} (lb_v0: action_type continuous)",
+        )
 
 
 def _flatten_observations(env, spaces=None, device=None):
@@ -253,13 +275,27 @@ def build_ppo(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmCo
     config = _common(PPOConfig(), experiment, env_config)
     config.env_runners(rollout_fragment_length=hp.rollout_fragment_length)
     config.training(
-        lr=hp.lr, gamma=hp.gamma, lambda_=hp.gae_lambda, clip_param=hp.clip_param, vf_clip_param=hp.vf_clip_param,
-        vf_loss_coeff=hp.vf_loss_coeff, entropy_coeff=hp.entropy_coeff, kl_coeff=hp.kl_coeff,
-        use_kl_loss=hp.kl_coeff > 0, grad_clip=hp.grad_clip, train_batch_size_per_learner=hp.train_batch_size,
-        minibatch_size=hp.minibatch_size, num_epochs=hp.num_epochs,
+        lr=hp.lr,
+        gamma=hp.gamma,
+        lambda_=hp.gae_lambda,
+        clip_param=hp.clip_param,
+        vf_clip_param=hp.vf_clip_param,
+        vf_loss_coeff=hp.vf_loss_coeff,
+        entropy_coeff=hp.entropy_coeff,
+        kl_coeff=hp.kl_coeff,
+        use_kl_loss=hp.kl_coeff > 0,
+        grad_clip=hp.grad_clip,
+        train_batch_size_per_learner=hp.train_batch_size,
+        minibatch_size=hp.minibatch_size,
+        num_epochs=hp.num_epochs,
     )
-    config.rl_module(model_config={"fcnet_hiddens": list(hp.hidden), "fcnet_activation": hp.activation,
-                                   "vf_share_layers": hp.vf_share_layers})
+    config.rl_module(
+        model_config={
+            "fcnet_hiddens": list(hp.hidden),
+            "fcnet_activation": hp.activation,
+            "vf_share_layers": hp.vf_share_layers,
+        }
+    )
     _policies(config, experiment, env_config, hp.policy_sharing)
     return config
 
@@ -273,8 +309,14 @@ def build_sac(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmCo
     config = _common(SACConfig(), experiment, env_config)
     config.env_runners(rollout_fragment_length=hp.rollout_fragment_length)
     config.training(
-        actor_lr=hp.actor_lr, critic_lr=hp.critic_lr, alpha_lr=hp.alpha_lr, gamma=hp.gamma, tau=hp.tau,
-        initial_alpha=hp.initial_alpha, target_entropy=hp.target_entropy, n_step=hp.n_step,
+        actor_lr=hp.actor_lr,
+        critic_lr=hp.critic_lr,
+        alpha_lr=hp.alpha_lr,
+        gamma=hp.gamma,
+        tau=hp.tau,
+        initial_alpha=hp.initial_alpha,
+        target_entropy=hp.target_entropy,
+        n_step=hp.n_step,
         train_batch_size_per_learner=hp.train_batch_size,
         num_steps_sampled_before_learning_starts=hp.learning_starts,
         replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer", "capacity": hp.replay_capacity},
@@ -308,8 +350,9 @@ def build_malcolm(experiment: Experiment, env_config: dict[str, Any]) -> Algorit
         except InvalidConfigError as exc:
             raise exc.under("hyperparameters") from None
         res = experiment.resources
-        config.env_runners(num_env_runners=res.num_env_runners or 0,
-                           num_envs_per_env_runner=res.num_envs_per_env_runner)
+        config.env_runners(
+            num_env_runners=res.num_env_runners or 0, num_envs_per_env_runner=res.num_envs_per_env_runner
+        )
         config.learners(num_learners=res.num_learners)
         return config
     config = _common(malcolm.MalcolmConfig(), experiment, env_config)
@@ -324,8 +367,12 @@ def _training(config: AlgorithmConfig, hyperparameters: Mapping[str, Any]) -> No
     if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
         for key, value in hyperparameters.items():
             if key not in parameters:
-                raise InvalidConfigError(key, value, f"one of the settings of {type(config).__name__}.training",
-                                         suggestion=did_you_mean(key, list(parameters))).under("hyperparameters")
+                raise InvalidConfigError(
+                    key,
+                    value,
+                    f"one of the settings of {type(config).__name__}.training",
+                    suggestion=did_you_mean(key, list(parameters)),
+                ).under("hyperparameters")
     config.training(**hyperparameters)
 
 
@@ -336,8 +383,9 @@ ALGORITHM_ENVS: dict[str, tuple[str, ...]] = {"malcolm": ("rack_v0",), "ppo": ()
 """The environments each algorithm can train on; empty: every environment (the generic baselines)."""
 
 
-def register_algorithm(name: str, builder: Builder, *, hyperparameters: type[Hyperparameters] | None = None,
-                       envs: tuple[str, ...] = ()) -> None:
+def register_algorithm(
+    name: str, builder: Builder, *, hyperparameters: type[Hyperparameters] | None = None, envs: tuple[str, ...] = ()
+) -> None:
     """Add (or replace) an algorithm: its builder, optionally a hyperparameter schema, the envs it runs on
     (empty: every one)."""
     ALGORITHMS[name] = builder

@@ -38,8 +38,16 @@ from dcgym.agents.training.experiment import Experiment, load_experiment
 from dcgym.envs.error import InvalidConfigError
 
 __all__ = [
-    "META_FILE", "CheckpointJob", "TrainedPolicy", "evaluate_checkpoint", "find_checkpoint", "is_checkpoint_spec",
-    "list_checkpoints", "read_meta", "run_checkpoint_job", "write_meta",
+    "META_FILE",
+    "CheckpointJob",
+    "TrainedPolicy",
+    "evaluate_checkpoint",
+    "find_checkpoint",
+    "is_checkpoint_spec",
+    "list_checkpoints",
+    "read_meta",
+    "run_checkpoint_job",
+    "write_meta",
 ]
 
 META_FILE = "dcgym_checkpoint.json"
@@ -86,8 +94,11 @@ def find_checkpoint(run_or_checkpoint: str | Path) -> Path:
             return found[-1]
         why = "a checkpoint or run folder written by train.py (this folder has no dcgym_checkpoint.json"
         raise InvalidConfigError("policy", str(run_or_checkpoint), why + " and no checkpoints/)")
-    raise InvalidConfigError("policy", str(run_or_checkpoint),
-                             "a heuristic name, or an existing checkpoint or run folder written by train.py")
+    raise InvalidConfigError(
+        "policy",
+        str(run_or_checkpoint),
+        "a heuristic name, or an existing checkpoint or run folder written by train.py",
+    )
 
 
 def is_checkpoint_spec(spec: Any) -> bool:
@@ -189,7 +200,8 @@ def check_fits(path: str | Path, sizes: Mapping[str, int], env) -> None:
     agents = list(env.possible_agents)
     if sorted(agents) != sorted(sizes):
         raise InvalidConfigError(
-            "policy", str(path),
+            "policy",
+            str(path),
             f"a checkpoint whose agents are the environment's ({len(agents)}: {agents[0]} .. {agents[-1]}); "
             f"it was trained with {len(sizes)}",
         )
@@ -273,8 +285,20 @@ def checkpoint_jobs(
         check_fits(path, meta["observation_sizes"], make_env(experiment["env"], {**config, "load": loads[0]}))
     period = getattr(scenario, "sample_period_us", 0.0) if sample_period_us is None else sample_period_us
     return [
-        CheckpointJob(label, load, s, str(path), {**config, "load": load}, tasks, warmup, runner, groups,
-                      bool(period and period > 0 and s == seeds[0]), sample_period_us, explore)
+        CheckpointJob(
+            label,
+            load,
+            s,
+            str(path),
+            {**config, "load": load},
+            tasks,
+            warmup,
+            runner,
+            groups,
+            bool(period and period > 0 and s == seeds[0]),
+            sample_period_us,
+            explore,
+        )
         for load in loads
         for s in seeds
     ]

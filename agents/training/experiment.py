@@ -38,8 +38,15 @@ from dcgym.envs.scenario import Load, Seed, apply_overrides
 from dcgym.envs.validation import validate
 
 __all__ = [
-    "ENVS", "Budget", "Evaluation", "Experiment", "Resources", "experiment_path", "list_experiments",
-    "load_experiment", "parse_assignments",
+    "ENVS",
+    "Budget",
+    "Evaluation",
+    "Experiment",
+    "Resources",
+    "experiment_path",
+    "list_experiments",
+    "load_experiment",
+    "parse_assignments",
 ]
 
 ENVS: dict[str, str] = known_envs()
@@ -209,7 +216,9 @@ def experiment_path(name_or_path: str | Path) -> Path:
             return Path(str(packaged))
     known = list_experiments()
     raise InvalidConfigError(
-        "config", str(name_or_path), "an experiment YAML file or a packaged experiment (" + ", ".join(known) + ")",
+        "config",
+        str(name_or_path),
+        "an experiment YAML file or a packaged experiment (" + ", ".join(known) + ")",
         suggestion=did_you_mean(path.stem, known),
     )
 
@@ -225,8 +234,9 @@ def parse_assignments(items: Sequence[str] | None) -> dict[str, Any]:
         try:
             overrides[key] = yaml.safe_load(text) if text.strip() else None
         except yaml.YAMLError:
-            raise InvalidConfigError(key, Verbatim(text), "a YAML value (quote strings with special characters)") \
-                from None
+            raise InvalidConfigError(
+                key, Verbatim(text), "a YAML value (quote strings with special characters)"
+            ) from None
     return overrides
 
 

@@ -51,8 +51,13 @@ CSV_FIRST = ("iteration", "timesteps", "episodes", "time_s")
 """The first columns of metrics.csv; the other columns follow in name order."""
 
 _BOOKKEEPING = {  # learner statistics that are not about learning
-    "weights_seq_no", "diff_num_grad_updates_vs_sampler_policy", "module_train_batch_size_mean",
-    "num_trainable_parameters", "num_non_trainable_parameters", "last_target_update_ts", "num_target_updates",
+    "weights_seq_no",
+    "diff_num_grad_updates_vs_sampler_policy",
+    "module_train_batch_size_mean",
+    "num_trainable_parameters",
+    "num_non_trainable_parameters",
+    "last_target_update_ts",
+    "num_target_updates",
 }
 
 
@@ -63,8 +68,9 @@ class DcgymMetrics(RLlibCallback):
         episode.custom_data["dcgym"] = {"imbalance": [], "migrations": 0, "steals": 0, "dropped": 0, "steps": 0}
 
     def on_episode_step(self, *, episode, **kwargs) -> None:
-        data = episode.custom_data.setdefault("dcgym", {"imbalance": [], "migrations": 0, "steals": 0, "dropped": 0,
-                                                        "steps": 0})
+        data = episode.custom_data.setdefault(
+            "dcgym", {"imbalance": [], "migrations": 0, "steals": 0, "dropped": 0, "steps": 0}
+        )
         infos = episode.get_infos(-1)
         if not infos:
             return

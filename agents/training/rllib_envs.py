@@ -48,5 +48,9 @@ def env_id(name: str) -> str:
 
 for _name in known_envs():
     if gymnasium_id(_name) not in registry:
-        gymnasium.register(gymnasium_id(_name), entry_point=functools.partial(make_rllib_env, _name),
-                           disable_env_checker=True, order_enforce=False)
+        gymnasium.register(
+            gymnasium_id(_name),
+            entry_point=functools.partial(make_rllib_env, _name),
+            disable_env_checker=True,
+            order_enforce=False,
+        )

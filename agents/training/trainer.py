@@ -91,8 +91,9 @@ def find_run(run: str | Path, out: str | Path = "runs") -> Path:
     for path in (Path(run), Path(out) / run):
         if (path / CONFIG_FILE).is_file():
             return path
-    raise InvalidConfigError("--resume", str(run), f"a run folder written by train.py (with {CONFIG_FILE}), as a "
-                             f"path or a name under {out}")
+    raise InvalidConfigError(
+        "--resume", str(run), f"a run folder written by train.py (with {CONFIG_FILE}), as a path or a name under {out}"
+    )
 
 
 def _write_json(path: Path, data: Mapping[str, Any]) -> None:
@@ -127,8 +128,9 @@ def check_experiment(experiment: Experiment) -> list[str]:
             try:
                 scenario.check_policy(name)
             except InvalidConfigError as exc:
-                raise InvalidConfigError(f"evaluation.heuristics.{k}", name, exc.allowed,
-                                         suggestion=exc.suggestion) from None
+                raise InvalidConfigError(
+                    f"evaluation.heuristics.{k}", name, exc.allowed, suggestion=exc.suggestion
+                ) from None
     return agents
 
 
@@ -190,8 +192,9 @@ class Trainer:
         env = make_env(self.experiment.env, self.experiment.env_config)
         self._observation_sizes = {a: int(math.prod(env.observation_space(a).shape)) for a in self.agents}
         if self.resuming and not list_checkpoints(self.run_dir):
-            raise InvalidConfigError("--resume", str(self.run_dir),
-                                     "a run folder with a checkpoint (this one has none)")
+            raise InvalidConfigError(
+                "--resume", str(self.run_dir), "a run folder with a checkpoint (this one has none)"
+            )
         if not self.resuming:
             self.run_dir.mkdir(parents=True, exist_ok=False)
             self._created = True
@@ -253,8 +256,7 @@ class Trainer:
         config.debugging(log_level=logging.getLevelName(self.ray_log_level))  # RLlib sets its loggers' level from it
         logdir = self.run_dir / "rllib"
         logdir.mkdir(exist_ok=True)
-        with warnings.catch_warnings(), \
-                mock.patch("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(logdir)):
+        with warnings.catch_warnings(), mock.patch("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(logdir)):
             warnings.filterwarnings("ignore", message=".*Overriding environment", category=UserWarning)
             return config.build_algo()
 
@@ -262,17 +264,24 @@ class Trainer:
         from dcgym.agents.training.metrics import MetricsCsv, summary_writer
 
         self._csv = MetricsCsv(self.run_dir / METRICS_FILE, keep_through=self.iteration if self.resuming else None)
-        self._writer = summary_writer(self.run_dir / "tensorboard", purge_step=self.timesteps + 1 if self.resuming
-                                      else None)
+        self._writer = summary_writer(
+            self.run_dir / "tensorboard", purge_step=self.timesteps + 1 if self.resuming else None
+        )
         if wandb is not None:
             id_file = self.run_dir / "wandb_id.txt"
             run_id = id_file.read_text().strip() if id_file.is_file() else wandb.util.generate_id()
             id_file.write_text(run_id + "\n")
             mode = os.environ.get("WANDB_MODE") or ("online" if _wandb_account(wandb) else "offline")
             self._wandb_mode = mode
-            self._wandb_run = wandb.init(project=os.environ.get("WANDB_PROJECT", "dcgym"), name=self.run_dir.name,
-                                         id=run_id, resume="allow", dir=str(self.run_dir), mode=mode,
-                                         config=self.experiment.model_dump(mode="json"))
+            self._wandb_run = wandb.init(
+                project=os.environ.get("WANDB_PROJECT", "dcgym"),
+                name=self.run_dir.name,
+                id=run_id,
+                resume="allow",
+                dir=str(self.run_dir),
+                mode=mode,
+                config=self.experiment.model_dump(mode="json"),
+            )
             log.info("W&B run %s (%s)", run_id, mode)
 
     # -------------------------------------------------------------- training
@@ -285,8 +294,14 @@ class Trainer:
         start = time.monotonic()
         total = budget.iterations if budget.iterations is not None else budget.timesteps
         by_steps = budget.iterations is None and budget.timesteps is not None
-        bar = tqdm(total=total, initial=self.timesteps if by_steps else self.iteration, disable=not self.progress,
-                   desc=self.run_dir.name[:48], unit="step" if by_steps else "it", dynamic_ncols=True)
+        bar = tqdm(
+            total=total,
+            initial=self.timesteps if by_steps else self.iteration,
+            disable=not self.progress,
+            desc=self.run_dir.name[:48],
+            unit="step" if by_steps else "it",
+            dynamic_ncols=True,
+        )
         shown: dict[str, float] = {}  # the newest value of each metric: episodes end every few iterations
         try:
             while not self._done(start):
@@ -314,9 +329,11 @@ class Trainer:
 
     def _done(self, start: float) -> bool:
         b = self.experiment.budget
-        return ((b.iterations is not None and self.iteration >= b.iterations)
-                or (b.timesteps is not None and self.timesteps >= b.timesteps)
-                or (b.wall_time_s is not None and time.monotonic() - start >= b.wall_time_s))
+        return (
+            (b.iterations is not None and self.iteration >= b.iterations)
+            or (b.timesteps is not None and self.timesteps >= b.timesteps)
+            or (b.wall_time_s is not None and time.monotonic() - start >= b.wall_time_s)
+        )
 
     def _train_once(self) -> dict[str, Any]:
         result = self.algo.train()
@@ -350,18 +367,21 @@ class Trainer:
             shutil.rmtree(path)
         self.algo.save_to_path(str(path))
         config = self.algo.config
-        write_meta(path, {
-            "iteration": self.iteration,
-            "timesteps": self.timesteps,
-            "run_name": self.run_dir.name,
-            "experiment": self.experiment.model_dump(mode="json"),
-            "env_config": _jsonable(dict(config.env_config)),
-            "agent_to_module": {a: config.policy_mapping_fn(a, None) for a in self.agents},
-            "observation_sizes": self._observation_sizes,
-            "normalize_actions": bool(config.normalize_actions),
-            "clip_actions": bool(config.clip_actions),
-            "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        })
+        write_meta(
+            path,
+            {
+                "iteration": self.iteration,
+                "timesteps": self.timesteps,
+                "run_name": self.run_dir.name,
+                "experiment": self.experiment.model_dump(mode="json"),
+                "env_config": _jsonable(dict(config.env_config)),
+                "agent_to_module": {a: config.policy_mapping_fn(a, None) for a in self.agents},
+                "observation_sizes": self._observation_sizes,
+                "normalize_actions": bool(config.normalize_actions),
+                "clip_actions": bool(config.clip_actions),
+                "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            },
+        )
         self.checkpoint = path
         keep = self.experiment.keep_checkpoints
         if keep is not None:
@@ -383,8 +403,17 @@ class Trainer:
         scenario = load_scenario(self.experiment.scenario, overrides) if overrides else self.experiment.scenario
         self.algo.stop()  # frees its CPUs for the evaluation runs
         self.algo = None
-        doc = evaluate(scenario, [str(self.checkpoint), *ev.heuristics], ev.loads, tasks=ev.tasks, seeds=ev.seeds,
-                       workers=ev.workers, address=self.address, progress=self.progress, explore=ev.explore)
+        doc = evaluate(
+            scenario,
+            [str(self.checkpoint), *ev.heuristics],
+            ev.loads,
+            tasks=ev.tasks,
+            seeds=ev.seeds,
+            workers=ev.workers,
+            address=self.address,
+            progress=self.progress,
+            explore=ev.explore,
+        )
         write_results(doc, self.run_dir / "evaluation")
         return doc
 
@@ -404,19 +433,24 @@ class Trainer:
         previous = {}
         if (self.run_dir / RUN_FILE).is_file():
             previous = json.loads((self.run_dir / RUN_FILE).read_text(encoding="utf-8"))
-        _write_json(self.run_dir / RUN_FILE, {
-            "run_name": self.run_dir.name,
-            "status": status,
-            "created": previous.get("created", time.strftime("%Y-%m-%dT%H:%M:%S%z")),
-            "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "iteration": self.iteration,
-            "timesteps": self.timesteps,
-            "checkpoint": None if self.checkpoint is None else str(self.checkpoint.relative_to(self.run_dir.resolve())),
-            "commands": self._commands(previous.get("commands", [])),
-            "ray": {"address": self.address, "num_env_runners": self._env_runners},
-            "versions": {"dcgym": version("dcgym"), "ray": ray.__version__, "torch": torch.__version__},
-            "wandb": None if self._wandb_run is None else {"id": self._wandb_run.id, "mode": self._wandb_mode},
-        })
+        _write_json(
+            self.run_dir / RUN_FILE,
+            {
+                "run_name": self.run_dir.name,
+                "status": status,
+                "created": previous.get("created", time.strftime("%Y-%m-%dT%H:%M:%S%z")),
+                "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "iteration": self.iteration,
+                "timesteps": self.timesteps,
+                "checkpoint": None
+                if self.checkpoint is None
+                else str(self.checkpoint.relative_to(self.run_dir.resolve())),
+                "commands": self._commands(previous.get("commands", [])),
+                "ray": {"address": self.address, "num_env_runners": self._env_runners},
+                "versions": {"dcgym": version("dcgym"), "ray": ray.__version__, "torch": torch.__version__},
+                "wandb": None if self._wandb_run is None else {"id": self._wandb_run.id, "mode": self._wandb_mode},
+            },
+        )
 
     def _commands(self, previous: list[str]) -> list[str]:
         """The command lines that worked on this run folder, this one appended once."""
@@ -470,8 +504,10 @@ def _postfix(metrics: Mapping[str, float]) -> str:
     def show(key: str, fmt: str) -> str:
         return format(metrics[key], fmt) if key in metrics else "-"
 
-    return (f"return={show('charts/return', '.4g')} imbalance={show('charts/imbalance', '.3g')} "
-            f"p99={show('charts/p99_us', '.0f')}us")
+    return (
+        f"return={show('charts/return', '.4g')} imbalance={show('charts/imbalance', '.3g')} "
+        f"p99={show('charts/p99_us', '.0f')}us"
+    )
 
 
 # ------------------------------------------------------------------------------ entry points
@@ -486,8 +522,7 @@ def train(
     progress: bool = True,
 ) -> TrainResult:
     """Train ``experiment`` in a new run folder under ``out``; returns what was done."""
-    trainer = Trainer(experiment, new_run_dir(experiment, out), address=address, use_wandb=use_wandb,
-                      progress=progress)
+    trainer = Trainer(experiment, new_run_dir(experiment, out), address=address, use_wandb=use_wandb, progress=progress)
     trainer.setup()
     try:
         return trainer.run()

@@ -158,9 +158,24 @@ from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeeded
 from dcgym.envs.lb.scenario import LbScenario, load_lb_scenario
 
 __all__ = [
-    "ACTION_TYPES", "DEFAULT_LOAD_TARGET", "LOG_VBF_EPS", "OBSERVATION_FEATURES", "REWARDS", "WEIGHT_LEVELS",
-    "LbEnv", "cv", "env", "jain", "log_vbf", "makespan", "parallel_env", "pbf", "pbf_normalized", "raw_env",
-    "vbf", "vbf_log_vbf",
+    "ACTION_TYPES",
+    "DEFAULT_LOAD_TARGET",
+    "LOG_VBF_EPS",
+    "OBSERVATION_FEATURES",
+    "REWARDS",
+    "WEIGHT_LEVELS",
+    "LbEnv",
+    "cv",
+    "env",
+    "jain",
+    "log_vbf",
+    "makespan",
+    "parallel_env",
+    "pbf",
+    "pbf_normalized",
+    "raw_env",
+    "vbf",
+    "vbf_log_vbf",
 ]
 
 WEIGHT_LEVELS = np.array([1.0, 1.5, 2.0])
@@ -232,8 +247,14 @@ def cv(x: np.ndarray) -> float:
 
 
 REWARDS: dict[str, Callable[[np.ndarray], float]] = {
-    "vbf": vbf, "log_vbf": log_vbf, "vbf_log_vbf": vbf_log_vbf, "pbf": pbf, "pbf_normalized": pbf_normalized,
-    "makespan": makespan, "jain": jain, "cv": cv,
+    "vbf": vbf,
+    "log_vbf": log_vbf,
+    "vbf_log_vbf": vbf_log_vbf,
+    "pbf": pbf,
+    "pbf_normalized": pbf_normalized,
+    "makespan": makespan,
+    "jain": jain,
+    "cv": cv,
 }
 """The fairness functions an agent's reward can be (module docstring, Rewards)."""
 
@@ -291,11 +312,16 @@ class LbEnv(ParallelEnv, EzPickle):
         self.workers = np.array([g.workers for g in sc.servers for _ in range(g.count)], dtype=np.int64)
         capacity = sum(g.count * g.workers * g.speed for g in sc.servers)
         self.mean_flow_time_us = self.load * capacity / probe.arrival_rate_per_us  # D: load = rate x D / capacity
-        self._scale = np.array([
-            1.0 / self.mean_flow_time_us if f.endswith("_us") else
-            1.0 / sc.observation.reservoir_size if f.endswith("_count") else 1.0
-            for f in _ENGINE_FEATURES
-        ])
+        self._scale = np.array(
+            [
+                1.0 / self.mean_flow_time_us
+                if f.endswith("_us")
+                else 1.0 / sc.observation.reservoir_size
+                if f.endswith("_count")
+                else 1.0
+                for f in _ENGINE_FEATURES
+            ]
+        )
         self._x_column = OBSERVATION_FEATURES.index(self.load_estimate)
         self._fct_count, self._fct_mean = _ENGINE_FEATURES.index("fct_count"), _ENGINE_FEATURES.index("fct_mean_us")
 
@@ -326,8 +352,10 @@ class LbEnv(ParallelEnv, EzPickle):
     def _check_max_steps(self, max_steps: int | None) -> int:
         if max_steps is None:
             if self.scenario.episode_us is None:
-                allowed = (f"a positive integer: scenario {self.scenario.name or '(object)'} has no episode_us "
-                           "to derive the episode length from")
+                allowed = (
+                    f"a positive integer: scenario {self.scenario.name or '(object)'} has no episode_us "
+                    "to derive the episode length from"
+                )
                 raise InvalidConfigError("max_steps", None, allowed)
             return max(1, round(self.scenario.episode_us / self.period_us))
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
@@ -422,11 +450,14 @@ class LbEnv(ParallelEnv, EzPickle):
         missing = [a for a in self.agents if a not in actions]
         unknown = [a for a in actions if a not in self.agents]
         if missing:
-            raise InvalidActionError(f"no action for {', '.join(missing)}; step() takes one action per agent in "
-                                     f"env.agents ({', '.join(self.agents)})")
+            raise InvalidActionError(
+                f"no action for {', '.join(missing)}; step() takes one action per agent in "
+                f"env.agents ({', '.join(self.agents)})"
+            )
         if unknown:
-            raise InvalidActionError(f"actions for unknown agents {', '.join(map(str, unknown))}; the agents are "
-                                     f"{', '.join(self.agents)}")
+            raise InvalidActionError(
+                f"actions for unknown agents {', '.join(map(str, unknown))}; the agents are {', '.join(self.agents)}"
+            )
         return np.stack([self._agent_weights(a, actions[a]) for a in self.agents])
 
     def _agent_weights(self, agent: str, action: Any) -> np.ndarray:
@@ -436,8 +467,9 @@ class LbEnv(ParallelEnv, EzPickle):
         except (TypeError, ValueError):  # ragged nested sequences
             raise InvalidActionError(f"{agent}: action must be an array of shape ({n},), got {action!r}") from None
         if a.shape != (n,):
-            raise InvalidActionError(f"{agent}: action must have shape ({n},), one entry per server, got shape "
-                                     f"{a.shape}")
+            raise InvalidActionError(
+                f"{agent}: action must have shape ({n},), one entry per server, got shape {a.shape}"
+            )
         if self.action_type == "discrete":
             levels = ", ".join(f"{i} = weight {w:g}" for i, w in enumerate(WEIGHT_LEVELS))
             if a.dtype.kind not in "iu":
@@ -507,7 +539,7 @@ class LbEnv(ParallelEnv, EzPickle):
         for j, (jobs, workers) in enumerate(zip(r["servers"]["jobs"], self.workers)):
             filled = int(round(min(jobs / workers, 2.0) / 2.0 * width))
             bar = "#" * filled + "." * (width - filled)
-            bar = bar[: width // 2] + "|" + bar[width // 2:]  # the mark is at jobs = workers
+            bar = bar[: width // 2] + "|" + bar[width // 2 :]  # the mark is at jobs = workers
             w = " ".join(f"{p:.2f}" for p in weights[:, j])
             lines.append(f"s{j:<5d}  [{bar}]  {jobs:4d}  {workers:7d}  {w}")
         return "\n".join(lines)
@@ -517,7 +549,7 @@ class LbEnv(ParallelEnv, EzPickle):
         grid = np.full((self.num_servers, _HISTORY), np.nan)
         if self._loads:
             history = np.stack(list(self._loads), axis=1)
-            grid[:, _HISTORY - history.shape[1]:] = history
+            grid[:, _HISTORY - history.shape[1] :] = history
         v = np.clip(np.nan_to_num(grid, nan=0.0) / 2.0, 0.0, 1.0)[..., None]
         green, yellow, red = np.array([40, 160, 60]), np.array([240, 210, 40]), np.array([200, 30, 30])
         rgb = np.where(v < 0.5, green + (yellow - green) * (v / 0.5), yellow + (red - yellow) * ((v - 0.5) / 0.5))

@@ -57,8 +57,9 @@ def _parse_policies(value: Any) -> str | list[str]:
     if not isinstance(names, list) or not names or any(n not in LB_POLICIES for n in names):
         bad = next((n for n in names if n not in LB_POLICIES), value) if isinstance(names, list) else value
         suggestion = did_you_mean(bad, LB_POLICIES) if isinstance(bad, str) else None
-        raise InvalidConfigError("", value, "one of " + ", ".join(LB_POLICIES) + ", or a list of them (one per LB)",
-                                 suggestion=suggestion)
+        raise InvalidConfigError(
+            "", value, "one of " + ", ".join(LB_POLICIES) + ", or a list of them (one per LB)", suggestion=suggestion
+        )
     return value if isinstance(value, str) else list(value)
 
 
@@ -235,5 +236,8 @@ def load_lb_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | No
     except InvalidConfigError as exc:
         if exc.field != "kind" or isinstance(exc, UnknownScenarioError) or "kind" in (overrides or {}):
             raise
-        raise InvalidConfigError("scenario", str(name_or_path), "a multi-LB scenario (kind lb): " + ", ".join(
-            list_scenarios("lb")) + ", or a file path") from None
+        raise InvalidConfigError(
+            "scenario",
+            str(name_or_path),
+            "a multi-LB scenario (kind lb): " + ", ".join(list_scenarios("lb")) + ", or a file path",
+        ) from None

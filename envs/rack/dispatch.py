@@ -118,7 +118,9 @@ class JbsqParams(Params):
     """Join-bounded-shortest-queue: a node takes at most ``bound`` tasks per worker; the rest wait at the switch."""
 
     bound: int = Field(
-        1, ge=1, le=2**20,
+        1,
+        ge=1,
+        le=2**20,
         description="outstanding tasks allowed per worker of a node (R2P2's JBSQ(n), n = bound x workers)",
     )
 
@@ -164,20 +166,26 @@ class CentralFcfsParams(Params):
     """The ideal centralized cFCFS: one rack-wide queue that idle workers pull from."""
 
     rtt_us: float = Field(
-        0.0, ge=0, allow_inf_nan=False,
+        0.0,
+        ge=0,
+        allow_inf_nan=False,
         description="delay before an idle worker receives its next task (Malcolm §2, Fig. 3)",
     )
 
     def check_rack(self, rack: Rack) -> None:
         if rack.discipline != "fcfs":
             raise InvalidConfigError(
-                "policy", "central_fcfs", f"a per-node policy when intra_node.discipline is {rack.discipline} "
-                "(central_fcfs serves one global FCFS queue)"
+                "policy",
+                "central_fcfs",
+                f"a per-node policy when intra_node.discipline is {rack.discipline} "
+                "(central_fcfs serves one global FCFS queue)",
             )
         if rack.types:
             raise InvalidConfigError(
-                "policy", "central_fcfs", "a per-node policy when the scenario lists task types (central_fcfs serves "
-                "one global FCFS queue, blind to types and their nodes)"
+                "policy",
+                "central_fcfs",
+                "a per-node policy when the scenario lists task types (central_fcfs serves "
+                "one global FCFS queue, blind to types and their nodes)",
             )
 
 
@@ -192,8 +200,9 @@ class Heuristic:
 
 HEURISTICS: dict[str, Heuristic] = {
     "random": Heuristic(
-        Params, "uniform over nodes; at entry nodes every node accepts its arrivals: Malcolm's RAND (§7.1); "
-        "plain Shinjuku in RackSched (§4.2)"
+        Params,
+        "uniform over nodes; at entry nodes every node accepts its arrivals: Malcolm's RAND (§7.1); "
+        "plain Shinjuku in RackSched (§4.2)",
     ),
     "round_robin": Heuristic(Params, "cyclic over nodes: RackSched's RR (§4.6, Fig. 15)"),
     "po_d": Heuristic(
@@ -204,27 +213,29 @@ HEURISTICS: dict[str, Heuristic] = {
     ),
     "jbt": Heuristic(JbtParams, "a random node below a load threshold, else any node: Malcolm's JBT (§7.1)"),
     "jbsq": Heuristic(
-        JbsqParams, "join-bounded-shortest-queue, excess tasks wait at the switch: R2P2's JBSQ as compared in "
-        "RackSched (§4.5, Fig. 14) and Malcolm (§7.1)", ("switch",)
+        JbsqParams,
+        "join-bounded-shortest-queue, excess tasks wait at the switch: R2P2's JBSQ as compared in "
+        "RackSched (§4.5, Fig. 14) and Malcolm (§7.1)",
+        ("switch",),
     ),
     "sed": Heuristic(
         SedParams, "shortest expected delay, least (load + 1) / rate: the multi-LB paper's SED (App. C.3)"
     ),
     "wcmp": Heuristic(WcmpParams, "random by static weights: the multi-LB paper's WCMP (App. C.3)"),
-    "lsq": Heuristic(
-        Params, "least own count of tasks sent and not yet replied: the multi-LB paper's LSQ (App. C.3)"
-    ),
+    "lsq": Heuristic(Params, "least own count of tasks sent and not yet replied: the multi-LB paper's LSQ (App. C.3)"),
     "ecmp": Heuristic(Params, "per-flow hashing, uniform per task: the multi-LB paper's ECMP (App. C.3)"),
     "oracle": Heuristic(
-        Params, "knows every node's remaining work; least (work + size) / capacity: the multi-LB paper's Oracle "
-        "(App. C.3)"
+        Params,
+        "knows every node's remaining work; least (work + size) / capacity: the multi-LB paper's Oracle (App. C.3)",
     ),
     "central_fcfs": Heuristic(
         CentralFcfsParams, "ideal centralized cFCFS (Malcolm §2 Fig. 1, RackSched §2 Fig. 2)", ("switch",)
     ),
     "table": Heuristic(
-        Params, "each node's migration and stealing probabilities, set from Python with RackSim.set_tables; until "
-        "then every node accepts every task: Malcolm's load manager (§3.2, §6.1)", ("nodes",)
+        Params,
+        "each node's migration and stealing probabilities, set from Python with RackSim.set_tables; until "
+        "then every node accepts every task: Malcolm's load manager (§3.2, §6.1)",
+        ("nodes",),
     ),
 }
 """Every heuristic policy, by its canonical name."""
@@ -266,8 +277,9 @@ class Policy:
         entries = HEURISTICS[self.name].entries
         if rack.entry not in entries:
             raise InvalidConfigError(
-                "policy", self.name, f"a policy that runs at entry {rack.entry} "
-                f"({self.name} needs entry {' or '.join(entries)})"
+                "policy",
+                self.name,
+                f"a policy that runs at entry {rack.entry} ({self.name} needs entry {' or '.join(entries)})",
             )
         self.params.check_rack(rack)
 

@@ -198,9 +198,9 @@ class RackGame:
         self.engine_config["dispatch"] = {"policy": "table", "metric": self.config.load_metric}
         self.mean_service_us = Distribution(self.engine_config["service"]).mean
         self.scale = 1.0 / self.mean_service_us if self.config.load_metric == "expected_wait" else 1.0
-        self.capacity = np.concatenate(
-            [np.full(g.count, g.workers * g.speed) for g in self.scenario.nodes]
-        ).astype(np.float64)
+        self.capacity = np.concatenate([np.full(g.count, g.workers * g.speed) for g in self.scenario.nodes]).astype(
+            np.float64
+        )
         self.workers = np.concatenate([np.full(g.count, g.workers) for g in self.scenario.nodes])
         self.obs_dim = self.num_nodes + 1 + len(self.config.obs_extras)
         self.costs = self.config.costs
@@ -293,7 +293,13 @@ class RackGame:
             self.tables(actions, which)  # raises the InvalidActionError that names the problem
         try:
             return step_rack_game(
-                sims, a, cfg.heartbeat_us, cfg.action_type == "logits", cfg.max_logit, self.scale, cfg.obs_clip,
+                sims,
+                a,
+                cfg.heartbeat_us,
+                cfg.action_type == "logits",
+                cfg.max_logit,
+                self.scale,
+                cfg.obs_clip,
                 self.obs_dim,
             )
         except ValueError:

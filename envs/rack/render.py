@@ -16,9 +16,7 @@ _STOPS = np.array([0.0, 0.5, 1.0])
 _COLOURS = np.array([[20, 30, 80], [250, 210, 40], [200, 20, 20]], dtype=np.float64)
 
 
-def ansi_frame(
-    loads: np.ndarray, outstanding: np.ndarray, workers: np.ndarray, *, unit: str, header: str
-) -> str:
+def ansi_frame(loads: np.ndarray, outstanding: np.ndarray, workers: np.ndarray, *, unit: str, header: str) -> str:
     """One line per node: a load bar (full at max(4, largest load)), the load, queued tasks and busy workers.
 
     ``outstanding`` counts tasks waiting or in service; for processor sharing
@@ -54,7 +52,7 @@ class LoadHistory:
         """(num_nodes, length) with the missing early steps as zeros."""
         out = np.zeros((num_nodes, self.length))
         if self.rows:
-            out[:, self.length - len(self.rows):] = np.stack(self.rows, axis=1)
+            out[:, self.length - len(self.rows) :] = np.stack(self.rows, axis=1)
         return out
 
 

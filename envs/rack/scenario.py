@@ -71,12 +71,13 @@ class RackScenario(ScenarioBase):
     kind: Literal["rack"] = Field(description="the engine model the scenario runs on")
     nodes: list[NodeGroup] = Field(min_length=1, description="the node groups of the rack")
     service: Service | None = Field(
-        None, description="the service-time distribution of tasks (work at speed 1, in us); exactly one of service "
-        "and types"
+        None,
+        description="the service-time distribution of tasks (work at speed 1, in us); exactly one of service and types",
     )
     types: Annotated[list[TaskType], Field(min_length=1)] | None = Field(
-        None, description="task types, each with its share of arrivals, service time, SLO, priority and the nodes it "
-        "may run on (RackSched §3.6), in place of service"
+        None,
+        description="task types, each with its share of arrivals, service time, SLO, priority and the nodes it "
+        "may run on (RackSched §3.6), in place of service",
     )
     arrivals: Arrivals = Field(Poisson(), description="the arrival process")
     intra_node: IntraNode = Field(Fcfs(discipline="fcfs"), description="how a node's workers share its tasks")
@@ -99,8 +100,9 @@ class RackScenario(ScenarioBase):
         [], description="changes at given times, in time order (Malcolm §7.4 adaptability, Fig. 11)"
     )
     sample_period_us: SamplePeriod = Field(
-        0.0, description="record every node's outstanding tasks at this resolution for load-over-time plots "
-        "(Malcolm Fig. 2, Fig. 11); 0 = no samples"
+        0.0,
+        description="record every node's outstanding tasks at this resolution for load-over-time plots "
+        "(Malcolm Fig. 2, Fig. 11); 0 = no samples",
     )
     loads: list[Load] = Field([0.5, 0.7, 0.9], min_length=1, description="the default grid of loads to evaluate")
     warmup_fraction: float = Field(
@@ -125,8 +127,10 @@ class RackScenario(ScenarioBase):
             raise exc.under("entry") from None
         if isinstance(self.load_info, MinOnlyLoadInfo) and isinstance(self.entry, NodesEntry):
             raise InvalidConfigError(
-                "load_info.model", "min_only", "a model other than min_only at entry nodes (min_only tracks the "
-                "replies one dispatcher receives; it needs entry switch or balancers)"
+                "load_info.model",
+                "min_only",
+                "a model other than min_only at entry nodes (min_only tracks the "
+                "replies one dispatcher receives; it needs entry switch or balancers)",
             )
         try:
             check_dynamics(self.dynamics, self.entry, self.num_nodes, self.types or ())
@@ -140,8 +144,10 @@ class RackScenario(ScenarioBase):
         """Exactly one of service and types; type names and nodes; queueing that has types to order."""
         if self.service is not None and self.types is not None:
             raise InvalidConfigError(
-                "service", self.service.model_dump(mode="json"), "nothing when types is given (each type has its "
-                "own service): give service for one kind of task, or types"
+                "service",
+                self.service.model_dump(mode="json"),
+                "nothing when types is given (each type has its "
+                "own service): give service for one kind of task, or types",
             )
         if self.service is None and self.types is None:
             raise InvalidConfigError("service", MISSING, "a service-time distribution, or types instead")
@@ -152,8 +158,10 @@ class RackScenario(ScenarioBase):
         queueing = self.intra_node.queueing
         if queueing != "fifo" and len(self.types or ()) < 2:
             raise InvalidConfigError(
-                "intra_node.queueing", queueing, f"fifo unless types lists at least two task types ({queueing} "
-                f"orders the queues of different types; this scenario has {len(self.types or ())})"
+                "intra_node.queueing",
+                queueing,
+                f"fifo unless types lists at least two task types ({queueing} "
+                f"orders the queues of different types; this scenario has {len(self.types or ())})",
             )
 
     def _check_policy_defaults(self) -> None:
@@ -161,7 +169,9 @@ class RackScenario(ScenarioBase):
         for key, value in self.policy_defaults.items():
             if key not in takers:
                 raise InvalidConfigError(
-                    f"policy_defaults.{key}", value, "parameters some policy takes: " + ", ".join(takers),
+                    f"policy_defaults.{key}",
+                    value,
+                    "parameters some policy takes: " + ", ".join(takers),
                     suggestion=did_you_mean(key, takers),
                 )
             for name in takers[key]:
@@ -255,7 +265,8 @@ class RackScenario(ScenarioBase):
                 for g in self.nodes
             ],
             "service": (
-                self.service.model_dump(mode="json") if self.types is None
+                self.service.model_dump(mode="json")
+                if self.types is None
                 else {"dist": "det", "value_us": self.mean_service_us}
             ),
             "load": validate(Load, load, "load"),
@@ -295,5 +306,8 @@ def load_rack_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | 
     except InvalidConfigError as exc:
         if exc.field != "kind" or isinstance(exc, UnknownScenarioError) or "kind" in (overrides or {}):
             raise
-        raise InvalidConfigError("scenario", str(name_or_path), "a rack scenario (kind rack): " + ", ".join(
-            list_scenarios("rack")) + ", or a file path") from None
+        raise InvalidConfigError(
+            "scenario",
+            str(name_or_path),
+            "a rack scenario (kind rack): " + ", ".join(list_scenarios("rack")) + ", or a file path",
+        ) from None

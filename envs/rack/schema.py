@@ -25,7 +25,6 @@ Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 NodeId = Annotated[int, Field(ge=0, lt=2**20)]
 
 
-
 def _some_weight(weights: list[float]) -> list[float]:
     if weights and not sum(weights) > 0:
         raise InvalidConfigError("", weights, "non-negative weights, not all 0")
@@ -66,17 +65,21 @@ class TaskType(_Schema):
     """
 
     name: str = Field(description="the type's name in results: letters, digits, _ and -")
-    share: float = Field(gt=0, allow_inf_nan=False, description="relative frequency among arrivals (shares need not "
-                         "sum to 1)")
+    share: float = Field(
+        gt=0, allow_inf_nan=False, description="relative frequency among arrivals (shares need not sum to 1)"
+    )
     service: Service = Field(description="the type's service-time distribution (work at speed 1, in us)")
     slo_us: float = Field(
-        gt=0, allow_inf_nan=False, description="latency objective; queueing per_type serves the head that waited "
-        "longest relative to it (Shinjuku's policy, RackSched §3.6)"
+        gt=0,
+        allow_inf_nan=False,
+        description="latency objective; queueing per_type serves the head that waited "
+        "longest relative to it (Shinjuku's policy, RackSched §3.6)",
     )
     priority: int = Field(0, ge=-(2**31), lt=2**31, description="queueing priority: lower is served first")
     nodes: Annotated[list[NodeId], Field(min_length=1)] | None = Field(
-        None, description="node ids the type may run on, 0-based through the groups in order (locality, RackSched "
-        "§3.6); null = every node"
+        None,
+        description="node ids the type may run on, 0-based through the groups in order (locality, RackSched "
+        "§3.6); null = every node",
     )
 
     @field_validator("name")
@@ -120,8 +123,9 @@ class ProcessorSharing(_Schema):
             raise InvalidConfigError("switch_cost_us", self.switch_cost_us, "0 when quantum_us is 0 (ideal PS)")
         if self.queueing != "fifo" and self.quantum_us == 0:
             raise InvalidConfigError(
-                "queueing", self.queueing, "fifo when quantum_us is 0 (ideal PS serves every task at once: there "
-                "is no queue to order)"
+                "queueing",
+                self.queueing,
+                "fifo when quantum_us is 0 (ideal PS serves every task at once: there is no queue to order)",
             )
         return self
 
@@ -215,8 +219,9 @@ class PiggybackLoadInfo(_Schema):
 
     model: Literal["piggyback"] = Field(description="how stale the loads a dispatcher reads are")
     delay_us: TimeUs = Field(
-        0.0, description="delay from a task's completion to its reply reaching the dispatcher (RackSched §3.5: "
-        "the feedback loop delay)"
+        0.0,
+        description="delay from a task's completion to its reply reaching the dispatcher (RackSched §3.5: "
+        "the feedback loop delay)",
     )
     local_increment: bool = Field(
         False, description="count each task sent into the believed load until the next reply (Malcolm §7.1's rule)"
@@ -228,8 +233,9 @@ class MinOnlyLoadInfo(_Schema):
 
     model: Literal["min_only"] = Field(description="how stale the loads a dispatcher reads are")
     delay_us: TimeUs = Field(
-        0.0, description="delay from a task's completion to its reply reaching the dispatcher (RackSched §3.5: "
-        "the feedback loop delay)"
+        0.0,
+        description="delay from a task's completion to its reply reaching the dispatcher (RackSched §3.5: "
+        "the feedback loop delay)",
     )
     local_increment: bool = Field(
         False, description="count each task sent into the believed load until the next reply (Malcolm §7.1's rule)"
@@ -261,8 +267,10 @@ class Migration(_Schema):
         0.0, description="one-way network delay of a migrated or stolen task (Malcolm §2 note 1: RTT about 4 us)"
     )
     steal_below: float = Field(
-        1.0, ge=0, allow_inf_nan=False, description="a node steals only while its smoothed queue length is below this "
-        "(Malcolm's code: 1)"
+        1.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="a node steals only while its smoothed queue length is below this (Malcolm's code: 1)",
     )
     queue_smoothing: float = Field(
         0.95, ge=0, lt=1, description="EMA weight of the past in the smoothed queue length (Malcolm's code: 0.95)"
@@ -380,8 +388,10 @@ def check_dynamics(
                 for task_type in types:
                     if task_type.nodes is not None and not active.intersection(task_type.nodes):
                         raise InvalidConfigError(
-                            f"{k}.nodes", change.nodes, f"a list that leaves task type {task_type.name} an active "
-                            f"node it may run on (one of its nodes {task_type.nodes})"
+                            f"{k}.nodes",
+                            change.nodes,
+                            f"a list that leaves task type {task_type.name} an active "
+                            f"node it may run on (one of its nodes {task_type.nodes})",
                         )
             elif isinstance(change, AddNodes):
                 active |= set(change.nodes)

@@ -38,8 +38,17 @@ from dcgym.envs.validation import validate
 __all__ = ["INFO_KEYS", "RackCentralVectorEnv", "RackVectorEnv"]
 
 INFO_KEYS = (
-    "migrate", "steal", "migrations", "steals", "failed_steals", "dropped", "latency_mean_us", "latency_p99_us",
-    "completed", "true_loads", "sim_time_us",
+    "migrate",
+    "steal",
+    "migrations",
+    "steals",
+    "failed_steals",
+    "dropped",
+    "latency_mean_us",
+    "latency_p99_us",
+    "completed",
+    "true_loads",
+    "sim_time_us",
 )
 """The info arrays of a batched step, each with leading axis B (see rack_v0's Info section)."""
 

@@ -11,8 +11,20 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT_FIELDS = {
-    "policy", "load", "seed", "throughput_ktps", "latency_us", "tasks_completed", "tasks_dropped", "tasks_warmup",
-    "migrations", "steals", "failed_steals", "events", "sim_time_us", "wall_s",
+    "policy",
+    "load",
+    "seed",
+    "throughput_ktps",
+    "latency_us",
+    "tasks_completed",
+    "tasks_dropped",
+    "tasks_warmup",
+    "migrations",
+    "steals",
+    "failed_steals",
+    "events",
+    "sim_time_us",
+    "wall_s",
 }
 
 
@@ -23,20 +35,53 @@ def evaluate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 def run_json(tmp_path: Path, *args: str) -> dict:
-    proc = evaluate("--scenario", "mm16", "--policy", "random", "--policy", "po2", "--loads", "0.5,0.9",
-                    "--tasks", "3000", "--out", str(tmp_path), "--json", "--workers", "0", *args)
+    proc = evaluate(
+        "--scenario",
+        "mm16",
+        "--policy",
+        "random",
+        "--policy",
+        "po2",
+        "--loads",
+        "0.5,0.9",
+        "--tasks",
+        "3000",
+        "--out",
+        str(tmp_path),
+        "--json",
+        "--workers",
+        "0",
+        *args,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)  # the whole of stdout is the document
 
 
 def test_smoke_run_writes_json_csv_and_png(tmp_path):
-    proc = evaluate("--scenario", "malcolm_homog_exp", "--policy", "random", "--policy", "po_d:d=3",
-                    "--loads", "0.5,0.9", "--tasks", "3000", "--workers", "0", "--out", str(tmp_path / "out"))
+    proc = evaluate(
+        "--scenario",
+        "malcolm_homog_exp",
+        "--policy",
+        "random",
+        "--policy",
+        "po_d:d=3",
+        "--loads",
+        "0.5,0.9",
+        "--tasks",
+        "3000",
+        "--workers",
+        "0",
+        "--out",
+        str(tmp_path / "out"),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "po_d:d=3" in proc.stdout and "migrations" in proc.stdout  # the table
     doc = json.loads((tmp_path / "out/results.json").read_text())
     assert [(r["policy"], r["load"]) for r in doc["results"]] == [
-        ("random", 0.5), ("random", 0.9), ("po_d:d=3", 0.5), ("po_d:d=3", 0.9)
+        ("random", 0.5),
+        ("random", 0.9),
+        ("po_d:d=3", 0.5),
+        ("po_d:d=3", 0.9),
     ]
     csv = (tmp_path / "out/results.csv").read_text().splitlines()
     assert len(csv) == 5 and "latency_us_p99" in csv[0]
@@ -48,8 +93,24 @@ def test_smoke_run_writes_json_csv_and_png(tmp_path):
 
 
 def test_seeds_give_one_run_each_and_a_confidence_interval(tmp_path):
-    proc = evaluate("--scenario", "mm16", "--policy", "jbt:threshold=30", "--policy", "sed:by=workers",
-                    "--loads", "0.9", "--tasks", "2000", "--seeds", "3", "--workers", "0", "--out", str(tmp_path))
+    proc = evaluate(
+        "--scenario",
+        "mm16",
+        "--policy",
+        "jbt:threshold=30",
+        "--policy",
+        "sed:by=workers",
+        "--loads",
+        "0.9",
+        "--tasks",
+        "2000",
+        "--seeds",
+        "3",
+        "--workers",
+        "0",
+        "--out",
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "3 seeds, mean ± 95% CI" in proc.stdout and "±" in proc.stdout
     doc = json.loads((tmp_path / "results.json").read_text())
@@ -61,8 +122,24 @@ def test_seeds_give_one_run_each_and_a_confidence_interval(tmp_path):
 
 
 def test_timeline_option_samples_loads_and_plots_them(tmp_path):
-    proc = evaluate("--scenario", "malcolm_homog_exp", "--policy", "po2", "--loads", "0.9", "--tasks", "3000",
-                    "--seed", "2", "--timeline", "50", "--workers", "0", "--out", str(tmp_path))
+    proc = evaluate(
+        "--scenario",
+        "malcolm_homog_exp",
+        "--policy",
+        "po2",
+        "--loads",
+        "0.9",
+        "--tasks",
+        "3000",
+        "--seed",
+        "2",
+        "--timeline",
+        "50",
+        "--workers",
+        "0",
+        "--out",
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     (timeline,) = json.loads((tmp_path / "results.json").read_text())["timelines"]
     assert (timeline["seed"], timeline["times_us"][:2]) == (2, [50.0, 100.0])
@@ -133,10 +210,30 @@ def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
 def test_multistage_scenario_runs_lb_heuristics_from_the_cli(tmp_path):
     """The multi-LB reference point from evaluate.py: SED beats ECMP at load 0.61 (authors: 0.500 vs 1.652 s)."""
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "evaluate.py"), "--scenario", "lb_reference", "--policy", "sed",
-         "--policy", "ecmp", "--loads", "0.61", "--tasks", "20000", "--seed", "1", "--workers", "0",
-         "--out", str(tmp_path), "--json"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(ROOT / "evaluate.py"),
+            "--scenario",
+            "lb_reference",
+            "--policy",
+            "sed",
+            "--policy",
+            "ecmp",
+            "--loads",
+            "0.61",
+            "--tasks",
+            "20000",
+            "--seed",
+            "1",
+            "--workers",
+            "0",
+            "--out",
+            str(tmp_path),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)

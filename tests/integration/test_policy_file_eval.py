@@ -48,8 +48,9 @@ def malcolm_run(ray_session, tmp_path_factory):
     """One iteration of Malcolm on smoke.yaml's 4-node rack, with its final evaluation (po2, jsq, loads 0.7, 0.9)."""
     from dcgym.agents.training import train
 
-    experiment = load_experiment(SMOKE, {"budget.iterations": 1, "algorithm": "malcolm", "hyperparameters": {},
-                                         "env_args.max_steps": 20})
+    experiment = load_experiment(
+        SMOKE, {"budget.iterations": 1, "algorithm": "malcolm", "hyperparameters": {}, "env_args.max_steps": 20}
+    )
     return train(experiment, out=tmp_path_factory.mktemp("malcolm"), progress=False).run_dir
 
 
@@ -74,9 +75,26 @@ def without_wall_time(rows: list[dict]) -> list[dict]:
 
 
 def test_policy_file_in_the_engine_gives_its_checkpoints_results(capsys, malcolm_run, policy_file, tmp_path):
-    status, out, err = cli(capsys, "--policy", str(malcolm_run), "--policy", str(policy_file), "--policy", "po2",
-                           "--loads", "0.7,0.9", "--tasks", TASKS, "--seeds", "2", "--workers", "0", "--json",
-                           "--out", str(tmp_path))
+    status, out, err = cli(
+        capsys,
+        "--policy",
+        str(malcolm_run),
+        "--policy",
+        str(policy_file),
+        "--policy",
+        "po2",
+        "--loads",
+        "0.7,0.9",
+        "--tasks",
+        TASKS,
+        "--seeds",
+        "2",
+        "--workers",
+        "0",
+        "--json",
+        "--out",
+        str(tmp_path),
+    )
     assert status == 0, err
     doc = json.loads(out)
     assert doc["scenario"] == "malcolm_homog_exp"  # the trained policy's, with its 4-node override
@@ -100,8 +118,9 @@ def test_policy_file_in_the_engine_gives_its_checkpoints_results(capsys, malcolm
 
 def test_ray_runs_are_bit_identical_to_serial_and_seeds_repeat(ray_session, policy_file, scenario):
     def run(seeds, workers):
-        return evaluate(scenario, [str(policy_file), "jsq"], [0.9], tasks=int(TASKS), seeds=seeds, workers=workers,
-                        progress=False)["results"]
+        return evaluate(
+            scenario, [str(policy_file), "jsq"], [0.9], tasks=int(TASKS), seeds=seeds, workers=workers, progress=False
+        )["results"]
 
     serial, parallel = run([1, 2], 0), run([1, 2], 2)
     assert without_wall_time(parallel) == without_wall_time(serial)
@@ -121,8 +140,9 @@ def test_zoo_names_resolve_in_the_zoo_folder(policy_file, scenario, tmp_path, mo
     assert without_wall_time([zoo]) == without_wall_time([file])
 
 
-def test_build_zoo_exports_the_final_checkpoint_with_its_card(capsys, malcolm_run, policy_file, scenario, tmp_path,
-                                                              monkeypatch):
+def test_build_zoo_exports_the_final_checkpoint_with_its_card(
+    capsys, malcolm_run, policy_file, scenario, tmp_path, monkeypatch
+):
     zoo = tmp_path / "zoo"
     assert build_zoo_cli.run([str(malcolm_run), "--out", str(zoo), "--commit", "0123abc"]) == 0
     name = "malcolm_homog_exp__malcolm"  # trained from Python: no --config to name it after
@@ -130,8 +150,15 @@ def test_build_zoo_exports_the_final_checkpoint_with_its_card(capsys, malcolm_ru
     assert (zoo / f"{name}.dcpol").read_bytes() == policy_file.read_bytes()
     card = (zoo / f"{name}.md").read_text()
     provenance = next(line for line in card.splitlines() if line.startswith("Provenance: "))
-    for part in ("malcolm on rack_v0", '`malcolm_homog_exp` with overrides `{"nodes.0.count": 4}`', "seed 1",
-                 "commit 0123abc", "budget 1 iterations", "checkpoint `iter_000001`", "status finished"):
+    for part in (
+        "malcolm on rack_v0",
+        '`malcolm_homog_exp` with overrides `{"nodes.0.count": 4}`',
+        "seed 1",
+        "commit 0123abc",
+        "budget 1 iterations",
+        "checkpoint `iter_000001`",
+        "status finished",
+    ):
         assert part in provenance, part
     assert "| policy | load 0.7 | load 0.9 |" in card
     trained = json.loads((malcolm_run / "evaluation/results.json").read_text())["summary"][0]
@@ -163,21 +190,36 @@ def test_bad_policy_files_are_one_line_and_status_2(case, capsys, policy_file, t
         bad.write_bytes(bytes(data))
         spec, want = str(bad), f"error: {bad}: checksum: got 0x"
     elif case == "nodes":  # a 4-node policy on the default 14-node scenario
-        spec, want = str(policy_file), (f"error: {policy_file}: a policy for 4 nodes; the scenario "
-                                        "malcolm_hetero_paper_exp has 14 (give --scenario the rack it was trained on)")
+        spec, want = (
+            str(policy_file),
+            (
+                f"error: {policy_file}: a policy for 4 nodes; the scenario "
+                "malcolm_hetero_paper_exp has 14 (give --scenario the rack it was trained on)"
+            ),
+        )
     elif case == "mlp":
-        spec, want = str(_mlp_file(bad)), (f"error: {bad}: a mlp policy; only linear_pair policies (Malcolm's actor "
-                                           "pairs) run in the engine")
+        spec, want = (
+            str(_mlp_file(bad)),
+            (f"error: {bad}: a mlp policy; only linear_pair policies (Malcolm's actor pairs) run in the engine"),
+        )
     elif case == "zoo":
-        spec, want = "zoo:malcolm_smal", ('error: policy: got "zoo:malcolm_smal"; did you mean "zoo:malcolm_small"?; '
-                                          f"allowed: a zoo policy, one of zoo:malcolm_small (zoo folder {tmp_path}")
+        spec, want = (
+            "zoo:malcolm_smal",
+            (
+                'error: policy: got "zoo:malcolm_smal"; did you mean "zoo:malcolm_small"?; '
+                f"allowed: a zoo policy, one of zoo:malcolm_small (zoo folder {tmp_path}"
+            ),
+        )
     elif case == "option":
-        spec, want = f"{policy_file}:heartbeat=50", (f'error: {policy_file}: option: got "heartbeat"; did you mean '
-                                                     '"heartbeat_us"?')
+        spec, want = (
+            f"{policy_file}:heartbeat=50",
+            (f'error: {policy_file}: option: got "heartbeat"; did you mean "heartbeat_us"?'),
+        )
     else:
         spec, want = str(tmp_path / "none.dcpol"), f"error: {tmp_path / 'none.dcpol'}: no such policy file"
-    status, out, err = cli(capsys, "--policy", spec, "--policy", "po2", "--tasks", "1000", "--workers", "0",
-                           "--out", str(tmp_path / "out"))
+    status, out, err = cli(
+        capsys, "--policy", spec, "--policy", "po2", "--tasks", "1000", "--workers", "0", "--out", str(tmp_path / "out")
+    )
     assert status == 2 and out == ""
     (line,) = err.splitlines()
     assert line.startswith(want), line
@@ -187,11 +229,17 @@ def test_the_command_line_refuses_a_bad_file_in_one_line(tmp_path):
     """The same as a real process: exit status 2, one line on stderr, nothing run."""
     bad = tmp_path / "short.dcpol"
     bad.write_bytes(write_policy(demo_policy(14), tmp_path / "x.dcpol").read_bytes()[:100])
-    proc = subprocess.run([sys.executable, str(ROOT / "evaluate.py"), "--policy", str(bad), "--out",
-                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), "--policy", str(bad), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr.splitlines() == [f"error: {bad}: file size: got 100 bytes; expected 53792 + 36 "
-                                        "(header.body_size + header and checksum): the file is truncated"]
+    assert proc.stderr.splitlines() == [
+        f"error: {bad}: file size: got 100 bytes; expected 53792 + 36 "
+        "(header.body_size + header and checksum): the file is truncated"
+    ]
 
 
 def test_heartbeat_chunks_stay_ten_sigmas_below_the_threshold():

@@ -23,8 +23,20 @@ ROOT = Path(__file__).resolve().parents[2]
 SMOKE = str(ROOT / "configs/experiments/smoke.yaml")
 ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 RESULT_FIELDS = {
-    "policy", "load", "seed", "throughput_ktps", "latency_us", "tasks_completed", "tasks_dropped", "tasks_warmup",
-    "migrations", "steals", "failed_steals", "events", "sim_time_us", "wall_s",
+    "policy",
+    "load",
+    "seed",
+    "throughput_ktps",
+    "latency_us",
+    "tasks_completed",
+    "tasks_dropped",
+    "tasks_warmup",
+    "migrations",
+    "steals",
+    "failed_steals",
+    "events",
+    "sim_time_us",
+    "wall_s",
 }
 FAMILY_FIELDS = {  # (completed count, the statistic with percentiles, offered rate, evaluation plots) per family
     "rack": ("tasks_completed", "latency_us", "offered_ktps", ("p99_vs_load.png", "latency_cdf.png")),
@@ -34,27 +46,66 @@ FAMILY_FIELDS = {  # (completed count, the statistic with percentiles, offered r
 # Each algorithm's smallest run: 2 iterations, a short evaluation at two loads.
 TINY = {
     "ppo": ["--config", SMOKE],
-    "sac": ["--config", str(ROOT / "configs/experiments/sac_lb.yaml"), "--iterations", "2",
-            "--set", "env_args.max_steps=10", "--set", "hyperparameters.learning_starts=8",
-            "--set", "hyperparameters.steps_per_iteration=10", "--set", "hyperparameters.hidden=[16]",
-            "--set", "evaluation.tasks=200", "--set", "evaluation.loads=[0.7,0.9]",
-            "--set", "evaluation.heuristics=[ecmp,sed]", "--set", "evaluation.workers=0",
-            "--set", "checkpoint_every=1"],
-    "malcolm": ["--config", SMOKE, "--set", "algorithm=malcolm", "--set", "hyperparameters={}",
-                "--set", "env_args.max_steps=20",  # an iteration is 20 heartbeats: one episode each
-                "--set", "env_args.load_range=[0.5,0.95]"],  # trained across loads, evaluated at each
+    "sac": [
+        "--config",
+        str(ROOT / "configs/experiments/sac_lb.yaml"),
+        "--iterations",
+        "2",
+        "--set",
+        "env_args.max_steps=10",
+        "--set",
+        "hyperparameters.learning_starts=8",
+        "--set",
+        "hyperparameters.steps_per_iteration=10",
+        "--set",
+        "hyperparameters.hidden=[16]",
+        "--set",
+        "evaluation.tasks=200",
+        "--set",
+        "evaluation.loads=[0.7,0.9]",
+        "--set",
+        "evaluation.heuristics=[ecmp,sed]",
+        "--set",
+        "evaluation.workers=0",
+        "--set",
+        "checkpoint_every=1",
+    ],
+    "malcolm": [
+        "--config",
+        SMOKE,
+        "--set",
+        "algorithm=malcolm",
+        "--set",
+        "hyperparameters={}",
+        "--set",
+        "env_args.max_steps=20",  # an iteration is 20 heartbeats: one episode each
+        "--set",
+        "env_args.load_range=[0.5,0.95]",
+    ],  # trained across loads, evaluated at each
 }
 HEURISTICS = {"ppo": ["po2", "jsq"], "sac": ["ecmp", "sed"], "malcolm": ["po2", "jsq"]}
 
 
 def train(*args: str, cwd: Path = ROOT, timeout: float = 150) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "train.py"), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=ENV)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "train.py"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=ENV,
+    )
 
 
 def evaluate(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "evaluate.py"), *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, env=ENV)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=ENV,
+    )
 
 
 def run_folder(proc: subprocess.CompletedProcess) -> Path:
@@ -72,9 +123,14 @@ def metrics(run: Path) -> list[dict[str, str]]:
 # ------------------------------------------------------------------------------ smoke runs
 
 
-@pytest.mark.parametrize("algorithm", [
-    "ppo", "sac", "malcolm",
-])
+@pytest.mark.parametrize(
+    "algorithm",
+    [
+        "ppo",
+        "sac",
+        "malcolm",
+    ],
+)
 def test_tiny_run_leaves_a_complete_run_folder(tmp_path, algorithm):
     proc = train(*TINY[algorithm], "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
@@ -119,9 +175,25 @@ def test_tiny_run_leaves_a_complete_run_folder(tmp_path, algorithm):
 
 def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "train.py"), "--config", SMOKE, "--out", str(tmp_path),
-         "--set", "budget.iterations=10000", "--set", "checkpoint_every=0", "--set", "evaluation.enabled=false"],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV,
+        [
+            sys.executable,
+            str(ROOT / "train.py"),
+            "--config",
+            SMOKE,
+            "--out",
+            str(tmp_path),
+            "--set",
+            "budget.iterations=10000",
+            "--set",
+            "checkpoint_every=0",
+            "--set",
+            "evaluation.enabled=false",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
     )
     try:
         deadline = time.monotonic() + 90
@@ -208,14 +280,29 @@ def test_evaluate_checkpoint_runs_the_policy_on_the_same_tasks_as_the_heuristics
     # 2700 measured arrivals; the policy acts per heartbeat (48 arrivals), so the run may overshoot by one.
     assert 0 < trained["tasks_completed"] + trained["tasks_dropped"] <= 2700 + 48
     again = evaluate_checkpoint(smoke_run, loads=[0.9], tasks=3000)
-    assert {k: v for k, v in again["results"][0].items() if k != "wall_s"} == \
-        {k: v for k, v in trained.items() if k != "wall_s"}  # deterministic actions, same seed: same numbers
+    assert {k: v for k, v in again["results"][0].items() if k != "wall_s"} == {
+        k: v for k, v in trained.items() if k != "wall_s"
+    }  # deterministic actions, same seed: same numbers
 
 
 def test_evaluate_cli_takes_a_run_folder_or_a_checkpoint(smoke_run, tmp_path):
-    proc = evaluate("--policy", str(smoke_run), "--policy", str(smoke_run / "checkpoints/iter_000001"),
-                    "--policy", "po2", "--loads", "0.8", "--tasks", "2000", "--workers", "0", "--json",
-                    "--out", str(tmp_path))
+    proc = evaluate(
+        "--policy",
+        str(smoke_run),
+        "--policy",
+        str(smoke_run / "checkpoints/iter_000001"),
+        "--policy",
+        "po2",
+        "--loads",
+        "0.8",
+        "--tasks",
+        "2000",
+        "--workers",
+        "0",
+        "--json",
+        "--out",
+        str(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["scenario"] == "malcolm_homog_exp"  # the policy's scenario, with its 4-node override
@@ -225,8 +312,20 @@ def test_evaluate_cli_takes_a_run_folder_or_a_checkpoint(smoke_run, tmp_path):
 
 
 def test_evaluate_cli_refuses_a_checkpoint_for_another_rack(smoke_run, tmp_path):
-    proc = evaluate("--scenario", "malcolm_hetero_paper_exp", "--policy", str(smoke_run), "--loads", "0.8",
-                    "--tasks", "1000", "--workers", "0", "--out", str(tmp_path))
+    proc = evaluate(
+        "--scenario",
+        "malcolm_hetero_paper_exp",
+        "--policy",
+        str(smoke_run),
+        "--loads",
+        "0.8",
+        "--tasks",
+        "1000",
+        "--workers",
+        "0",
+        "--out",
+        str(tmp_path),
+    )
     assert proc.returncode == 2
     (line,) = proc.stderr.splitlines()
     assert line.startswith("error: policy: ") and "trained with 4" in line
@@ -256,8 +355,12 @@ BAD_INPUTS = {
     "unknown env argument": ["--config", SMOKE, "--set", "env_args.lod=0.9"],
     "bad env argument": ["--config", SMOKE, "--set", "env_args.load=-1"],
     "bad heuristic": ["--config", SMOKE, "--set", "evaluation.heuristics=[po2,jqs]"],
-    "sac with discrete actions": ["--config", str(ROOT / "configs/experiments/sac_lb.yaml"),
-                                  "--set", "env_args.action_type=discrete"],
+    "sac with discrete actions": [
+        "--config",
+        str(ROOT / "configs/experiments/sac_lb.yaml"),
+        "--set",
+        "env_args.action_type=discrete",
+    ],
     "config and resume": ["--config", SMOKE, "--resume", "somewhere"],
     "resume a non-run folder": ["--resume", "no_such_run"],
     "unknown option": ["--config", SMOKE, "--bogus"],

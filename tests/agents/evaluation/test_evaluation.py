@@ -104,7 +104,9 @@ def test_sampling_adds_a_timeline_per_policy_and_load_for_the_first_seed(tmp_pat
     assert [(t["policy"], t["load"], t["seed"]) for t in timelines] == [("random", 0.9, 5), ("po2", 0.9, 5)]
     groups = timelines[0]["groups"]
     assert [(g["label"], g["nodes"]) for g in groups] == [
-        ("4 x 8 workers", [0, 3]), ("4 x 6 workers", [4, 7]), ("4 x 4 workers", [8, 11])
+        ("4 x 8 workers", [0, 3]),
+        ("4 x 6 workers", [4, 7]),
+        ("4 x 4 workers", [8, 11]),
     ]
     times = timelines[0]["times_us"]
     assert times[:3] == [1000.0, 2000.0, 3000.0]
@@ -158,11 +160,22 @@ def test_parse_seeds_rejects_bad_text(text):
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"tasks": 0}, "tasks"), ({"loads": []}, "loads"), ({"loads": [0.5, 11]}, "loads.1"), ({"seed": -1}, "seed"),
-     ({"policies": ["jqs"]}, "policy"), ({"seeds": []}, "seeds"), ({"seeds": [1, 1]}, "seeds"),
-     ({"seeds": [1, -1]}, "seeds.1"), ({"seed": 1, "seeds": [2]}, "seeds"), ({"workers": -1}, "workers"),
-     ({"sample_period_us": -1}, "sample_period_us"), ({"policies": ["table"]}, "dispatch.policy"),
-     ({"policies": ["rr", "rr"]}, "policy"), ({"loads": [0.5, 0.5]}, "loads")],
+    [
+        ({"tasks": 0}, "tasks"),
+        ({"loads": []}, "loads"),
+        ({"loads": [0.5, 11]}, "loads.1"),
+        ({"seed": -1}, "seed"),
+        ({"policies": ["jqs"]}, "policy"),
+        ({"seeds": []}, "seeds"),
+        ({"seeds": [1, 1]}, "seeds"),
+        ({"seeds": [1, -1]}, "seeds.1"),
+        ({"seed": 1, "seeds": [2]}, "seeds"),
+        ({"workers": -1}, "workers"),
+        ({"sample_period_us": -1}, "sample_period_us"),
+        ({"policies": ["table"]}, "dispatch.policy"),
+        ({"policies": ["rr", "rr"]}, "policy"),
+        ({"loads": [0.5, 0.5]}, "loads"),
+    ],
 )
 def test_bad_arguments_fail_before_any_run(kwargs, field):
     with pytest.raises(InvalidConfigError) as info:

@@ -33,8 +33,9 @@ def tiny_run(tmp_path_factory, name: str, overrides: dict) -> Path:
 
 @pytest.fixture(scope="module")
 def malcolm_run(ray_session, tmp_path_factory):
-    return tiny_run(tmp_path_factory, "malcolm", {"algorithm": "malcolm", "hyperparameters": {},
-                                                   "env_args.max_steps": 20})
+    return tiny_run(
+        tmp_path_factory, "malcolm", {"algorithm": "malcolm", "hyperparameters": {}, "env_args.max_steps": 20}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +67,9 @@ def test_malcolm_export_gives_the_modules_probabilities_and_values(malcolm_run, 
     assert (runtime.kind, runtime.num_inputs, n) == ("linear_pair", 4, 4)
     policy = read_policy(path)
     module = trained.modules["node_0"]
-    assert (policy.input.basis, policy.critic_basis) == (module.actor_basis, module.critic_basis) == (
-        "sort", "customized")
+    assert (
+        (policy.input.basis, policy.critic_basis) == (module.actor_basis, module.critic_basis) == ("sort", "customized")
+    )
     max_logit = policy.max_logit
     assert max_logit == 10.0  # rack_v0's default logit clip
 
@@ -77,8 +79,7 @@ def test_malcolm_export_gives_the_modules_probabilities_and_values(malcolm_run, 
         game = env.game
         for i, agent in enumerate(env.possible_agents):
             obs = observations[agent]
-            np.testing.assert_allclose(obs[:n], np.clip(beliefs[i] * game.scale, 0, game.config.obs_clip),
-                                       rtol=1e-6)
+            np.testing.assert_allclose(obs[:n], np.clip(beliefs[i] * game.scale, 0, game.config.obs_clip), rtol=1e-6)
             batch = {Columns.OBS: torch.from_numpy(obs[None].astype(np.float32))}
             module = trained.modules[agent]
             with torch.no_grad():
@@ -98,8 +99,12 @@ def test_malcolm_export_gives_the_modules_probabilities_and_values(malcolm_run, 
     raw = np.random.default_rng(0).uniform(0, 3 * game.config.obs_clip / game.scale, (100, n))
     obs = np.concatenate([np.clip(raw * game.scale, 0, game.config.obs_clip), np.zeros((100, 1))], axis=1)
     with torch.no_grad():
-        logits = trained.modules["node_2"].forward_inference(
-            {Columns.OBS: torch.from_numpy(obs.astype(np.float32))})[Columns.ACTION_DIST_INPUTS].double().numpy()
+        logits = (
+            trained.modules["node_2"]
+            .forward_inference({Columns.OBS: torch.from_numpy(obs.astype(np.float32))})[Columns.ACTION_DIST_INPUTS]
+            .double()
+            .numpy()
+        )
     want = np.exp(np.clip(logits[:, :n], -max_logit, max_logit))
     np.testing.assert_allclose(runtime.probabilities(2, raw)[0], want / want.sum(axis=1, keepdims=True), atol=1e-5)
 
@@ -143,8 +148,12 @@ OBS = gym.spaces.Box(-10, 10, (6,), np.float32)
 
 @pytest.mark.parametrize("sharing", [False, True])
 def test_ppo_discrete_module_exports_its_probabilities_and_argmax(sharing):
-    module = build_module("ppo", OBS, gym.spaces.Discrete(5),
-                          {"fcnet_hiddens": [12, 8], "fcnet_activation": "relu", "vf_share_layers": sharing})
+    module = build_module(
+        "ppo",
+        OBS,
+        gym.spaces.Discrete(5),
+        {"fcnet_hiddens": [12, 8], "fcnet_activation": "relu", "vf_share_layers": sharing},
+    )
     runtime = RuntimePolicy.from_bytes(to_bytes(mlp_from_modules({"m": module}, ["m"], gym.spaces.Discrete(5))))
     assert runtime.head == "softmax"
     obs = np.random.default_rng(1).uniform(-10, 10, (64, 6)).astype(np.float32)
@@ -185,8 +194,13 @@ def test_unsupported_modules_are_refused_by_name():
 def test_cli_exports_a_run_folder(malcolm_run, tmp_path):
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
     out = tmp_path / "m.dcpol"
-    proc = subprocess.run([sys.executable, "-m", "dcgym", "export", str(malcolm_run), "--out", str(out)],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dcgym", "export", str(malcolm_run), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == f"wrote {out}: linear_pair, 4 agents, {out.stat().st_size} bytes"
     assert RuntimePolicy.from_file(str(out)).num_agents == 4
@@ -199,15 +213,19 @@ def test_cli_bad_input_is_one_error_line_and_exit_2(tmp_path, capsys):
         ([str(tmp_path / "missing"), "--out", "x"], "error: RUN: got "),
         ([str(tmp_path / "empty"), "--out", "x"], "error: policy: got "),
         ([str(tmp_path)], "error: --out: got null; allowed: the policy file to write"),
-        (["--demo-file", "d", "--out", "x"], "error: --demo-file: got \"d\"; allowed: nothing else"),
+        (["--demo-file", "d", "--out", "x"], 'error: --demo-file: got "d"; allowed: nothing else'),
         (["--bogus"], "error: No such option: --bogus"),
     ]
     for argv, message in cases:
         assert export_cli(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith(message) and err.count("\n") == 1, (argv, err)
-    proc = subprocess.run([sys.executable, "-m", "dcgym", "export", str(tmp_path / "missing"), "--out", "x"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dcgym", "export", str(tmp_path / "missing"), "--out", "x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2 and proc.stderr.startswith("error: RUN: got ")
 
 

@@ -50,16 +50,26 @@ def test_aliases_and_shorthands_mean_the_canonical_policy(alias, canonical):
 
 def test_defaults_are_filled_in_the_engine_dict():
     assert parse_policy("po2").engine_dict() == {
-        "policy": "po_d", "d": 2, "replace": True, "metric": "outstanding", "per_type": False
+        "policy": "po_d",
+        "d": 2,
+        "replace": True,
+        "metric": "outstanding",
+        "per_type": False,
     }
     assert parse_policy("central_fcfs").engine_dict() == {"policy": "central_fcfs", "rtt_us": 0.0}
     assert parse_policy("rr").engine_dict() == {"policy": "round_robin"}
     assert parse_policy("jbt").engine_dict() == {
-        "policy": "jbt", "metric": "outstanding", "per_type": False, "threshold": 1.0
+        "policy": "jbt",
+        "metric": "outstanding",
+        "per_type": False,
+        "threshold": 1.0,
     }
     assert parse_policy("jbsq").engine_dict() == {"policy": "jbsq", "bound": 1}
     assert parse_policy("sed").engine_dict() == {
-        "policy": "sed", "metric": "outstanding", "per_type": False, "by": "capacity"
+        "policy": "sed",
+        "metric": "outstanding",
+        "per_type": False,
+        "by": "capacity",
     }
     assert parse_policy("jsq").engine_dict() == {"policy": "jsq", "metric": "outstanding", "per_type": False}
     assert parse_policy("wcmp").engine_dict() == {"policy": "wcmp", "weights": []}  # engine: workers x speed
@@ -114,8 +124,13 @@ def test_policies_accept_racks_they_run_on(spec):
 
 @pytest.mark.parametrize(
     ("spec", "label"),
-    [("po2", "po2"), ("rr", "round_robin"), ("po_d:d=3", "po_d:d=3"), ({"policy": "po_d", "replace": False},
-     "po_d:replace=false"), ("central_fcfs:rtt_us=2.50", "central_fcfs:rtt_us=2.5")],
+    [
+        ("po2", "po2"),
+        ("rr", "round_robin"),
+        ("po_d:d=3", "po_d:d=3"),
+        ({"policy": "po_d", "replace": False}, "po_d:replace=false"),
+        ("central_fcfs:rtt_us=2.50", "central_fcfs:rtt_us=2.5"),
+    ],
 )
 def test_label_is_the_name_as_written_with_the_given_parameters(spec, label):
     assert parse_policy(spec).label == label == str(parse_policy(spec))
@@ -131,13 +146,33 @@ def test_unknown_name_suggests_and_lists_the_known_policies(typo, suggestion):
 
 @pytest.mark.parametrize(
     ("spec", "field"),
-    [("po_d:d=0", "d"), ("po_d:d=65", "d"), ("po_d:d=abc", "d"), ("po_d:replace=maybe", "replace"),
-     ("jsq:metric=avg", "metric"), ("random:d=2", "d"), ("po2:d=3", "d"), ("po_d:d", "policy"),
-     ("po_d:d=2,d=3", "policy"), ("", "policy"), ({"d": 3}, "policy"), ("central_fcfs:rtt_us=-1", "rtt_us"),
-     ("jbt:threshold=-1", "threshold"), ("jbt:threshold=inf", "threshold"), ("jbt:threshold=x", "threshold"),
-     ("jbsq:bound=0", "bound"), ("jbsq:bound=1.5", "bound"), ("jbsq:metric=queue", "metric"), ("sed:by=speed", "by"),
-     ("wcmp:weights=a;b", "weights.0"), ("wcmp:weights=0;0", "weights"), ("po2:metric=latency", "metric"),
-     ("lsq:d=2", "d"), ("table:metric=queue", "metric"), ("ecmp:weights=1", "weights")],
+    [
+        ("po_d:d=0", "d"),
+        ("po_d:d=65", "d"),
+        ("po_d:d=abc", "d"),
+        ("po_d:replace=maybe", "replace"),
+        ("jsq:metric=avg", "metric"),
+        ("random:d=2", "d"),
+        ("po2:d=3", "d"),
+        ("po_d:d", "policy"),
+        ("po_d:d=2,d=3", "policy"),
+        ("", "policy"),
+        ({"d": 3}, "policy"),
+        ("central_fcfs:rtt_us=-1", "rtt_us"),
+        ("jbt:threshold=-1", "threshold"),
+        ("jbt:threshold=inf", "threshold"),
+        ("jbt:threshold=x", "threshold"),
+        ("jbsq:bound=0", "bound"),
+        ("jbsq:bound=1.5", "bound"),
+        ("jbsq:metric=queue", "metric"),
+        ("sed:by=speed", "by"),
+        ("wcmp:weights=a;b", "weights.0"),
+        ("wcmp:weights=0;0", "weights"),
+        ("po2:metric=latency", "metric"),
+        ("lsq:d=2", "d"),
+        ("table:metric=queue", "metric"),
+        ("ecmp:weights=1", "weights"),
+    ],
 )
 def test_bad_parameter_names_the_parameter(spec, field):
     with pytest.raises(InvalidConfigError) as info:

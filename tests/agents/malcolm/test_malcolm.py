@@ -168,8 +168,11 @@ def test_gradients_equal_closed_form(variant):
     for mid in learner.module.keys():
         module = learner.module[mid].unwrapped()
         expected, trace, rbar = _closed_form(module, batch[mid], config, reward_rate=-1.5, traces=previous.get(mid))
-        params = {"critic": module.critic_weights, "migration": module.migration_weights,
-                  "stealing": module.stealing_weights}
+        params = {
+            "critic": module.critic_weights,
+            "migration": module.migration_weights,
+            "stealing": module.stealing_weights,
+        }
         for name, param in params.items():
             np.testing.assert_allclose(grads[param].numpy(), -expected[name], rtol=1e-6, atol=1e-6, err_msg=name)
             assert np.abs(expected[name]).max() > 1e-3  # the check is not vacuous
@@ -243,10 +246,15 @@ def test_checkpoint_restores_weights_and_learner_state_and_training_continues(st
         for _ in range(4):
             algo.train()
         learner = algo.learner_group._learner
-        weights = {mid: {k: np.array(v, copy=True) for k, v in algo.get_module(mid).get_state().items()}
-                   for mid in learner.module.keys()}
-        state = (learner.num_updates, dict(learner._reward_rate), {m: {k: v.clone() for k, v in t.items()}
-                                                                     for m, t in learner._traces.items()})
+        weights = {
+            mid: {k: np.array(v, copy=True) for k, v in algo.get_module(mid).get_state().items()}
+            for mid in learner.module.keys()
+        }
+        state = (
+            learner.num_updates,
+            dict(learner._reward_rate),
+            {m: {k: v.clone() for k, v in t.items()} for m, t in learner._traces.items()},
+        )
         path = algo.save_to_path(str(storage / "checkpoint"))
     finally:
         algo.stop()
@@ -263,8 +271,9 @@ def test_checkpoint_restores_weights_and_learner_state_and_training_continues(st
                 assert torch.equal(learner._traces[mid][key], value)
         restored.train()
         assert learner.num_updates == 5
-        assert not np.array_equal(restored.get_module("node_0").get_state()["migration_weights"],
-                                  weights["node_0"]["migration_weights"])
+        assert not np.array_equal(
+            restored.get_module("node_0").get_state()["migration_weights"], weights["node_0"]["migration_weights"]
+        )
     finally:
         restored.stop()
 
@@ -277,6 +286,7 @@ def test_training_lowers_imbalance_on_a_two_node_rack(storage):
     """3000 heartbeats (0.3 s simulated) of Algorithm 1 cut the imbalance of the random initial policy by >= 50%."""
     algo = rack_config({"env": TWO_NODES, "seed": 1}).build_algo()
     try:
+
         def evaluate():
             modules = {mid: algo.get_module(mid) for mid in ("node_0", "node_1")}
             return rack_rollout(modules, TWO_NODES, heartbeats=2000, seed=123)
@@ -297,8 +307,10 @@ def test_training_lowers_imbalance_on_a_two_node_rack(storage):
 @pytest.mark.parametrize(
     ("training", "message"),
     [
-        ({"train_batch_size_per_learner": 30},
-         r"`train_batch_size_per_learner` \(30\) must be a multiple of `minibatch_size` \(20\)"),
+        (
+            {"train_batch_size_per_learner": 30},
+            r"`train_batch_size_per_learner` \(30\) must be a multiple of `minibatch_size` \(20\)",
+        ),
         ({"variant": "papr"}, r"`variant` \('papr'\) must be one of \['paper', 'code'\]"),
         ({"critic_basis": "cubic"}, r"`critic_basis` \('cubic'\) must be one of"),
         ({"trace_lambda": 1.5}, r"`trace_lambda` \(1.5\) must be None or in \[0, 1\]"),
@@ -319,13 +331,21 @@ def test_validate_refuses_parallel_sampling():
 
 
 def test_rack_config_maps_hyperparameters_and_refuses_unknown_keys():
-    config = rack_config({"env": THREE_NODES, "seed": 4, "variant": "code", "lr_actor": 5e-4, "minibatch_size": 10,
-                          "train_batch_size_per_learner": 40})
+    config = rack_config(
+        {
+            "env": THREE_NODES,
+            "seed": 4,
+            "variant": "code",
+            "lr_actor": 5e-4,
+            "minibatch_size": 10,
+            "train_batch_size_per_learner": 40,
+        }
+    )
     assert (config.variant, config.lr_actor, config.minibatch_size, config.seed) == ("code", 5e-4, 10, 4)
     assert list(config.policies) == ["node_0", "node_1", "node_2"]
     assert config.policy_mapping_fn("node_2") == "node_2"
     assert config.env_config["reward"] == "imbalance_delta"  # the code variant's reward unless given
-    with pytest.raises(InvalidConfigError, match="lr_critc: got 0.1; did you mean \"lr_critic\""):
+    with pytest.raises(InvalidConfigError, match='lr_critc: got 0.1; did you mean "lr_critic"'):
         rack_config({"env": THREE_NODES, "lr_critc": 0.1})
     with pytest.raises(InvalidConfigError, match="^env.load: got -0.5"):
         rack_config({"env": {**THREE_NODES, "load": -0.5}})

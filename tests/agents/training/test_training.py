@@ -19,10 +19,22 @@ MINIMAL = {"env": "rack_v0", "scenario": "malcolm_homog_exp", "algorithm": "ppo"
 
 
 def test_set_values_are_yaml_and_keys_dotted():
-    assert parse_assignments(["budget.iterations=5", "env_args.obs_extras=[rank, capacity]", "seed=7",
-                              "evaluation.enabled=false", "hyperparameters.grad_clip=null", "description=a=b"]) == {
-        "budget.iterations": 5, "env_args.obs_extras": ["rank", "capacity"], "seed": 7,
-        "evaluation.enabled": False, "hyperparameters.grad_clip": None, "description": "a=b",
+    assert parse_assignments(
+        [
+            "budget.iterations=5",
+            "env_args.obs_extras=[rank, capacity]",
+            "seed=7",
+            "evaluation.enabled=false",
+            "hyperparameters.grad_clip=null",
+            "description=a=b",
+        ]
+    ) == {
+        "budget.iterations": 5,
+        "env_args.obs_extras": ["rank", "capacity"],
+        "seed": 7,
+        "evaluation.enabled": False,
+        "hyperparameters.grad_clip": None,
+        "description": "a=b",
     }
     for bad in ("budget.iterations", "=3", "budget..iterations=3"):
         with pytest.raises(InvalidConfigError, match=r"^--set: got"):
@@ -63,19 +75,38 @@ def test_registry_has_the_three_algorithms_and_schemas_for_the_builtin_ones():
 
 def test_iteration_metrics_names_and_averages_learner_stats():
     result = {
-        "training_iteration": 3, "num_env_steps_sampled_lifetime": 300.0, "time_total_s": 1.5,
+        "training_iteration": 3,
+        "num_env_steps_sampled_lifetime": 300.0,
+        "time_total_s": 1.5,
         "time_this_iter_s": 0.5,
-        "env_runners": {"num_episodes_lifetime": 6.0, "agent_episode_returns_mean": {"a": -1.0, "b": -3.0},
-                        "episode_return_mean": -4.0, "episode_len_mean": 50.0, "num_env_steps_sampled": 100,
-                        "dcgym_imbalance": 0.25, "dcgym_p99_us": 400.0},
-        "learners": {"__all_modules__": {"num_env_steps_trained": 100},
-                     "a": {"policy_loss": 1.0, "vf_loss": 2.0, "num_module_steps_trained": 50, "weights_seq_no": 3.0},
-                     "b": {"policy_loss": 3.0, "vf_loss": float("nan")}},
+        "env_runners": {
+            "num_episodes_lifetime": 6.0,
+            "agent_episode_returns_mean": {"a": -1.0, "b": -3.0},
+            "episode_return_mean": -4.0,
+            "episode_len_mean": 50.0,
+            "num_env_steps_sampled": 100,
+            "dcgym_imbalance": 0.25,
+            "dcgym_p99_us": 400.0,
+        },
+        "learners": {
+            "__all_modules__": {"num_env_steps_trained": 100},
+            "a": {"policy_loss": 1.0, "vf_loss": 2.0, "num_module_steps_trained": 50, "weights_seq_no": 3.0},
+            "b": {"policy_loss": 3.0, "vf_loss": float("nan")},
+        },
     }
     assert iteration_metrics(result) == {
-        "iteration": 3.0, "timesteps": 300.0, "episodes": 6.0, "time_s": 1.5, "charts/return": -2.0,
-        "charts/team_return": -4.0, "charts/episode_length": 50.0, "charts/imbalance": 0.25, "charts/p99_us": 400.0,
-        "charts/env_steps_per_s": 200.0, "losses/policy_loss": 2.0, "losses/vf_loss": 2.0,
+        "iteration": 3.0,
+        "timesteps": 300.0,
+        "episodes": 6.0,
+        "time_s": 1.5,
+        "charts/return": -2.0,
+        "charts/team_return": -4.0,
+        "charts/episode_length": 50.0,
+        "charts/imbalance": 0.25,
+        "charts/p99_us": 400.0,
+        "charts/env_steps_per_s": 200.0,
+        "losses/policy_loss": 2.0,
+        "losses/vf_loss": 2.0,
     }
 
 
@@ -86,7 +117,10 @@ def test_metrics_csv_widens_its_header_and_drops_rows_after_a_resume_point(tmp_p
     log.append({"iteration": 2, "timesteps": 20, "charts/return": -1.5})
     log.append({"iteration": 3, "timesteps": 30, "charts/return": -1.0})
     assert path.read_text().splitlines() == [
-        "iteration,timesteps,episodes,time_s,charts/return", "1,10,,,", "2,20,,,-1.5", "3,30,,,-1.0",
+        "iteration,timesteps,episodes,time_s,charts/return",
+        "1,10,,,",
+        "2,20,,,-1.5",
+        "3,30,,,-1.0",
     ]
     resumed = MetricsCsv(path, keep_through=2)
     assert [r["iteration"] for r in resumed.rows] == [1.0, 2.0]
@@ -120,8 +154,11 @@ def test_wandb_logs_every_iteration_offline_without_an_account(ray_session, tmp_
     experiment = load_experiment(SMOKE, {"evaluation.enabled": False, "budget.iterations": 1})
     result = train(experiment, out=tmp_path, use_wandb=True, progress=False)
     assert calls["init"]["mode"] == "offline" and calls["init"]["dir"] == str(result.run_dir)
-    assert (calls["init"]["project"], calls["init"]["name"], calls["init"]["id"]) == ("dcgym", result.run_dir.name,
-                                                                                     "run123")
+    assert (calls["init"]["project"], calls["init"]["name"], calls["init"]["id"]) == (
+        "dcgym",
+        result.run_dir.name,
+        "run123",
+    )
     assert [step for step, _ in calls["log"]] == [1] and "charts/return" in calls["log"][0][1]
     assert calls["finished"] and (result.run_dir / "wandb_id.txt").read_text().strip() == "run123"
 

@@ -204,8 +204,16 @@ def test_blocked_ps_with_io_stages_matches_a_python_reference():
     ours = engine(mp_level)
     ref = np.array(
         [
-            reference_blocked_ps(lam=lam, workers=workers, slots=workers * mp_level, stages=3,
-                                 cpu=(20.0, 0.95, 1620.0), io=50.0, flows=40_000, seed=s)
+            reference_blocked_ps(
+                lam=lam,
+                workers=workers,
+                slots=workers * mp_level,
+                stages=3,
+                cpu=(20.0, 0.95, 1620.0),
+                io=50.0,
+                flows=40_000,
+                seed=s,
+            )
             for s in range(8)
         ]
     )
@@ -356,8 +364,12 @@ def test_sed_lsq_wcmp_ecmp_order_at_the_reference_point():
     # The ranking the paper reports on heterogeneous servers at high load.
     means = {}
     for policy in ("sed", "lsq", "wcmp", "ecmp", "oracle"):
-        cfg = config(servers=[{"count": 4, "workers": 4}, {"count": 4, "workers": 2}], lbs=[{"policy": policy}],
-                     load=0.9, backlog=64)
+        cfg = config(
+            servers=[{"count": 4, "workers": 4}, {"count": 4, "workers": 2}],
+            lbs=[{"policy": policy}],
+            load=0.9,
+            backlog=64,
+        )
         means[policy] = np.mean([r["fct_us"]["mean"] for r in run_seeds(cfg, 100_000, range(1, 5), warmup=10_000)])
     assert means["sed"] < means["lsq"] < means["wcmp"] < means["ecmp"]
     assert means["oracle"] < means["wcmp"]
@@ -369,8 +381,14 @@ def test_sed_lsq_wcmp_ecmp_order_at_the_reference_point():
 # workers, one CPU stage Exp(0.5 s), 50,000 flows per episode from empty, mean
 # of 5 episodes. configs/scenarios/lb_reference.yaml is this setting.
 PAPER = {
-    ("sed", 0.61): 0.500, ("lsq", 0.61): 0.519, ("wcmp", 0.61): 0.664, ("ecmp", 0.61): 1.652,
-    ("sed", 0.965): 0.694, ("lsq", 0.965): 0.813, ("wcmp", 0.965): 3.664, ("ecmp", 0.965): 11.34,
+    ("sed", 0.61): 0.500,
+    ("lsq", 0.61): 0.519,
+    ("wcmp", 0.61): 0.664,
+    ("ecmp", 0.61): 1.652,
+    ("sed", 0.965): 0.694,
+    ("lsq", 0.965): 0.813,
+    ("wcmp", 0.965): 3.664,
+    ("ecmp", 0.965): 11.34,
 }
 
 

@@ -69,10 +69,14 @@ def test_tables_equal_rack_v0_with_the_rllib_module_on_the_same_observations(wei
         beliefs, loads = sim.beliefs()[None], sim.true_loads()[None]
         obs = game.observe(beliefs, loads * game.scale, np.zeros((1, n, n), np.uint64))[0]
         with torch.no_grad():
-            actions = np.stack([
-                modules[i].forward_inference({"obs": torch.as_tensor(obs[i][None])})["action_dist_inputs"][0].numpy()
-                for i in range(n)
-            ])
+            actions = np.stack(
+                [
+                    modules[i]
+                    .forward_inference({"obs": torch.as_tensor(obs[i][None])})["action_dist_inputs"][0]
+                    .numpy()
+                    for i in range(n)
+                ]
+            )
         migration, stealing = game.tables(actions[None], [0])
         clipped += int((np.abs(actions) >= game.config.max_logit).any())
         ctl.run(1)
@@ -150,7 +154,10 @@ def test_online_learning_lowers_the_imbalance_of_a_two_node_rack():
     learning.run(6000)
     assert learning.num_updates == 300
     after = evaluate(learning.parameters())
-    assert after["imbalance_mean"] <= 0.5 * before["imbalance_mean"], (before["imbalance_mean"], after["imbalance_mean"])
+    assert after["imbalance_mean"] <= 0.5 * before["imbalance_mean"], (
+        before["imbalance_mean"],
+        after["imbalance_mean"],
+    )
     assert after["latency_us"]["p99"] < before["latency_us"]["p99"]
 
 

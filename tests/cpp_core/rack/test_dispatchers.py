@@ -37,8 +37,20 @@ from dcgym.cpp_core import RackSim
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]  # this folder's helpers, theory.py
 import theory  # noqa: E402
 from rack_checks import (  # noqa: E402
-    HYPEREXP, SEEDS, THREADS, Z, arrivals_per_node, canonical, check_estimate, check_same_mean, latency, mean_and_se,
-    nodes, rack, run, run_seeds,
+    HYPEREXP,
+    SEEDS,
+    THREADS,
+    Z,
+    arrivals_per_node,
+    canonical,
+    check_estimate,
+    check_same_mean,
+    latency,
+    mean_and_se,
+    nodes,
+    rack,
+    run,
+    run_seeds,
 )
 from reference_sim import simulate  # noqa: E402
 
@@ -63,13 +75,25 @@ def test_reference_sim_agrees_with_queueing_theory():
     # Guards the guard: random splitting makes independent M/M/1 queues, a
     # central queue over 4 workers is M/M/4, round robin gives E_4/M/1 queues.
     n, rho = 4, 0.6
-    check_estimate(reference_means(speeds=[1.0] * n, load=rho, policy="random"), 1 / (1 - rho),
-                   max_rel_se=0.02, what="reference random = M/M/1")
-    check_estimate(reference_means(speeds=[1.0] * n, load=rho, policy="central_fcfs"),
-                   theory.mmc_mean_response(n, n * rho, 1.0), max_rel_se=0.01, what="reference central = M/M/4")
+    check_estimate(
+        reference_means(speeds=[1.0] * n, load=rho, policy="random"),
+        1 / (1 - rho),
+        max_rel_se=0.02,
+        what="reference random = M/M/1",
+    )
+    check_estimate(
+        reference_means(speeds=[1.0] * n, load=rho, policy="central_fcfs"),
+        theory.mmc_mean_response(n, n * rho, 1.0),
+        max_rel_se=0.01,
+        what="reference central = M/M/4",
+    )
     sigma = theory.gm1_sigma(theory.erlang_k_lst(n, rho), 1.0)
-    check_estimate(reference_means(speeds=[1.0] * n, load=rho, policy="round_robin"), 1 / (1 - sigma),
-                   max_rel_se=0.01, what="reference round robin = E4/M/1")
+    check_estimate(
+        reference_means(speeds=[1.0] * n, load=rho, policy="round_robin"),
+        1 / (1 - sigma),
+        max_rel_se=0.01,
+        what="reference round robin = E4/M/1",
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -101,12 +125,18 @@ def test_random_dispatch_to_heterogeneous_nodes_makes_independent_mm1_queues():
     with ThreadPoolExecutor(THREADS) as pool:
         runs = list(pool.map(one, SEEDS))
     for i in range(len(speeds)):
-        check_estimate([l[i] for _, l in runs], rho[i] / (1 - rho[i]), max_rel_se=0.01,
-                       what=f"node {i} mean tasks (Little)")
-        check_estimate([r["nodes"]["utilization"][i] for r, _ in runs], rho[i], max_rel_se=0.005,
-                       what=f"node {i} utilization")
-    check_estimate([r["latency_us"]["mean"] for r, _ in runs], float(np.mean(1 / (speeds - lam))),
-                   max_rel_se=0.01, what="mean response")
+        check_estimate(
+            [l[i] for _, l in runs], rho[i] / (1 - rho[i]), max_rel_se=0.01, what=f"node {i} mean tasks (Little)"
+        )
+        check_estimate(
+            [r["nodes"]["utilization"][i] for r, _ in runs], rho[i], max_rel_se=0.005, what=f"node {i} utilization"
+        )
+    check_estimate(
+        [r["latency_us"]["mean"] for r, _ in runs],
+        float(np.mean(1 / (speeds - lam))),
+        max_rel_se=0.01,
+        what="mean response",
+    )
 
 
 def test_wcmp_with_weights_proportional_to_speed_gives_equal_rho_everywhere():
@@ -116,11 +146,11 @@ def test_wcmp_with_weights_proportional_to_speed_gives_equal_rho_everywhere():
     speeds, rho = np.array([1.0, 1.0, 2.0, 4.0]), 0.7
     cfg = rack(nodes(speeds), load=rho, dispatch={"policy": "wcmp"})
     results = run_seeds(cfg, 300_000)
-    check_estimate(latency(results), len(speeds) / (speeds.sum() * (1 - rho)), max_rel_se=0.01,
-                   what="mean response")
+    check_estimate(latency(results), len(speeds) / (speeds.sum() * (1 - rho)), max_rel_se=0.01, what="mean response")
     for i in range(len(speeds)):
-        check_estimate([r["nodes"]["utilization"][i] for r in results], rho, max_rel_se=0.005,
-                       what=f"node {i} utilization")
+        check_estimate(
+            [r["nodes"]["utilization"][i] for r in results], rho, max_rel_se=0.005, what=f"node {i} utilization"
+        )
     # explicit weights equal to the default ones: the same run, bit for bit
     explicit = run(rack(nodes(speeds), load=rho, dispatch={"policy": "wcmp", "weights": speeds.tolist()}), 50_000)
     assert canonical(explicit.results()) == canonical(run(cfg, 50_000).results())
@@ -185,8 +215,9 @@ def test_po_d_without_replacement_sampling_every_node_is_jsq_in_distribution():
     # per-seed difference of means is a low-noise paired estimate.
     n = 5
     jsq = latency(run_seeds(rack(nodes(count=n), load=0.9, dispatch={"policy": "jsq"}), 200_000))
-    pod = latency(run_seeds(rack(nodes(count=n), load=0.9,
-                                 dispatch={"policy": "po_d", "d": n, "replace": False}), 200_000))
+    pod = latency(
+        run_seeds(rack(nodes(count=n), load=0.9, dispatch={"policy": "po_d", "d": n, "replace": False}), 200_000)
+    )
     m, se = mean_and_se(pod - jsq)
     assert se < 0.002 * jsq.mean()
     assert abs(m) <= Z * se, f"po_d(d=N, no replacement) - jsq = {m:.4g} (SE {se:.3g})"
@@ -218,14 +249,23 @@ def test_jbsq_bound_one_on_single_worker_nodes_is_central_fcfs_pathwise(sizes, l
 def test_jbsq_mean_response_matches_erlang_c():
     c, rho = 8, 0.8
     results = run_seeds(rack(nodes(count=c), load=rho, dispatch={"policy": "jbsq", "bound": 1}), 200_000)
-    check_estimate(latency(results), theory.mmc_mean_response(c, c * rho, 1.0), max_rel_se=0.005,
-                   what="JBSQ(1) mean response = M/M/8")
+    check_estimate(
+        latency(results),
+        theory.mmc_mean_response(c, c * rho, 1.0),
+        max_rel_se=0.005,
+        what="JBSQ(1) mean response = M/M/8",
+    )
 
 
 def test_jbsq_never_exceeds_its_bound_per_worker():
     bound, workers = 2, 2
-    cfg = rack(nodes(count=4, workers=workers), load=0.95, warmup=0,
-               dispatch={"policy": "jbsq", "bound": bound}, sample_period_us=0.25)
+    cfg = rack(
+        nodes(count=4, workers=workers),
+        load=0.95,
+        warmup=0,
+        dispatch={"policy": "jbsq", "bound": bound},
+        sample_period_us=0.25,
+    )
     sim = run(cfg, 200_000)
     _, samples = sim.take_samples()
     assert samples.max() == bound * workers  # reached, never exceeded
@@ -258,23 +298,32 @@ def test_oracle_beats_jsq_on_outstanding_work_on_every_seed():
     # JSQ on the `work` metric counts whole sizes, not what is left of the
     # task in service, so it misjudges; same seeds = same tasks.
     seeds = range(1, 9)
-    oracle = latency(run_seeds(rack(nodes(count=8), service=HYPEREXP, load=0.9, dispatch={"policy": "oracle"}),
-                               200_000, seeds))
-    jsq_work = latency(run_seeds(rack(nodes(count=8), service=HYPEREXP, load=0.9,
-                                      dispatch={"policy": "jsq", "metric": "work"}), 200_000, seeds))
+    oracle = latency(
+        run_seeds(rack(nodes(count=8), service=HYPEREXP, load=0.9, dispatch={"policy": "oracle"}), 200_000, seeds)
+    )
+    jsq_work = latency(
+        run_seeds(
+            rack(nodes(count=8), service=HYPEREXP, load=0.9, dispatch={"policy": "jsq", "metric": "work"}),
+            200_000,
+            seeds,
+        )
+    )
     assert np.all(oracle < jsq_work), (oracle.tolist(), jsq_work.tolist())
 
 
 NODE_ENTRY_CASES = {
     # least work left applied by the load manager of the node a task arrives
     # at (delay 0) places every task as the switch's oracle does: M/G/8
-    "oracle": (rack(nodes(count=8), service=HYPEREXP, load=0.8, dispatch={"policy": "oracle"},
-                    entry={"kind": "nodes"}),
-               rack(nodes(workers=8), service=HYPEREXP, load=0.8)),
+    "oracle": (
+        rack(nodes(count=8), service=HYPEREXP, load=0.8, dispatch={"policy": "oracle"}, entry={"kind": "nodes"}),
+        rack(nodes(workers=8), service=HYPEREXP, load=0.8),
+    ),
     # all traffic enters at node 0, whose own counts of tasks sent and not
     # yet completed are every node's outstanding count: JSQ at a switch
-    "lsq": (rack(nodes(count=4), load=0.8, dispatch={"policy": "lsq"}, entry={"kind": "nodes", "split": [1, 0, 0, 0]}),
-            rack(nodes(count=4), load=0.8, dispatch={"policy": "jsq"})),
+    "lsq": (
+        rack(nodes(count=4), load=0.8, dispatch={"policy": "lsq"}, entry={"kind": "nodes", "split": [1, 0, 0, 0]}),
+        rack(nodes(count=4), load=0.8, dispatch={"policy": "jsq"}),
+    ),
 }
 
 
@@ -302,8 +351,11 @@ def test_jsq_mean_response_tends_to_the_mean_size_as_nodes_grow():
     rho, seeds = 0.9, range(1, 9)
     excess = {}
     for n in (10, 100, 400):
-        m, se = mean_and_se(latency(run_seeds(rack(nodes(count=n), load=rho, dispatch={"policy": "jsq"},
-                                                   warmup=20_000), 200_000, seeds)))
+        m, se = mean_and_se(
+            latency(
+                run_seeds(rack(nodes(count=n), load=rho, dispatch={"policy": "jsq"}, warmup=20_000), 200_000, seeds)
+            )
+        )
         assert m + Z * se >= theory.mmc_mean_response(n, n * rho, 1.0), f"N = {n}: {m:.4g} beats M/M/N"
         excess[n] = (m - 1.0, se)
     for small, big in [(10, 100), (100, 400)]:
@@ -320,8 +372,13 @@ def test_wcmp_never_sends_everything_to_one_node_when_weighted_nodes_are_removed
     # Dispatcher::OnActiveChanged builds cumulative weights that are all 0,
     # Pick draws u = 0 and its binary search lands on the last active node,
     # so node 3 receives every task (19,774 of 19,774 here).
-    cfg = rack(nodes(count=4), load=0.5, warmup=0, dispatch={"policy": "wcmp", "weights": [1.0, 0.0, 0.0, 0.0]},
-               dynamics=[{"at_us": 100.0, "kind": "remove", "nodes": [0]}])
+    cfg = rack(
+        nodes(count=4),
+        load=0.5,
+        warmup=0,
+        dispatch={"policy": "wcmp", "weights": [1.0, 0.0, 0.0, 0.0]},
+        dynamics=[{"at_us": 100.0, "kind": "remove", "nodes": [0]}],
+    )
     try:
         sim = RackSim(cfg)
     except ValueError:
@@ -370,16 +427,19 @@ def test_engine_matches_reference_sim(name):
 
 BAD_DISPATCH = {
     "unknown_policy": ({"dispatch": {"policy": "shortest"}}, "dispatch.policy"),
-    "central_fcfs_with_balancers": ({"dispatch": {"policy": "central_fcfs"},
-                                     "entry": {"kind": "balancers", "count": 2}}, "dispatch.policy"),
+    "central_fcfs_with_balancers": (
+        {"dispatch": {"policy": "central_fcfs"}, "entry": {"kind": "balancers", "count": 2}},
+        "dispatch.policy",
+    ),
     "jbsq_at_node_entry": ({"dispatch": {"policy": "jbsq"}, "entry": {"kind": "nodes"}}, "dispatch.policy"),
     "table_without_node_entry": ({"dispatch": {"policy": "table"}}, "dispatch.policy"),
-    "po_d_more_than_nodes_without_replacement": ({"dispatch": {"policy": "po_d", "d": 5, "replace": False}},
-                                                 "dispatch.d"),
+    "po_d_more_than_nodes_without_replacement": (
+        {"dispatch": {"policy": "po_d", "d": 5, "replace": False}},
+        "dispatch.d",
+    ),
     "d_zero": ({"dispatch": {"policy": "po_d", "d": 0}}, "dispatch.d"),
     "wcmp_weights_wrong_length": ({"dispatch": {"policy": "wcmp", "weights": [1.0, 2.0]}}, "dispatch.weights"),
-    "wcmp_negative_weight": ({"dispatch": {"policy": "wcmp", "weights": [1.0, -1.0, 1.0, 1.0]}},
-                             "dispatch.weights[1]"),
+    "wcmp_negative_weight": ({"dispatch": {"policy": "wcmp", "weights": [1.0, -1.0, 1.0, 1.0]}}, "dispatch.weights[1]"),
     "unknown_metric": ({"dispatch": {"policy": "jsq", "metric": "cpu"}}, "dispatch.metric"),
     "rtt_without_central_fcfs": ({"dispatch": {"policy": "jsq", "rtt_us": 1.0}}, "dispatch.rtt_us"),
     "jbt_infinite_threshold": ({"dispatch": {"policy": "jbt", "threshold": math.inf}}, "dispatch.threshold"),

@@ -41,8 +41,13 @@ def window_mean(before: dict, after: dict) -> float:
 def test_split_change_moves_client_traffic_to_the_new_shares():
     n, t_change = 4, 20_000.0  # load 0.5 on 4 unit nodes: 2 tasks/us, 40,000 per window
     new_split = [4.0, 2.0, 1.0, 1.0]
-    cfg = rack(nodes(count=n), load=0.5, warmup=0, entry={"kind": "nodes"},
-               dynamics=[{"at_us": t_change, "kind": "split", "split": new_split}])
+    cfg = rack(
+        nodes(count=n),
+        load=0.5,
+        warmup=0,
+        entry={"kind": "nodes"},
+        dynamics=[{"at_us": t_change, "kind": "split", "split": new_split}],
+    )
     sim = RackSim(cfg)
     sim.run_until(t_change)
     first = arrivals_per_node(sim.results())
@@ -57,9 +62,15 @@ def test_split_change_over_balancers_moves_their_traffic():
     # Proactive counts are exact per balancer: once balancer 0 gets no more
     # traffic and its last task is done, its counts are all zero, and
     # balancer 1's counts are the whole truth.
-    cfg = rack(nodes(count=4), load=0.7, warmup=0, dispatch={"policy": "jsq"}, load_info={"model": "proactive"},
-               entry={"kind": "balancers", "count": 2, "split": [1.0, 0.0]},
-               dynamics=[{"at_us": 1000.0, "kind": "split", "split": [0.0, 1.0]}])
+    cfg = rack(
+        nodes(count=4),
+        load=0.7,
+        warmup=0,
+        dispatch={"policy": "jsq"},
+        load_info={"model": "proactive"},
+        entry={"kind": "balancers", "count": 2, "split": [1.0, 0.0]},
+        dynamics=[{"at_us": 1000.0, "kind": "split", "split": [0.0, 1.0]}],
+    )
     sim = RackSim(cfg)
     sim.run_until(1000.0)
     beliefs = sim.beliefs()
@@ -85,8 +96,13 @@ def test_speed_factor_half_doubles_the_service_time_of_later_tasks():
     def md1(s):
         return s + lam * s * s / (2 * (1 - lam * s))
 
-    cfg = rack(nodes(), service={"dist": "det", "value_us": 10.0}, load=0.01, warmup=0,
-               dynamics=[{"at_us": t_change, "kind": "speed", "factor": 0.5, "nodes": [0]}])
+    cfg = rack(
+        nodes(),
+        service={"dist": "det", "value_us": 10.0},
+        load=0.01,
+        warmup=0,
+        dynamics=[{"at_us": t_change, "kind": "speed", "factor": 0.5, "nodes": [0]}],
+    )
     before, after = [], []
     for seed in range(1, 9):
         sim = RackSim({**cfg, "seed": seed})
@@ -124,8 +140,12 @@ def test_a_node_slowed_at_time_zero_is_a_node_configured_slow(name):
     # by the old capacity and central_fcfs still prefers the slowed node.
     dispatch = SPEED_POLICIES[name]
     slow = rack(nodes([1.0, 0.5]), load=0.5, dispatch=dispatch)
-    slowed = rack(nodes([1.0, 1.0]), load=0.375, dispatch=dispatch,
-                  dynamics=[{"at_us": 0.0, "kind": "speed", "factor": 0.5, "nodes": [1]}])
+    slowed = rack(
+        nodes([1.0, 1.0]),
+        load=0.375,
+        dispatch=dispatch,
+        dynamics=[{"at_us": 0.0, "kind": "speed", "factor": 0.5, "nodes": [1]}],
+    )
     a, b = run(slow, 100_000).results(), run(slowed, 100_000).results()
     assert a["arrival_rate_per_us"] == b["arrival_rate_per_us"]
     for key in ("latency_us", "wait_us", "tasks_completed", "sim_time_us"):
@@ -164,8 +184,15 @@ def test_a_removed_node_gets_no_new_tasks_and_finishes_what_it_holds(name):
     # it everything: ~2,800 us of work), and must have emptied it 10 ms later.
     dispatch, extra = REMOVE_CASES[name]
     t_remove = 2_000.0
-    cfg = rack(nodes(count=4), service={"dist": "exp", "mean_us": 10.0}, load=0.6, warmup=0, dispatch=dispatch,
-               dynamics=[{"at_us": t_remove, "kind": "remove", "nodes": [0]}], **extra)
+    cfg = rack(
+        nodes(count=4),
+        service={"dist": "exp", "mean_us": 10.0},
+        load=0.6,
+        warmup=0,
+        dispatch=dispatch,
+        dynamics=[{"at_us": t_remove, "kind": "remove", "nodes": [0]}],
+        **extra,
+    )
     sim = RackSim(cfg)
     if dispatch["policy"] == "table":
         to_zero = np.zeros((4, 4))
@@ -190,9 +217,15 @@ def test_a_removed_node_does_not_steal():
     # completion too, never stops while the victim has a queue: here node 0
     # stole 847 tasks in the 99 ms after its removal.
     t_remove = 1_000.0
-    cfg = rack(nodes(count=2), load=0.9, warmup=0, dispatch={"policy": "table"},
-               entry={"kind": "nodes"}, migration={"steal_below": 1e9},
-               dynamics=[{"at_us": t_remove, "kind": "remove", "nodes": [0]}])
+    cfg = rack(
+        nodes(count=2),
+        load=0.9,
+        warmup=0,
+        dispatch={"policy": "table"},
+        entry={"kind": "nodes"},
+        migration={"steal_below": 1e9},
+        dynamics=[{"at_us": t_remove, "kind": "remove", "nodes": [0]}],
+    )
     sim = RackSim(cfg)
     sim.set_tables(np.eye(2), np.array([[0.0, 1.0], [0.0, 1.0]]))  # node 0 steals from node 1
     sim.run_until(t_remove)
@@ -217,9 +250,14 @@ def test_an_added_node_gets_its_share_again(name):
     # Removed at 1,000 us, added back at 2,000 us: nothing in between, then
     # 1/4 of the traffic (binomial, 5 sigma) for these load-blind policies.
     dispatch, extra = ADD_CASES[name]
-    cfg = rack(nodes(count=4), load=0.5, warmup=0, dispatch=dispatch,
-               dynamics=[{"at_us": 1_000.0, "kind": "remove", "nodes": [0]},
-                         {"at_us": 2_000.0, "kind": "add", "nodes": [0]}], **extra)
+    cfg = rack(
+        nodes(count=4),
+        load=0.5,
+        warmup=0,
+        dispatch=dispatch,
+        dynamics=[{"at_us": 1_000.0, "kind": "remove", "nodes": [0]}, {"at_us": 2_000.0, "kind": "add", "nodes": [0]}],
+        **extra,
+    )
     sim = RackSim(cfg)
     sim.run_until(1_000.0)
     a1 = arrivals_per_node(sim.results())
@@ -232,8 +270,9 @@ def test_an_added_node_gets_its_share_again(name):
     assert abs(new[0] - total / 4) < 5 * math.sqrt(total * 3 / 16), new.tolist()
 
 
-@pytest.mark.parametrize("dispatch", [{"policy": "central_fcfs"}, {"policy": "jbsq", "bound": 1}],
-                         ids=["central_fcfs", "jbsq"])
+@pytest.mark.parametrize(
+    "dispatch", [{"policy": "central_fcfs"}, {"policy": "jbsq", "bound": 1}], ids=["central_fcfs", "jbsq"]
+)
 def test_an_added_node_takes_a_waiting_task_at_once(dispatch):
     # Overload (1.5) on 2 single-worker nodes: tasks wait at the switch. When
     # node 1 comes back at 200 us, FCFS order means it takes the head of the
@@ -242,9 +281,13 @@ def test_an_added_node_takes_a_waiting_task_at_once(dispatch):
     # (CentralRefill / JbsqRefill run only on that node's own events or
     # replies), so it idles while ~300 tasks wait, and the next arrival
     # (CentralPlace / Dispatch) jumps the queue onto it.
-    cfg = rack(nodes(count=2), load=1.5, warmup=0, dispatch=dispatch,
-               dynamics=[{"at_us": 100.0, "kind": "remove", "nodes": [1]},
-                         {"at_us": 200.0, "kind": "add", "nodes": [1]}])
+    cfg = rack(
+        nodes(count=2),
+        load=1.5,
+        warmup=0,
+        dispatch=dispatch,
+        dynamics=[{"at_us": 100.0, "kind": "remove", "nodes": [1]}, {"at_us": 200.0, "kind": "add", "nodes": [1]}],
+    )
     sim = RackSim(cfg)
     sim.run_until(200.0)
     r = sim.results()
@@ -261,8 +304,12 @@ def test_load_change_changes_the_arrival_rate():
     # Capacity 4 / us (4 unit nodes, Exp(1)): 1.2 / us, then 3.6 / us, then
     # 0.4 / us. Arrivals in a window of length w are Poisson(rate x w): 5 sigma.
     t = 10_000.0
-    cfg = rack(nodes(count=4), load=0.3, warmup=0,
-               dynamics=[{"at_us": t, "kind": "load", "load": 0.9}, {"at_us": 2 * t, "kind": "load", "load": 0.1}])
+    cfg = rack(
+        nodes(count=4),
+        load=0.3,
+        warmup=0,
+        dynamics=[{"at_us": t, "kind": "load", "load": 0.9}, {"at_us": 2 * t, "kind": "load", "load": 0.1}],
+    )
     sim = RackSim(cfg)
     counts = []
     for k, rate in enumerate((1.2, 3.6, 0.4), start=1):
@@ -281,8 +328,9 @@ def test_load_change_changes_the_arrival_rate():
 
 def test_take_samples_records_every_period_and_clears():
     n, period = 5, 10.0
-    sim = RackSim(rack(nodes(count=n, workers=2), load=0.9, warmup=0, dispatch={"policy": "jsq"},
-                       sample_period_us=period))
+    sim = RackSim(
+        rack(nodes(count=n, workers=2), load=0.9, warmup=0, dispatch={"policy": "jsq"}, sample_period_us=period)
+    )
     for k in range(1, 11):  # a sample at t is the outstanding count at t
         sim.run_until(k * period)
         times, loads = sim.take_samples()
@@ -312,23 +360,39 @@ def test_take_samples_is_empty_without_a_sample_period():
 
 BAD_DYNAMICS = {
     "node_out_of_range": ([{"at_us": 1.0, "kind": "remove", "nodes": [4]}], {}, r"dynamics\[0\]\.nodes"),
-    "speed_node_out_of_range": ([{"at_us": 1.0, "kind": "speed", "factor": 2.0, "nodes": [9]}], {},
-                                r"dynamics\[0\]\.nodes"),
-    "removing_the_last_node": ([{"at_us": 1.0, "kind": "remove", "nodes": [0, 1, 2, 3]}], {},
-                               r"dynamics\[0\]\.nodes"),
+    "speed_node_out_of_range": (
+        [{"at_us": 1.0, "kind": "speed", "factor": 2.0, "nodes": [9]}],
+        {},
+        r"dynamics\[0\]\.nodes",
+    ),
+    "removing_the_last_node": ([{"at_us": 1.0, "kind": "remove", "nodes": [0, 1, 2, 3]}], {}, r"dynamics\[0\]\.nodes"),
     "removing_the_last_node_over_two_events": (
-        [{"at_us": 1.0, "kind": "remove", "nodes": [0, 1]}, {"at_us": 2.0, "kind": "add", "nodes": [0]},
-         {"at_us": 3.0, "kind": "remove", "nodes": [2, 3]}, {"at_us": 4.0, "kind": "remove", "nodes": [0]}],
-        {}, r"dynamics\[3\]\.nodes"),
-    "split_length_wrong": ([{"at_us": 1.0, "kind": "split", "split": [1.0, 1.0]}], {"entry": {"kind": "nodes"}},
-                           r"dynamics\[0\]\.split"),
-    "split_all_zero": ([{"at_us": 1.0, "kind": "split", "split": [0.0] * 4}], {"entry": {"kind": "nodes"}},
-                       r"dynamics\[0\]\.split"),
+        [
+            {"at_us": 1.0, "kind": "remove", "nodes": [0, 1]},
+            {"at_us": 2.0, "kind": "add", "nodes": [0]},
+            {"at_us": 3.0, "kind": "remove", "nodes": [2, 3]},
+            {"at_us": 4.0, "kind": "remove", "nodes": [0]},
+        ],
+        {},
+        r"dynamics\[3\]\.nodes",
+    ),
+    "split_length_wrong": (
+        [{"at_us": 1.0, "kind": "split", "split": [1.0, 1.0]}],
+        {"entry": {"kind": "nodes"}},
+        r"dynamics\[0\]\.split",
+    ),
+    "split_all_zero": (
+        [{"at_us": 1.0, "kind": "split", "split": [0.0] * 4}],
+        {"entry": {"kind": "nodes"}},
+        r"dynamics\[0\]\.split",
+    ),
     "split_at_a_switch": ([{"at_us": 1.0, "kind": "split", "split": [1.0] * 4}], {}, r"dynamics\[0\]"),
-    "times_out_of_order": ([{"at_us": 5.0, "kind": "load", "load": 0.5}, {"at_us": 1.0, "kind": "load", "load": 0.6}],
-                           {}, r"dynamics\[1\]\.at_us"),
-    "speed_factor_zero": ([{"at_us": 1.0, "kind": "speed", "factor": 0.0, "nodes": [0]}], {},
-                          r"dynamics\[0\]\.factor"),
+    "times_out_of_order": (
+        [{"at_us": 5.0, "kind": "load", "load": 0.5}, {"at_us": 1.0, "kind": "load", "load": 0.6}],
+        {},
+        r"dynamics\[1\]\.at_us",
+    ),
+    "speed_factor_zero": ([{"at_us": 1.0, "kind": "speed", "factor": 0.0, "nodes": [0]}], {}, r"dynamics\[0\]\.factor"),
     "speed_without_nodes": ([{"at_us": 1.0, "kind": "speed", "factor": 2.0}], {}, r"dynamics\[0\]\.nodes"),
     "load_zero": ([{"at_us": 1.0, "kind": "load", "load": 0.0}], {}, r"dynamics\[0\]\.load"),
     "unknown_kind": ([{"at_us": 1.0, "kind": "fail", "nodes": [0]}], {}, r"dynamics\[0\]\.kind"),

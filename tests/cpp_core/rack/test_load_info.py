@@ -30,7 +30,16 @@ from dcgym.cpp_core import RackSim
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]  # this folder's helpers, theory.py
 from rack_checks import (  # noqa: E402
-    Z, arrivals_per_node, canonical, check_same_mean, latency, mean_and_se, nodes, rack, run, run_seeds,
+    Z,
+    arrivals_per_node,
+    canonical,
+    check_same_mean,
+    latency,
+    mean_and_se,
+    nodes,
+    rack,
+    run,
+    run_seeds,
 )
 from reference_sim import simulate  # noqa: E402
 
@@ -39,8 +48,16 @@ PERIOD = 100.0
 
 def busy_rack(load_info: dict, *, policy: str = "po_d", **extra) -> RackSim:
     """6 nodes x 2 workers near saturation: loads change many times per period."""
-    cfg = rack(nodes(count=6, workers=2), service={"dist": "exp", "mean_us": 10.0}, load=0.9, seed=3, warmup=0,
-               dispatch={"policy": policy, "d": 2}, load_info=load_info, **extra)
+    cfg = rack(
+        nodes(count=6, workers=2),
+        service={"dist": "exp", "mean_us": 10.0},
+        load=0.9,
+        seed=3,
+        warmup=0,
+        dispatch={"policy": policy, "d": 2},
+        load_info=load_info,
+        **extra,
+    )
     return RackSim(cfg)
 
 
@@ -109,8 +126,9 @@ def test_local_increment_at_node_entry_counts_each_nodes_own_migrations():
     # With entry 'nodes' node i's belief of node j != i is the snapshot plus
     # the tasks i migrated to j since (decision_counts()["migrate"][i, j]);
     # its own load it always sees exactly.
-    sim = busy_rack({"model": "periodic", "period_us": PERIOD, "local_increment": True}, policy="jsq",
-                    entry={"kind": "nodes"})
+    sim = busy_rack(
+        {"model": "periodic", "period_us": PERIOD, "local_increment": True}, policy="jsq", entry={"kind": "nodes"}
+    )
     off = ~np.eye(6, dtype=bool)
     for k in range(1, 40):
         sim.run_until(k * PERIOD)
@@ -196,8 +214,14 @@ HERD_SEEDS = range(1, 9)
 
 def herd_config(dispatch: dict, load_info: dict | None = None) -> dict:
     # 8 identical single-worker servers, Exp(50) us, rho = 0.8
-    return rack(nodes(count=8), service={"dist": "exp", "mean_us": 50.0}, load=0.8, warmup=20_000,
-                dispatch=dispatch, load_info=load_info or {"model": "fresh"})
+    return rack(
+        nodes(count=8),
+        service={"dist": "exp", "mean_us": 50.0},
+        load=0.8,
+        warmup=20_000,
+        dispatch=dispatch,
+        load_info=load_info or {"model": "fresh"},
+    )
 
 
 def herd_p99(dispatch: dict, load_info: dict | None = None, what: str = "p99") -> tuple[float, float]:
@@ -254,8 +278,17 @@ def test_periodic_loads_match_reference_sim(policy, delay):
     load_info = {"model": "periodic", "period_us": 100.0, "delay_us": delay}
     engine = latency(run_seeds(herd_config({"policy": policy, "d": 2}, load_info), 300_000))
     reference = [
-        simulate(speeds=[1.0] * 8, mean_us=50.0, load=0.8, policy=policy, tasks=20_000, warmup=2_000, seed=s,
-                 period_us=100.0, delay_us=delay).mean
+        simulate(
+            speeds=[1.0] * 8,
+            mean_us=50.0,
+            load=0.8,
+            policy=policy,
+            tasks=20_000,
+            warmup=2_000,
+            seed=s,
+            period_us=100.0,
+            delay_us=delay,
+        ).mean
         for s in range(10)
     ]
     check_same_mean(engine, reference, max_rel_se=0.02, what=f"{policy} periodic delay {delay} mean response")
@@ -287,19 +320,31 @@ def test_bad_load_info_raises_value_error_naming_the_field(name):
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("load_info", [
-    {"model": "fresh"},
-    {"model": "periodic", "period_us": 30.0},
-    {"model": "periodic", "period_us": 30.0, "delay_us": 5.0, "local_increment": True},
-    {"model": "piggyback"},
-    {"model": "proactive"},
-], ids=lambda d: "-".join(str(v) for v in d.values()))
+@pytest.mark.parametrize(
+    "load_info",
+    [
+        {"model": "fresh"},
+        {"model": "periodic", "period_us": 30.0},
+        {"model": "periodic", "period_us": 30.0, "delay_us": 5.0, "local_increment": True},
+        {"model": "piggyback"},
+        {"model": "proactive"},
+    ],
+    ids=lambda d: "-".join(str(v) for v in d.values()),
+)
 def test_batched_belief_rows_equal_the_single_beliefs(load_info):
     from dcgym.cpp_core import step_rack_batch
 
     n = 5
-    cfg = rack(nodes(count=n, workers=2), service={"dist": "exp", "mean_us": 10.0}, load=0.9, seed=4, warmup=0,
-               dispatch={"policy": "table"}, entry={"kind": "nodes"}, load_info=load_info)
+    cfg = rack(
+        nodes(count=n, workers=2),
+        service={"dist": "exp", "mean_us": 10.0},
+        load=0.9,
+        seed=4,
+        warmup=0,
+        dispatch={"policy": "table"},
+        entry={"kind": "nodes"},
+        load_info=load_info,
+    )
     sim = RackSim(cfg)
     uniform = np.full((1, n, n), 1.0 / n)
     for _ in range(40):

@@ -27,7 +27,15 @@ from dcgym.cpp_core import RackSim
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]  # this folder's helpers, theory.py
 from rack_checks import (  # noqa: E402
-    HYPEREXP, arrivals_per_node, canonical, check_estimate, latency, nodes, rack, run, run_seeds,
+    HYPEREXP,
+    arrivals_per_node,
+    canonical,
+    check_estimate,
+    latency,
+    nodes,
+    rack,
+    run,
+    run_seeds,
 )
 
 ALWAYS_STEAL = {"steal_below": 1e9}  # every completion takes a stealing decision
@@ -35,8 +43,13 @@ ALWAYS_STEAL = {"steal_below": 1e9}  # every completion takes a stealing decisio
 
 def table_rack(n: int, *, split=None, migration=None, workers: int = 1, capacity: int = -1, **kwargs) -> dict:
     entry = {"kind": "nodes", **({"split": split} if split is not None else {})}
-    return rack(nodes(count=n, workers=workers, capacity=capacity), dispatch={"policy": "table"}, entry=entry,
-                migration=migration or {}, **kwargs)
+    return rack(
+        nodes(count=n, workers=workers, capacity=capacity),
+        dispatch={"policy": "table"},
+        entry=entry,
+        migration=migration or {},
+        **kwargs,
+    )
 
 
 def table_sim(cfg: dict, migrate, steal=None) -> RackSim:
@@ -88,8 +101,15 @@ def test_tasks_are_conserved_with_migrations_steals_drops_and_network_delay(dela
     # With a delay, tasks in the network count as in flight (the node
     # counters do not hold them), so in_flight > tasks held by nodes at times.
     n = 5
-    cfg = table_rack(n, workers=2, capacity=4, service=HYPEREXP, load=1.2, warmup=0,
-                     migration={"delay_us": delay, "steal_below": 2.0})
+    cfg = table_rack(
+        n,
+        workers=2,
+        capacity=4,
+        service=HYPEREXP,
+        load=1.2,
+        warmup=0,
+        migration={"delay_us": delay, "steal_below": 2.0},
+    )
     sim = table_sim(cfg, random_stochastic(n, 1), random_stochastic(n, 2))
     in_network = 0
     for _ in range(5):
@@ -217,8 +237,9 @@ def test_a_node_that_never_completes_a_task_never_steals():
     # Stealing is triggered by the thief's own completions (Malcolm §3.2), so
     # a node that receives no traffic never asks, however long the victim's
     # queue (here ~9 tasks on average).
-    sim = table_sim(table_rack(2, split=[1.0, 0.0], load=0.45, warmup=0, migration=ALWAYS_STEAL),
-                    np.eye(2), STEAL_FROM_0)
+    sim = table_sim(
+        table_rack(2, split=[1.0, 0.0], load=0.45, warmup=0, migration=ALWAYS_STEAL), np.eye(2), STEAL_FROM_0
+    )
     sim.run_tasks(50_000)
     r = sim.results()
     assert r["steals"] == 0 and r["failed_steals"] == 0
@@ -294,10 +315,12 @@ def test_proactive_beliefs_at_node_entry_stay_bounded_with_stealing():
     # the -1 to the node that completed the task (Complete -> Reply(origin, i)),
     # and a stolen task completes at the thief: after 100,000 tasks node 0
     # believes node 1 holds +10,724 tasks and node 2 -10,721 (truth: 2 each).
-    cfg = table_rack(3, split=[0.8, 0.1, 0.1], load=0.7, warmup=0, load_info={"model": "proactive"},
-                     migration=ALWAYS_STEAL)
-    sim = table_sim(cfg, [[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]],
-                    [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])  # node 2 steals from node 1
+    cfg = table_rack(
+        3, split=[0.8, 0.1, 0.1], load=0.7, warmup=0, load_info={"model": "proactive"}, migration=ALWAYS_STEAL
+    )
+    sim = table_sim(
+        cfg, [[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]]
+    )  # node 2 steals from node 1
     for _ in range(10):
         sim.run_tasks(10_000)
         beliefs, in_flight = sim.beliefs(), sim.results()["tasks_in_flight"]
@@ -338,6 +361,7 @@ def test_tables_need_node_entry_with_policy_table():
 def test_stealing_respects_locality():
     """Node 1 asks node 0 on every completion; node 0 holds only tasks of a type that may run on node 0
     alone, so every steal fails. Without that restriction the same rack steals."""
+
     def run(restricted: bool) -> dict:
         cfg = {
             "nodes": [{"count": 2, "workers": 1, "speed": 1.0, "queue_capacity": -1}],
@@ -346,7 +370,10 @@ def test_stealing_respects_locality():
                 {"share": 0.25, "service": {"dist": "exp", "mean_us": 1.0}, "nodes": [1]},
                 {"share": 0.75, "service": {"dist": "exp", "mean_us": 1.0}, "nodes": [0] if restricted else []},
             ],  # node 0 gets the second type at load 0.9, node 1 the first at 0.3
-            "load": 0.6, "seed": 3, "warmup_tasks": 0, "intra_node": {"discipline": "fcfs"},
+            "load": 0.6,
+            "seed": 3,
+            "warmup_tasks": 0,
+            "intra_node": {"discipline": "fcfs"},
             "entry": {"kind": "nodes", "split": [1.0, 0.0]},
             "dispatch": {"policy": "table"},
             "load_info": {"model": "fresh"},

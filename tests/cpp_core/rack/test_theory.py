@@ -167,8 +167,9 @@ def test_mg1_fcfs_mean_wait_matches_pollaczek_khinchine(name):
     check_estimate(
         [r["wait_us"]["mean"] for r in results], theory.pk_mean_wait(lam, es, es2), max_rel_se=0.02, what="mean wait"
     )
-    check_estimate(latencies(results, "mean"), theory.pk_mean_wait(lam, es, es2) + es, max_rel_se=0.02,
-                   what="mean response")
+    check_estimate(
+        latencies(results, "mean"), theory.pk_mean_wait(lam, es, es2) + es, max_rel_se=0.02, what="mean response"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(DISTS))
@@ -234,7 +235,9 @@ def test_multiserver_ps_mean_response_equals_mmc(name, load):
     results = run_seeds(rack_config(workers=c, service=service, load=load, intra=IDEAL_PS), 300_000)
     mu = 1.0 / es
     check_estimate(
-        latencies(results, "mean"), theory.mmc_mean_response(c, c * load * mu, mu), max_rel_se=0.005,
+        latencies(results, "mean"),
+        theory.mmc_mean_response(c, c * load * mu, mu),
+        max_rel_se=0.005,
         what="M/G/4-PS mean response",
     )
 
@@ -285,7 +288,10 @@ def test_random_dispatch_makes_independent_mm1_queues(rho):
     results = run_seeds(rack_config(nodes=10, load=rho), DISPATCH_TASKS[rho])
     check_estimate(latencies(results, "mean"), 1.0 / (1.0 - rho), max_rel_se=0.01, what="mean response")
     check_estimate(
-        latencies(results, "p99"), theory.mm1_response_quantile(rho, 1.0, 0.99), max_rel_se=0.015, bias=HIST_ERR,
+        latencies(results, "p99"),
+        theory.mm1_response_quantile(rho, 1.0, 0.99),
+        max_rel_se=0.015,
+        bias=HIST_ERR,
         what="p99 response",
     )
     check_estimate([r["wait_us"]["p_wait"] for r in results], rho, max_rel_se=0.005, what="P(wait)")
@@ -301,7 +307,10 @@ def test_round_robin_dispatch_is_erlang_arrival_queue(rho):
     check_estimate(latencies(results, "mean"), 1.0 / (1.0 - sigma), max_rel_se=0.01, what="mean response")
     check_estimate([r["wait_us"]["p_wait"] for r in results], sigma, max_rel_se=0.005, what="P(wait) = sigma")
     check_estimate(
-        latencies(results, "p99"), -math.log(0.01) / (1.0 - sigma), max_rel_se=0.015, bias=HIST_ERR,
+        latencies(results, "p99"),
+        -math.log(0.01) / (1.0 - sigma),
+        max_rel_se=0.015,
+        bias=HIST_ERR,
         what="p99 response",
     )
     # It beats random dispatch on every seed: same seeds, so the same arrivals
@@ -395,15 +404,27 @@ def test_central_fcfs_response_grows_with_fetch_rtt():
 
 
 DETERMINISM_CONFIGS = {
-    "fcfs_po2": rack_config(nodes=8, workers=2, service=DISTS["bimodal"], load=0.9,
-                            dispatch={"policy": "po_d", "d": 2}),
-    "ps_jsq": rack_config(nodes=4, workers=2, service=DISTS["lognormal"], load=0.8, intra=IDEAL_PS,
-                          dispatch={"policy": "jsq"}),
-    "quantum_rr": rack_config(nodes=4, workers=1, service=DISTS["hyperexp"], load=0.8,
-                              intra={"discipline": "ps", "quantum_us": 20.0, "switch_cost_us": 1.0},
-                              dispatch={"policy": "round_robin"}),
-    "central_rtt": rack_config(nodes=4, workers=4, service=DISTS["bounded_pareto"], load=0.8,
-                               dispatch={"policy": "central_fcfs", "rtt_us": 2.0}),
+    "fcfs_po2": rack_config(
+        nodes=8, workers=2, service=DISTS["bimodal"], load=0.9, dispatch={"policy": "po_d", "d": 2}
+    ),
+    "ps_jsq": rack_config(
+        nodes=4, workers=2, service=DISTS["lognormal"], load=0.8, intra=IDEAL_PS, dispatch={"policy": "jsq"}
+    ),
+    "quantum_rr": rack_config(
+        nodes=4,
+        workers=1,
+        service=DISTS["hyperexp"],
+        load=0.8,
+        intra={"discipline": "ps", "quantum_us": 20.0, "switch_cost_us": 1.0},
+        dispatch={"policy": "round_robin"},
+    ),
+    "central_rtt": rack_config(
+        nodes=4,
+        workers=4,
+        service=DISTS["bounded_pareto"],
+        load=0.8,
+        dispatch={"policy": "central_fcfs", "rtt_us": 2.0},
+    ),
 }
 
 
@@ -428,16 +449,24 @@ CONSERVATION_CONFIGS = {
     "fcfs_po2_queue_metric": dict(intra=None, dispatch={"policy": "po_d", "d": 2, "replace": False, "metric": "queue"}),
     "fcfs_jsq": dict(intra=None, dispatch={"policy": "jsq"}),
     "ideal_ps_po2": dict(intra=IDEAL_PS, dispatch={"policy": "po_d", "d": 2}),
-    "quantum_ps_random": dict(intra={"discipline": "ps", "quantum_us": 30.0, "switch_cost_us": 2.0},
-                              dispatch={"policy": "random"}),
+    "quantum_ps_random": dict(
+        intra={"discipline": "ps", "quantum_us": 30.0, "switch_cost_us": 2.0}, dispatch={"policy": "random"}
+    ),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CONSERVATION_CONFIGS))
 def test_tasks_are_conserved_with_drops_under_overload(name):
     nodes, workers = 5, 2
-    cfg = rack_config(nodes=nodes, workers=workers, service=DISTS["hyperexp"], load=1.2,
-                      queue_capacity=CAPACITY, warmup=0, **CONSERVATION_CONFIGS[name])
+    cfg = rack_config(
+        nodes=nodes,
+        workers=workers,
+        service=DISTS["hyperexp"],
+        load=1.2,
+        queue_capacity=CAPACITY,
+        warmup=0,
+        **CONSERVATION_CONFIGS[name],
+    )
     sim = RackSim(cfg)
     for _ in range(3):  # check mid-run too, including at a time between events
         sim.run_tasks(100_000)
@@ -455,8 +484,15 @@ def test_tasks_are_conserved_with_drops_under_overload(name):
 def test_central_fcfs_conserves_tasks_under_overload():
     # The global queue is unbounded (queue_capacity bounds per-node queues,
     # which central_fcfs does not use), so overload shows up as tasks in flight.
-    cfg = rack_config(nodes=4, workers=2, service=DISTS["hyperexp"], load=1.2, queue_capacity=CAPACITY, warmup=0,
-                      dispatch={"policy": "central_fcfs", "rtt_us": 3.0})
+    cfg = rack_config(
+        nodes=4,
+        workers=2,
+        service=DISTS["hyperexp"],
+        load=1.2,
+        queue_capacity=CAPACITY,
+        warmup=0,
+        dispatch={"policy": "central_fcfs", "rtt_us": 3.0},
+    )
     sim = RackSim(cfg)
     sim.run_tasks(200_000)
     sim.run_until(sim.now_us + 333.3)
@@ -489,12 +525,14 @@ def test_node_utilization_equals_offered_load(load):
     # work arriving per unit of capacity); 16 seeds, mean over 4 nodes.
     cfg = rack_config(nodes=4, workers=2, service=DISTS["bimodal"], load=load)
     results = run_seeds(cfg, 200_000)
-    check_estimate([float(r["nodes"]["utilization"].mean()) for r in results], load, max_rel_se=0.005,
-                   what="utilization")
+    check_estimate(
+        [float(r["nodes"]["utilization"].mean()) for r in results], load, max_rel_se=0.005, what="utilization"
+    )
 
 
-@pytest.mark.parametrize("intra", [None, IDEAL_PS, {"discipline": "ps", "quantum_us": 0.5}],
-                         ids=["fcfs", "ideal_ps", "quantum_ps"])
+@pytest.mark.parametrize(
+    "intra", [None, IDEAL_PS, {"discipline": "ps", "quantum_us": 0.5}], ids=["fcfs", "ideal_ps", "quantum_ps"]
+)
 def test_node_utilization_saturates_at_one_under_overload(intra):
     # Utilization is the fraction of time a node's workers are busy, so it
     # cannot exceed 1. At load 1.5 with unbounded queues every worker is busy

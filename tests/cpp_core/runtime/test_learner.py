@@ -52,15 +52,28 @@ def _batch(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
     terminated = np.zeros(D, np.float32)
     terminated[7] = 1.0
     return {
-        "obs": obs[:-1], "new_obs": obs[1:], "rewards": -rng.uniform(0.0, 500.0, D).astype(np.float32),
-        "terminateds": terminated, MIGRATE_COUNTS: migrate, STEAL_COUNTS: steal, EPISODE_START: start,
+        "obs": obs[:-1],
+        "new_obs": obs[1:],
+        "rewards": -rng.uniform(0.0, 500.0, D).astype(np.float32),
+        "terminateds": terminated,
+        MIGRATE_COUNTS: migrate,
+        STEAL_COUNTS: steal,
+        EPISODE_START: start,
     }
 
 
 def _cpp_step(cpp, i: int, b: dict[str, np.ndarray], apply: bool) -> dict[str, np.ndarray]:
     step = cpp.update if apply else cpp.compute_gradients
-    return step(i, b["obs"], b["new_obs"], b["rewards"].astype(np.float64), b[MIGRATE_COUNTS], b[STEAL_COUNTS],
-                episode_start=b[EPISODE_START], terminated=b["terminateds"])
+    return step(
+        i,
+        b["obs"],
+        b["new_obs"],
+        b["rewards"].astype(np.float64),
+        b[MIGRATE_COUNTS],
+        b[STEAL_COUNTS],
+        episode_start=b[EPISODE_START],
+        terminated=b["terminateds"],
+    )
 
 
 def _close(actual: np.ndarray, expected: np.ndarray, what: str, rtol: float = 1e-5) -> None:

@@ -30,29 +30,50 @@ BASES = ["raw", "sort", "customized", "quadratic"]
 # ------------------------------------------------------------------------------ policies and references
 
 
-def linear_pair(n: int = 3, seed: int = 0, *, critic: str | None = "customized", max_logit: float = 0.0,
-                basis: str = "sort", weight_scale: float = 1.0) -> LinearPairPolicy:
+def linear_pair(
+    n: int = 3,
+    seed: int = 0,
+    *,
+    critic: str | None = "customized",
+    max_logit: float = 0.0,
+    basis: str = "sort",
+    weight_scale: float = 1.0,
+) -> LinearPairPolicy:
     rng = np.random.default_rng(seed)
     spec = InputSpec(n, basis, scale=0.1 / 75.0, offset=0.0, lo=0.0, hi=10.0)
     f = spec.num_features
     fc = fmt.num_features(critic, n) if critic else 0
-    return LinearPairPolicy(spec, weight_scale * rng.uniform(-1, 1, (n, n, f)),
-                            weight_scale * rng.uniform(-1, 1, (n, n, f)), critic,
-                            rng.uniform(-1, 1, (n, fc)) if critic else None, max_logit)
+    return LinearPairPolicy(
+        spec,
+        weight_scale * rng.uniform(-1, 1, (n, n, f)),
+        weight_scale * rng.uniform(-1, 1, (n, n, f)),
+        critic,
+        rng.uniform(-1, 1, (n, fc)) if critic else None,
+        max_logit,
+    )
 
 
-def mlp(seed: int = 0, head: str = "unsquash", activations=("tanh", "identity"), widths=(4, 5, 2),
-        agent_network=(0, 1, 1)) -> MlpPolicy:
+def mlp(
+    seed: int = 0, head: str = "unsquash", activations=("tanh", "identity"), widths=(4, 5, 2), agent_network=(0, 1, 1)
+) -> MlpPolicy:
     rng = np.random.default_rng(seed)
     networks = [
-        [Layer(rng.normal(0, 1, (widths[i + 1], widths[i])), rng.normal(0, 1, widths[i + 1]), activations[i])
-         for i in range(len(widths) - 1)]
+        [
+            Layer(rng.normal(0, 1, (widths[i + 1], widths[i])), rng.normal(0, 1, widths[i + 1]), activations[i])
+            for i in range(len(widths) - 1)
+        ]
         for _ in range(max(agent_network) + 1)
     ]
     k = widths[-1]
     bounded = head in ("unsquash", "tanh")
-    return MlpPolicy(widths[0], networks, list(agent_network), head,
-                     np.linspace(-1, 0, k) if bounded else None, np.linspace(1, 5, k) if bounded else None)
+    return MlpPolicy(
+        widths[0],
+        networks,
+        list(agent_network),
+        head,
+        np.linspace(-1, 0, k) if bounded else None,
+        np.linspace(1, 5, k) if bounded else None,
+    )
 
 
 def linear_value(seed: int = 0, basis: str = "quadratic", agents: int = 2, n: int = 4) -> LinearValuePolicy:
@@ -83,8 +104,11 @@ def reference_value(spec: InputSpec, weights: np.ndarray, raw: np.ndarray, basis
 
 
 _NUMPY_ACTIVATIONS = {
-    "identity": lambda z: z, "relu": lambda z: np.maximum(z, 0), "tanh": np.tanh,
-    "sigmoid": lambda z: 1 / (1 + np.exp(-z)), "elu": lambda z: np.where(z > 0, z, np.expm1(z)),
+    "identity": lambda z: z,
+    "relu": lambda z: np.maximum(z, 0),
+    "tanh": np.tanh,
+    "sigmoid": lambda z: 1 / (1 + np.exp(-z)),
+    "elu": lambda z: np.where(z > 0, z, np.expm1(z)),
     "silu": lambda z: z / (1 + np.exp(-z)),
 }
 
@@ -122,13 +146,19 @@ def test_linear_pair_round_trip_matches_the_reference(basis, critic):
             np.testing.assert_allclose(stealing[row], want_s, atol=1e-6)
             if critic:
                 assert runtime.value(node, raw[row]) == pytest.approx(
-                    reference_value(p.input, p.critic[node], raw[row], critic), abs=1e-4, rel=1e-5)
+                    reference_value(p.input, p.critic[node], raw[row], critic), abs=1e-4, rel=1e-5
+                )
     if critic is None:
         with pytest.raises(ValueError, match="no critic"):
             runtime.value(0, raw[0])
     back = fmt.from_bytes(data)  # the Python reader reads what the writer wrote
     assert (back.input.num_loads, back.input.basis, back.input.hi, back.critic_basis, back.max_logit) == (
-        4, basis, 10.0, critic, 0.0)
+        4,
+        basis,
+        10.0,
+        critic,
+        0.0,
+    )
     assert back.input.scale == np.float32(p.input.scale)  # stored as float32
     np.testing.assert_array_equal(back.stealing, p.stealing.astype(np.float32))
 
@@ -170,8 +200,9 @@ def test_every_activation(activation):
     p = mlp(seed=4, head="identity", activations=(activation, "identity"), agent_network=(0,))
     runtime = RuntimePolicy.from_bytes(fmt.to_bytes(p))
     obs = np.random.default_rng(1).normal(0, 2, (30, 4))
-    np.testing.assert_allclose(runtime.outputs(obs), np.stack([reference_outputs(p, 0, o) for o in obs]),
-                               atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(
+        runtime.outputs(obs), np.stack([reference_outputs(p, 0, o) for o in obs]), atol=1e-5, rtol=1e-5
+    )
 
 
 @pytest.mark.parametrize("basis", BASES)
@@ -182,8 +213,12 @@ def test_linear_value_round_trip(basis, tmp_path):
     assert (runtime.kind, runtime.num_agents, runtime.num_inputs) == ("linear_value", 3, 4)
     raw = np.random.default_rng(2).uniform(0, 250, (20, 4))
     for agent in range(3):
-        np.testing.assert_allclose(runtime.value(agent, raw),
-                                   [reference_value(p.input, p.weights[agent], r) for r in raw], atol=1e-4, rtol=1e-5)
+        np.testing.assert_allclose(
+            runtime.value(agent, raw),
+            [reference_value(p.input, p.weights[agent], r) for r in raw],
+            atol=1e-4,
+            rtol=1e-5,
+        )
     np.testing.assert_array_equal(fmt.read_policy(path).weights, p.weights.astype(np.float32))
 
 
@@ -231,8 +266,10 @@ W0 = 64  # node 0's migration weights
 
 def test_header_fields_are_each_refused_by_name():
     cases = {
-        "magic": (b"PK\x03\x04" + PAIR[4:],
-                  "header.magic: got 50 4b 03 04 4d 50 4f 4c; expected 44 43 47 59 4d 50 4f 4c"),
+        "magic": (
+            b"PK\x03\x04" + PAIR[4:],
+            "header.magic: got 50 4b 03 04 4d 50 4f 4c; expected 44 43 47 59 4d 50 4f 4c",
+        ),
         "version": (patch(PAIR, 8, "I", 2), "header.version: got 2; expected 1"),
         "kind": (patch(PAIR, 12, "I", 4), "header.kind: got 4; expected 1 .. 3"),
         "kind 0": (patch(PAIR, 12, "I", 0), "header.kind: got 0; expected 1 .. 3"),
@@ -246,13 +283,17 @@ def test_header_fields_are_each_refused_by_name():
         "truncated": (PAIR[:-1], f"file size: got {len(PAIR) - 1} bytes; expected {len(PAIR) - 36} \\+ 36"),
         "tiny": (PAIR[:20], "file size: got 20 bytes; expected at least 36"),
         "empty": (b"", "file size: got 0 bytes; expected at least 36"),
-        "trailing": (PAIR + b"\0",
-                     r"file size: got 765 bytes; expected header.body_size \(728\) \+ 36: there are bytes"),
+        "trailing": (
+            PAIR + b"\0",
+            r"file size: got 765 bytes; expected header.body_size \(728\) \+ 36: there are bytes",
+        ),
         "checksum": (patch(PAIR, len(PAIR) - 4, "I", 0, fix_crc=False), "checksum: got 0x00000000; expected 0x"),
         "body flipped": (patch(PAIR, W0, "f", 0.5, fix_crc=False), "checksum: got 0x.*the file is corrupted"),
-        "other kind's shapes": (patch(PAIR, 12, "I", 3),
-                                r"header.body_size: got 728; expected 108 for 3 agents, 3 loads, "
-                                r"basis sort \(7 features\)"),
+        "other kind's shapes": (
+            patch(PAIR, 12, "I", 3),
+            r"header.body_size: got 728; expected 108 for 3 agents, 3 loads, "
+            r"basis sort \(7 features\)",
+        ),
     }
     for name, (data, message) in cases.items():
         assert re.match(message, refused(data)), (name, refused(data))
@@ -263,12 +304,16 @@ def test_linear_pair_fields_are_each_refused_by_name():
     cases = {
         "num_loads 0": (patch(PAIR, 32, "I", 0), "input.num_loads: got 0; expected 1 .. 65536"),
         "num_loads big": (patch(PAIR, 32, "I", 1 << 20), "input.num_loads: got 1048576; expected 1 .. 65536"),
-        "num_loads other": (patch(patch(PAIR, 32, "I", 4), 16, "I", 4),
-                            r"header.body_size: got 728; expected 1552 for 4 nodes, actor basis sort \(9 features\), "
-                            r"critic basis customized \(23 features\)"),
+        "num_loads other": (
+            patch(patch(PAIR, 32, "I", 4), 16, "I", 4),
+            r"header.body_size: got 728; expected 1552 for 4 nodes, actor basis sort \(9 features\), "
+            r"critic basis customized \(23 features\)",
+        ),
         "basis": (patch(PAIR, 36, "I", 4), r"input.basis: got 4; expected 0 .. 3 \(raw, sort, customized, quadratic\)"),
-        "basis other": (patch(PAIR, 36, "I", 0),
-                        r"header.body_size: got 728; expected .* actor basis raw \(4 features"),
+        "basis other": (
+            patch(PAIR, 36, "I", 0),
+            r"header.body_size: got 728; expected .* actor basis raw \(4 features",
+        ),
         "scale": (patch(PAIR, 40, "f", nan), "input.scale: got nan; expected a finite number"),
         "offset": (patch(PAIR, 44, "f", inf), "input.offset: got inf; expected a finite number"),
         "lo": (patch(PAIR, 48, "f", -inf), "input.lo: got -inf; expected a finite number"),
@@ -279,8 +324,10 @@ def test_linear_pair_fields_are_each_refused_by_name():
         "max_logit": (patch(PAIR, 60, "f", -1.0), r"max_logit: got -1; expected a finite number >= 0"),
         "max_logit nan": (patch(PAIR, 60, "f", nan), "max_logit: got nan"),
         "migration": (patch(PAIR, W0 + (1 * 7 + 2) * 4, "f", nan), r"node\[0\].migration\[1\]\[2\]: got nan"),
-        "stealing": (patch(PAIR, W0 + NODE + (3 * 7 + 2 * 7 + 6) * 4, "f", inf),
-                     r"node\[1\].stealing\[2\]\[6\]: got inf; expected a finite number"),
+        "stealing": (
+            patch(PAIR, W0 + NODE + (3 * 7 + 2 * 7 + 6) * 4, "f", inf),
+            r"node\[1\].stealing\[2\]\[6\]: got inf; expected a finite number",
+        ),
         "critic": (patch(PAIR, W0 + 2 * NODE + 2 * 21 * 4 + 15 * 4, "f", -inf), r"node\[2\].critic\[15\]: got -inf"),
     }
     for name, (data, message) in cases.items():
@@ -304,15 +351,22 @@ def test_mlp_fields_are_each_refused_by_name():
         "num_inputs": (patch(MLP, 32, "I", 3), r"network\[0\].layer\[0\].in: got 4; expected 3 \(mlp.num_inputs\)"),
         "num_networks 0": (patch(MLP, 36, "I", 0), r"mlp.num_networks: got 0; expected 1 .. 3 \(header.num_agents\)"),
         "num_networks > agents": (patch(MLP, 36, "I", 4), "mlp.num_networks: got 4; expected 1 .. 3"),
-        "num_networks 3": (patch(MLP, 36, "I", 3), r"network\[2\].num_layers: needs 4 bytes at offset \d+ but the "
-                                                    "body has 0 left"),
+        "num_networks 3": (
+            patch(MLP, 36, "I", 3),
+            r"network\[2\].num_layers: needs 4 bytes at offset \d+ but the "
+            "body has 0 left",
+        ),
         "head": (patch(MLP, 40, "I", 5), r"mlp.head: got 5; expected 0 .. 4 \(identity, unsquash, tanh, softmax"),
         # without bounds, low[0] = -1.0f (0xbf800000) is read as network 0's number of layers
         "head unbounded": (patch(MLP, 40, "I", 0), r"network\[0\].num_layers: got 3212836864; expected 1 .. 64"),
-        "num_outputs": (patch(MLP_IDENTITY, 44, "I", 3),
-                        r"network\[0\].layer\[1\].out: got 2; expected 3 \(mlp.num_outputs\)"),
-        "num_outputs bounded": (patch(MLP, 44, "I", 3),  # 3 lows, 3 highs: high[2] reads layer 0's in (4)
-                                r"mlp.high\[2\]: got 5.6\d*e-45; expected at least mlp.low\[2\]"),
+        "num_outputs": (
+            patch(MLP_IDENTITY, 44, "I", 3),
+            r"network\[0\].layer\[1\].out: got 2; expected 3 \(mlp.num_outputs\)",
+        ),
+        "num_outputs bounded": (
+            patch(MLP, 44, "I", 3),  # 3 lows, 3 highs: high[2] reads layer 0's in (4)
+            r"mlp.high\[2\]: got 5.6\d*e-45; expected at least mlp.low\[2\]",
+        ),
         "num_outputs 0": (patch(MLP, 44, "I", 0), "mlp.num_outputs: got 0; expected 1 .. 16777216"),
         "agent_network": (patch(MLP, 52, "I", 2), r"mlp.agent_network\[1\]: got 2; expected 0 .. 1"),
         "low": (patch(MLP, LOW + 4, "f", nan), r"mlp.low\[1\]: got nan; expected a finite number"),
@@ -324,8 +378,10 @@ def test_mlp_fields_are_each_refused_by_name():
         "num_layers 1": (patch(MLP, NET0, "I", 1), r"network\[0\].layer\[0\].out: got 5; expected 2 \(mlp.num_outputs"),
         "in": (patch(MLP, L1, "I", 4), r"network\[0\].layer\[1\].in: got 4; expected 5 \(the previous layer's out\)"),
         "out 0": (patch(MLP, NET0 + 8, "I", 0), r"network\[0\].layer\[0\].out: got 0; expected 1 .. 16777216"),
-        "out huge": (patch(MLP, NET0 + 8, "I", 1 << 24),
-                     r"network\[0\].layer\[0\].weight: needs 335544320 bytes at offset 92 but the body has \d+ left"),
+        "out huge": (
+            patch(MLP, NET0 + 8, "I", 1 << 24),
+            r"network\[0\].layer\[0\].weight: needs 335544320 bytes at offset 92 but the body has \d+ left",
+        ),
         "out too huge": (patch(MLP, NET0 + 8, "I", (1 << 24) + 1), r"network\[0\].layer\[0\].out: got 16777217"),
         "activation": (patch(MLP, NET0 + 12, "I", 6), r"network\[0\].layer\[0\].activation: got 6; expected 0 .. 5"),
         "weight": (patch(MLP, L0_W + (2 * 4 + 3) * 4, "f", nan), r"network\[0\].layer\[0\].weight\[2\]\[3\]: got nan"),
@@ -334,8 +390,11 @@ def test_mlp_fields_are_each_refused_by_name():
     }
     longer = bytearray(MLP[:-4] + b"\0" * 8 + MLP[-4:])  # 8 bytes more body than the networks declare
     struct.pack_into("<Q", longer, 24, len(longer) - 36)
-    cases["trailing body"] = (crc(bytes(longer)), f"header.body_size: got {len(MLP) - 28}; expected {len(MLP) - 36} "
-                                                  r"\(the declared networks end there\)")
+    cases["trailing body"] = (
+        crc(bytes(longer)),
+        f"header.body_size: got {len(MLP) - 28}; expected {len(MLP) - 36} "
+        r"\(the declared networks end there\)",
+    )
     for name, (data, message) in cases.items():
         assert re.match(message, refused(data)), (name, refused(data))
 
@@ -344,16 +403,21 @@ def test_linear_value_shapes_are_checked():
     data = fmt.to_bytes(linear_value(agents=2, basis="quadratic"))
     assert RuntimePolicy.from_bytes(data).num_agents == 2
     assert refused(patch(data, 16, "I", 3)).startswith(
-        "header.body_size: got 144; expected 204 for 3 agents, 4 loads, basis quadratic (15 features)")
+        "header.body_size: got 144; expected 204 for 3 agents, 4 loads, basis quadratic (15 features)"
+    )
     assert refused(patch(data, 56 + 7 * 4, "f", float("nan"))) == (
-        "agent[0].value[7]: got nan; expected a finite number")
+        "agent[0].value[7]: got nan; expected a finite number"
+    )
 
 
 def test_python_reader_refuses_bad_files_too():
-    for data, message in [(PAIR[:-3], "file size"), (b"XX" + PAIR[2:], "header.magic"),
-                          (patch(PAIR, 8, "I", 9), "header.version"), (patch(PAIR, 40, "f", 1.0, fix_crc=False),
-                                                                      "checksum"),
-                          (patch(MLP, 36, "I", 3), r"network\[2\].num_layers: needs 4 bytes")]:
+    for data, message in [
+        (PAIR[:-3], "file size"),
+        (b"XX" + PAIR[2:], "header.magic"),
+        (patch(PAIR, 8, "I", 9), "header.version"),
+        (patch(PAIR, 40, "f", 1.0, fix_crc=False), "checksum"),
+        (patch(MLP, 36, "I", 3), r"network\[2\].num_layers: needs 4 bytes"),
+    ]:
         with pytest.raises(ValueError, match=message):
             fmt.from_bytes(data)
     with pytest.raises(ValueError, match=r"migration: got shape \(3, 2, 7\); expected \(3, 3, 7\)"):
@@ -369,8 +433,22 @@ def test_random_mutations_and_truncations_load_or_are_refused():
     """Thousands of corrupted files: each loads (and evaluates) or raises ValueError; nothing else happens."""
     rng = np.random.default_rng(12345)
     seeds = [PAIR, MLP, fmt.to_bytes(linear_value()), fmt.to_bytes(mlp(head="softmax", agent_network=(0,)))]
-    interesting = [0, 1, 2, 3, 5, 0xFF, 1 << 16, (1 << 16) + 1, 1 << 24, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF,
-                   0x7FC00000, 0x7F800000]
+    interesting = [
+        0,
+        1,
+        2,
+        3,
+        5,
+        0xFF,
+        1 << 16,
+        (1 << 16) + 1,
+        1 << 24,
+        0x7FFFFFFF,
+        0x80000000,
+        0xFFFFFFFF,
+        0x7FC00000,
+        0x7F800000,
+    ]
     outcomes = {"loaded": 0, "refused": 0}
     messages = set()
     for seed in seeds:
@@ -383,10 +461,11 @@ def test_random_mutations_and_truncations_load_or_are_refused():
             if op == 0:
                 data[rng.integers(len(data))] ^= 1 << int(rng.integers(8))
             elif op == 1 and len(data) >= 4:
-                struct.pack_into("<I", data, 4 * int(rng.integers(len(data) // 4)),
-                                 interesting[rng.integers(len(interesting))])
+                struct.pack_into(
+                    "<I", data, 4 * int(rng.integers(len(data) // 4)), interesting[rng.integers(len(interesting))]
+                )
             elif op == 2:
-                del data[rng.integers(len(data) + 1):]
+                del data[rng.integers(len(data) + 1) :]
             elif op == 3:
                 data += rng.bytes(int(rng.integers(1, 32)))
             else:
@@ -406,10 +485,29 @@ def test_random_mutations_and_truncations_load_or_are_refused():
         elif policy.kind == "mlp":
             policy.outputs(rng.normal(0, 1, policy.num_inputs))
     assert outcomes["loaded"] > 1000 and outcomes["refused"] > 10000
-    assert {"checksum", "file size", "header.magic", "header.version", "header.kind", "header.num_agents",
-            "header.flags", "header.body_size", "input.num_loads", "input.basis", "input.scale", "critic_basis",
-            "max_logit", "mlp.num_inputs", "mlp.num_networks", "mlp.head", "mlp.num_outputs", "mlp.agent_network[0]",
-            "network[0].num_layers", "network[0].layer[0].in", "network[0].layer[0].activation"} <= messages
+    assert {
+        "checksum",
+        "file size",
+        "header.magic",
+        "header.version",
+        "header.kind",
+        "header.num_agents",
+        "header.flags",
+        "header.body_size",
+        "input.num_loads",
+        "input.basis",
+        "input.scale",
+        "critic_basis",
+        "max_logit",
+        "mlp.num_inputs",
+        "mlp.num_networks",
+        "mlp.head",
+        "mlp.num_outputs",
+        "mlp.agent_network[0]",
+        "network[0].num_layers",
+        "network[0].layer[0].in",
+        "network[0].layer[0].activation",
+    } <= messages
 
 
 # ------------------------------------------------------------------------------ the deployment header alone
@@ -418,9 +516,24 @@ def test_random_mutations_and_truncations_load_or_are_refused():
 @pytest.mark.skipif(shutil.which("c++") is None, reason="needs a C++ compiler")
 def test_deployment_example_builds_from_the_runtime_headers_alone_and_refuses_bad_files(tmp_path):
     binary = tmp_path / "deploy_dispatch"
-    subprocess.run(["c++", "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic",
-                    "-I", str(ROOT / "cpp_core/include"), str(ROOT / "cpp_core/examples/deploy_dispatch.cpp"),
-                    "-o", str(binary)], check=True, timeout=120)
+    subprocess.run(
+        [
+            "c++",
+            "-std=c++17",
+            "-O1",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-I",
+            str(ROOT / "cpp_core/include"),
+            str(ROOT / "cpp_core/examples/deploy_dispatch.cpp"),
+            "-o",
+            str(binary),
+        ],
+        check=True,
+        timeout=120,
+    )
     good = fmt.write_policy(linear_pair(3, critic=None, max_logit=10.0), tmp_path / "good.dcpol")
     proc = subprocess.run([str(binary), str(good), "2000"], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr

@@ -47,8 +47,12 @@ def test_reference_scenario_arrival_rate_is_load_times_cpu_capacity():
 def test_engine_config_is_exactly_the_engine_dict():
     scenario = load_lb_scenario(
         "lb_sim",
-        {"application.stages": 3, "application.io": {"dist": "exp", "mean_us": 250_000}, "split": [3, 1],
-         "weights": [1, 1, 1, 1, 2, 2, 2, 2]},
+        {
+            "application.stages": 3,
+            "application.io": {"dist": "exp", "mean_us": 250_000},
+            "split": [3, 1],
+            "weights": [1, 1, 1, 1, 2, 2, 2, 2],
+        },
     )
     assert scenario.engine_config(0.845, seed=7, policy=["sed", "weights"], warmup_flows=5) == {
         "servers": [
@@ -74,7 +78,10 @@ def test_engine_config_is_exactly_the_engine_dict():
         "decision_period_us": 500_000.0,
         "cpu_wait_order": "fifo",
         "observation": {
-            "reservoir_size": 32, "fd_density": 2, "fd_min_us": 10_000.0, "decay_half_life_us": 1_000_000.0
+            "reservoir_size": 32,
+            "fd_density": 2,
+            "fd_min_us": 10_000.0,
+            "decay_half_life_us": 1_000_000.0,
         },
         "warmup_flows": 5,
     }
@@ -112,8 +119,13 @@ def test_bad_field_raises_invalid_config_error_naming_it(overrides, field):
 
 def test_bad_engine_config_arguments_are_named():
     scenario = load_lb_scenario("lb_sim")
-    for kwargs, field in [({"load": 0}, "load"), ({"seed": -1}, "seed"), ({"policy": "jsq"}, "policy"),
-                          ({"policy": ["sed"] * 3}, "policy"), ({"warmup_flows": -1}, "warmup_flows")]:
+    for kwargs, field in [
+        ({"load": 0}, "load"),
+        ({"seed": -1}, "seed"),
+        ({"policy": "jsq"}, "policy"),
+        ({"policy": ["sed"] * 3}, "policy"),
+        ({"warmup_flows": -1}, "warmup_flows"),
+    ]:
         with pytest.raises(InvalidConfigError) as info:
             scenario.engine_config(**{"load": 0.5, "seed": 1, **kwargs})
         assert info.value.field == field

@@ -45,7 +45,9 @@ def test_parallel_api_test_passes(scenario, action_type):
 @pytest.mark.parametrize("action_type", ACTION_TYPES)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_parallel_seed_test_passes(scenario, action_type):
-    parallel_seed_test(lambda: lb_v0.parallel_env(scenario=scenario, action_type=action_type, max_steps=4), num_cycles=10)
+    parallel_seed_test(
+        lambda: lb_v0.parallel_env(scenario=scenario, action_type=action_type, max_steps=4), num_cycles=10
+    )
 
 
 def test_module_exports_and_metadata():
@@ -267,8 +269,12 @@ def test_all_zero_continuous_action_means_uniform():
         ("continuous", np.array([1, 1, -0.5, 1, 1, 1, 1, 1]), r"lb_1: action\[2\] = -0.5; allowed: a weight in"),
         ("continuous", np.array([1, 1, 1, 1, 1, 1, 1, 3.0]), r"lb_1: action\[7\] = 3.0; allowed"),
         ("continuous", "heavy", r"lb_1: action must have shape \(8,\)"),
-        ("discrete", np.array([0, 1, 2, 3, 0, 0, 0, 0]), r"lb_1: action\[3\] = 3 is not a weight index; allowed: "
-         r"0 = weight 1, 1 = weight 1.5, 2 = weight 2"),
+        (
+            "discrete",
+            np.array([0, 1, 2, 3, 0, 0, 0, 0]),
+            r"lb_1: action\[3\] = 3 is not a weight index; allowed: "
+            r"0 = weight 1, 1 = weight 1.5, 2 = weight 2",
+        ),
         ("discrete", np.array([0, -1, 0, 0, 0, 0, 0, 0]), r"lb_1: action\[1\] = -1 is not a weight index"),
         ("discrete", np.full(8, 0.5), r"lb_1: action must hold integer indices .* got dtype float64"),
         ("discrete", [0, 1], r"lb_1: action must have shape \(8,\)"),
@@ -298,7 +304,7 @@ def test_missing_or_unknown_agents_are_refused():
         ({"scenario": "lb_smi"}, UnknownScenarioError, 'scenario: got "lb_smi"; did you mean "lb_sim"'),
         ({"scenario": "mm1"}, InvalidConfigError, r'scenario: got "mm1"; allowed: a multi-LB scenario .*lb_sim'),
         ({"reward": "vfb"}, InvalidConfigError, 'reward: got "vfb"; did you mean "vbf"'),
-        ({"action_type": "box"}, InvalidConfigError, "action_type: got \"box\"; allowed: one of discrete, continuous"),
+        ({"action_type": "box"}, InvalidConfigError, 'action_type: got "box"; allowed: one of discrete, continuous'),
         ({"load_estimate": "fd_decay"}, InvalidConfigError, 'load_estimate: got "fd_decay"; did you mean "fd_decayed"'),
         ({"load": -1.0}, InvalidConfigError, "load: got -1.0"),
         ({"max_steps": 0}, InvalidConfigError, "max_steps: got 0; allowed: a positive integer"),
@@ -356,10 +362,12 @@ def test_rllib_builds_and_samples_lb_v0(ray_session, tmp_path, monkeypatch, acti
     agents = ["lb_0", "lb_1"]
     config = (
         PPOConfig()
-        .environment("dcgym_lb_v0_test", env_config={"scenario": "lb_sim", "action_type": action_type,
-                                                     "max_steps": 4})
-        .env_runners(num_env_runners=0, rollout_fragment_length=8,
-                     env_to_module_connector=lambda env, spaces=None, device=None: FlattenObservations(multi_agent=True))
+        .environment("dcgym_lb_v0_test", env_config={"scenario": "lb_sim", "action_type": action_type, "max_steps": 4})
+        .env_runners(
+            num_env_runners=0,
+            rollout_fragment_length=8,
+            env_to_module_connector=lambda env, spaces=None, device=None: FlattenObservations(multi_agent=True),
+        )
         .learners(num_learners=0)
         .multi_agent(policies=set(agents), policy_mapping_fn=lambda agent_id, *args, **kwargs: agent_id)
         .training(train_batch_size_per_learner=16, minibatch_size=8, num_epochs=1)

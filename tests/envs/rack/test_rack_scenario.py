@@ -23,14 +23,33 @@ MALCOLM_7_1 = [
 
 def test_packaged_scenarios_include_the_papers_workloads_and_the_default():
     expected = {
-        DEFAULT_SCENARIO, "mm1", "mm16", "malcolm_homog_exp", "malcolm_hetero_paper_bimodal",
-        "malcolm_hetero_code_hyperexp1", "malcolm_homog_hyperexp2", "malcolm_fig1_exp", "malcolm_fig1_hyperexp",
-        "racksched_sim_bimodal90", "racksched_sim_trimodal_ps", "racksched_testbed_hetero_exp",
-        "racksched_testbed_homog_trimodal", "malcolm_adapt_shift", "malcolm_adapt_slowdown",
-        "malcolm_adapt_shift_code", "malcolm_adapt_slowdown_code", "racksched_fig15_bimodal90",
-        "racksched_fig15_bimodal50", "racksched_clients10_bimodal90", "racksched_clients100_bimodal90",
-        "rack_lb_reference", "rack_lb_balancers", "racksched_multitype_bimodal50", "racksched_multitype_trimodal",
-        "racksched_priority", "racksched_locality",
+        DEFAULT_SCENARIO,
+        "mm1",
+        "mm16",
+        "malcolm_homog_exp",
+        "malcolm_hetero_paper_bimodal",
+        "malcolm_hetero_code_hyperexp1",
+        "malcolm_homog_hyperexp2",
+        "malcolm_fig1_exp",
+        "malcolm_fig1_hyperexp",
+        "racksched_sim_bimodal90",
+        "racksched_sim_trimodal_ps",
+        "racksched_testbed_hetero_exp",
+        "racksched_testbed_homog_trimodal",
+        "malcolm_adapt_shift",
+        "malcolm_adapt_slowdown",
+        "malcolm_adapt_shift_code",
+        "malcolm_adapt_slowdown_code",
+        "racksched_fig15_bimodal90",
+        "racksched_fig15_bimodal50",
+        "racksched_clients10_bimodal90",
+        "racksched_clients100_bimodal90",
+        "rack_lb_reference",
+        "rack_lb_balancers",
+        "racksched_multitype_bimodal50",
+        "racksched_multitype_trimodal",
+        "racksched_priority",
+        "racksched_locality",
     }
     assert expected <= set(SCENARIOS)
     assert len(SCENARIOS) == 48
@@ -54,8 +73,12 @@ def test_every_packaged_scenario_validates_and_runs_2000_tasks(name):
 
 @pytest.mark.parametrize(
     ("name", "per_worker"),
-    [("malcolm_homog_exp", 32), ("malcolm_hetero_paper_bimodal", 32), ("malcolm_hetero_code_hyperexp1", 128),
-     ("malcolm_homog_hyperexp2", 128)],
+    [
+        ("malcolm_homog_exp", 32),
+        ("malcolm_hetero_paper_bimodal", 32),
+        ("malcolm_hetero_code_hyperexp1", 128),
+        ("malcolm_homog_hyperexp2", 128),
+    ],
 )
 def test_malcolm_queue_capacity_is_workers_times_per_worker_queue(name, per_worker):
     for group in load_scenario(name).nodes:
@@ -109,7 +132,11 @@ def test_policy_defaults_leave_the_label_and_explicit_parameters_alone():
     scenario = load_scenario("malcolm_homog_exp")
     assert scenario.dispatch.label == "po2"
     assert scenario.dispatch.engine_dict() == {
-        "policy": "po_d", "d": 2, "replace": True, "metric": "queue", "per_type": False
+        "policy": "po_d",
+        "d": 2,
+        "replace": True,
+        "metric": "queue",
+        "per_type": False,
     }
     assert scenario.policy("random").engine_dict() == {"policy": "random"}  # takes no metric: untouched
     assert scenario.policy("sed:metric=work").params.metric == "work"
@@ -127,8 +154,11 @@ def test_split_dynamics_send_ninety_percent_of_arrivals_to_the_fast_nodes():
 def test_speed_dynamics_slow_the_listed_nodes():
     # One worker, 1 us tasks, half speed from time 0: every task takes exactly 2 us.
     scenario = load_scenario(
-        "mm1", {"service": {"dist": "det", "value_us": 1}, "dynamics": [{"at_us": 0, "kind": "speed", "nodes": [0],
-                                                                        "factor": 0.5}]}
+        "mm1",
+        {
+            "service": {"dist": "det", "value_us": 1},
+            "dynamics": [{"at_us": 0, "kind": "speed", "nodes": [0], "factor": 0.5}],
+        },
     )
     sim = RackSim(scenario.engine_config(0.2, seed=1))
     sim.run_tasks(1000)
@@ -203,8 +233,11 @@ BAD_FIELDS = [
     ({"dispatch": {"policy": "po_d", "d": 0}}, "dispatch.d", "an integer in [1, 64]"),
     ({"dispatch": {"policy": "po_d", "d": 11, "replace": False}}, "dispatch.d", "the number of nodes"),
     ({"dispatch": {"policy": "jsq", "metric": "avg"}}, "dispatch.metric", "one of outstanding, queue"),
-    ({"intra_node": {"discipline": "ps"}, "entry": {"kind": "switch"}, "dispatch": "central_fcfs"}, "dispatch.policy",
-     "discipline is ps"),
+    (
+        {"intra_node": {"discipline": "ps"}, "entry": {"kind": "switch"}, "dispatch": "central_fcfs"},
+        "dispatch.policy",
+        "discipline is ps",
+    ),
     ({"intra_node": {"discipline": "ps", "switch_cost_us": 1}}, "intra_node.switch_cost_us", "quantum_us"),
     ({"intra_node": {"discipline": "rr"}}, "intra_node.discipline", "one of fcfs, ps"),
     ({"load_info": {"model": "stale"}}, "load_info.model", "one of fresh, periodic, piggyback, min_only, proactive"),
@@ -212,8 +245,11 @@ BAD_FIELDS = [
     ({"load_info.period_us": 0}, "load_info.period_us", "a finite number > 0"),
     ({"load_info": {"model": "piggyback", "delay_us": -1}}, "load_info.delay_us", "a finite number >= 0"),
     ({"load_info": {"model": "fresh", "period_us": 100}}, "load_info.period_us", "one of the fields model"),
-    ({"load_info": {"model": "proactive", "local_increment": True}}, "load_info.local_increment",
-     "one of the fields model, delay_us"),
+    (
+        {"load_info": {"model": "proactive", "local_increment": True}},
+        "load_info.local_increment",
+        "one of the fields model, delay_us",
+    ),
     ({"load_info": {"model": "min_only"}}, "load_info.model", "it needs entry switch or balancers"),
     ({"entry": {"kind": "hub"}}, "entry.kind", "one of switch, balancers, nodes"),
     ({"entry": {"kind": "balancers"}}, "entry.count", "got nothing"),
@@ -226,23 +262,46 @@ BAD_FIELDS = [
     ({"migration.delay_us": -2}, "migration.delay_us", "a finite number >= 0"),
     ({"migration.queue_smoothing": 1}, "migration.queue_smoothing", "a number in [0, 1)"),
     ({"migration.steal_above": 1}, "migration.steal_above", 'did you mean "steal_below"?'),
-    ({"dynamics": [{"at_us": 5, "kind": "speed", "nodes": [3, 10], "factor": 0.5}]}, "dynamics.0.nodes.1",
-     "a node id in [0, 9]"),
-    ({"dynamics": [{"at_us": 5, "kind": "remove", "nodes": list(range(10))}]}, "dynamics.0.nodes",
-     "leaves at least one node active"),
-    ({"dynamics": [{"at_us": 1, "kind": "remove", "nodes": [0, 1, 2, 3, 4]}, {"at_us": 2, "kind": "add", "nodes": [0]},
-                   {"at_us": 3, "kind": "remove", "nodes": [0, 5, 6, 7, 8, 9]}]}, "dynamics.2.nodes",
-     "leaves at least one node active"),
-    ({"dynamics": [{"at_us": 5, "kind": "load", "load": 0.5}, {"at_us": 4, "kind": "load", "load": 0.6}]},
-     "dynamics.1.at_us", "a time >= the previous change's (5 us)"),
+    (
+        {"dynamics": [{"at_us": 5, "kind": "speed", "nodes": [3, 10], "factor": 0.5}]},
+        "dynamics.0.nodes.1",
+        "a node id in [0, 9]",
+    ),
+    (
+        {"dynamics": [{"at_us": 5, "kind": "remove", "nodes": list(range(10))}]},
+        "dynamics.0.nodes",
+        "leaves at least one node active",
+    ),
+    (
+        {
+            "dynamics": [
+                {"at_us": 1, "kind": "remove", "nodes": [0, 1, 2, 3, 4]},
+                {"at_us": 2, "kind": "add", "nodes": [0]},
+                {"at_us": 3, "kind": "remove", "nodes": [0, 5, 6, 7, 8, 9]},
+            ]
+        },
+        "dynamics.2.nodes",
+        "leaves at least one node active",
+    ),
+    (
+        {"dynamics": [{"at_us": 5, "kind": "load", "load": 0.5}, {"at_us": 4, "kind": "load", "load": 0.6}]},
+        "dynamics.1.at_us",
+        "a time >= the previous change's (5 us)",
+    ),
     ({"dynamics": [{"at_us": -1, "kind": "load", "load": 0.5}]}, "dynamics.0.at_us", "a finite number >= 0"),
     ({"dynamics": [{"at_us": 1, "kind": "load", "load": 11}]}, "dynamics.0.load", "a finite number in (0, 10]"),
     ({"dynamics": [{"at_us": 5, "kind": "split", "split": [1, 2]}]}, "dynamics.0.split", "one weight per node (10"),
     ({"dynamics": [{"at_us": 5, "kind": "split", "split": [0] * 10}]}, "dynamics.0.split", "not all 0"),
-    ({"entry": {"kind": "switch"}, "dynamics": [{"at_us": 5, "kind": "split", "split": [1] * 10}]}, "dynamics.0.kind",
-     "entry switch has no split"),
-    ({"dynamics": [{"at_us": 5, "kind": "speed", "nodes": [1], "factor": 0}]}, "dynamics.0.factor",
-     "a finite number > 0"),
+    (
+        {"entry": {"kind": "switch"}, "dynamics": [{"at_us": 5, "kind": "split", "split": [1] * 10}]},
+        "dynamics.0.kind",
+        "entry switch has no split",
+    ),
+    (
+        {"dynamics": [{"at_us": 5, "kind": "speed", "nodes": [1], "factor": 0}]},
+        "dynamics.0.factor",
+        "a finite number > 0",
+    ),
     ({"dynamics": [{"at_us": 5, "kind": "speed", "nodes": [], "factor": 2}]}, "dynamics.0.nodes", "a non-empty list"),
     ({"dynamics": [{"at_us": 5, "kind": "pause"}]}, "dynamics.0.kind", "one of split, speed, remove, add, load"),
     ({"dynamics": {"at_us": 5}}, "dynamics", "a list"),
@@ -255,8 +314,11 @@ BAD_FIELDS = [
     ({"dispatch": {"policy": "jbsq", "bound": 0}}, "dispatch.bound", "an integer in [1, 1048576]"),
     ({"dispatch": {"policy": "sed", "by": "speed"}}, "dispatch.by", "one of capacity, workers"),
     ({"policy_defaults": {"metrik": "queue"}}, "policy_defaults.metrik", 'did you mean "metric"?'),
-    ({"policy_defaults": {"metric": "avg"}}, "policy_defaults.metric",
-     "one of outstanding, queue, expected_wait, work"),
+    (
+        {"policy_defaults": {"metric": "avg"}},
+        "policy_defaults.metric",
+        "one of outstanding, queue, expected_wait, work",
+    ),
     ({"arrivals": {"process": "mmpp"}}, "arrivals.process", "one of poisson"),
     ({"loads": [0.5, 1.5e9]}, "loads.1", "got 1500000000.0; allowed: a finite number in (0, 10]"),
     ({"loads": [0.5, "abc"]}, "loads.1", 'got "abc"'),
@@ -307,9 +369,16 @@ def test_invalid_yaml_names_the_file(tmp_path):
 
 @pytest.mark.parametrize(
     ("kwargs", "field"),
-    [({"load": 1.5e9}, "load"), ({"load": 0}, "load"), ({"seed": -1}, "seed"), ({"warmup_tasks": -1}, "warmup_tasks"),
-     ({"policy": "po_d:d=11,replace=false"}, "dispatch.d"), ({"policy": "jbsq"}, "dispatch.policy"),
-     ({"sample_period_us": -1}, "sample_period_us"), ({"sample_period_us": float("nan")}, "sample_period_us")],
+    [
+        ({"load": 1.5e9}, "load"),
+        ({"load": 0}, "load"),
+        ({"seed": -1}, "seed"),
+        ({"warmup_tasks": -1}, "warmup_tasks"),
+        ({"policy": "po_d:d=11,replace=false"}, "dispatch.d"),
+        ({"policy": "jbsq"}, "dispatch.policy"),
+        ({"sample_period_us": -1}, "sample_period_us"),
+        ({"sample_period_us": float("nan")}, "sample_period_us"),
+    ],
 )
 def test_engine_config_rejects_bad_arguments(kwargs, field):
     args = {"load": 0.5, "seed": 1, **kwargs}

@@ -33,8 +33,13 @@ def test_types_reach_the_engine_config_with_service_at_their_mean():
     scenario = load_scenario("racksched_locality")
     config = scenario.engine_config(0.5, seed=1)
     assert config["types"] == [
-        {"share": 0.25, "service": {"dist": "exp", "mean_us": 50.0}, "slo_us": 500.0, "priority": 0,
-         "nodes": [0, 1, 2, 3]},
+        {
+            "share": 0.25,
+            "service": {"dist": "exp", "mean_us": 50.0},
+            "slo_us": 500.0,
+            "priority": 0,
+            "nodes": [0, 1, 2, 3],
+        },
         {"share": 0.75, "service": {"dist": "exp", "mean_us": 50.0}, "slo_us": 500.0, "priority": 0, "nodes": []},
     ]
     assert config["intra_node"] == {"discipline": "ps", "quantum_us": 250.0, "switch_cost_us": 0.0, "queueing": "fifo"}
@@ -73,25 +78,51 @@ BAD_TYPES = [
     (BIMODAL, {"types.0.service": {"dist": "expo"}}, "types.0.service.dist", 'did you mean "exp"?'),
     (BIMODAL, {"types.0.nodes": [0, 8]}, "types.0.nodes.1", "a node id in [0, 7]"),
     (BIMODAL, {"types.0.nodes": []}, "types.0.nodes", "a non-empty list"),
-    (BIMODAL, {"types.0.nodes": [0, 1], "dynamics": [{"at_us": 5, "kind": "remove", "nodes": [1, 0]}]},
-     "dynamics.0.nodes", "leaves task type short an active node it may run on"),
-    (BIMODAL, {"types.0.nodes": [0, 1], "dynamics": [
-        {"at_us": 1, "kind": "remove", "nodes": [0]}, {"at_us": 2, "kind": "add", "nodes": [0]},
-        {"at_us": 3, "kind": "remove", "nodes": [1]}, {"at_us": 4, "kind": "remove", "nodes": [0, 5]}]},
-     "dynamics.3.nodes", "leaves task type short an active node"),
+    (
+        BIMODAL,
+        {"types.0.nodes": [0, 1], "dynamics": [{"at_us": 5, "kind": "remove", "nodes": [1, 0]}]},
+        "dynamics.0.nodes",
+        "leaves task type short an active node it may run on",
+    ),
+    (
+        BIMODAL,
+        {
+            "types.0.nodes": [0, 1],
+            "dynamics": [
+                {"at_us": 1, "kind": "remove", "nodes": [0]},
+                {"at_us": 2, "kind": "add", "nodes": [0]},
+                {"at_us": 3, "kind": "remove", "nodes": [1]},
+                {"at_us": 4, "kind": "remove", "nodes": [0, 5]},
+            ],
+        },
+        "dynamics.3.nodes",
+        "leaves task type short an active node",
+    ),
     (BIMODAL, {"intra_node.queueing": "lifo"}, "intra_node.queueing", "one of fifo, per_type, priority"),
-    (BIMODAL, {"intra_node": {"discipline": "ps", "queueing": "per_type"}}, "intra_node.queueing",
-     "fifo when quantum_us is 0"),
-    (BIMODAL, {**ONE_TYPE, "intra_node.queueing": "priority"}, "intra_node.queueing",
-     "fifo unless types lists at least two task types"),
+    (
+        BIMODAL,
+        {"intra_node": {"discipline": "ps", "queueing": "per_type"}},
+        "intra_node.queueing",
+        "fifo when quantum_us is 0",
+    ),
+    (
+        BIMODAL,
+        {**ONE_TYPE, "intra_node.queueing": "priority"},
+        "intra_node.queueing",
+        "fifo unless types lists at least two task types",
+    ),
     ("mm16", {"intra_node.queueing": "per_type"}, "intra_node.queueing", "this scenario has 0"),
     (BIMODAL, {**ONE_TYPE, "dispatch": "po2:per_type=true"}, "dispatch.per_type", "at least two task types (it has 1)"),
     (BIMODAL, {**ONE_TYPE, "policy_defaults": {"per_type": True}}, "dispatch.per_type", "at least two task types"),
     ("mm16", {"dispatch": {"policy": "jsq", "per_type": True}}, "dispatch.per_type", "(it has 0)"),
     (BIMODAL, {"dispatch": "jsq:metric=queue,per_type=true"}, "dispatch.per_type", "false when metric is queue"),
     (BIMODAL, {"dispatch": "sed:per_type=maybe"}, "dispatch.per_type", "true or false"),
-    ("racksched_priority", {"intra_node": {"discipline": "fcfs", "queueing": "priority"}, "dispatch": "central_fcfs"},
-     "dispatch.policy", "when the scenario lists task types"),
+    (
+        "racksched_priority",
+        {"intra_node": {"discipline": "fcfs", "queueing": "priority"}, "dispatch": "central_fcfs"},
+        "dispatch.policy",
+        "when the scenario lists task types",
+    ),
 ]
 
 
@@ -118,8 +149,11 @@ def test_a_policy_that_cannot_run_with_types_is_refused_by_engine_config():
 
 
 def test_dynamics_that_keep_a_node_for_every_type_are_accepted():
-    dynamics = [{"at_us": 1, "kind": "remove", "nodes": [0]}, {"at_us": 2, "kind": "add", "nodes": [0]},
-                {"at_us": 3, "kind": "remove", "nodes": [1]}]
+    dynamics = [
+        {"at_us": 1, "kind": "remove", "nodes": [0]},
+        {"at_us": 2, "kind": "add", "nodes": [0]},
+        {"at_us": 3, "kind": "remove", "nodes": [1]},
+    ]
     scenario = load_scenario(BIMODAL, {"types.0.nodes": [0, 1], "dynamics": dynamics})
     check_rack_config(scenario.engine_config(0.5, seed=1))
 
@@ -172,8 +206,9 @@ def test_per_type_dispatch_reaches_the_engine():
 
 
 def test_evaluate_reports_latency_per_type_by_name():
-    doc = evaluate("racksched_multitype_trimodal", ["po2", "random"], [0.7], tasks=6000, seeds=[1, 2], workers=0,
-                   progress=False)
+    doc = evaluate(
+        "racksched_multitype_trimodal", ["po2", "random"], [0.7], tasks=6000, seeds=[1, 2], workers=0, progress=False
+    )
     for row in doc["results"]:
         assert list(row["latency_by_type_us"]) == ["short", "medium", "long"]
         for stats in row["latency_by_type_us"].values():
@@ -183,8 +218,9 @@ def test_evaluate_reports_latency_per_type_by_name():
     first = doc["summary"][0]
     p99s = [r["latency_by_type_us"]["medium"]["p99"] for r in doc["results"][:2]]
     assert first["latency_by_type_us"]["medium"]["p99"]["mean"] == pytest.approx(sum(p99s) / 2, rel=1e-12)
-    assert "latency_by_type_us" not in evaluate("mm16", "po2", [0.5], tasks=500, workers=0,
-                                                progress=False)["results"][0]
+    assert (
+        "latency_by_type_us" not in evaluate("mm16", "po2", [0.5], tasks=500, workers=0, progress=False)["results"][0]
+    )
 
 
 def test_evaluate_with_one_type_reports_it_as_the_overall_latency():
@@ -195,9 +231,26 @@ def test_evaluate_with_one_type_reports_it_as_the_overall_latency():
 
 def test_evaluate_cli_prints_and_writes_per_type_latency(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "evaluate.py"), "--scenario", BIMODAL, "--policy", "po2", "--loads", "0.8",
-         "--tasks", "4000", "--workers", "0", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            str(ROOT / "evaluate.py"),
+            "--scenario",
+            BIMODAL,
+            "--policy",
+            "po2",
+            "--loads",
+            "0.8",
+            "--tasks",
+            "4000",
+            "--workers",
+            "0",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
     assert "p99 short (µs)" in proc.stdout and "p99 long (µs)" in proc.stdout
