@@ -25,8 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-
-import numpy as np
 import os
 import platform
 import random
@@ -35,10 +33,12 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 

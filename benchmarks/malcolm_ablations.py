@@ -27,7 +27,7 @@ variants = {
     "paper, critic basis quadratic": {"critic_basis": "quadratic"},
     "paper, actor basis raw": {"actor_basis": "raw"},
 }
-from dcgym.cpp_core import RackController
+from dcgym.cpp_core import RackController  # noqa: E402 (after the table above, as the script reads)
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N per variant (default 3)")

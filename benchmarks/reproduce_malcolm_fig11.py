@@ -33,10 +33,9 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
-
 import _online as ol
 import _reproduce as rp
+import numpy as np
 
 T0 = 5_000_000.0
 END_S = 6.0  # the runs end END_S seconds after the change

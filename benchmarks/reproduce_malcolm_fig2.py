@@ -20,9 +20,8 @@ from __future__ import annotations
 import sys
 import time
 
-import numpy as np
-
 import _reproduce as rp
+import numpy as np
 
 SCENARIO, LOAD = "malcolm_fig1_exp", 0.85
 FAST = slice(0, 2)  # node ids: the two 16-core servers come first in the scenario

@@ -45,7 +45,7 @@ def main() -> None:
     fig, axes = rp.plt.subplots(1, 2, figsize=(11, 4.2))
     knee_rows, p99_rows = [], []
     knees = {}
-    for ax, (w, (_, mean)) in zip(axes, WORKLOADS.items(), strict=True):
+    for ax, w in zip(axes, WORKLOADS, strict=True):
         limit = SLO_FACTOR * p99[(w, 0.0, LOADS[0])].mean
         for k, rtt in enumerate(RTTS):
             ys = [p99[(w, rtt, x)].mean for x in LOADS]

@@ -56,10 +56,13 @@ def main() -> None:
                 ]
         for delay in DELAYS:
             for name in ("Shortest", "Sampling-2", "Sampling-4"):
-                cfg = lambda s: rp.config(
-                    scenario, DELAY_LOAD, s, POLICIES[name], load_info={**PIGGYBACK, "delay_us": delay}
-                )  # noqa: E731
-                points += [rp.Point((w, name, "delay", delay), cfg(s)) for s in seeds]
+                info = {**PIGGYBACK, "delay_us": delay}
+                points += [
+                    rp.Point(
+                        (w, name, "delay", delay), rp.config(scenario, DELAY_LOAD, s, POLICIES[name], load_info=info)
+                    )
+                    for s in seeds
+                ]
     p99 = rp.by_label(points, rp.run_points(points, args.tasks, args.jobs))
 
     fig, axes = rp.plt.subplots(1, 2, figsize=(12, 4.4))

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +24,7 @@ __all__ = ["app", "main", "run"]
 app = new_app(__doc__)
 
 
-class What(str, Enum):
+class What(StrEnum):
     scenarios = "scenarios"
     policies = "policies"
     experiments = "experiments"

@@ -47,9 +47,9 @@ def export_policy(run_or_checkpoint: str | Path, out: str | Path) -> Path:
 
 def policy_from_checkpoint(run_or_checkpoint: str | Path) -> Policy:
     """The policy file contents of a checkpoint or run folder (InvalidConfigError / ValueError if it cannot be)."""
+    from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
     from dcgym.agents.training.algorithms import make_env
     from dcgym.agents.training.checkpoints import TrainedPolicy, _env_config
-    from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
     from dcgym.envs.error import InvalidConfigError
 
     if not Path(run_or_checkpoint).is_dir():

@@ -124,9 +124,9 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, c
     and what was used of it, run and checkpoint) and the p99 table of the
     run's final evaluation (``evaluation/results.json``), if it has one.
     """
-    from dcgym.agents.training.checkpoints import find_checkpoint, read_meta
     from dcgym.agents.export.exporter import export_policy
     from dcgym.agents.export.format import read_policy
+    from dcgym.agents.training.checkpoints import find_checkpoint, read_meta
 
     run = Path(run_dir)
     if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():

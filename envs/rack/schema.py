@@ -15,8 +15,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.distributions import Service
+from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.schema import Load
 from dcgym.envs.schema import Schema as _Schema
 

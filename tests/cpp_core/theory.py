@@ -220,7 +220,7 @@ def moment_by_quadrature(cfg: dict, k: int) -> float:
                 total += (f1 - f0) * x0**k
             else:
                 dens = (f1 - f0) / (x1 - x0)
-                total += integrate.quad(lambda x: x**k * dens, x0, x1, epsabs=0, epsrel=1e-12)[0]
+                total += integrate.quad(lambda x, d=dens: x**k * d, x0, x1, epsabs=0, epsrel=1e-12)[0]
         return total
     raise ValueError(f"no density for {kind!r}")
 

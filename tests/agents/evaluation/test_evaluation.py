@@ -12,7 +12,7 @@ from dcgym.agents.evaluation import evaluate, parse_seeds, plot_p99_vs_load, to_
 from dcgym.agents.evaluation.stats import CDF_PROBABILITIES, mean_ci, merged_quantiles, nonzero_histogram, t_quantile
 from dcgym.cpp_core import RackSim
 from dcgym.envs.error import InvalidConfigError
-from dcgym.envs.scenario import list_scenarios, load_scenario
+from dcgym.envs.scenario import load_scenario
 
 SERIAL = {"progress": False, "workers": 0}
 

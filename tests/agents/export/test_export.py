@@ -13,11 +13,11 @@ import pytest
 import torch
 from ray.rllib.core import Columns
 
+from dcgym.agents.export import export_policy, mlp_from_modules, read_policy, to_bytes
 from dcgym.agents.training.checkpoints import TrainedPolicy
 from dcgym.agents.training.experiment import load_experiment
-from dcgym.agents.export import export_policy, mlp_from_modules, read_policy, to_bytes
-from dcgym.export import run as export_cli
 from dcgym.cpp_core._engine import RuntimePolicy
+from dcgym.export import run as export_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOKE = ROOT / "configs/experiments/smoke.yaml"

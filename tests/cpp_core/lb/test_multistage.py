@@ -403,7 +403,7 @@ def reference_config(policy: str, load: float) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("policy", "load"), list(PAPER), ids=[f"{p}-{l}" for p, l in PAPER])
+@pytest.mark.parametrize(("policy", "load"), list(PAPER), ids=[f"{p}-{x}" for p, x in PAPER])
 def test_reference_point_mean_fct_matches_the_authors_simulator(policy, load):
     # Both sides are means of finitely many episodes: ours over R = 10, the
     # paper's over 5 with an unknown spread, estimated by ours (an episode is

@@ -126,7 +126,10 @@ def test_random_dispatch_to_heterogeneous_nodes_makes_independent_mm1_queues():
         runs = list(pool.map(one, SEEDS))
     for i in range(len(speeds)):
         check_estimate(
-            [l[i] for _, l in runs], rho[i] / (1 - rho[i]), max_rel_se=0.01, what=f"node {i} mean tasks (Little)"
+            [counts[i] for _, counts in runs],
+            rho[i] / (1 - rho[i]),
+            max_rel_se=0.01,
+            what=f"node {i} mean tasks (Little)",
         )
         check_estimate(
             [r["nodes"]["utilization"][i] for r, _ in runs], rho[i], max_rel_se=0.005, what=f"node {i} utilization"

@@ -71,6 +71,7 @@ def test_periodic_beliefs_equal_true_loads_at_broadcast_instants_then_freeze(ent
     extra = {"entry": entry} if entry else {}
     sim = busy_rack({"model": "periodic", "period_us": PERIOD}, **extra)
     moved = 0
+    previous = None  # the snapshot of the broadcast before
     for k in range(1, 60):
         sim.run_until(k * PERIOD - 1e-6)  # just before broadcast k: still snapshot k - 1
         before = sim.beliefs()
@@ -79,7 +80,7 @@ def test_periodic_beliefs_equal_true_loads_at_broadcast_instants_then_freeze(ent
         beliefs = sim.beliefs()
         assert beliefs.shape == (3 if entry else 1, 6)
         assert np.all(beliefs == snapshot), f"broadcast {k}: beliefs {beliefs[0]} vs truth {snapshot}"
-        if k > 1:
+        if previous is not None:
             assert np.all(before == previous)
         sim.run_until(k * PERIOD + 0.5 * PERIOD)
         assert np.all(sim.beliefs() == snapshot)  # nothing changes between broadcasts

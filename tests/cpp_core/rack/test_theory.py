@@ -41,7 +41,7 @@ from dcgym.cpp_core import Distribution, LogHistogram, RackSim
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]  # this folder's helpers, theory.py
 import theory  # noqa: E402  (the formulas live beside this file)
-from rack_checks import SEEDS, Z, canonical, check_estimate, mean_and_se, run_seeds  # noqa: E402
+from rack_checks import Z, canonical, check_estimate, mean_and_se, run_seeds  # noqa: E402
 
 WARMUP = 50_000
 HIST_ERR = LogHistogram.max_relative_error

@@ -180,7 +180,7 @@ def test_capacity_aware_weights_earn_more_vbf_and_lower_fct_than_uniform():
     for name in ("uniform", "capacity"):
         env = lb_v0.parallel_env(scenario="lb_large", reward="vbf", max_steps=80)
         action = np.where(env.workers == 4, 2, 0) if name == "capacity" else np.zeros(20, np.int64)  # 2.0 vs 1.0
-        trace = run(env, 80, seed=7, policy=lambda e, a: action)
+        trace = run(env, 80, seed=7, policy=lambda e, a, chosen=action: chosen)
         returns[name] = np.mean([sum(r.values()) for _, r, _ in trace])
         fct[name] = trace[-1][2]["lb_0"]["fct_us"]["mean"]
     assert returns["capacity"] > 5 * returns["uniform"]  # both negative: 5x less variance at least

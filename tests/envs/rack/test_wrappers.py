@@ -10,8 +10,8 @@ from gymnasium.utils.env_checker import check_env
 import dcgym.envs  # noqa: F401  (registers the ids)
 from dcgym.envs import rack_v0
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
-from dcgym.envs.registration import GYMNASIUM_IDS
 from dcgym.envs.rack.wrappers import RackCentralEnv, RackDispatchEnv
+from dcgym.envs.registration import GYMNASIUM_IDS
 
 REGISTERED = sorted(env_id for env_id in gymnasium.registry if env_id.startswith("dcgym/"))
 
