@@ -28,8 +28,7 @@ T Get(const py::dict& d, const char* key, const std::string& field) {
   try {
     return v.cast<T>();
   } catch (const py::cast_error&) {
-    throw std::invalid_argument(field + "." + key + ": wrong type, got " +
-                                std::string(py::str(py::repr(v))));
+    throw std::invalid_argument(field + "." + key + ": wrong type, got " + std::string(py::str(py::repr(v))));
   }
 }
 
@@ -47,8 +46,7 @@ inline py::dict GetDict(const py::dict& d, const char* key, const std::string& f
 
 // One of a fixed set of names, mapped to its enum value.
 template <typename E>
-E Choice(const std::string& value, const std::string& field,
-         std::initializer_list<std::pair<const char*, E>> options) {
+E Choice(const std::string& value, const std::string& field, std::initializer_list<std::pair<const char*, E>> options) {
   std::string allowed;
   for (const auto& [name, e] : options) {
     if (value == name) return e;

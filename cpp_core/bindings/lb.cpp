@@ -18,15 +18,14 @@ namespace {
 
 namespace ms = dcgym::lb;
 
-
 // An integer field in [lo, hi], read before any unsigned cast so that a
 // negative value is reported, not wrapped.
 uint32_t GetRanged(const py::dict& d, const char* key, const std::string& field, int64_t lo, int64_t hi,
-                  int64_t fallback) {
+                   int64_t fallback) {
   const auto v = Get<int64_t>(d, key, field, fallback);
   if (v < lo || v > hi)
-    throw std::invalid_argument((field == "config" ? "" : field + ".") + key + ": must be in [" +
-                                std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    throw std::invalid_argument((field == "config" ? "" : field + ".") + key + ": must be in [" + std::to_string(lo) +
+                                ", " + std::to_string(hi) + "], got " + std::to_string(v));
   return static_cast<uint32_t>(v);
 }
 
@@ -61,7 +60,7 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
   }
   using Split = ms::Application::Split;
   c.app.split = Choice<Split>(Get<std::string>(app, "split", "application", std::string("uniform")),
-                                  "application.split", {{"uniform", Split::kUniform}, {"equal", Split::kEqual}});
+                              "application.split", {{"uniform", Split::kUniform}, {"equal", Split::kEqual}});
 
   i = 0;
   for (auto item : GetListField(d, "lbs", "config")) {
@@ -70,21 +69,20 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
     const auto l = item.cast<py::dict>();
     ms::LbConfig lb;
     lb.policy = Choice<ms::LbPolicy>(Get<std::string>(l, "policy", f), f + ".policy",
-                                   {{"ecmp", ms::LbPolicy::kEcmp},
-                                    {"wcmp", ms::LbPolicy::kWcmp},
-                                    {"lsq", ms::LbPolicy::kLsq},
-                                    {"sed", ms::LbPolicy::kSed},
-                                    {"oracle", ms::LbPolicy::kOracle},
-                                    {"weights", ms::LbPolicy::kWeights}});
+                                     {{"ecmp", ms::LbPolicy::kEcmp},
+                                      {"wcmp", ms::LbPolicy::kWcmp},
+                                      {"lsq", ms::LbPolicy::kLsq},
+                                      {"sed", ms::LbPolicy::kSed},
+                                      {"oracle", ms::LbPolicy::kOracle},
+                                      {"weights", ms::LbPolicy::kWeights}});
     lb.weights = Get<std::vector<double>>(l, "weights", f, {});
     lb.share = Get<double>(l, "share", f, 1.0);
     c.lbs.push_back(lb);
   }
 
   c.load = Get<double>(d, "load", "config");
-  c.load_basis = Choice<ms::LoadBasis>(Get<std::string>(d, "load_basis", "config", std::string("total")),
-                                           "load_basis",
-                                           {{"total", ms::LoadBasis::kTotal}, {"cpu", ms::LoadBasis::kCpu}});
+  c.load_basis = Choice<ms::LoadBasis>(Get<std::string>(d, "load_basis", "config", std::string("total")), "load_basis",
+                                       {{"total", ms::LoadBasis::kTotal}, {"cpu", ms::LoadBasis::kCpu}});
   c.seed = Get<uint64_t>(d, "seed", "config");
   c.backlog = GetRanged(d, "backlog", "config", 0, 1000000, 64);
   c.timeout_us = Get<double>(d, "timeout_us", "config", 4e7);
@@ -94,9 +92,9 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
     c.hop_max_us = Get<double>(hop, "max", "hop_delay_us");
   }
   c.decision_period_us = Get<double>(d, "decision_period_us", "config", 5e5);
-  c.wait_order = Choice<ms::WaitOrder>(Get<std::string>(d, "cpu_wait_order", "config", std::string("fifo")),
-                                           "cpu_wait_order",
-                                           {{"fifo", ms::WaitOrder::kFifo}, {"arrival", ms::WaitOrder::kArrival}});
+  c.wait_order =
+      Choice<ms::WaitOrder>(Get<std::string>(d, "cpu_wait_order", "config", std::string("fifo")), "cpu_wait_order",
+                            {{"fifo", ms::WaitOrder::kFifo}, {"arrival", ms::WaitOrder::kArrival}});
   if (d.contains("observation") && !d["observation"].is_none()) {
     const auto o = GetDict(d, "observation", "config");
     c.observation.reservoir_size = GetRanged(o, "reservoir_size", "observation", 1, 1024, 32);
@@ -108,7 +106,6 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
   c.Validate();
   return c;
 }
-
 
 template <typename T, typename F>
 py::array_t<T> PerServerArray(const ms::MultistageSim& sim, F f) {
@@ -138,8 +135,8 @@ py::dict MultistageResults(const ms::MultistageSim& sim) {
   s["waiting"] = PerServerArray<uint32_t>(sim, [&](uint32_t j) { return sim.ServerAt(j).Waiting(); });
   s["io_jobs"] = PerServerArray<uint32_t>(sim, [&](uint32_t j) { return sim.ServerAt(j).IoJobs(); });
   s["drain_time_us"] = PerServerArray<double>(sim, [&](uint32_t j) { return sim.DrainTime(j); });
-  s["cpu_utilization"] = PerServerArray<double>(
-      sim, [&](uint32_t j) { return now > 0 ? sim.ServerAt(j).CpuBusyTime(now) / now : 0.0; });
+  s["cpu_utilization"] =
+      PerServerArray<double>(sim, [&](uint32_t j) { return now > 0 ? sim.ServerAt(j).CpuBusyTime(now) / now : 0.0; });
   s["dispatched"] = PerServerArray<uint64_t>(sim, [&](uint32_t j) { return sim.ServerStats()[j].dispatched; });
   s["completed"] = PerServerArray<uint64_t>(sim, [&](uint32_t j) { return sim.ServerStats()[j].completed; });
   s["rejected"] = PerServerArray<uint64_t>(sim, [&](uint32_t j) { return sim.ServerStats()[j].rejected; });
@@ -162,8 +159,9 @@ void BindLb(py::module_& m) {
   namespace b = dcgym::bindings;
   namespace ms = dcgym::lb;
 
-  m.def("check_multistage_config", [](const py::dict& d) { b::ParseMultistageConfig(d); }, py::arg("config"),
-        "Validate a multistage config dict in the engine; raises ValueError naming the bad field.");
+  m.def(
+      "check_multistage_config", [](const py::dict& d) { b::ParseMultistageConfig(d); }, py::arg("config"),
+      "Validate a multistage config dict in the engine; raises ValueError naming the bad field.");
 
   py::class_<MultistageSim>(m, "MultistageSim",
                             "The multi-stage server model of the multi-LB paper (seed 002, App. C.1): M load "
@@ -235,9 +233,10 @@ void BindLb(py::module_& m) {
       .def("results", &b::MultistageResults,
            "Counters, FCT statistics (fct_us: every flow, rejected ones with the timeout; fct_served_us: served "
            "flows only) and per-server state as a dict.")
-      .def("fct_histogram",
-           [](const MultistageSim& s, bool served) { return b::HistogramArrays(served ? s.FctServed() : s.Fct()); },
-           py::arg("served") = false,
-           "(lower bucket edges in us, counts) of the measured flows' completion times: every flow, a rejected "
-           "one at the timeout (served=False), or the served flows only (served=True).");
+      .def(
+          "fct_histogram",
+          [](const MultistageSim& s, bool served) { return b::HistogramArrays(served ? s.FctServed() : s.Fct()); },
+          py::arg("served") = false,
+          "(lower bucket edges in us, counts) of the measured flows' completion times: every flow, a rejected "
+          "one at the timeout (served=False), or the served flows only (served=True).");
 }

@@ -30,8 +30,10 @@ RackConfig ParseRackConfig(const py::dict& d) {
     auto g = item.cast<py::dict>();
     NodeGroup ng;
     const auto count = Get<int64_t>(g, "count", f), workers = Get<int64_t>(g, "workers", f);
-    if (count < 1 || count > (1 << 20)) throw std::invalid_argument(f + ".count: must be in [1, 1048576], got " + std::to_string(count));
-    if (workers < 1 || workers > (1 << 16)) throw std::invalid_argument(f + ".workers: must be in [1, 65536], got " + std::to_string(workers));
+    if (count < 1 || count > (1 << 20))
+      throw std::invalid_argument(f + ".count: must be in [1, 1048576], got " + std::to_string(count));
+    if (workers < 1 || workers > (1 << 16))
+      throw std::invalid_argument(f + ".workers: must be in [1, 65536], got " + std::to_string(workers));
     ng.count = static_cast<uint32_t>(count);
     ng.workers = static_cast<uint32_t>(workers);
     ng.speed = Get<double>(g, "speed", f, 1.0);
@@ -61,13 +63,12 @@ RackConfig ParseRackConfig(const py::dict& d) {
   c.warmup_tasks = Get<uint64_t>(d, "warmup_tasks", "config", 0);
 
   const auto intra = GetDict(d, "intra_node", "config");
-  c.intra.discipline = Choice<Discipline>(Get<std::string>(intra, "discipline", "intra_node"),
-                                          "intra_node.discipline", {{"fcfs", Discipline::kFcfs}, {"ps", Discipline::kPs}});
+  c.intra.discipline = Choice<Discipline>(Get<std::string>(intra, "discipline", "intra_node"), "intra_node.discipline",
+                                          {{"fcfs", Discipline::kFcfs}, {"ps", Discipline::kPs}});
   c.intra.quantum_us = Get<double>(intra, "quantum_us", "intra_node", 0.0);
-  c.intra.queueing = Choice<Queueing>(Get<std::string>(intra, "queueing", "intra_node", std::string("fifo")),
-                                      "intra_node.queueing",
-                                      {{"fifo", Queueing::kFifo}, {"per_type", Queueing::kPerType},
-                                       {"priority", Queueing::kPriority}});
+  c.intra.queueing = Choice<Queueing>(
+      Get<std::string>(intra, "queueing", "intra_node", std::string("fifo")), "intra_node.queueing",
+      {{"fifo", Queueing::kFifo}, {"per_type", Queueing::kPerType}, {"priority", Queueing::kPriority}});
   c.intra.switch_cost_us = Get<double>(intra, "switch_cost_us", "intra_node", 0.0);
 
   const auto disp = GetDict(d, "dispatch", "config");
@@ -89,38 +90,43 @@ RackConfig ParseRackConfig(const py::dict& d) {
   if (dd < 1 || dd > 64) throw std::invalid_argument("dispatch.d: must be in [1, 64], got " + std::to_string(dd));
   c.dispatch.d = static_cast<uint32_t>(dd);
   c.dispatch.replace = Get<bool>(disp, "replace", "dispatch", true);
-  c.dispatch.metric = Choice<LoadMetric>(Get<std::string>(disp, "metric", "dispatch", std::string("outstanding")),
-                                         "dispatch.metric",
-                                         {{"outstanding", LoadMetric::kOutstanding},
-                                          {"queue", LoadMetric::kQueue},
-                                          {"expected_wait", LoadMetric::kExpectedWait},
-                                          {"work", LoadMetric::kWork}});
+  c.dispatch.metric =
+      Choice<LoadMetric>(Get<std::string>(disp, "metric", "dispatch", std::string("outstanding")), "dispatch.metric",
+                         {{"outstanding", LoadMetric::kOutstanding},
+                          {"queue", LoadMetric::kQueue},
+                          {"expected_wait", LoadMetric::kExpectedWait},
+                          {"work", LoadMetric::kWork}});
   c.dispatch.rtt_us = Get<double>(disp, "rtt_us", "dispatch", 0.0);
   c.dispatch.per_type = Get<bool>(disp, "per_type", "dispatch", false);
   c.dispatch.threshold = Get<double>(disp, "threshold", "dispatch", 1.0);
   const auto bound = Get<int64_t>(disp, "bound", "dispatch", 1);
-  if (bound < 1 || bound > (1 << 20)) throw std::invalid_argument("dispatch.bound: must be in [1, 1048576], got " + std::to_string(bound));
+  if (bound < 1 || bound > (1 << 20))
+    throw std::invalid_argument("dispatch.bound: must be in [1, 1048576], got " + std::to_string(bound));
   c.dispatch.bound = static_cast<uint32_t>(bound);
-  c.dispatch.sed_by_speed = Choice<bool>(Get<std::string>(disp, "by", "dispatch", std::string("capacity")), "dispatch.by",
-                                         {{"capacity", true}, {"workers", false}});
+  c.dispatch.sed_by_speed = Choice<bool>(Get<std::string>(disp, "by", "dispatch", std::string("capacity")),
+                                         "dispatch.by", {{"capacity", true}, {"workers", false}});
   c.dispatch.weights = Get<std::vector<double>>(disp, "weights", "dispatch", {});
 
   if (d.contains("entry")) {
     const auto e = GetDict(d, "entry", "config");
-    c.entry.kind = Choice<EntryKind>(Get<std::string>(e, "kind", "entry"), "entry.kind",
-                                     {{"switch", EntryKind::kSwitch}, {"balancers", EntryKind::kBalancers},
-                                      {"nodes", EntryKind::kNodes}});
+    c.entry.kind = Choice<EntryKind>(
+        Get<std::string>(e, "kind", "entry"), "entry.kind",
+        {{"switch", EntryKind::kSwitch}, {"balancers", EntryKind::kBalancers}, {"nodes", EntryKind::kNodes}});
     const auto count = Get<int64_t>(e, "count", "entry", 1);
-    if (count < 1 || count > 4096) throw std::invalid_argument("entry.count: must be in [1, 4096], got " + std::to_string(count));
+    if (count < 1 || count > 4096)
+      throw std::invalid_argument("entry.count: must be in [1, 4096], got " + std::to_string(count));
     c.entry.count = static_cast<uint32_t>(count);
     c.entry.split = Get<std::vector<double>>(e, "split", "entry", {});
   }
   if (d.contains("load_info")) {
     const auto li = GetDict(d, "load_info", "config");
-    c.load_info.kind = Choice<LoadInfoKind>(Get<std::string>(li, "model", "load_info", std::string("fresh")), "load_info.model",
-                                            {{"fresh", LoadInfoKind::kFresh}, {"periodic", LoadInfoKind::kPeriodic},
-                                             {"piggyback", LoadInfoKind::kPiggyback}, {"min_only", LoadInfoKind::kMinOnly},
-                                             {"proactive", LoadInfoKind::kProactive}});
+    c.load_info.kind =
+        Choice<LoadInfoKind>(Get<std::string>(li, "model", "load_info", std::string("fresh")), "load_info.model",
+                             {{"fresh", LoadInfoKind::kFresh},
+                              {"periodic", LoadInfoKind::kPeriodic},
+                              {"piggyback", LoadInfoKind::kPiggyback},
+                              {"min_only", LoadInfoKind::kMinOnly},
+                              {"proactive", LoadInfoKind::kProactive}});
     c.load_info.period_us = Get<double>(li, "period_us", "load_info", 100.0);
     c.load_info.delay_us = Get<double>(li, "delay_us", "load_info", 0.0);
     c.load_info.local_increment = Get<bool>(li, "local_increment", "load_info", false);
@@ -142,8 +148,10 @@ RackConfig ParseRackConfig(const py::dict& d) {
       DynamicsEvent ev;
       ev.at_us = Get<double>(e, "at_us", f);
       ev.kind = Choice<DynamicsEvent::Kind>(Get<std::string>(e, "kind", f), f + ".kind",
-                                            {{"split", DynamicsEvent::kSplit}, {"speed", DynamicsEvent::kSpeed},
-                                             {"remove", DynamicsEvent::kRemove}, {"add", DynamicsEvent::kAdd},
+                                            {{"split", DynamicsEvent::kSplit},
+                                             {"speed", DynamicsEvent::kSpeed},
+                                             {"remove", DynamicsEvent::kRemove},
+                                             {"add", DynamicsEvent::kAdd},
                                              {"load", DynamicsEvent::kLoad}});
       ev.nodes = Get<std::vector<uint32_t>>(e, "nodes", f, {});
       switch (ev.kind) {
@@ -159,7 +167,6 @@ RackConfig ParseRackConfig(const py::dict& d) {
   c.Validate();
   return c;
 }
-
 
 py::dict Results(const RackSim& sim) {
   const auto& c = sim.Counters();
@@ -275,8 +282,7 @@ py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, con
   py::array_t<uint64_t> step_count(b);
   py::array_t<uint64_t> migrations({b, sn}), steals({b, sn}), failed({b, sn}), dropped({b, sn}),
       completed_by_node({b, sn});
-  py::array_t<float> observations(obs.dim > 0 ? std::vector<py::ssize_t>{b, sn, obs.dim}
-                                              : std::vector<py::ssize_t>{0});
+  py::array_t<float> observations(obs.dim > 0 ? std::vector<py::ssize_t>{b, sn, obs.dim} : std::vector<py::ssize_t>{0});
   double *sm = step_mean.mutable_data(), *sp = step_p99.mutable_data(), *bel = beliefs.mutable_data(),
          *lo = loads.mutable_data();
   uint64_t *sc = step_count.mutable_data(), *mg = migrate.mutable_data(), *st = stealc.mutable_data(),
@@ -485,8 +491,9 @@ void BindRack(py::module_& m) {
   using dcgym::rack::RackSim;
   namespace b = dcgym::bindings;
 
-  m.def("check_rack_config", [](const py::dict& d) { b::ParseRackConfig(d); }, py::arg("config"),
-        "Validate a rack config dict in the engine; raises ValueError naming the bad field.");
+  m.def(
+      "check_rack_config", [](const py::dict& d) { b::ParseRackConfig(d); }, py::arg("config"),
+      "Validate a rack config dict in the engine; raises ValueError naming the bad field.");
 
   py::class_<RackSim>(m, "RackSim", "A rack simulation (see dcgym.cpp_core.RackSim).")
       .def(py::init([](const py::dict& d) { return std::make_unique<RackSim>(b::ParseRackConfig(d)); }),
@@ -502,7 +509,8 @@ void BindRack(py::module_& m) {
       .def(
           "run_until",
           [](RackSim& s, double t) {
-            if (!(t >= s.Now())) throw std::invalid_argument("time_us: must be >= the current time " + std::to_string(s.Now()));
+            if (!(t >= s.Now()))
+              throw std::invalid_argument("time_us: must be >= the current time " + std::to_string(s.Now()));
             py::gil_scoped_release release;
             s.RunUntil(t);
           },
@@ -512,7 +520,8 @@ void BindRack(py::module_& m) {
           [](RackSim& s, py::array_t<double, py::array::c_style | py::array::forcecast> migration,
              py::object stealing) {
             const uint32_t n = s.NumNodes();
-            auto check = [n](const py::array_t<double, py::array::c_style | py::array::forcecast>& a, const char* what) {
+            auto check = [n](const py::array_t<double, py::array::c_style | py::array::forcecast>& a,
+                             const char* what) {
               if (a.ndim() != 2 || a.shape(0) != n || a.shape(1) != n)
                 throw std::invalid_argument(std::string(what) + ": must have shape (" + std::to_string(n) + ", " +
                                             std::to_string(n) + ")");
@@ -593,6 +602,7 @@ void BindRack(py::module_& m) {
       .def_property_readonly("now_us", &RackSim::Now)
       .def_property_readonly("num_nodes", &RackSim::NumNodes)
       .def("results", &b::Results, "Counters and latency statistics as a dict.")
-      .def("latency_histogram", [](const RackSim& s) { return b::HistogramArrays(s.Latency()); },
-           "(lower bucket edges in us, counts) of the measured latencies.");
+      .def(
+          "latency_histogram", [](const RackSim& s) { return b::HistogramArrays(s.Latency()); },
+          "(lower bucket edges in us, counts) of the measured latencies.");
 }

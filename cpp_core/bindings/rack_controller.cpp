@@ -13,8 +13,8 @@
 #include <set>
 
 #include "convert.hpp"
-#include "dcgym/runtime/learner.hpp"
 #include "dcgym/rack/controller.hpp"
+#include "dcgym/runtime/learner.hpp"
 
 namespace py = pybind11;
 
@@ -30,18 +30,20 @@ using dcgym::rack::RunStats;
 using FArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using DArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-const std::set<std::string> kLearnerKeys = {
-    "variant", "gamma", "trace_lambda", "average_reward_step", "reward_scale", "load_scale", "minibatch_size",
-    "consensus_period", "critic_basis", "actor_basis", "lr_critic", "lr_actor", "adam_betas", "adam_epsilon",
-    "weight_decay"};
-const std::set<std::string> kControllerKeys = {"heartbeat_us", "warmup_us", "obs_clip", "max_logit", "reward",
-                                               "migration_cost", "steal_cost", "failed_steal_cost", "drop_cost",
-                                               "learn"};
+const std::set<std::string> kLearnerKeys = {"variant",      "gamma",        "trace_lambda",   "average_reward_step",
+                                            "reward_scale", "load_scale",   "minibatch_size", "consensus_period",
+                                            "critic_basis", "actor_basis",  "lr_critic",      "lr_actor",
+                                            "adam_betas",   "adam_epsilon", "weight_decay"};
+const std::set<std::string> kControllerKeys = {"heartbeat_us", "warmup_us",      "obs_clip",   "max_logit",
+                                               "reward",       "migration_cost", "steal_cost", "failed_steal_cost",
+                                               "drop_cost",    "learn"};
 
 Basis ParseBasis(const py::dict& d, const char* key, Basis fallback) {
   if (!d.contains(key) || d[key].is_none()) return fallback;
   return Choice<Basis>(Get<std::string>(d, key, "options"), std::string("options.") + key,
-                       {{"raw", Basis::kRaw}, {"sort", Basis::kSort}, {"customized", Basis::kCustomized},
+                       {{"raw", Basis::kRaw},
+                        {"sort", Basis::kSort},
+                        {"customized", Basis::kCustomized},
                         {"quadratic", Basis::kQuadratic}});
 }
 
@@ -97,8 +99,10 @@ ControllerOptions ParseController(const py::dict& d) {
   o.max_logit = Get<float>(d, "max_logit", "options", o.max_logit);
   const std::string fallback = o.learner.variant == Variant::kCode ? "imbalance_delta" : "utility";
   o.reward = Choice<Reward>(Get<std::string>(d, "reward", "options", fallback), "options.reward",
-                            {{"utility", Reward::kUtility}, {"imbalance_delta", Reward::kImbalanceDelta},
-                             {"neg_p99", Reward::kNegP99}, {"neg_mean", Reward::kNegMean}});
+                            {{"utility", Reward::kUtility},
+                             {"imbalance_delta", Reward::kImbalanceDelta},
+                             {"neg_p99", Reward::kNegP99},
+                             {"neg_mean", Reward::kNegMean}});
   o.costs = RewardCosts::Default(o.reward);
   o.costs.migration = Get<double>(d, "migration_cost", "options", o.costs.migration);
   o.costs.steal = Get<double>(d, "steal_cost", "options", o.costs.steal);
@@ -210,7 +214,8 @@ struct PyLearner {
       std::vector<uint8_t> f;
       if (o.is_none()) return f;
       FArray a = o.cast<FArray>();
-      if (a.ndim() != 1 || static_cast<size_t>(a.shape(0)) != d) throw std::invalid_argument(std::string(what) + ": must have shape (D,)");
+      if (a.ndim() != 1 || static_cast<size_t>(a.shape(0)) != d)
+        throw std::invalid_argument(std::string(what) + ": must have shape (D,)");
       for (size_t t = 0; t < d; ++t) f.push_back(a.at(t) != 0.0f);
       return f;
     };
@@ -308,8 +313,7 @@ py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t
     prob = ns_per(
         [&] {
           row = row + 1 == d ? 0 : row + 1;  // no division in the timed loop
-          policy.Probabilities(states.data() + row * n, node.actor.data(), phi.data() + row * fa,
-                               pi.data() + row * sw);
+          policy.Probabilities(states.data() + row * n, node.actor.data(), phi.data() + row * fa, pi.data() + row * sw);
           sink = pi[row * sw];
         },
         repetitions * 20);
@@ -384,11 +388,14 @@ void BindController(py::module_& m) {
           py::arg("node"), py::arg("obs"), py::arg("next_obs"), py::arg("rewards"), py::arg("migrate_counts"),
           py::arg("steal_counts"), py::arg("episode_start") = py::none(), py::arg("terminated") = py::none(),
           "compute_gradients, then one AdamW step of the node's three blocks; returns the gradients.")
-      .def("complete_round", [](b::PyLearner& l) { return l.learner->CompleteRound(); },
-           "Count one round of updates; every consensus_period rounds average the critics (returns True then).")
-      .def("consensus", [](b::PyLearner& l) { l.learner->Consensus(); }, "Average the critics now.")
-      .def("parameters", [](const b::PyLearner& l) { return b::Parameters(*l.learner); },
-           "{'critic': (N, F_c), 'migration': (N, N, F_a), 'stealing': (N, N, F_a)} copies.")
+      .def(
+          "complete_round", [](b::PyLearner& l) { return l.learner->CompleteRound(); },
+          "Count one round of updates; every consensus_period rounds average the critics (returns True then).")
+      .def(
+          "consensus", [](b::PyLearner& l) { l.learner->Consensus(); }, "Average the critics now.")
+      .def(
+          "parameters", [](const b::PyLearner& l) { return b::Parameters(*l.learner); },
+          "{'critic': (N, F_c), 'migration': (N, N, F_a), 'stealing': (N, N, F_a)} copies.")
       .def(
           "set_trace",
           [](b::PyLearner& l, size_t node, const b::FArray& critic, const b::FArray& migration,
@@ -444,9 +451,11 @@ void BindController(py::module_& m) {
       .def("run", &b::Run, py::arg("heartbeats"),
            "Run heartbeats (GIL released); returns RackSim.results() of the simulation so far plus this run's "
            "heartbeats, imbalance_mean (eq. 1 on the true loads), reward_mean and the learner's num_updates.")
-      .def("parameters", [](const b::PyController& c) { return b::Parameters(*c.learner); },
-           "The current parameters: {'critic', 'migration', 'stealing'} arrays.")
-      .def_property_readonly("sim", [](const b::PyController& c) { return c.sim; }, "The RackSim driven.")
+      .def(
+          "parameters", [](const b::PyController& c) { return b::Parameters(*c.learner); },
+          "The current parameters: {'critic', 'migration', 'stealing'} arrays.")
+      .def_property_readonly(
+          "sim", [](const b::PyController& c) { return c.sim; }, "The RackSim driven.")
       .def_property_readonly(
           "observations",
           [](const b::PyController& c) {

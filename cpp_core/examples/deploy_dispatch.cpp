@@ -11,12 +11,11 @@
 // The simulated loads are a toy: a request adds one mean service time to its
 // destination's backlog, which every node drains at its own speed between
 // requests. A bad policy file exits with status 1 and the loader's message.
-#include <dcgym/runtime/policy_file.hpp>
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <dcgym/runtime/policy_file.hpp>
 #include <string>
 #include <vector>
 
@@ -66,8 +65,8 @@ int main(int argc, char** argv) {
   }
   dcgym::runtime::LinearPairPolicy* pair = policy.linear_pair();
   if (pair == nullptr) {
-    std::fprintf(stderr, "error: %s holds a %s policy; this example dispatches with linear_pair (Malcolm's)\n",
-                 argv[1], std::string(dcgym::runtime::PolicyKindName(policy.kind())).c_str());
+    std::fprintf(stderr, "error: %s holds a %s policy; this example dispatches with linear_pair (Malcolm's)\n", argv[1],
+                 std::string(dcgym::runtime::PolicyKindName(policy.kind())).c_str());
     return 1;
   }
 

@@ -58,34 +58,34 @@ inline int Report(const char* name) {
 
 #define CHECK(cond) ::dcgym::check::Record(static_cast<bool>(cond), __FILE__, __LINE__, "CHECK(" #cond ")")
 
-#define CHECK_EQ(a, b)                                                                                   \
-  do {                                                                                                   \
-    const auto& check_a_ = (a);                                                                          \
-    const auto& check_b_ = (b);                                                                          \
-    ::dcgym::check::Record(check_a_ == check_b_, __FILE__, __LINE__,                                     \
-                           "CHECK_EQ(" #a ", " #b "): " + ::dcgym::check::Show(check_a_) + " vs " +      \
-                               ::dcgym::check::Show(check_b_));                                          \
+#define CHECK_EQ(a, b)                                                                                            \
+  do {                                                                                                            \
+    const auto& check_a_ = (a);                                                                                   \
+    const auto& check_b_ = (b);                                                                                   \
+    ::dcgym::check::Record(                                                                                       \
+        check_a_ == check_b_, __FILE__, __LINE__,                                                                 \
+        "CHECK_EQ(" #a ", " #b "): " + ::dcgym::check::Show(check_a_) + " vs " + ::dcgym::check::Show(check_b_)); \
   } while (0)
 
 // |a - b| <= tol; NaN never passes.
-#define CHECK_NEAR(a, b, tol)                                                                            \
-  do {                                                                                                   \
-    const double check_a_ = (a), check_b_ = (b), check_t_ = (tol);                                       \
-    ::dcgym::check::Record(std::fabs(check_a_ - check_b_) <= check_t_, __FILE__, __LINE__,               \
-                           "CHECK_NEAR(" #a ", " #b ", " #tol "): " + ::dcgym::check::Show(check_a_) +   \
-                               " vs " + ::dcgym::check::Show(check_b_) + ", difference " +               \
-                               ::dcgym::check::Show(check_a_ - check_b_) + " > tolerance " +             \
-                               ::dcgym::check::Show(check_t_));                                          \
+#define CHECK_NEAR(a, b, tol)                                                                                   \
+  do {                                                                                                          \
+    const double check_a_ = (a), check_b_ = (b), check_t_ = (tol);                                              \
+    ::dcgym::check::Record(std::fabs(check_a_ - check_b_) <= check_t_, __FILE__, __LINE__,                      \
+                           "CHECK_NEAR(" #a ", " #b ", " #tol "): " + ::dcgym::check::Show(check_a_) + " vs " + \
+                               ::dcgym::check::Show(check_b_) + ", difference " +                               \
+                               ::dcgym::check::Show(check_a_ - check_b_) + " > tolerance " +                    \
+                               ::dcgym::check::Show(check_t_));                                                 \
   } while (0)
 
-#define CHECK_THROWS(expr, Exception)                                                                    \
-  do {                                                                                                   \
-    bool check_thrown_ = false;                                                                          \
-    try {                                                                                                \
-      (void)(expr);                                                                                      \
-    } catch (const Exception&) {                                                                         \
-      check_thrown_ = true;                                                                              \
-    } catch (...) {                                                                                      \
-    }                                                                                                    \
+#define CHECK_THROWS(expr, Exception)                                                                     \
+  do {                                                                                                    \
+    bool check_thrown_ = false;                                                                           \
+    try {                                                                                                 \
+      (void)(expr);                                                                                       \
+    } catch (const Exception&) {                                                                          \
+      check_thrown_ = true;                                                                               \
+    } catch (...) {                                                                                       \
+    }                                                                                                     \
     ::dcgym::check::Record(check_thrown_, __FILE__, __LINE__, "CHECK_THROWS(" #expr ", " #Exception ")"); \
   } while (0)

@@ -13,13 +13,12 @@
 // then evaluate on random inputs, or be refused with a message; the
 // sanitizers catch any out-of-bounds read or undefined behaviour. Exits
 // non-zero if a seed fails to load or a refusal has no message.
-#include <dcgym/runtime/policy_file.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dcgym/runtime/policy_file.hpp>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -124,9 +123,10 @@ std::vector<Bytes> Seeds(Rng& rng) {
 }
 
 void Mutate(Bytes& f, Rng& rng) {
-  static const std::uint32_t kInteresting[] = {0u, 1u, 2u, 3u, 4u, 5u, 0x7Fu, 0xFFu, 0x10000u, 0x10001u,
-                                               0x1000000u, 0x1000001u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu,
-                                               0x7FC00000u /* NaN */, 0x7F800000u /* inf */};
+  static const std::uint32_t kInteresting[] = {
+      0u,         1u,       2u,         3u,         4u,          5u,          0x7Fu,       0xFFu,
+      0x10000u,   0x10001u, 0x1000000u, 0x1000001u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu, 0x7FC00000u /* NaN */,
+      0x7F800000u /* inf */};
   const std::size_t count = 1 + rng.Below(4);
   for (std::size_t m = 0; m < count; ++m) {
     switch (rng.Below(6)) {
@@ -143,9 +143,7 @@ void Mutate(Bytes& f, Rng& rng) {
           SetU32(f, at, kInteresting[rng.Below(sizeof kInteresting / sizeof kInteresting[0])]);
         }
         break;
-      case 4:
-        f.resize(rng.Below(f.size() + 1));
-        break;
+      case 4: f.resize(rng.Below(f.size() + 1)); break;
       case 5:
         for (std::size_t k = rng.Below(64); k > 0; --k) f.push_back(static_cast<unsigned char>(rng.Next()));
         break;

@@ -37,7 +37,8 @@ std::vector<Case> Cases() {
   cases.push_back({"exp", Distribution::Exp(100.0), [](int k) { return Factorial(k) * std::pow(100.0, k); }, {1.0}});
   cases.push_back({"det", Distribution::Det(100.0), [](int k) { return std::pow(100.0, k); }, {1.0}});
   const Pairs modes{{0.8, 50.0}, {0.2, 250.0}};
-  cases.push_back({"bimodal", Distribution::Multimodal(modes),
+  cases.push_back({"bimodal",
+                   Distribution::Multimodal(modes),
                    [modes](int k) {
                      double m = 0;
                      for (auto [p, v] : modes) m += p * std::pow(v, k);
@@ -45,7 +46,8 @@ std::vector<Case> Cases() {
                    },
                    {0.8, 0.2}});
   const Pairs phases{{0.5, 50.0}, {0.3, 500.0}, {0.2, 5.0}};
-  cases.push_back({"hyperexp", Distribution::Hyperexp(phases),
+  cases.push_back({"hyperexp",
+                   Distribution::Hyperexp(phases),
                    [phases](int k) {
                      double m = 0;
                      for (auto [p, mean] : phases) m += p * Factorial(k) * std::pow(mean, k);
@@ -53,14 +55,16 @@ std::vector<Case> Cases() {
                    },
                    {0.5, 0.3, 0.2}});
   // Lognormal with mean 100, sigma 0.8: mu = ln 100 - sigma^2 / 2.
-  cases.push_back({"lognormal", Distribution::Lognormal(100.0, 0.8),
+  cases.push_back({"lognormal",
+                   Distribution::Lognormal(100.0, 0.8),
                    [](int k) {
                      const double s = 0.8, mu = std::log(100.0) - 0.5 * s * s;
                      return std::exp(k * mu + 0.5 * k * k * s * s);
                    },
                    {1.0}});
   // Bounded Pareto: density a L^a x^(-a-1) / (1 - (L/H)^a) on [L, H].
-  cases.push_back({"bounded_pareto", Distribution::BoundedPareto(1.5, 10.0, 10000.0),
+  cases.push_back({"bounded_pareto",
+                   Distribution::BoundedPareto(1.5, 10.0, 10000.0),
                    [](int k) {
                      const double a = 1.5, lo = 10.0, hi = 10000.0;
                      return a * std::pow(lo, a) / (1 - std::pow(lo / hi, a)) *
@@ -71,7 +75,8 @@ std::vector<Case> Cases() {
   // An atom: half the mass at 1, half uniform on [1, 3].
   const Pairs atom{{1.0, 0.0}, {1.0, 0.5}, {3.0, 1.0}};
   for (const auto& [name, points] : {std::pair{"empirical", cdf}, std::pair{"empirical_atom", atom}}) {
-    cases.push_back({name, Distribution::Empirical(points),
+    cases.push_back({name,
+                     Distribution::Empirical(points),
                      [points = points](int k) {
                        double m = 0;
                        for (size_t i = 1; i < points.size(); ++i)
@@ -177,7 +182,7 @@ void TestInvalidParametersThrow() {
     CHECK_THROWS(Distribution::Multimodal({{1.0, bad}}), IA);
     CHECK_THROWS(Distribution::Hyperexp({{1.0, bad}}), IA);
   }
-  CHECK_THROWS(Distribution::Lognormal(1.0, 10.5), IA);        // sigma above 10
+  CHECK_THROWS(Distribution::Lognormal(1.0, 10.5), IA);          // sigma above 10
   CHECK_THROWS(Distribution::BoundedPareto(1.0, 2.0, 2.0), IA);  // high must exceed low
   CHECK_THROWS(Distribution::BoundedPareto(1.0, 3.0, 2.0), IA);
   CHECK_THROWS(Distribution::Multimodal({}), IA);
@@ -185,13 +190,13 @@ void TestInvalidParametersThrow() {
   CHECK_THROWS(Distribution::Multimodal({{1.2, 1.0}, {-0.2, 2.0}}), IA);
   CHECK_THROWS(Distribution::Multimodal({{nan, 1.0}, {1.0, 2.0}}), IA);
   CHECK_THROWS(Distribution::Hyperexp({}), IA);
-  CHECK_THROWS(Distribution::Empirical({{1.0, 0.0}}), IA);                      // one point
-  CHECK_THROWS(Distribution::Empirical({{1.0, 0.1}, {2.0, 1.0}}), IA);          // starts above 0
-  CHECK_THROWS(Distribution::Empirical({{1.0, 0.0}, {2.0, 0.9}}), IA);          // ends below 1
-  CHECK_THROWS(Distribution::Empirical({{2.0, 0.0}, {1.0, 1.0}}), IA);          // values decrease
+  CHECK_THROWS(Distribution::Empirical({{1.0, 0.0}}), IA);                                      // one point
+  CHECK_THROWS(Distribution::Empirical({{1.0, 0.1}, {2.0, 1.0}}), IA);                          // starts above 0
+  CHECK_THROWS(Distribution::Empirical({{1.0, 0.0}, {2.0, 0.9}}), IA);                          // ends below 1
+  CHECK_THROWS(Distribution::Empirical({{2.0, 0.0}, {1.0, 1.0}}), IA);                          // values decrease
   CHECK_THROWS(Distribution::Empirical({{1.0, 0.0}, {2.0, 0.6}, {3.0, 0.5}, {4.0, 1.0}}), IA);  // probs decrease
-  CHECK_THROWS(Distribution::Empirical({{-1.0, 0.0}, {2.0, 1.0}}), IA);         // negative value
-  CHECK_THROWS(Distribution::Empirical({{0.0, 0.0}, {0.0, 1.0}}), IA);          // zero mean
+  CHECK_THROWS(Distribution::Empirical({{-1.0, 0.0}, {2.0, 1.0}}), IA);                         // negative value
+  CHECK_THROWS(Distribution::Empirical({{0.0, 0.0}, {0.0, 1.0}}), IA);                          // zero mean
   CHECK_THROWS(Distribution::Empirical({{1.0, 0.0}, {inf, 1.0}}), IA);
   // The message names the field (the config path handed in).
   CHECK(MessageContains([] { Distribution::Exp(-1.0, "service"); }, "service.mean_us"));

@@ -157,8 +157,8 @@ void CheckSize(std::size_t n, float w_scale, Rng& rng, int trials, double* worst
       float totals[2];
       bool clipped[2];
       std::fill(phi.data(), phi.data() + f, -7.0f);
-      const bool applied = policy.TableRows(x.data(), w.data(), max_logit, phi.data(), z.data(), e2.data(),
-                                            rows.data(), rows.data() + n, totals, clipped);
+      const bool applied = policy.TableRows(x.data(), w.data(), max_logit, phi.data(), z.data(), e2.data(), rows.data(),
+                                            rows.data() + n, totals, clipped);
       CHECK_EQ(applied, fused);
       if (applied) {
         for (std::size_t c = 0; c < f; ++c) phi_wrong += phi[c] != phi_ref[c];

@@ -1,9 +1,10 @@
-#include "dcgym/kernel/check.hpp"
 #include "dcgym/kernel/distribution.hpp"
 
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
+
+#include "dcgym/kernel/check.hpp"
 
 namespace dcgym::kernel {
 namespace {
@@ -13,8 +14,8 @@ void RequirePositiveFinite(double v, const std::string& field) {
 }
 
 // Validates (probability, value) pairs and returns the cumulative probabilities.
-std::vector<double> MixtureCumulative(const std::vector<std::pair<double, double>>& parts,
-                                      const std::string& field, const char* value_name) {
+std::vector<double> MixtureCumulative(const std::vector<std::pair<double, double>>& parts, const std::string& field,
+                                      const char* value_name) {
   if (parts.empty()) Fail(field, "needs at least one component");
   std::vector<double> cum;
   double total = 0;
@@ -52,8 +53,7 @@ Distribution Distribution::Det(double value, const std::string& field) {
   return d;
 }
 
-Distribution Distribution::Multimodal(const std::vector<std::pair<double, double>>& modes,
-                                      const std::string& field) {
+Distribution Distribution::Multimodal(const std::vector<std::pair<double, double>>& modes, const std::string& field) {
   Distribution d;
   d.kind_ = Kind::kMultimodal;
   d.cumulative_ = MixtureCumulative(modes, field + ".modes", "value_us");
@@ -62,8 +62,7 @@ Distribution Distribution::Multimodal(const std::vector<std::pair<double, double
   return d;
 }
 
-Distribution Distribution::Hyperexp(const std::vector<std::pair<double, double>>& phases,
-                                    const std::string& field) {
+Distribution Distribution::Hyperexp(const std::vector<std::pair<double, double>>& phases, const std::string& field) {
   Distribution d;
   d.kind_ = Kind::kHyperexp;
   d.cumulative_ = MixtureCumulative(phases, field + ".phases", "mean_us");
@@ -84,8 +83,7 @@ Distribution Distribution::Lognormal(double mean, double sigma, const std::strin
   return d;
 }
 
-Distribution Distribution::BoundedPareto(double alpha, double low, double high,
-                                         const std::string& field) {
+Distribution Distribution::BoundedPareto(double alpha, double low, double high, const std::string& field) {
   RequirePositiveFinite(alpha, field + ".alpha");
   RequirePositiveFinite(low, field + ".low_us");
   RequirePositiveFinite(high, field + ".high_us");
@@ -99,8 +97,7 @@ Distribution Distribution::BoundedPareto(double alpha, double low, double high,
   return d;
 }
 
-Distribution Distribution::Empirical(const std::vector<std::pair<double, double>>& cdf,
-                                     const std::string& field) {
+Distribution Distribution::Empirical(const std::vector<std::pair<double, double>>& cdf, const std::string& field) {
   const std::string f = field + ".cdf";
   if (cdf.size() < 2) Fail(f, "needs at least two (value, probability) points");
   Distribution d;
@@ -140,22 +137,22 @@ double Distribution::DrawSlow(Rng& rng) const {
       size_t lo = 0, hi = cumulative_.size() - 1;  // invariant: F[lo] <= u < F[hi] or hi is last
       while (hi - lo > 1) {
         const size_t mid = (lo + hi) / 2;
-        if (cumulative_[mid] <= u) lo = mid; else hi = mid;
+        if (cumulative_[mid] <= u)
+          lo = mid;
+        else
+          hi = mid;
       }
       const double f0 = cumulative_[lo], f1 = cumulative_[hi];
       const double t = f1 > f0 ? (u - f0) / (f1 - f0) : 0.0;
       return points_[lo] + t * (points_[hi] - points_[lo]);
     }
-    default:
-      return 0.0;  // unreachable: fast kinds are handled inline
+    default: return 0.0;  // unreachable: fast kinds are handled inline
   }
 }
 
 void Distribution::ComputeMoments() {
   switch (kind_) {
-    case Kind::kExp:
-      second_moment_ = 2 * mean_ * mean_;
-      break;
+    case Kind::kExp: second_moment_ = 2 * mean_ * mean_; break;
     case Kind::kDet:
       mean_ = a_;
       second_moment_ = a_ * a_;
@@ -211,10 +208,17 @@ Distribution Distribution::Scaled(double factor) const {
     case Kind::kExp: d.mean_ *= factor; break;
     case Kind::kDet: d.a_ *= factor; break;
     case Kind::kMultimodal:
-    case Kind::kHyperexp: for (auto& v : d.values_) v *= factor; break;
+    case Kind::kHyperexp:
+      for (auto& v : d.values_) v *= factor;
+      break;
     case Kind::kLognormal: d.a_ += std::log(factor); break;
-    case Kind::kBoundedPareto: d.b_ *= factor; d.c_ *= factor; break;
-    case Kind::kEmpirical: for (auto& x : d.points_) x *= factor; break;
+    case Kind::kBoundedPareto:
+      d.b_ *= factor;
+      d.c_ *= factor;
+      break;
+    case Kind::kEmpirical:
+      for (auto& x : d.points_) x *= factor;
+      break;
   }
   d.ComputeMoments();
   return d;

@@ -214,8 +214,10 @@ int64_t MultistageSim::PeriodOf(double t) const {
 }
 
 void MultistageSim::After(double delay, EventKind kind, uint32_t slot) {
-  if (delay > 0) queue_.Push(now_ + delay, Event{kind, slot});
-  else OnEvent(Event{kind, slot});
+  if (delay > 0)
+    queue_.Push(now_ + delay, Event{kind, slot});
+  else
+    OnEvent(Event{kind, slot});
 }
 
 uint32_t MultistageSim::NewSlot() {
@@ -321,8 +323,10 @@ void MultistageSim::OnServerEvent(uint32_t j) {
   bool was_cpu;
   const uint32_t slot = servers_[j].EndStage(now_, &was_cpu);
   Flow& f = flows_[slot];
-  if (++f.stage < config_.app.stages) EnterStage(slot);
-  else Finish(slot, false);
+  if (++f.stage < config_.app.stages)
+    EnterStage(slot);
+  else
+    Finish(slot, false);
   Refresh(j);
 }
 
@@ -379,16 +383,14 @@ void MultistageSim::Refresh(uint32_t j) {
 uint32_t MultistageSim::Pick(Lb& lb, uint32_t slot) {
   const uint32_t n = NumServers();
   switch (lb.policy) {
-    case LbPolicy::kEcmp:
-      return lb.rng.Below(n);
+    case LbPolicy::kEcmp: return lb.rng.Below(n);
     case LbPolicy::kWcmp:
     case LbPolicy::kWeights: {
       const double u = lb.rng.Uniform() * lb.cumulative.back();
       const auto it = std::upper_bound(lb.cumulative.begin(), lb.cumulative.end(), u);
       return std::min(static_cast<uint32_t>(it - lb.cumulative.begin()), n - 1);
     }
-    default:
-      break;
+    default: break;
   }
   // The least score, ties uniformly at random (one pass, reservoir style).
   double cpu = 0, io = 0;
@@ -453,8 +455,16 @@ void MultistageSim::Observe(double* out) const {
       const double feats[kNumObservationFeatures] = {
           static_cast<double>(lb.count[j]),
           static_cast<double>(lb.dispatched_period[j] == period ? lb.dispatched[j] : 0),
-          static_cast<double>(fd.count), fd.mean, fd.p90, fd.std, fd.decayed,
-          static_cast<double>(fct.count), fct.mean, fct.p90, fct.std, fct.decayed};
+          static_cast<double>(fd.count),
+          fd.mean,
+          fd.p90,
+          fd.std,
+          fd.decayed,
+          static_cast<double>(fct.count),
+          fct.mean,
+          fct.p90,
+          fct.std,
+          fct.decayed};
       std::copy(feats, feats + kNumObservationFeatures, o);
     }
   }

@@ -51,8 +51,7 @@ void RequireFinite(double v, double lo, const std::string& field, bool strict = 
 }
 
 void RequireWeights(const std::vector<double>& w, size_t size, const std::string& field, const std::string& of) {
-  if (w.size() != size)
-    Fail(field, "needs one value per " + of + " (" + Str(size) + "), got " + Str(w.size()));
+  if (w.size() != size) Fail(field, "needs one value per " + of + " (" + Str(size) + "), got " + Str(w.size()));
   double total = 0;
   for (size_t k = 0; k < w.size(); ++k) {
     RequireFinite(w[k], 0, field + "[" + Str(k) + "]");
@@ -135,7 +134,8 @@ void RackConfig::Validate() const {
   if (kind == DispatchKind::kPowerOfD) {
     if (dispatch.d < 1 || dispatch.d > 64) Fail("dispatch.d", "must be in [1, 64], got " + Str(dispatch.d));
     if (!dispatch.replace && dispatch.d > total)
-      Fail("dispatch.d", "without replacement must be <= the number of nodes (" + Str(total) + "), got " + Str(dispatch.d));
+      Fail("dispatch.d",
+           "without replacement must be <= the number of nodes (" + Str(total) + "), got " + Str(dispatch.d));
   }
   RequireFinite(dispatch.rtt_us, 0, "dispatch.rtt_us");
   if (kind != DispatchKind::kCentralFcfs && dispatch.rtt_us > 0)
@@ -143,13 +143,14 @@ void RackConfig::Validate() const {
   if (kind == DispatchKind::kCentralFcfs && intra.discipline != Discipline::kFcfs)
     Fail("intra_node.discipline", "policy 'central_fcfs' serves one global FCFS queue; use 'fcfs'");
   if ((kind == DispatchKind::kCentralFcfs || kind == DispatchKind::kJbsq) && entry.kind != EntryKind::kSwitch)
-    Fail("dispatch.policy", std::string("central_fcfs and jbsq queue tasks at one switch; entry is '") +
-                                EntryName(entry.kind) + "'");
+    Fail("dispatch.policy",
+         std::string("central_fcfs and jbsq queue tasks at one switch; entry is '") + EntryName(entry.kind) + "'");
   if (kind == DispatchKind::kTable && entry.kind != EntryKind::kNodes)
     Fail("dispatch.policy", "'table' sets the migration tables of nodes; it needs entry 'nodes'");
   if (kind == DispatchKind::kJbt && !std::isfinite(dispatch.threshold))
     Fail("dispatch.threshold", "must be finite, got " + Str(dispatch.threshold));
-  if (kind == DispatchKind::kJbsq && dispatch.bound < 1) Fail("dispatch.bound", "must be >= 1, got " + Str(dispatch.bound));
+  if (kind == DispatchKind::kJbsq && dispatch.bound < 1)
+    Fail("dispatch.bound", "must be >= 1, got " + Str(dispatch.bound));
   if (kind == DispatchKind::kWcmp && !dispatch.weights.empty())
     RequireWeights(dispatch.weights, n, "dispatch.weights", "node");
 
@@ -157,7 +158,8 @@ void RackConfig::Validate() const {
   RequireFinite(load_info.period_us, 0, "load_info.period_us", true);
   RequireFinite(load_info.delay_us, 0, "load_info.delay_us");
   if (load_info.kind == LoadInfoKind::kMinOnly && entry.kind == EntryKind::kNodes)
-    Fail("load_info.model", "'min_only' tracks the replies a dispatcher receives; it needs entry 'switch' or 'balancers'");
+    Fail("load_info.model",
+         "'min_only' tracks the replies a dispatcher receives; it needs entry 'switch' or 'balancers'");
 
   // Migration and stealing.
   RequireFinite(migration.delay_us, 0, "migration.delay_us");
@@ -205,8 +207,7 @@ void RackConfig::Validate() const {
         }
         break;
       case DynamicsEvent::kLoad:
-        if (e.values.size() != 1 || !(e.values[0] > 0) || !(e.values[0] <= 10))
-          Fail(f + ".load", "must be in (0, 10]");
+        if (e.values.size() != 1 || !(e.values[0] > 0) || !(e.values[0] <= 10)) Fail(f + ".load", "must be in (0, 10]");
         break;
     }
   }

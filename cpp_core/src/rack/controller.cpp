@@ -200,7 +200,7 @@ double RackController::Reward(double previous_imbalance, double imbalance) {
     case Reward::kNegP99:
     case Reward::kNegMean: {
       auto& h = sim_.StepLatency();
-      const double latency = h.Count() == 0 ? 0.0
+      const double latency = h.Count() == 0                       ? 0.0
                              : options_.reward == Reward::kNegP99 ? h.Quantile(0.99) * scale_
                                                                   : h.Mean() * scale_;
       h.Clear();

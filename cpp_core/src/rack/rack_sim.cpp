@@ -30,7 +30,8 @@ DispatchConfig WithDefaultWeights(const RackConfig& c) {
 
 std::vector<LoadBoard> MakeBoards(const RackConfig& c, uint32_t viewers) {
   const size_t count = c.dispatch.per_type ? c.types.size() : 1;
-  return std::vector<LoadBoard>(count, LoadBoard(c.load_info, viewers, c.NumNodes(), c.entry.kind == EntryKind::kNodes));
+  return std::vector<LoadBoard>(count,
+                                LoadBoard(c.load_info, viewers, c.NumNodes(), c.entry.kind == EntryKind::kNodes));
 }
 
 uint32_t ViewersOf(const RackConfig& c) {
@@ -179,14 +180,14 @@ void RackSim::OnArrival() {
   next_arrival_ = now_ + arrival_rng_.Exp1() / rate_;
 
   switch (entry_) {
-    case EntryKind::kSwitch:
-      return Dispatch(0, t);
+    case EntryKind::kSwitch: return Dispatch(0, t);
     case EntryKind::kBalancers:
       return Dispatch(SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size()), entry_rng_), t);
     case EntryKind::kNodes: {
-      const uint32_t k = split_cum_.empty()
-                             ? (active_.size() == 1 ? 0 : entry_rng_.Below(static_cast<uint32_t>(active_.size())))
-                             : SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size()), entry_rng_);
+      const uint32_t k =
+          split_cum_.empty()
+              ? (active_.size() == 1 ? 0 : entry_rng_.Below(static_cast<uint32_t>(active_.size())))
+              : SampleCumulative(split_cum_.data(), static_cast<uint32_t>(split_cum_.size()), entry_rng_);
       uint32_t i = active_[k];
       if (typed_) {  // a client only sends a task to a node that may run its type
         const auto& allowed = candidates_[t.cls];
@@ -221,12 +222,13 @@ void RackSim::Dispatch(uint32_t viewer, Task t) {
           best = j;
         }
       }
-      if (ties == 0) dispatcher_queue_.PushBack(t);
-      else Send(viewer, best, t);
+      if (ties == 0)
+        dispatcher_queue_.PushBack(t);
+      else
+        Send(viewer, best, t);
       return;
     }
-    default:
-      return Send(viewer, Choose(viewer, t), t);
+    default: return Send(viewer, Choose(viewer, t), t);
   }
 }
 
@@ -241,13 +243,15 @@ uint32_t RackSim::Choose(uint32_t viewer, const Task& t) {
       return dispatcher_.Pick(viewer, type, candidates, [counts](uint32_t j) { return counts[j]; }, t.size);
     }
     case DispatchKind::kOracle:
-      return dispatcher_.Pick(viewer, type, candidates, [this](uint32_t j) { return nodes_[j].RemainingWork(now_); }, t.size);
+      return dispatcher_.Pick(
+          viewer, type, candidates, [this](uint32_t j) { return nodes_[j].RemainingWork(now_); }, t.size);
     default:
       if (board.Kind() == LoadInfoKind::kFresh) {  // the common case, without the board's indirection
         const double* truth = board.Truths().data();
         return dispatcher_.Pick(viewer, type, candidates, [truth](uint32_t j) { return truth[j]; }, t.size);
       }
-      return dispatcher_.Pick(viewer, type, candidates, [&board, viewer](uint32_t j) { return board.Belief(viewer, j); }, t.size);
+      return dispatcher_.Pick(
+          viewer, type, candidates, [&board, viewer](uint32_t j) { return board.Belief(viewer, j); }, t.size);
   }
 }
 
@@ -270,9 +274,7 @@ void RackSim::ArriveAtNode(uint32_t i, Task t) {
       j = SampleCumulative(&migrate_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes(), table_rng_);
       if (!std::binary_search(candidates.begin(), candidates.end(), j)) j = i;  // not allowed: keep it
       break;
-    default:
-      j = Choose(i, t);
-      break;
+    default: j = Choose(i, t); break;
   }
   ++decisions_.migrate[static_cast<size_t>(i) * NumNodes() + j];
   if (j != i) return Migrate(i, j, t);
@@ -359,15 +361,16 @@ void RackSim::MaybeSteal(uint32_t i) {
   Message m(Message::kStealRequest);
   m.a = i;
   m.b = victim;
-  if (config_.migration.delay_us > 0) Schedule(now_ + config_.migration.delay_us, m);
-  else OnMessage(m);
+  if (config_.migration.delay_us > 0)
+    Schedule(now_ + config_.migration.delay_us, m);
+  else
+    OnMessage(m);
 }
 
 void RackSim::OnMessage(const Message& m) {
   ++counters_.events;
   switch (m.kind) {
-    case Message::kDeliver:
-      return Place(m.a, m.task);
+    case Message::kDeliver: return Place(m.a, m.task);
     case Message::kStealRequest: {
       Task t;
       const auto thief_may_run = [this, &m](const Task& task) {
@@ -405,8 +408,10 @@ void RackSim::OnMessage(const Message& m) {
     case Message::kBroadcast: {
       const double delay = config_.load_info.delay_us;
       for (auto& board : boards_) {
-        if (delay > 0) broadcasts_.push_back(board.Truths());
-        else board.Publish(board.Truths());
+        if (delay > 0)
+          broadcasts_.push_back(board.Truths());
+        else
+          board.Publish(board.Truths());
       }
       if (delay > 0) Schedule(now_ + delay, Message(Message::kPublish));
       return Schedule(static_cast<double>(++broadcasts_sent_ + 1) * config_.load_info.period_us,
@@ -418,8 +423,7 @@ void RackSim::OnMessage(const Message& m) {
         broadcasts_.pop_front();
       }
       return;
-    case Message::kDynamics:
-      return ApplyDynamics(config_.dynamics[m.a]);
+    case Message::kDynamics: return ApplyDynamics(config_.dynamics[m.a]);
     case Message::kSample:
       sample_times_.push_back(now_);
       for (const auto& nd : nodes_) samples_.push_back(static_cast<float>(nd.Outstanding()));
@@ -459,9 +463,7 @@ double RackSim::LoadIncrement(uint32_t j, const Task& t) const {
 
 void RackSim::ApplyDynamics(const DynamicsEvent& e) {
   switch (e.kind) {
-    case DynamicsEvent::kSplit:
-      config_.entry.split = e.values;
-      return RebuildSplit();
+    case DynamicsEvent::kSplit: config_.entry.split = e.values; return RebuildSplit();
     case DynamicsEvent::kSpeed:
       for (uint32_t i : e.nodes) {
         nodes_[i].SetSpeed(nodes_[i].Speed() * e.values[0], now_);
@@ -493,8 +495,10 @@ void RackSim::ApplyDynamics(const DynamicsEvent& e) {
 void RackSim::SetActive(uint32_t i, bool active) {
   if (static_cast<bool>(is_active_[i]) == active) return;
   is_active_[i] = active;
-  if (active) active_.insert(std::lower_bound(active_.begin(), active_.end(), i), i);
-  else active_.erase(std::find(active_.begin(), active_.end(), i));
+  if (active)
+    active_.insert(std::lower_bound(active_.begin(), active_.end(), i), i);
+  else
+    active_.erase(std::find(active_.begin(), active_.end(), i));
 }
 
 // Per type, the active nodes it may run on (locality, RackSched §3.6).
@@ -564,7 +568,10 @@ uint32_t RackSim::SampleCumulative(const double* c, uint32_t width, kernel::Rng&
   uint32_t lo = 0, hi = width - 1;
   while (lo < hi) {
     const uint32_t mid = (lo + hi) / 2;
-    if (c[mid] <= u) lo = mid + 1; else hi = mid;
+    if (c[mid] <= u)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -582,7 +589,8 @@ void RackSim::BuildSpeedClasses() {
   speed_class_.resize(n);
   idle_pos_.assign(n, kNotIdle);
   for (uint32_t i = 0; i < n; ++i) {
-    speed_class_[i] = static_cast<uint32_t>(std::find(speeds.begin(), speeds.end(), nodes_[i].Speed()) - speeds.begin());
+    speed_class_[i] =
+        static_cast<uint32_t>(std::find(speeds.begin(), speeds.end(), nodes_[i].Speed()) - speeds.begin());
     CentralTrackIdle(i);
   }
 }

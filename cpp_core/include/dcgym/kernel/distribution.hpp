@@ -36,8 +36,7 @@ class Distribution {
   // Log-normal with the given mean and shape sigma (of the underlying normal).
   static Distribution Lognormal(double mean, double sigma, const std::string& field = "service");
   // Pareto with shape alpha truncated to [low, high].
-  static Distribution BoundedPareto(double alpha, double low, double high,
-                                    const std::string& field = "service");
+  static Distribution BoundedPareto(double alpha, double low, double high, const std::string& field = "service");
   // Piecewise-linear CDF through (value, cumulative probability) points:
   // values non-decreasing, probabilities non-decreasing from 0 to 1.
   static Distribution Empirical(const std::vector<std::pair<double, double>>& cdf,
@@ -45,10 +44,8 @@ class Distribution {
 
   Sample Draw(Rng& rng) const {
     switch (kind_) {
-      case Kind::kExp:
-        return {mean_ * rng.Exp1(), 0};
-      case Kind::kDet:
-        return {a_, 0};
+      case Kind::kExp: return {mean_ * rng.Exp1(), 0};
+      case Kind::kDet: return {a_, 0};
       case Kind::kMultimodal: {
         const uint32_t k = PickComponent(rng);
         return {values_[k], k};
@@ -57,8 +54,7 @@ class Distribution {
         const uint32_t k = PickComponent(rng);
         return {values_[k] * rng.Exp1(), k};
       }
-      default:
-        return {DrawSlow(rng), 0};
+      default: return {DrawSlow(rng), 0};
     }
   }
 
@@ -87,7 +83,7 @@ class Distribution {
 
   Kind kind_ = Kind::kExp;
   double mean_ = 0, second_moment_ = 0;
-  double a_ = 0, b_ = 0, c_ = 0;   // kind-specific parameters
+  double a_ = 0, b_ = 0, c_ = 0;    // kind-specific parameters
   std::vector<double> values_;      // component values or means (mixtures)
   std::vector<double> cumulative_;  // cumulative component probabilities (mixtures, empirical)
   std::vector<double> points_;      // empirical CDF x values

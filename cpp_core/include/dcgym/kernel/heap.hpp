@@ -37,8 +37,10 @@ class IndexedMinHeap {
   void Update(uint32_t id, double key) {
     const double old = key_[id];
     key_[id] = key;
-    if (key < old) SiftUp(pos_[id]);
-    else if (key > old) SiftDown(pos_[id]);
+    if (key < old)
+      SiftUp(pos_[id]);
+    else if (key > old)
+      SiftDown(pos_[id]);
   }
 
  private:
@@ -68,7 +70,10 @@ class IndexedMinHeap {
       const uint32_t last = first + 4 < n ? first + 4 : n;
       for (uint32_t c = first + 1; c < last; ++c) {
         const double ck = key_[heap_[c]];
-        if (ck < best_key) { best = c; best_key = ck; }
+        if (ck < best_key) {
+          best = c;
+          best_key = ck;
+        }
       }
       if (!(best_key < k)) break;
       Place(slot, heap_[best]);

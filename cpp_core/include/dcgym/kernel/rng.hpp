@@ -75,8 +75,8 @@ class Rng {
       const uint64_t bits = Next();
       const int i = static_cast<int>(bits & 0xff);
       const double x = static_cast<double>(bits >> 11) * 0x1.0p-53 * z.x[i];
-      if (x < z.x[i + 1]) return x;  // inside the layer's rectangle
-      if (i == 0) return ExpZiggurat::kR - std::log(UniformOpen0());  // tail beyond kR
+      if (x < z.x[i + 1]) return x;                                                 // inside the layer's rectangle
+      if (i == 0) return ExpZiggurat::kR - std::log(UniformOpen0());                // tail beyond kR
       if (z.f[i + 1] + (z.f[i] - z.f[i + 1]) * Uniform() < std::exp(-x)) return x;  // wedge
     }
   }

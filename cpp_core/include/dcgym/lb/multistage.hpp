@@ -99,8 +99,8 @@ struct MultistageConfig {
   double load = 0.5;
   LoadBasis load_basis = LoadBasis::kTotal;
   uint64_t seed = 1;
-  uint32_t backlog = 64;     // a server holding more jobs rejects an arriving flow
-  double timeout_us = 4e7;   // added to a rejected flow's FCT
+  uint32_t backlog = 64;    // a server holding more jobs rejects an arriving flow
+  double timeout_us = 4e7;  // added to a rejected flow's FCT
   double hop_min_us = 100, hop_max_us = 1000;
   double decision_period_us = 5e5;  // reservoirs hold one period each
   WaitOrder wait_order = WaitOrder::kFifo;
@@ -108,7 +108,7 @@ struct MultistageConfig {
   uint64_t warmup_flows = 0;  // first arrivals excluded from FCT statistics
 
   uint32_t NumServers() const;
-  double Capacity() const;  // sum of workers x speed
+  double Capacity() const;     // sum of workers x speed
   double ArrivalRate() const;  // flows per microsecond
   // Throws std::invalid_argument naming the first bad field.
   void Validate() const;
@@ -128,8 +128,8 @@ struct ServerCounters {
 
 // Names of the k features of observations(), in order.
 inline const char* const kObservationFeatures[] = {
-    "flows_in_progress", "dispatched", "fd_count", "fd_mean_us", "fd_p90_us", "fd_std_us", "fd_decayed_us",
-    "fct_count",         "fct_mean_us", "fct_p90_us", "fct_std_us", "fct_decayed_us"};
+    "flows_in_progress", "dispatched", "fd_count",    "fd_mean_us", "fd_p90_us",  "fd_std_us",
+    "fd_decayed_us",     "fct_count",  "fct_mean_us", "fct_p90_us", "fct_std_us", "fct_decayed_us"};
 constexpr uint32_t kNumObservationFeatures = 12;
 
 class MultistageSim {
@@ -162,17 +162,17 @@ class MultistageSim {
   const std::vector<ServerCounters>& ServerStats() const { return server_counters_; }
   const Server& ServerAt(uint32_t j) const { return servers_[j]; }
   double DrainTime(uint32_t j) const;
-  const kernel::LogHistogram& Fct() const { return fct_; }            // every measured flow
+  const kernel::LogHistogram& Fct() const { return fct_; }               // every measured flow
   const kernel::LogHistogram& FctServed() const { return fct_served_; }  // rejected flows excluded
   // Flows not yet ended, counted by walking the servers and the network.
   uint64_t InFlight() const;
 
  private:
   struct Flow {
-    double t0;         // arrival at the LB
-    double t_server;   // arrival at the server
+    double t0;        // arrival at the LB
+    double t_server;  // arrival at the server
     uint32_t lb, server, stage;
-    uint32_t lb_pos;   // index in the LB's list of tracked flows
+    uint32_t lb_pos;  // index in the LB's list of tracked flows
     bool warmup;
   };
   struct Tracked {  // what flow-duration sampling reads, kept together for the cache
@@ -182,10 +182,10 @@ class MultistageSim {
   struct Lb {
     LbPolicy policy;
     std::vector<double> weights, cumulative;
-    std::vector<uint32_t> count;     // own flows in progress per server
+    std::vector<uint32_t> count;       // own flows in progress per server
     std::vector<uint32_t> dispatched;  // per server, in the current period
     std::vector<int64_t> dispatched_period;
-    std::vector<Tracked> tracked;    // own flows in progress, densely (swap-remove)
+    std::vector<Tracked> tracked;  // own flows in progress, densely (swap-remove)
     double last_arrival = 0;
     kernel::Rng rng, obs_rng;
   };
@@ -218,7 +218,7 @@ class MultistageSim {
   MultistageConfig config_;
   std::vector<Server> servers_;
   std::vector<double> future_cpu_, future_io_;  // work of stages not yet started, per server
-  std::vector<uint32_t> committed_;              // flows dispatched to a server and not ended
+  std::vector<uint32_t> committed_;             // flows dispatched to a server and not ended
   kernel::IndexedMinHeap server_events_;
   kernel::EventQueue<Event> queue_;
   std::vector<Lb> lbs_;
@@ -228,8 +228,8 @@ class MultistageSim {
   std::vector<Flow> flows_;
   std::vector<double> works_;  // stages doubles per slot
   std::vector<uint32_t> free_;
-  uint64_t in_transit_ = 0;     // flows on their way to a server
-  uint64_t returning_ = 0;      // responses (or resets) on their way to the client
+  uint64_t in_transit_ = 0;  // flows on their way to a server
+  uint64_t returning_ = 0;   // responses (or resets) on their way to the client
 
   kernel::Rng arrival_rng_, split_rng_, service_rng_, network_rng_;
   double rate_, next_arrival_, now_ = 0;

@@ -29,7 +29,10 @@ struct ReservoirSummary {
 class ReservoirBank {
  public:
   ReservoirBank(uint32_t buffers, uint32_t slots)
-      : k_(slots), fill_(buffers, 0), period_(buffers, -1), time_(size_t{buffers} * slots),
+      : k_(slots),
+        fill_(buffers, 0),
+        period_(buffers, -1),
+        time_(size_t{buffers} * slots),
         value_(size_t{buffers} * slots) {}
 
   uint32_t Slots() const { return k_; }

@@ -66,8 +66,8 @@ enum class DispatchKind {
 
 struct DispatchConfig {
   DispatchKind kind = DispatchKind::kRandom;
-  uint32_t d = 2;               // power-of-d: number of sampled nodes
-  bool replace = true;          // power-of-d: sample with replacement (RackSched's rule)
+  uint32_t d = 2;       // power-of-d: number of sampled nodes
+  bool replace = true;  // power-of-d: sample with replacement (RackSched's rule)
   LoadMetric metric = LoadMetric::kOutstanding;
   bool per_type = false;        // typed racks: compare loads of the task's own type (RackSched §3.6)
   double rtt_us = 0;            // central_fcfs: delay before an idle worker gets its next task
@@ -107,18 +107,18 @@ struct EntryConfig {
 
 // Malcolm's node mechanics (entry: nodes).
 struct MigrationConfig {
-  double delay_us = 0;           // one-way network delay of a migrated or stolen task
-  double steal_below = 1.0;      // steal only when the smoothed queue length is below this
-  double queue_smoothing = 0.95; // EMA weight of the past for the smoothed queue length
+  double delay_us = 0;            // one-way network delay of a migrated or stolen task
+  double steal_below = 1.0;       // steal only when the smoothed queue length is below this
+  double queue_smoothing = 0.95;  // EMA weight of the past for the smoothed queue length
 };
 
 // A task type with its own service distribution (RackSched §3.6).
 struct TaskType {
-  double share = 1.0;                 // relative frequency among arrivals
+  double share = 1.0;  // relative frequency among arrivals
   kernel::Distribution service = kernel::Distribution::Exp(1.0);
-  double slo_us = 1.0;                // per_type queueing: the wait is compared relative to it
-  int32_t priority = 0;               // priority queueing: lower is served first
-  std::vector<uint32_t> nodes;        // locality: the nodes that may serve it (empty = all)
+  double slo_us = 1.0;          // per_type queueing: the wait is compared relative to it
+  int32_t priority = 0;         // priority queueing: lower is served first
+  std::vector<uint32_t> nodes;  // locality: the nodes that may serve it (empty = all)
 };
 
 // A change applied at a given time (Malcolm §7.4 adaptability; reconfiguration).
@@ -133,7 +133,7 @@ struct RackConfig {
   std::vector<NodeGroup> groups;
   kernel::Distribution service = kernel::Distribution::Exp(1.0);
   std::vector<TaskType> types;  // if set, replaces `service`: each arrival draws a type by share
-  double load = 0.5;  // fraction of the total service capacity
+  double load = 0.5;            // fraction of the total service capacity
   uint64_t seed = 1;
   IntraNodeConfig intra;
   EntryConfig entry;

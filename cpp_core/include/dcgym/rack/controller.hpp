@@ -48,14 +48,14 @@ struct RewardCosts {
 };
 
 struct ControllerOptions {
-  double heartbeat_us = 100.0;   // RackEnvConfig.heartbeat_us
-  double warmup_us = 0.0;        // RackEnvConfig.warmup_us: simulated first with the engine's initial tables
-  float obs_clip = 100.0f;       // RackEnvConfig.obs_clip
-  float max_logit = 10.0f;       // RackEnvConfig.max_logit
+  double heartbeat_us = 100.0;  // RackEnvConfig.heartbeat_us
+  double warmup_us = 0.0;       // RackEnvConfig.warmup_us: simulated first with the engine's initial tables
+  float obs_clip = 100.0f;      // RackEnvConfig.obs_clip
+  float max_logit = 10.0f;      // RackEnvConfig.max_logit
   Reward reward = Reward::kUtility;
   RewardCosts costs;
-  bool learn = false;            // update the parameters online
-  LearnerConfig learner;         // bases, load_scale and (when learning) everything else
+  bool learn = false;     // update the parameters online
+  LearnerConfig learner;  // bases, load_scale and (when learning) everything else
 };
 
 /// What one Run() measured.
@@ -86,27 +86,27 @@ class RackController {
   std::size_t PendingRows() const { return row_; }
 
  private:
-  void Observe();                 // beliefs -> obs_ (N x N) and x_ (scaled)
-  void Act();                     // x_ -> tables, set in the engine; φ_a, π cached for the learner
+  void Observe();  // beliefs -> obs_ (N x N) and x_ (scaled)
+  void Act();      // x_ -> tables, set in the engine; φ_a, π cached for the learner
   double Reward(double previous_imbalance, double imbalance);  // from the decision counts
-  double Imbalance();             // eq. (1) on the true loads
+  double Imbalance();                                          // eq. (1) on the true loads
 
   RackSim& sim_;
   ControllerOptions options_;
   MalcolmLearner& learner_;
   ActorPolicy policy_;
   std::size_t n_, fa_, s_, d_;
-  double scale_;                  // raw load -> observation unit
+  double scale_;  // raw load -> observation unit
   double previous_imbalance_ = 0.0;
 
   std::vector<float> obs_, last_obs_, x_, phi_, tmp_, shared_obs_;
-  AlignedVector<float> z_;        // both actors' logits (S entries)
+  AlignedVector<float> z_;  // both actors' logits (S entries)
   std::vector<double> table_m_, table_s_;
   std::vector<double> loads_, beliefs_;
   // The pending mini-batch, per node: D + 1 states (x_t, x_D = the next), counts, φ_a and π per row.
   std::size_t row_ = 0;
   std::vector<float> states_, migrate_, steal_, phi_a_;
-  AlignedVector<float> pi_;       // N x D rows of S: both actors' raw softmax (ActorPolicy layout)
+  AlignedVector<float> pi_;  // N x D rows of S: both actors' raw softmax (ActorPolicy layout)
   std::vector<double> rewards_;
 };
 

@@ -40,10 +40,8 @@ class Dispatcher {
       case DispatchKind::kPowerOfD:
       case DispatchKind::kJsq:
       case DispatchKind::kJbt:
-      case DispatchKind::kSed:
-        return true;
-      default:
-        return false;
+      case DispatchKind::kSed: return true;
+      default: return false;
     }
   }
 
@@ -78,12 +76,9 @@ class Dispatcher {
       case DispatchKind::kPowerOfD:
         return config_.replace ? PowerOfDWithReplacement(active, load) : PowerOfDWithoutReplacement(active, load);
       case DispatchKind::kJsq:
-      case DispatchKind::kLsq:
-        return Least(active, [&](uint32_t j) { return load(j); });
-      case DispatchKind::kSed:
-        return Least(active, [&](uint32_t j) { return (load(j) + 1) / rates_[j]; });
-      case DispatchKind::kOracle:
-        return Least(active, [&](uint32_t j) { return (load(j) + size) / rates_[j]; });
+      case DispatchKind::kLsq: return Least(active, [&](uint32_t j) { return load(j); });
+      case DispatchKind::kSed: return Least(active, [&](uint32_t j) { return (load(j) + 1) / rates_[j]; });
+      case DispatchKind::kOracle: return Least(active, [&](uint32_t j) { return (load(j) + size) / rates_[j]; });
       case DispatchKind::kJbt: {
         uint32_t chosen = 0, below = 0;
         for (uint32_t j : active)
@@ -97,12 +92,14 @@ class Dispatcher {
         uint32_t lo = 0, hi = m - 1;
         while (lo < hi) {
           const uint32_t mid = (lo + hi) / 2;
-          if (cum[mid] <= u) lo = mid + 1; else hi = mid;
+          if (cum[mid] <= u)
+            lo = mid + 1;
+          else
+            hi = mid;
         }
         return active[lo];
       }
-      default:
-        return m == 1 ? active[0] : active[rng_.Below(m)];
+      default: return m == 1 ? active[0] : active[rng_.Below(m)];
     }
   }
 
@@ -168,8 +165,8 @@ class Dispatcher {
   }
 
   DispatchConfig config_;
-  std::vector<double> rates_;      // per node: sed's and oracle's service rate
-  std::vector<uint32_t> rr_next_;  // per dispatcher: round-robin position
+  std::vector<double> rates_;                    // per node: sed's and oracle's service rate
+  std::vector<uint32_t> rr_next_;                // per dispatcher: round-robin position
   std::vector<std::vector<double>> weight_cum_;  // wcmp, per type: cumulative weights over candidates
   kernel::Rng rng_;
 };

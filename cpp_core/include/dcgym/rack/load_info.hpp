@@ -41,16 +41,13 @@ class LoadBoard {
       : config_(config), n_(num_nodes), viewers_(num_viewers), own_fresh_(own_fresh), truth_(num_nodes, 0.0) {
     const size_t cells = static_cast<size_t>(num_viewers) * num_nodes;
     switch (config.kind) {
-      case LoadInfoKind::kFresh:
-        break;
+      case LoadInfoKind::kFresh: break;
       case LoadInfoKind::kPeriodic:
         published_.assign(num_nodes, 0.0);
         if (config.local_increment) extra_.assign(cells, Extra{});
         break;
       case LoadInfoKind::kPiggyback:
-      case LoadInfoKind::kProactive:
-        belief_.assign(cells, 0.0);
-        break;
+      case LoadInfoKind::kProactive: belief_.assign(cells, 0.0); break;
       case LoadInfoKind::kMinOnly:
         belief_.assign(cells, 0.0);
         min_node_.assign(num_viewers, 0);
@@ -70,8 +67,7 @@ class LoadBoard {
   double Belief(uint32_t v, uint32_t j) const {
     if (own_fresh_ && v == j) return truth_[j];
     switch (config_.kind) {
-      case LoadInfoKind::kFresh:
-        return truth_[j];
+      case LoadInfoKind::kFresh: return truth_[j];
       case LoadInfoKind::kPeriodic: {
         double b = published_[j];
         if (!extra_.empty()) {
@@ -81,10 +77,8 @@ class LoadBoard {
         return b;
       }
       case LoadInfoKind::kPiggyback:
-      case LoadInfoKind::kProactive:
-        return belief_[Cell(v, j)];
-      case LoadInfoKind::kMinOnly:
-        return j == min_node_[v] ? belief_[Cell(v, j)] : kernel::kInfinity;
+      case LoadInfoKind::kProactive: return belief_[Cell(v, j)];
+      case LoadInfoKind::kMinOnly: return j == min_node_[v] ? belief_[Cell(v, j)] : kernel::kInfinity;
     }
     return truth_[j];
   }
@@ -131,9 +125,7 @@ class LoadBoard {
   // Viewer v sent a task to node j; `add` is the task's load in the metric.
   void OnSend(uint32_t v, uint32_t j, double add) {
     switch (config_.kind) {
-      case LoadInfoKind::kProactive:
-        belief_[Cell(v, j)] += 1;
-        break;
+      case LoadInfoKind::kProactive: belief_[Cell(v, j)] += 1; break;
       case LoadInfoKind::kPeriodic:
         if (!extra_.empty()) {
           Extra& e = extra_[Cell(v, j)];
@@ -145,20 +137,15 @@ class LoadBoard {
       case LoadInfoKind::kMinOnly:
         if (config_.local_increment) belief_[Cell(v, j)] += add;
         break;
-      case LoadInfoKind::kFresh:
-        break;
+      case LoadInfoKind::kFresh: break;
     }
   }
 
   // A reply from node j reached viewer v, carrying j's load when it was sent.
   void OnReply(uint32_t v, uint32_t j, double load) {
     switch (config_.kind) {
-      case LoadInfoKind::kProactive:
-        belief_[Cell(v, j)] -= 1;
-        break;
-      case LoadInfoKind::kPiggyback:
-        belief_[Cell(v, j)] = load;
-        break;
+      case LoadInfoKind::kProactive: belief_[Cell(v, j)] -= 1; break;
+      case LoadInfoKind::kPiggyback: belief_[Cell(v, j)] = load; break;
       case LoadInfoKind::kMinOnly: {
         const double* row = &belief_[Cell(v, 0)];
         belief_[Cell(v, j)] = load;
@@ -171,8 +158,7 @@ class LoadBoard {
         }
         break;
       }
-      default:
-        break;
+      default: break;
     }
   }
   // A task viewer v sent to node `from` was stolen by node `to`: proactive
@@ -209,7 +195,7 @@ class LoadBoard {
   std::vector<double> published_;  // periodic: the last snapshot delivered
   std::vector<Extra> extra_;       // periodic + local_increment: per viewer and node
   uint64_t epoch_ = 0;
-  std::vector<double> belief_;     // piggyback, proactive, min_only: per viewer and node
+  std::vector<double> belief_;      // piggyback, proactive, min_only: per viewer and node
   std::vector<uint32_t> min_node_;  // min_only: per viewer, the node it sends to
 };
 

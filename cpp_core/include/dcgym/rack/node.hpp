@@ -35,8 +35,8 @@ struct Task {
   uint16_t cls = 0;     // class (mixture component or task type)
   uint16_t flags = 0;
 
-  static constexpr uint16_t kWarmup = 1;    // excluded from statistics
-  static constexpr uint16_t kStarted = 2;   // has received service before
+  static constexpr uint16_t kWarmup = 1;   // excluded from statistics
+  static constexpr uint16_t kStarted = 2;  // has received service before
   // What a worker is doing with the task (worker-heap entries only).
   static constexpr uint16_t kActivityShift = 8;
   static constexpr uint16_t kActivityMask = 3u << kActivityShift;
@@ -44,9 +44,9 @@ struct Task {
 
 // Statistics a node updates when a task first receives service.
 struct StartStats {
-  double wait_sum = 0;    // total wait of measured tasks (us)
-  uint64_t started = 0;   // measured tasks that started service
-  uint64_t waited = 0;    // ... of which waited for a worker
+  double wait_sum = 0;   // total wait of measured tasks (us)
+  uint64_t started = 0;  // measured tasks that started service
+  uint64_t waited = 0;   // ... of which waited for a worker
 };
 
 class Node {
@@ -55,10 +55,16 @@ class Node {
   // track_exec: keep the moving average of execution times (expected-wait loads).
   Node(const NodeGroup& g, const IntraNodeConfig& intra, const std::vector<TaskType>& types, double mean_size,
        StartStats* starts, bool track_exec = true)
-      : workers_(g.workers), speed_(g.speed), capacity_(g.queue_capacity), intra_(intra),
-        ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0), track_exec_(track_exec),
+      : workers_(g.workers),
+        speed_(g.speed),
+        capacity_(g.queue_capacity),
+        intra_(intra),
+        ideal_ps_(intra.discipline == Discipline::kPs && intra.quantum_us == 0),
+        track_exec_(track_exec),
         starts_(starts),
-        exec_estimate_(mean_size / g.speed), inv_speed_(1.0 / g.speed), queue_(intra.queueing, Slos(types), Priorities(types)),
+        exec_estimate_(mean_size / g.speed),
+        inv_speed_(1.0 / g.speed),
+        queue_(intra.queueing, Slos(types), Priorities(types)),
         outstanding_by_type_(types.size() > 1 ? types.size() : 0, 0) {}
 
   uint32_t Workers() const { return workers_; }
@@ -161,9 +167,12 @@ class Node {
     double w = 0;
     queue_.ForEach([&w](const Task& t) { w += t.work; });
     busy_.ForEachTimed([&](double t_end, const Task& t) {
-      if (Activity(t) == kFinish) w += (t_end - now) * speed_;
-      else if (Activity(t) == kSlice) w += t.work + (t_end - now) * speed_;
-      else if (Activity(t) == kFetch) w += t.work;
+      if (Activity(t) == kFinish)
+        w += (t_end - now) * speed_;
+      else if (Activity(t) == kSlice)
+        w += t.work + (t_end - now) * speed_;
+      else if (Activity(t) == kFetch)
+        w += t.work;
     });
     if (ideal_ps_) {
       const double v = vtime_ + (now - vtime_at_) * (jobs_.empty() ? 0.0 : Rate());
@@ -175,8 +184,10 @@ class Node {
   // An idle worker, reserved at `now`, receives `t` after `delay` (central
   // dispatch pulling from a global queue).
   void Fetch(const Task& t, double now, double delay) {
-    if (delay <= 0) StartTask(t, now);
-    else Occupy(now + delay, t, kFetch);
+    if (delay <= 0)
+      StartTask(t, now);
+    else
+      Occupy(now + delay, t, kFetch);
   }
 
   // Processes the node's next event, due at `now` == NextEventTime(). Returns
@@ -213,11 +224,8 @@ class Node {
           return false;
         }
         break;
-      case kSwitch:
-        break;
-      case kFetch:
-        StartTask(t, now);
-        return false;
+      case kSwitch: break;
+      case kFetch: StartTask(t, now); return false;
     }
     if (!queue_.Empty()) StartTask(queue_.PopNext(now), now);  // the freed worker takes the next task
     return completed;

@@ -26,17 +26,17 @@ namespace dcgym::rack {
 
 struct NodeCounters {
   uint64_t completed = 0;
-  uint64_t dropped = 0;        // tasks refused by this node's full queue
-  uint64_t migrated_out = 0;   // tasks this node's load manager sent elsewhere
-  uint64_t stolen_from = 0;    // tasks other nodes stole from this node
+  uint64_t dropped = 0;       // tasks refused by this node's full queue
+  uint64_t migrated_out = 0;  // tasks this node's load manager sent elsewhere
+  uint64_t stolen_from = 0;   // tasks other nodes stole from this node
 };
 
 struct RackCounters {
   uint64_t arrived = 0;
   uint64_t completed = 0;
-  uint64_t dropped = 0;        // refused by a full queue ("failed tasks")
-  uint64_t warmup = 0;         // arrivals excluded from statistics
-  uint64_t events = 0;         // arrivals + node events + messages processed
+  uint64_t dropped = 0;  // refused by a full queue ("failed tasks")
+  uint64_t warmup = 0;   // arrivals excluded from statistics
+  uint64_t events = 0;   // arrivals + node events + messages processed
   uint64_t migrations = 0;
   uint64_t steals = 0;         // successful steals
   uint64_t failed_steals = 0;  // steal requests that found an empty queue
@@ -175,20 +175,20 @@ class RackSim {
   std::vector<TaskType> types_;  // the effective task types (one when untyped)
   bool typed_;                   // arrivals draw a type; its index is the task's class
   uint32_t num_classes_;
-  std::vector<double> type_cum_;  // cumulative type shares
-  std::vector<LoadBoard> boards_;  // one, or one per type with per-type loads
+  std::vector<double> type_cum_;                   // cumulative type shares
+  std::vector<LoadBoard> boards_;                  // one, or one per type with per-type loads
   std::vector<std::vector<uint32_t>> candidates_;  // per type: active nodes it may run on
   Dispatcher dispatcher_;
   EntryKind entry_;
   DispatchKind policy_;
-  bool track_truth_;      // keep the board's true loads current
-  bool per_class_;        // more than one class: keep a histogram per class
-  bool needs_replies_;    // completions send a reply to the dispatcher that placed the task
-  bool local_counts_;     // lsq / jbsq: per-dispatcher counts of tasks sent
-  bool table_;            // entry nodes with Malcolm's probability tables
+  bool track_truth_;    // keep the board's true loads current
+  bool per_class_;      // more than one class: keep a histogram per class
+  bool needs_replies_;  // completions send a reply to the dispatcher that placed the task
+  bool local_counts_;   // lsq / jbsq: per-dispatcher counts of tasks sent
+  bool table_;          // entry nodes with Malcolm's probability tables
 
   kernel::Rng arrival_rng_, service_rng_, entry_rng_, table_rng_, central_rng_;
-  double rate_;           // arrivals per us
+  double rate_;  // arrivals per us
   double next_arrival_;
   double now_ = 0;
 
@@ -196,8 +196,8 @@ class RackSim {
   std::vector<char> is_active_;
   std::vector<double> split_cum_;  // entry split over balancers, or over active nodes
 
-  std::vector<double> local_count_;  // viewer x node: tasks sent, not yet replied (lsq, jbsq)
-  kernel::RingBuffer<Task> dispatcher_queue_;  // central_fcfs, jbsq (switch entry only)
+  std::vector<double> local_count_;                   // viewer x node: tasks sent, not yet replied (lsq, jbsq)
+  kernel::RingBuffer<Task> dispatcher_queue_;         // central_fcfs, jbsq (switch entry only)
   std::vector<std::vector<uint32_t>> idle_by_speed_;  // central_fcfs: nodes with an idle worker
   std::vector<uint32_t> speed_class_, idle_pos_;
 

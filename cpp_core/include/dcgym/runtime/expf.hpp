@@ -26,7 +26,7 @@ namespace dcgym::runtime::cephes {
 #endif
 
 inline constexpr float kFloor = -87.0f;
-inline constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
+inline constexpr float kRound = 12582912.0f;            // 1.5 * 2^23: adding it rounds to an integer
 inline constexpr std::int32_t kRoundBits = 0x4B400000;  // kRound's bits: t's bits minus these are n
 inline constexpr float kLog2e = 1.44269504088896341f;
 inline constexpr float kLn2Hi = 0.693359375f;

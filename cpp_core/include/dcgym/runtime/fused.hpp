@@ -77,9 +77,7 @@ DCGYM_AVX512 bool ForWidth(std::size_t n, Kernel&& kernel) {
 }
 
 // Lanes [0, m) of a 16-lane vector, m <= 16.
-DCGYM_AVX512 __mmask16 FirstLanes(std::size_t m) {
-  return static_cast<__mmask16>((1u << m) - 1u);
-}
+DCGYM_AVX512 __mmask16 FirstLanes(std::size_t m) { return static_cast<__mmask16>((1u << m) - 1u); }
 
 // acc += Σ_c f[c] rows[c] over n packed rows of 16 NZ floats, row c into the
 // partial sums acc[c % P] (the last n % P rows into acc[0]). Always inlined, so
@@ -91,7 +89,8 @@ DCGYM_AVX512 void AccumulateRows(const float* f, std::size_t n, const float* row
   for (; c + P <= n; c += P)
     for (int p = 0; p < P; ++p) {
       const __m512 q = _mm512_set1_ps(f[c + p]);
-      for (int v = 0; v < NZ; ++v) acc[p][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(rows + (c + p) * S + 16 * v), acc[p][v]);
+      for (int v = 0; v < NZ; ++v)
+        acc[p][v] = _mm512_fmadd_ps(q, _mm512_loadu_ps(rows + (c + p) * S + 16 * v), acc[p][v]);
     }
   for (; c < n; ++c) {
     const __m512 q = _mm512_set1_ps(f[c]);
@@ -111,7 +110,7 @@ DCGYM_AVX512 void AccumulateRows(const float* f, std::size_t n, const float* row
 template <int NZ>
 DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
                          __m512 (&zv)[NZ]) {
-  constexpr int NV = (NZ + 1) / 2;  // vectors per actor
+  constexpr int NV = (NZ + 1) / 2;         // vectors per actor
   constexpr int P = NZ >= 8 ? 1 : 8 / NZ;  // interleaved partial sums: P x NZ ~ 8 FMA chains
   constexpr std::size_t S = 16 * NZ;
   __m512 acc[P][NZ];
@@ -172,7 +171,7 @@ DCGYM_AVX512 void Logits(const float* x, std::size_t n, const float* rank_table,
       }
     }
     _mm512_store_ps(phi_rank + 16 * b, t);
-    _mm512_mask_storeu_ps(phi + i0, in, t);        // φ_a for the caller
+    _mm512_mask_storeu_ps(phi + i0, in, t);  // φ_a for the caller
     _mm512_mask_storeu_ps(phi + n + i0, in, xi);
   }
   phi[2 * n] = 1.0f;
@@ -221,8 +220,8 @@ DCGYM_AVX512 void SplitActors(const __m512 (&zv)[NZ], std::size_t n, __m512 (&mi
 //    otherwise exp(z - max z).
 // 6. Masked stores write exactly S floats of z.
 template <int NZ>
-DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w,
-                                    float* phi, float* z) {
+DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* rank_table, const float* w, float* phi,
+                                    float* z) {
   constexpr int NV = (NZ + 1) / 2;
   constexpr std::size_t S = 16 * NZ;
   __m512 zv[NZ];
@@ -261,8 +260,10 @@ DCGYM_AVX512 void SortProbabilities(const float* x, std::size_t n, const float* 
   for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(z + n + 16 * v, on[v], _mm512_mul_ps(st[v], sinv));
 }
 
-__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Dispatch(
-    const float* x, std::size_t n, const float* rank_table, const float* w, float* phi, float* z) {
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Dispatch(const float* x, std::size_t n,
+                                                                                       const float* rank_table,
+                                                                                       const float* w, float* phi,
+                                                                                       float* z) {
   return ForWidth(n, [&](auto nz) DCGYM_AVX512_LAMBDA { SortProbabilities<nz()>(x, n, rank_table, w, phi, z); });
 }
 // The exponentials of one rack_v0 table row (TableExponentials, learner.hpp)
@@ -270,8 +271,8 @@ __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,fma"))) inline bool Di
 // c = clip(z - ½(max z + min z), ±max_logit), e = exp(c - max c) into ev and
 // e[0, n); returns Σ e, and in *clipped whether the clip acted.
 template <int NV>
-DCGYM_AVX512 float TableExpV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], float max_logit, float* e,
-                             bool* clipped, __m512 (&ev)[NV]) {
+DCGYM_AVX512 float TableExpV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], float max_logit, float* e, bool* clipped,
+                             __m512 (&ev)[NV]) {
   __m512 hi = _mm512_set1_ps(-3.0e38f), lo = _mm512_set1_ps(3.0e38f);
   for (int v = 0; v < NV; ++v) {
     hi = _mm512_mask_max_ps(hi, on[v], hi, z[v]);
@@ -295,8 +296,8 @@ DCGYM_AVX512 float TableExpV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], f
 
 // TableExpV, then the row e / Σ e in double into row[0, n) (as the controller's TableRow).
 template <int NV>
-DCGYM_AVX512 float TableRowV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], float max_logit, float* e,
-                             double* row, bool* clipped) {
+DCGYM_AVX512 float TableRowV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], float max_logit, float* e, double* row,
+                             bool* clipped) {
   __m512 ev[NV];
   const float total = TableExpV<NV>(z, on, max_logit, e, clipped, ev);
   const __m512d inv = _mm512_set1_pd(1.0 / static_cast<double>(total));
@@ -310,9 +311,9 @@ DCGYM_AVX512 float TableRowV(const __m512 (&z)[NV], const __mmask16 (&on)[NV], f
 }
 
 template <int NZ>
-DCGYM_AVX512 void SortTableRows(const float* x, std::size_t n, const float* rank_table, const float* w,
-                                float max_logit, float* phi, float* z, float* e, double* row_m, double* row_s,
-                                float* totals, bool* clipped) {
+DCGYM_AVX512 void SortTableRows(const float* x, std::size_t n, const float* rank_table, const float* w, float max_logit,
+                                float* phi, float* z, float* e, double* row_m, double* row_s, float* totals,
+                                bool* clipped) {
   constexpr int NV = (NZ + 1) / 2;
   __m512 zv[NZ];
   Logits<NZ>(x, n, rank_table, w, phi, zv);
@@ -405,13 +406,13 @@ inline bool SortProbabilities(const float* x, std::size_t n, const float* rank_t
 /// acted into clipped[0, 1]. False (nothing written) when the fused path does
 /// not apply.
 inline bool SortTableRows(const float* x, std::size_t n, const float* rank_table, const float* w, float max_logit,
-                          float* phi, float* z, float* e, double* row_m, double* row_s, float* totals,
-                          bool* clipped) {
+                          float* phi, float* z, float* e, double* row_m, double* row_s, float* totals, bool* clipped) {
 #if defined(DCGYM_FUSED_AVX512)
-  return fused::Applies(n) && fused::DispatchTableRows(x, n, rank_table, w, max_logit, phi, z, e, row_m, row_s, totals, clipped);
+  return fused::Applies(n) &&
+         fused::DispatchTableRows(x, n, rank_table, w, max_logit, phi, z, e, row_m, row_s, totals, clipped);
 #else
-  (void)x, (void)n, (void)rank_table, (void)w, (void)max_logit, (void)phi, (void)z, (void)e, (void)row_m,
-      (void)row_s, (void)totals, (void)clipped;
+  (void)x, (void)n, (void)rank_table, (void)w, (void)max_logit, (void)phi, (void)z, (void)e, (void)row_m, (void)row_s,
+      (void)totals, (void)clipped;
   return false;
 #endif
 }

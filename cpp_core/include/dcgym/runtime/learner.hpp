@@ -265,8 +265,7 @@ DCGYM_CLONES inline void AdamWStep(float* p, const float* g, float* m, float* v,
 class ActorPolicy {
  public:
   ActorPolicy(std::size_t n, Basis basis)
-      : n_(n), basis_(basis), f_(runtime::NumFeatures(basis, n)), s_(PackedWidth(2 * n)),
-        rank_table_(n), rank_(n) {
+      : n_(n), basis_(basis), f_(runtime::NumFeatures(basis, n)), s_(PackedWidth(2 * n)), rank_table_(n), rank_(n) {
     RankFeatureTable(n, rank_table_.data());
   }
 
@@ -323,12 +322,12 @@ enum class Variant : std::uint32_t { kPaper = 0, kCode = 1 };
 /// MalcolmConfig's learning settings, with its defaults.
 struct LearnerConfig {
   Variant variant = Variant::kPaper;
-  double gamma = 0.99;                 // the paper's discount (unused by code)
-  double trace_lambda = -1.0;          // λ; < 0: the variant's (paper 0, code 0.6)
-  double average_reward_step = 1e-3;   // η of R̄ (code)
-  double reward_scale = 0.01;          // rewards are multiplied by it before δ
-  float load_scale = 0.1f;             // loads are multiplied by it before the bases (by the caller)
-  std::uint32_t minibatch_size = 20;   // D
+  double gamma = 0.99;                   // the paper's discount (unused by code)
+  double trace_lambda = -1.0;            // λ; < 0: the variant's (paper 0, code 0.6)
+  double average_reward_step = 1e-3;     // η of R̄ (code)
+  double reward_scale = 0.01;            // rewards are multiplied by it before δ
+  float load_scale = 0.1f;               // loads are multiplied by it before the bases (by the caller)
+  std::uint32_t minibatch_size = 20;     // D
   std::uint32_t consensus_period = 100;  // P (0: never)
   Basis critic_basis = Basis::kCustomized;
   Basis actor_basis = Basis::kSort;
@@ -361,11 +360,11 @@ struct LearnerConfig {
 /// One node's mini-batch of D heartbeats (row-major arrays; see the file comment).
 struct Batch {
   std::size_t d = 0;
-  const float* x = nullptr;          // D x N loads (x load_scale)
-  const float* next_x = nullptr;     // D x N; next_x == x + N means consecutive (V reused)
-  const double* reward = nullptr;    // D team rewards, unscaled
-  const float* migrate = nullptr;    // D x N migration decisions per destination
-  const float* steal = nullptr;      // D x N stealing decisions per victim
+  const float* x = nullptr;                     // D x N loads (x load_scale)
+  const float* next_x = nullptr;                // D x N; next_x == x + N means consecutive (V reused)
+  const double* reward = nullptr;               // D team rewards, unscaled
+  const float* migrate = nullptr;               // D x N migration decisions per destination
+  const float* steal = nullptr;                 // D x N stealing decisions per victim
   const std::uint8_t* episode_start = nullptr;  // D flags, or null (none)
   const std::uint8_t* terminated = nullptr;     // D flags, or null (none)
   // Optional, from acting with the same parameters: φ_a(x_t) (D x F_a) and the
@@ -383,8 +382,8 @@ class MalcolmLearner {
   /// ExportActor / ImportActor convert to MalcolmRLModule's row-major N x F_a.
   struct Node {
     std::vector<float> critic, grad_critic, trace_critic, m_critic, v_critic;  // θ, its loss gradient, E, AdamW moments
-    AlignedVector<float> actor, grad_actor, trace_actor, m_actor, v_actor;   // the same for the packed actors
-    std::uint64_t steps = 0;  // AdamW steps taken (the same for the node's three optimizers)
+    AlignedVector<float> actor, grad_actor, trace_actor, m_actor, v_actor;     // the same for the packed actors
+    std::uint64_t steps = 0;   // AdamW steps taken (the same for the node's three optimizers)
     double reward_rate = 0.0;  // R̄ (code)
   };
   enum class Actor { kMigration = 0, kStealing = 1 };
@@ -591,11 +590,11 @@ class MalcolmLearner {
     AdamWConfig critic = config_.adam, actor = config_.adam;
     critic.lr = config_.lr_critic;
     actor.lr = config_.lr_actor;
-    AdamWStep(node.critic.data(), node.grad_critic.data(), node.m_critic.data(), node.v_critic.data(), fc_,
-              node.steps, critic);
+    AdamWStep(node.critic.data(), node.grad_critic.data(), node.m_critic.data(), node.v_critic.data(), fc_, node.steps,
+              critic);
     // Both actors in one call (same settings and steps; the zero padding stays 0).
-    AdamWStep(node.actor.data(), node.grad_actor.data(), node.m_actor.data(), node.v_actor.data(), fa_ * s_,
-              node.steps, actor);
+    AdamWStep(node.actor.data(), node.grad_actor.data(), node.m_actor.data(), node.v_actor.data(), fa_ * s_, node.steps,
+              actor);
   }
 
   /// Ends a round of updates (one mini-batch of every node): counts it and,
@@ -647,8 +646,7 @@ class MalcolmLearner {
   /// One actor's per-row coefficients a_s = c̃_s - Σc̃_s π_s times β_s (gradient,
   /// into coef_) and w_s (trace, into coef_trace_), at columns [off, off + N)
   /// of the packed rows; `pi` is D x S.
-  void ActorCoefficients(const float* counts, const float* pi, std::size_t d, float inv_d, bool code,
-                         std::size_t off) {
+  void ActorCoefficients(const float* counts, const float* pi, std::size_t d, float inv_d, bool code, std::size_t off) {
     const std::size_t n = n_;
     for (std::size_t s = 0; s < d; ++s) {
       const float* c = counts + s * n;

@@ -23,8 +23,7 @@
 // The hot loops are compiled for AVX-512, AVX2 + FMA and the baseline and the
 // best is picked at load time (GCC's target_clones: an ifunc, x86-64 Linux);
 // elsewhere, or with DCGYM_NO_CLONES defined, they are plain portable code.
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(DCGYM_NO_CLONES)
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && !defined(DCGYM_NO_CLONES)
 #define DCGYM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define DCGYM_CLONES
@@ -110,7 +109,7 @@ DCGYM_CLONES inline void DescendingRanks(const float* x, std::size_t n, std::uin
     } else {
       for (std::size_t k = 0; k < 16; ++k) xi[k] = x[i0 + (k < m ? k : 0)];
     }
-    detail::IVec16 r{};  // comparisons are -1 (true) or 0
+    detail::IVec16 r{};                                    // comparisons are -1 (true) or 0
     for (std::size_t j = 0; j < i0; ++j) r -= x[j] >= xi;  // every lane's i is after j
     for (std::size_t j = 0; j < m; ++j) {  // the block itself: >= for the lanes after j, > for the others
       const float xj = x[i0 + j];
@@ -135,8 +134,7 @@ DCGYM_CLONES inline void DescendingRanks(const float* x, std::size_t n, std::uin
 
 /// φ_b(x) into out[0 .. NumFeatures(b, n)). `rank_table` is RankFeatureTable(n)
 /// (used by kSort only); `rank` is scratch of n entries (kSort only).
-inline void Features(Basis b, const float* x, std::size_t n, const float* rank_table, std::uint32_t* rank,
-                     float* out) {
+inline void Features(Basis b, const float* x, std::size_t n, const float* rank_table, std::uint32_t* rank, float* out) {
   std::size_t k = 0;
   switch (b) {
     case Basis::kSort:
@@ -238,14 +236,16 @@ struct AlignedAllocator {
   AlignedAllocator() = default;
   template <class U>
   AlignedAllocator(const AlignedAllocator<U>&) {}
-  T* allocate(std::size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlign)));
-  }
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(kAlign))); }
   void deallocate(T* p, std::size_t) { ::operator delete(p, std::align_val_t(kAlign)); }
   template <class U>
-  bool operator==(const AlignedAllocator<U>&) const { return true; }
+  bool operator==(const AlignedAllocator<U>&) const {
+    return true;
+  }
   template <class U>
-  bool operator!=(const AlignedAllocator<U>&) const { return false; }
+  bool operator!=(const AlignedAllocator<U>&) const {
+    return false;
+  }
 };
 template <class T>
 using AlignedVector = std::vector<T, AlignedAllocator<T>>;
@@ -256,8 +256,8 @@ namespace detail {
 // NV vectors of 16 outputs, the features summed in P interleaved partial sums
 // (NV x P = 8 independent accumulators: enough to hide the FMA latency).
 template <int NV, int P>
-__attribute__((always_inline)) inline void PackedChunk(const float* w, std::size_t f, std::size_t s,
-                                                       const float* phi, float* z) {
+__attribute__((always_inline)) inline void PackedChunk(const float* w, std::size_t f, std::size_t s, const float* phi,
+                                                       float* z) {
   Vec16 acc[P][NV];
   for (int p = 0; p < P; ++p)
     for (int v = 0; v < NV; ++v) acc[p][v] = Vec16{};

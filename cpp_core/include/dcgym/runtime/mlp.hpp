@@ -122,8 +122,8 @@ struct Network {
 class MlpPolicy {
  public:
   MlpPolicy() = default;
-  MlpPolicy(std::size_t num_inputs, std::vector<Network> networks, std::vector<std::uint32_t> agent_network,
-            Head head, std::vector<float> low, std::vector<float> high)
+  MlpPolicy(std::size_t num_inputs, std::vector<Network> networks, std::vector<std::uint32_t> agent_network, Head head,
+            std::vector<float> low, std::vector<float> high)
       : num_inputs_(num_inputs),
         networks_(std::move(networks)),
         agent_network_(std::move(agent_network)),
@@ -167,9 +167,7 @@ class MlpPolicy {
     const std::size_t k = num_outputs_;
     switch (head_) {
       case Head::kIdentity:
-      case Head::kArgmax:
-        std::copy(x, x + k, out);
-        break;
+      case Head::kArgmax: std::copy(x, x + k, out); break;
       case Head::kSoftmax:
         std::copy(x, x + k, out);
         Softmax(out, k);

@@ -44,14 +44,14 @@ namespace dcgym::runtime {
 
 inline constexpr char kPolicyMagic[8] = {'D', 'C', 'G', 'Y', 'M', 'P', 'O', 'L'};
 inline constexpr std::uint32_t kPolicyVersion = 1;
-inline constexpr std::size_t kHeaderSize = 32;    // magic, version, kind, num_agents, flags, body_size
-inline constexpr std::size_t kChecksumSize = 4;   // CRC32 after the body
+inline constexpr std::size_t kHeaderSize = 32;           // magic, version, kind, num_agents, flags, body_size
+inline constexpr std::size_t kChecksumSize = 4;          // CRC32 after the body
 inline constexpr std::uint32_t kNoCritic = 0xFFFFFFFFu;  // linear_pair's critic_basis without a critic
 
 // Limits a valid file stays within (they keep every size computation far from overflow).
 inline constexpr std::uint32_t kMaxAgents = 1u << 16;
-inline constexpr std::uint32_t kMaxLoads = 1u << 16;    // N of the linear kinds
-inline constexpr std::uint32_t kMaxWidth = 1u << 24;    // an MLP's input size and layer widths
+inline constexpr std::uint32_t kMaxLoads = 1u << 16;  // N of the linear kinds
+inline constexpr std::uint32_t kMaxWidth = 1u << 24;  // an MLP's input size and layer widths
 inline constexpr std::uint32_t kMaxLayers = 64;
 
 /// What a policy file holds, with the numbers its header stores.
@@ -94,8 +94,7 @@ class LinearInput {
  public:
   LinearInput() = default;
   LinearInput(std::size_t num_loads, Basis basis, Normaliser normaliser)
-      : n_(num_loads), basis_(basis), normaliser_(normaliser), x_(num_loads), rank_(num_loads),
-        rank_table_(num_loads) {
+      : n_(num_loads), basis_(basis), normaliser_(normaliser), x_(num_loads), rank_(num_loads), rank_table_(num_loads) {
     RankFeatureTable(num_loads, rank_table_.data());
   }
 
@@ -131,14 +130,19 @@ class LinearPairPolicy {
   /// `critic` N x F_c (empty without a critic).
   LinearPairPolicy(LinearInput input, Basis critic_basis, bool has_critic, float max_logit,
                    std::vector<float> migration, std::vector<float> stealing, std::vector<float> critic)
-      : input_(std::move(input)), critic_basis_(critic_basis), has_critic_(has_critic), max_logit_(max_logit),
+      : input_(std::move(input)),
+        critic_basis_(critic_basis),
+        has_critic_(has_critic),
+        max_logit_(max_logit),
         num_features_(NumFeatures(input_.basis(), input_.num_loads())),
         num_critic_features_(has_critic ? NumFeatures(critic_basis, input_.num_loads()) : 0),
-        migration_(std::move(migration)), stealing_(std::move(stealing)), critic_(std::move(critic)),
+        migration_(std::move(migration)),
+        stealing_(std::move(stealing)),
+        critic_(std::move(critic)),
         phi_(num_features_ > num_critic_features_ ? num_features_ : num_critic_features_) {}
 
   std::size_t num_nodes() const { return input_.num_loads(); }
-  std::size_t num_features() const { return num_features_; }            // F_a
+  std::size_t num_features() const { return num_features_; }                // F_a
   std::size_t num_critic_features() const { return num_critic_features_; }  // F_c, 0 without a critic
   Basis actor_basis() const { return input_.basis(); }
   Basis critic_basis() const { return critic_basis_; }
@@ -216,8 +220,10 @@ class LinearValuePolicy {
   LinearValuePolicy() = default;
   /// `weights` holds num_agents x F floats.
   LinearValuePolicy(LinearInput input, std::size_t num_agents, std::vector<float> weights)
-      : input_(std::move(input)), num_agents_(num_agents),
-        num_features_(NumFeatures(input_.basis(), input_.num_loads())), weights_(std::move(weights)),
+      : input_(std::move(input)),
+        num_agents_(num_agents),
+        num_features_(NumFeatures(input_.basis(), input_.num_loads())),
+        weights_(std::move(weights)),
         phi_(num_features_) {}
 
   std::size_t num_agents() const { return num_agents_; }
@@ -304,7 +310,8 @@ class Reader {
     if (!ok_) return false;
     if (bytes <= end - pos_) return true;
     return Fail(field + ": needs " + std::to_string(bytes) + " bytes at offset " + std::to_string(pos_) +
-                " but the body has " + std::to_string(end - pos_) + " left; expected header.body_size to cover "
+                " but the body has " + std::to_string(end - pos_) +
+                " left; expected header.body_size to cover "
                 "the declared shapes");
   }
 
@@ -396,11 +403,11 @@ inline bool ParseLinearPair(Reader& r, std::size_t end, std::uint64_t body_size,
   const Basis critic_basis = has_critic ? static_cast<Basis>(critic) : Basis::kCustomized;
   const std::size_t fa = NumFeatures(input.basis(), n);
   const std::size_t fc = has_critic ? NumFeatures(critic_basis, n) : 0;
-  const std::string shapes = std::to_string(n) + " nodes, actor basis " + std::string(BasisName(input.basis())) +
-                             " (" + std::to_string(fa) + " features), " +
-                             (has_critic ? "critic basis " + std::string(BasisName(critic_basis)) + " (" +
-                                               std::to_string(fc) + " features)"
-                                         : std::string("no critic"));
+  const std::string shapes =
+      std::to_string(n) + " nodes, actor basis " + std::string(BasisName(input.basis())) + " (" + std::to_string(fa) +
+      " features), " +
+      (has_critic ? "critic basis " + std::string(BasisName(critic_basis)) + " (" + std::to_string(fc) + " features)"
+                  : std::string("no critic"));
   if (!CheckBodySize(r, body_size, 32, agents, 2 * n * fa + fc, shapes)) return false;
   std::vector<float> migration(n * n * fa), stealing(n * n * fa), critic_w(n * fc);
   for (std::size_t node = 0; node < n; ++node) {
@@ -408,9 +415,8 @@ inline bool ParseLinearPair(Reader& r, std::size_t end, std::uint64_t body_size,
     for (auto [name, w] : {std::pair<const char*, std::vector<float>*>{".migration", &migration},
                            std::pair<const char*, std::vector<float>*>{".stealing", &stealing}}) {
       const std::string field = who + name;
-      if (!r.Floats(n * fa, w, node * n * fa, [&](std::size_t i) {
-            return Index(field, i / fa) + "[" + std::to_string(i % fa) + "]";
-          })) {
+      if (!r.Floats(n * fa, w, node * n * fa,
+                    [&](std::size_t i) { return Index(field, i / fa) + "[" + std::to_string(i % fa) + "]"; })) {
         return false;
       }
     }
@@ -476,8 +482,8 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, MlpPolicy
     }
     for (std::size_t i = 0; i < k; ++i) {
       if (!(low[i] <= high[i])) {
-        return r.Fail(Index("mlp.high", i), Num(high[i]), "at least mlp.low[" + std::to_string(i) + "] (" +
-                                                              Num(low[i]) + ")");
+        return r.Fail(Index("mlp.high", i), Num(high[i]),
+                      "at least mlp.low[" + std::to_string(i) + "] (" + Num(low[i]) + ")");
       }
     }
   }
@@ -505,8 +511,7 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, MlpPolicy
                       last ? std::to_string(k) + " (mlp.num_outputs)" : "1 .. " + std::to_string(kMaxWidth));
       }
       if (act >= kNumActivations) {
-        return r.Fail(layer + ".activation", std::to_string(act),
-                      "0 .. 5 (identity, relu, tanh, sigmoid, elu, silu)");
+        return r.Fail(layer + ".activation", std::to_string(act), "0 .. 5 (identity, relu, tanh, sigmoid, elu, silu)");
       }
       const std::uint64_t count = std::uint64_t{in} * outw + outw;  // < 2^49
       if (!r.Need(4 * count, end, layer + ".weight")) return false;
@@ -568,11 +573,11 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
   const std::uint32_t flags = r.U32();
   const std::uint64_t body_size = r.U64();
   if (body_size != size - kMinSize) {
-    const std::string expected = body_size > size - kMinSize
-                                     ? std::to_string(body_size) + " + 36 (header.body_size + header and checksum): "
+    const std::string expected = body_size > size - kMinSize ? std::to_string(body_size) +
+                                                                   " + 36 (header.body_size + header and checksum): "
                                                                    "the file is truncated"
-                                     : "header.body_size (" + std::to_string(body_size) +
-                                           ") + 36: there are bytes after the checksum";
+                                                             : "header.body_size (" + std::to_string(body_size) +
+                                                                   ") + 36: there are bytes after the checksum";
     return r.Fail("file size", std::to_string(size) + " bytes", expected);
   }
   const std::size_t end = size - kChecksumSize;
@@ -598,9 +603,7 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
     case PolicyKind::kLinearPair:
       ok = detail::ParseLinearPair(r, end, body_size, agents, &loaded.policy_.emplace<LinearPairPolicy>());
       break;
-    case PolicyKind::kMlp:
-      ok = detail::ParseMlp(r, end, agents, &loaded.policy_.emplace<MlpPolicy>());
-      break;
+    case PolicyKind::kMlp: ok = detail::ParseMlp(r, end, agents, &loaded.policy_.emplace<MlpPolicy>()); break;
     case PolicyKind::kLinearValue:
       ok = detail::ParseLinearValue(r, end, body_size, agents, &loaded.policy_.emplace<LinearValuePolicy>());
       break;
