@@ -17,39 +17,38 @@
 
 namespace {
 
+// clang-format off: assembler strings laid out one instruction group per line
 #define FM(o, r) "vfmadd231ps " #o "(%1), %%zmm31, %%zmm" #r "\n\t"
-#define FMEM16                                                                                                  \
-  FM(0, 0)                                                                                                      \
-  FM(64, 1) FM(128, 2) FM(192, 3) FM(256, 4) FM(320, 5) FM(384, 6) FM(448, 7) FM(512, 8) FM(576, 9) FM(640, 10) \
-      FM(704, 11) FM(768, 12) FM(832, 13) FM(896, 14) FM(960, 15)
+#define FMEM16                                                                                               \
+  FM(0, 0) FM(64, 1) FM(128, 2) FM(192, 3) FM(256, 4) FM(320, 5) FM(384, 6) FM(448, 7) FM(512, 8) FM(576, 9) \
+  FM(640, 10) FM(704, 11) FM(768, 12) FM(832, 13) FM(896, 14) FM(960, 15)
 #define FR(r) "vfmadd231ps %%zmm30, %%zmm31, %%zmm" #r "\n\t"
 #define FREG16 FR(0) FR(1) FR(2) FR(3) FR(4) FR(5) FR(6) FR(7) FR(8) FR(9) FR(10) FR(11) FR(12) FR(13) FR(14) FR(15)
 #define LD(o, r) "vmovaps " #o "(%1), %%zmm" #r "\n\t"
-#define LOAD16                                                                                                  \
-  LD(0, 0)                                                                                                      \
-  LD(64, 1) LD(128, 2) LD(192, 3) LD(256, 4) LD(320, 5) LD(384, 6) LD(448, 7) LD(512, 8) LD(576, 9) LD(640, 10) \
-      LD(704, 11) LD(768, 12) LD(832, 13) LD(896, 14) LD(960, 15)
-#define HALF_MEM                                                                                                      \
-  FM(0, 0)                                                                                                            \
-  FM(64, 1) FM(128, 2) FM(192, 3) FM(256, 4) FM(320, 5) FM(384, 6) FM(448, 7) FR(8) FR(9) FR(10) FR(11) FR(12) FR(13) \
-      FR(14) FR(15)
+#define LOAD16                                                                                               \
+  LD(0, 0) LD(64, 1) LD(128, 2) LD(192, 3) LD(256, 4) LD(320, 5) LD(384, 6) LD(448, 7) LD(512, 8) LD(576, 9) \
+  LD(640, 10) LD(704, 11) LD(768, 12) LD(832, 13) LD(896, 14) LD(960, 15)
+#define HALF_MEM FM(0, 0) FM(64, 1) FM(128, 2) FM(192, 3) FM(256, 4) FM(320, 5) FM(384, 6) FM(448, 7) \
+  FR(8) FR(9) FR(10) FR(11) FR(12) FR(13) FR(14) FR(15)
 #define CP(s, k) "vpcmpgtd %%zmm" #s ", %%zmm30, %%k" #k "\n\t"
 #define CMP8 CP(28, 1) CP(27, 2) CP(26, 3) CP(25, 4) CP(24, 5) CP(23, 6) CP(22, 7) CP(21, 1)
 #define AD(a) "vpaddd %%zmm29, %%zmm" #a ", %%zmm" #a "\n\t"
 #define ADD8 AD(16) AD(17) AD(18) AD(19) AD(20) AD(16) AD(17) AD(18)
 #define MUL "imul %0, %0\n\t"
 #define MUL16 MUL MUL MUL MUL MUL MUL MUL MUL MUL MUL MUL MUL MUL MUL MUL MUL
-#define CLOBBERS                                                                                                      \
-  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", \
-      "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "k1", "k2", "k3", "k4", "k5", "k6", "k7"
+#define CLOBBERS                                                                                          \
+  "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", \
+      "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "k1", "k2", "k3", "k4", "k5",  \
+      "k6", "k7"
 
 // One function per loop body; `x` carries the multiply chain, `p` the 1 KB the loads read.
-#define PROBE(name, body)                                                                   \
-  __attribute__((noinline)) std::uint64_t name(const float* p, std::uint64_t n) {           \
-    std::uint64_t x = 3;                                                                    \
+#define PROBE(name, body)                                                   \
+  __attribute__((noinline)) std::uint64_t name(const float* p, std::uint64_t n) { \
+    std::uint64_t x = 3;                                                    \
     for (std::uint64_t i = 0; i < n; ++i) asm volatile(body : "+r"(x) : "r"(p) : CLOBBERS); \
-    return x;                                                                               \
+    return x;                                                               \
   }
+// clang-format on
 PROBE(Clock, MUL16 MUL16)
 PROBE(ClockWithFma, MUL16 MUL16 FREG16)
 PROBE(FmaReg, FREG16)

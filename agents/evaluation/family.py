@@ -51,7 +51,7 @@ class Spec:
 def classify(spec: Any) -> Spec:
     """The source of a policy spec: a policy file (``zoo:NAME``, ``*.dcpol``, a path to a file), a checkpoint or
     run folder (a path to a folder, or a name of one), else a heuristic (a name, a mapping or a parsed policy)."""
-    from dcgym.agents.export.in_engine import is_policy_file_spec
+    from dcgym.agents.export.zoo import is_policy_file_spec
     from dcgym.agents.training.checkpoints import is_checkpoint_spec
 
     if isinstance(spec, (str, Path)) and is_policy_file_spec(spec):

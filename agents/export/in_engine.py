@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from dcgym.agents.export.format import LinearPairPolicy, Policy, from_bytes
-from dcgym.agents.export.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
+from dcgym.agents.export.zoo import SUFFIX, ZOO_PREFIX, is_policy_file_spec, resolve_zoo, split_options
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
 
 __all__ = [
@@ -93,19 +93,6 @@ class PolicyFile:
         return from_bytes(self.data)
 
 
-def is_policy_file_spec(spec: Any) -> bool:
-    """Whether a policy spec names a policy file: ``zoo:NAME``, a path ending in ``.dcpol``, or a path (with a
-    folder separator) to a file; options after a last ``:`` (``FILE:heartbeat_us=50``) allowed."""
-    if isinstance(spec, Path):
-        return spec.suffix == SUFFIX or spec.is_file()
-    if not isinstance(spec, str):
-        return False
-    path, _ = _split_options(spec)
-    if path.startswith(ZOO_PREFIX):
-        return True
-    return path.endswith(SUFFIX) or (("/" in path or "\\" in path) and Path(path).is_file())
-
-
 def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyFile:
     """Resolve ``spec`` (a path or ``zoo:NAME``, optional ``:key=value,...``), load the file with the C++
     loader and the Python reader and check it is a policy the engine runs (``linear_pair``).
@@ -116,7 +103,7 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
     from dcgym.cpp_core._engine import RuntimePolicy
 
     text = str(spec)
-    where, option_text = _split_options(text)
+    where, option_text = split_options(text)
     options = _parse_options(where, option_text)
     path = resolve_zoo(where, zoo) if where.startswith(ZOO_PREFIX) else Path(where)
     if not path.is_file():
@@ -136,14 +123,6 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
     stem = where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX)
     label = f"{stem}{':' + option_text if option_text else ''} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})"
     return PolicyFile(text, path, data, label, **options)
-
-
-def _split_options(spec: str) -> tuple[str, str]:
-    """``"a.dcpol:heartbeat_us=50"`` -> ``("a.dcpol", "heartbeat_us=50")``; no options -> ``(spec, "")``."""
-    head, sep, tail = spec.rpartition(":")
-    if sep and "=" in tail and "/" not in tail and "\\" not in tail:
-        return head, tail
-    return spec, ""
 
 
 def _parse_options(where: str, text: str) -> dict[str, Any]:

@@ -34,8 +34,10 @@ __all__ = [
     "build_entry",
     "evaluation_table",
     "experiment_name",
+    "is_policy_file_spec",
     "list_zoo",
     "resolve_zoo",
+    "split_options",
     "zoo_dir",
 ]
 
@@ -286,3 +288,27 @@ def build_zoo(runs: Sequence[str | Path], out: str | Path, commit: str | None = 
             clash = [str(r) for r, n in zip(runs, names) if n == name]
             raise InvalidConfigError("RUN", clash, f"one run per experiment name (these all make zoo/{name}{SUFFIX})")
     return [build_entry(r, out, commit=commit) for r in runs]
+
+
+# ------------------------------------------------------------------------------ policy-file specs
+
+
+def is_policy_file_spec(spec: Any) -> bool:
+    """Whether a policy spec names a policy file: ``zoo:NAME``, a path ending in ``.dcpol``, or a path (with a
+    folder separator) to a file; options after a last ``:`` (``FILE:heartbeat_us=50``) allowed."""
+    if isinstance(spec, Path):
+        return spec.suffix == SUFFIX or spec.is_file()
+    if not isinstance(spec, str):
+        return False
+    path, _ = split_options(spec)
+    if path.startswith(ZOO_PREFIX):
+        return True
+    return path.endswith(SUFFIX) or (("/" in path or "\\" in path) and Path(path).is_file())
+
+
+def split_options(spec: str) -> tuple[str, str]:
+    """``"a.dcpol:heartbeat_us=50"`` -> ``("a.dcpol", "heartbeat_us=50")``; no options -> ``(spec, "")``."""
+    head, sep, tail = spec.rpartition(":")
+    if sep and "=" in tail and "/" not in tail and "\\" not in tail:
+        return head, tail
+    return spec, ""

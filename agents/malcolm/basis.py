@@ -16,7 +16,7 @@ returns ``(..., F)`` features; :func:`num_features` gives F without data.
 The ``sort`` rank feature of node i is ``(log(rank_i + 1) - ½ log N) / (½ log N)``
 with rank 0 for the most loaded node (ties go to the lower node id), so it
 runs from -1 (most loaded) to +1 (least loaded); the paper's text names the
-``log(rank)`` term, the scaling is the authors' code's (REFERENCE.md). With
+``log(rank)`` term, the scaling is the authors' public code's. With
 one node the rank feature is 0.
 """
 

@@ -67,7 +67,7 @@ class RackMultiAgentEnv(ParallelPettingZooEnv):
 
 
 class MalcolmConfig(AlgorithmConfig):
-    """Configuration of :class:`Malcolm`; the defaults are the paper's and its code's (REFERENCE.md).
+    """Configuration of :class:`Malcolm`; the defaults are the paper's and its authors' code's.
 
     ```python
     config = (

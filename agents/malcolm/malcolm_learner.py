@@ -9,7 +9,7 @@ one entry per destination):
 - **paper** (Algorithm 1, the default): δ_t = u_t + γ V(x'_t) - V(x_t);
   the actor direction of one heartbeat is Σ_j c_tj ∇ log π_j(x_t), i.e.
   ``(c_t - Σc_t π(x_t)) ⊗ φ_a(x_t)`` for a linear softmax.
-- **code** (the authors' implementation, REFERENCE.md): average-reward TD,
+- **code** (the authors' public implementation): average-reward TD,
   δ_t = u_t - R̄_t + V(x'_t) - V(x_t) with R̄_{t+1} = R̄_t + η δ_t
   (η = ``average_reward_step``, 1e-3); actor direction
   ``(c_t / Σc_t - π(x_t)) ⊗ φ_a(x_t)`` (0 when nothing was decided).

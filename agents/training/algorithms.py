@@ -16,7 +16,7 @@ else its ``rack_config(hyperparameters + env + seed)``, else wires its
 are applied on top.
 
 The generic baselines are RLlib's built-in algorithms with small defaults for
-a 2-core machine (0 env runners, 0 learners; RLLIB_NOTES.md):
+a 2-core machine (0 env runners, 0 learners: a remote runner is slower than none here; docs/training.md):
 
 - ``ppo``: multi-agent PPO, one network shared by every agent or one per agent
   (``policy_sharing``); rack_v0 or lb_v0 (discrete or continuous actions).

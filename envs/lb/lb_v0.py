@@ -12,7 +12,7 @@ reservoir samples of their flow durations and completion times (App. C.2.4).
 Every ``decision_period_us`` of simulated time (Table 9: 0.5 s in simulation,
 0.25 s at large scale) each agent sets its LB's weights for the next period.
 The engine is :class:`dcgym.cpp_core._engine.MultistageSim` with every LB on
-its ``weights`` policy (docs/multistage.md); one step runs a whole decision
+its ``weights`` policy (docs/lb.md); one step runs a whole decision
 period in C++.
 
     env = parallel_env(scenario="lb_large", reward="vbf", action_type="discrete")

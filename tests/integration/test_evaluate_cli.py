@@ -1,4 +1,4 @@
-"""Smoke runs of evaluate.py as users run it, with tiny budgets (DESIGN.md, "evaluate.py")."""
+"""Smoke runs of evaluate.py as users run it, with tiny budgets (docs/architecture.md, "evaluate.py")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Policy names: the string and YAML forms, aliases, defaults and errors (DESIGN.md, "Scenario files")."""
+"""Policy names: the string and YAML forms, aliases, defaults and errors (docs/architecture.md, "Scenario files")."""
 
 from __future__ import annotations
 

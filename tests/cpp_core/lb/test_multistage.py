@@ -377,7 +377,7 @@ def test_sed_lsq_wcmp_ecmp_order_at_the_reference_point():
 
 # ----------------------------------------------------------------- the paper
 
-# Mean FCT (s) from the authors' simulator (REFERENCE.md): 1 LB, 10 x 4 + 10 x 2
+# Mean FCT (s) from the authors' public simulator: 1 LB, 10 x 4 + 10 x 2
 # workers, one CPU stage Exp(0.5 s), 50,000 flows per episode from empty, mean
 # of 5 episodes. configs/scenarios/lb_reference.yaml is this setting.
 PAPER = {

@@ -7,7 +7,7 @@ request still in transit. Behaviour under tables with a known answer (accept
 everything, send everything elsewhere, a permutation with a network delay) is
 checked against an identity with another policy or against M/M/1 theory.
 
-Semantics pinned here (REFERENCE.md, Malcolm; rack_sim.cpp):
+Semantics pinned here (Malcolm's paper and public code; rack_sim.cpp):
 - migration is decided once per task, on arrival from a client; a migrated
   task is enqueued at its destination without asking the policy again;
 - stealing is decided after each completion at the thief, when its smoothed
