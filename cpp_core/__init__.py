@@ -15,6 +15,8 @@ from dcgym.cpp_core._engine import (
     RuntimePolicy,
     check_multistage_config,
     check_rack_config,
+    rack_imbalance,
+    rack_reward_costs,
     step_rack_batch,
     step_rack_game,
 )
@@ -29,6 +31,8 @@ __all__ = [
     "RuntimePolicy",
     "check_multistage_config",
     "check_rack_config",
+    "rack_imbalance",
+    "rack_reward_costs",
     "step_rack_batch",
     "step_rack_game",
 ]

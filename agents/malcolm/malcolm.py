@@ -357,13 +357,12 @@ def rack_rollout(
     mean, p50, p90, p99, p999 from the engine's histogram), and the counts
     ``tasks_completed``, ``tasks_dropped``, ``migrations``, ``steals``.
     """
-    import numpy as np
     import torch
     from ray.rllib.core.columns import Columns
 
     from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
+    from dcgym.cpp_core import rack_imbalance
     from dcgym.envs import rack_v0
-    from dcgym.envs.rack.game import imbalance
 
     env = rack_v0.parallel_env(**{**dict(env_config), "max_steps": warmup_heartbeats + heartbeats, "max_time_us": None})
     obs, _ = env.reset(seed=seed)
@@ -383,7 +382,7 @@ def rack_rollout(
             if step == warmup_heartbeats:
                 before, (_, counts_before) = sim.results(), sim.latency_histogram()
             elif step > warmup_heartbeats:
-                total += float(imbalance(np.asarray(infos["node_0"]["true_loads"])[None])[0])
+                total += rack_imbalance(infos["node_0"]["true_loads"], 1.0)  # eq. (1), the game's own
     after, (lower, counts_after) = sim.results(), sim.latency_histogram()
     env.close()
     histogram = nonzero_histogram(lower, counts_after - counts_before)

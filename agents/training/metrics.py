@@ -8,9 +8,7 @@ Every iteration becomes one row of named metrics (CleanRL's prefixes):
 | ``charts/return`` | mean episode return per agent (RLlib's ``agent_episode_returns_mean``, averaged over agents) |
 | ``charts/team_return`` | mean episode return summed over agents (RLlib's ``episode_return_mean``) |
 | ``charts/episode_length`` | mean steps per episode |
-| ``charts/imbalance`` | mean over steps of the load imbalance: rack, the mean over node pairs of (x_i - x_j)^2 of the true loads (Malcolm's code; load units); multi-LB, the mean over LBs of Var of the LB's load estimates (D^2) |
-| ``charts/p99_us``, ``charts/mean_latency_us`` | p99 and mean latency of the tasks completed in an episode (rack), or the FCT of the episode's flows (multi-LB), in us |
-| ``charts/migrations``, ``charts/steals``, ``charts/dropped`` | per step: migrations, successful steals, tasks dropped (rack); flows rejected (multi-LB, no migrations or steals) |
+| ``charts/<name>`` | each metric the environment reports (below), averaged over the episode's steps or taken at its end |
 | ``charts/env_steps_per_s`` | env steps sampled per second of the iteration |
 | ``losses/<stat>`` | each learner statistic (``policy_loss``, ``vf_loss``, ``entropy``, ``qf_loss``, ...), averaged over modules |
 
@@ -18,6 +16,16 @@ TensorBoard events are written with ``torch.utils.tensorboard.SummaryWriter``
 (which needs the ``tensorboard`` package), or with ``tensorboardX`` (Ray's
 dependency, the same event format) when ``tensorboard`` is not installed;
 their step is ``timesteps``.
+
+What an environment reports is its own (the callback knows no family): the
+info every agent shares carries ``metrics``, a mapping of per-step values
+(averaged over the episode's steps), and at the episode's last step
+``episode_metrics`` (taken as they are). rack_v0 reports ``imbalance`` (the
+mean over node pairs of (x_i - x_j)^2 of the true loads, load units),
+``migrations``, ``steals``, ``dropped`` per step and ``p99_us``,
+``mean_latency_us`` of the episode's tasks; lb_v0 ``imbalance`` (the mean over
+LBs of Var of the LB's load estimates, D^2), ``rejected`` per step and
+``p99_fct_s``, ``mean_fct_s`` of the episode's flows.
 
 Episode metrics are means over the last ``metrics_num_episodes_for_smoothing``
 (100) episodes, as RLlib's returns are; they are blank until an episode ends.
@@ -35,17 +43,10 @@ from typing import Any
 import numpy as np
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
-__all__ = ["CSV_FIRST", "EPISODE_METRICS", "DcgymMetrics", "MetricsCsv", "iteration_metrics", "summary_writer"]
+__all__ = ["CSV_FIRST", "PREFIX", "DcgymMetrics", "MetricsCsv", "iteration_metrics", "summary_writer"]
 
-EPISODE_METRICS = {
-    "dcgym_imbalance": "charts/imbalance",
-    "dcgym_p99_us": "charts/p99_us",
-    "dcgym_mean_latency_us": "charts/mean_latency_us",
-    "dcgym_migrations": "charts/migrations",
-    "dcgym_steals": "charts/steals",
-    "dcgym_dropped": "charts/dropped",
-}
-"""Keys the callback logs on the env runners -> metric names."""
+PREFIX = "dcgym_"
+"""The callback logs an environment's metric NAME as ``dcgym_NAME`` on the env runners (``charts/NAME`` here)."""
 
 CSV_FIRST = ("iteration", "timesteps", "episodes", "time_s")
 """The first columns of metrics.csv; the other columns follow in name order."""
@@ -62,65 +63,31 @@ _BOOKKEEPING = {  # learner statistics that are not about learning
 
 
 class DcgymMetrics(RLlibCallback):
-    """Logs imbalance, latency and counts of every episode from the environments' infos (and engine)."""
+    """Logs the metrics each environment reports in its shared info (module docstring), per episode."""
 
     def on_episode_start(self, *, episode, **kwargs) -> None:
-        episode.custom_data["dcgym"] = {"imbalance": [], "migrations": 0, "steals": 0, "dropped": 0, "steps": 0}
+        episode.custom_data["dcgym"] = {"sums": {}, "steps": 0, "end": {}}
 
     def on_episode_step(self, *, episode, **kwargs) -> None:
-        data = episode.custom_data.setdefault(
-            "dcgym", {"imbalance": [], "migrations": 0, "steals": 0, "dropped": 0, "steps": 0}
-        )
+        data = episode.custom_data.setdefault("dcgym", {"sums": {}, "steps": 0, "end": {}})
         infos = episode.get_infos(-1)
         if not infos:
             return
-        data["steps"] += 1
         first = next(iter(infos.values()))
-        if "true_loads" in first:  # rack_v0: one team, shared loads
-            x = np.asarray(first["true_loads"], np.float64)
-            n = len(x)
-            if n > 1:
-                data["imbalance"].append(2.0 * n * float(np.sum((x - x.mean()) ** 2)) / (n * (n - 1)))
-            for info in infos.values():
-                data["migrations"] += int(info["migrations"])
-                data["steals"] += int(info["steals"])
-                data["dropped"] += int(info["dropped"])
-        elif "load_estimate" in first:  # lb_v0: each LB its own estimates
-            data["imbalance"].append(float(np.mean([np.var(info["load_estimate"]) for info in infos.values()])))
-            data["dropped"] += int(first["step_flows_rejected"])
-            data["fct_us"] = first["fct_us"]
+        data["steps"] += 1
+        for name, value in (first.get("metrics") or {}).items():
+            data["sums"][name] = data["sums"].get(name, 0.0) + float(value)
+        data["end"] = dict(first.get("episode_metrics") or data["end"])
 
-    def on_episode_end(self, *, episode, env_runner, metrics_logger, env=None, env_index=0, **kwargs) -> None:
+    def on_episode_end(self, *, episode, env_runner, metrics_logger, **kwargs) -> None:
         data = episode.custom_data.get("dcgym")
         if not data or not data["steps"]:
             return
         window = getattr(env_runner.config, "metrics_num_episodes_for_smoothing", 100)
-        values = {"dcgym_dropped": data["dropped"] / data["steps"]}
-        if "fct_us" not in data:  # migrations and steals exist on a rack only
-            values["dcgym_migrations"] = data["migrations"] / data["steps"]
-            values["dcgym_steals"] = data["steals"] / data["steps"]
-        if data["imbalance"]:
-            values["dcgym_imbalance"] = float(np.mean(data["imbalance"]))
-        latency = _episode_latency(env, env_index) or data.get("fct_us")
-        if latency and latency.get("count"):
-            values["dcgym_p99_us"] = float(latency["p99"])
-            values["dcgym_mean_latency_us"] = float(latency["mean"])
-        for key, value in values.items():
-            if math.isfinite(value):
-                metrics_logger.log_value(key, value, reduce="mean", window=window)
-
-
-def _episode_latency(env: Any, index: int) -> dict[str, Any] | None:
-    """The latency statistics of the episode's engine (rack_v0), reached through RLlib's wrappers; else None."""
-    envs = getattr(env, "envs", None)
-    one = envs[index] if envs else env
-    one = getattr(one, "par_env", getattr(one, "unwrapped", one))
-    one = getattr(one, "par_env", one)
-    game = getattr(one, "game", None)
-    sims = getattr(game, "sims", None)
-    if not sims or sims[0] is None:
-        return None
-    return sims[0].results()["latency_us"]
+        values = {name: total / data["steps"] for name, total in data["sums"].items()} | data["end"]
+        for name, value in values.items():
+            if value is not None and math.isfinite(value):
+                metrics_logger.log_value(PREFIX + name, float(value), reduce="mean", window=window)
 
 
 def _scalar(value: Any) -> float | None:
@@ -146,8 +113,9 @@ def iteration_metrics(result: Mapping[str, Any]) -> dict[str, float]:
         m["charts/return"] = float(np.mean([float(v) for v in agent_returns.values()]))
     m["charts/team_return"] = runners.get("episode_return_mean")
     m["charts/episode_length"] = runners.get("episode_len_mean")
-    for key, name in EPISODE_METRICS.items():
-        m[name] = runners.get(key)
+    for key, value in runners.items():
+        if isinstance(key, str) and key.startswith(PREFIX):
+            m["charts/" + key.removeprefix(PREFIX)] = value
     steps, seconds = runners.get("num_env_steps_sampled"), result.get("time_this_iter_s")
     if _scalar(steps) is not None and _scalar(seconds):
         m["charts/env_steps_per_s"] = float(steps) / float(seconds)

@@ -20,12 +20,12 @@ from dcgym.agents.evaluation.plots import save_figure, value_axis
 
 __all__ = ["PANELS", "SMOOTHING", "plot_learning_curve", "smooth"]
 
-PANELS: tuple[tuple[str, str], ...] = (
-    ("charts/return", "return per agent"),
-    ("charts/imbalance", "load imbalance"),
-    ("charts/p99_us", "p99 latency (µs)"),
+PANELS: tuple[tuple[tuple[str, str], ...], ...] = (
+    (("charts/return", "return per agent"),),
+    (("charts/imbalance", "load imbalance"),),
+    (("charts/p99_us", "p99 latency (µs)"), ("charts/p99_fct_s", "p99 flow completion time (s)")),
 )
-"""(metric, axis label) of each panel."""
+"""Each panel: the (metric, axis label) choices it shows, the first the run has (environments report their own)."""
 
 SMOOTHING = 0.05
 """The moving average's span as a fraction of the points (at least 1 point)."""
@@ -41,7 +41,8 @@ def plot_learning_curve(rows: list[Mapping[str, float]], path: str | Path, title
     """Return, imbalance and p99 latency against env steps (train.py's metrics rows), one panel each; a PNG."""
     fig = Figure(figsize=(10.5, 3.2), layout="constrained")
     axes = fig.subplots(1, len(PANELS), squeeze=False)[0]
-    for ax, (key, label) in zip(axes, PANELS):
+    for ax, choices in zip(axes, PANELS):
+        key, label = next(((k, lb) for k, lb in choices if any(r.get(k) is not None for r in rows)), choices[0])
         points = [(r.get("timesteps", r.get("iteration", 0.0)), r[key]) for r in rows if r.get(key) is not None]
         if points:
             steps, values = (np.asarray(v, dtype=float) for v in zip(*points))
@@ -51,7 +52,7 @@ def plot_learning_curve(rows: list[Mapping[str, float]], path: str | Path, title
             margin = 0.1 * (high - low) or 0.1 * abs(high) or 1.0
             if len(values) >= 20:  # a short series shows everything
                 ax.set_ylim(low - margin, high + margin)
-            if key == "charts/p99_us":
+            if key.startswith("charts/p99"):
                 value_axis(ax, [float(v) for v in values])
         ax.set_xlabel("env steps")
         ax.set_ylabel(label)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "dcgym/rack/game.hpp"
 #include "dcgym/rack/rack_sim.hpp"
 
 namespace py = pybind11;
@@ -235,15 +236,13 @@ namespace {
 
 using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
+namespace game = dcgym::rack::game;
+
 // The simulations of a batched step, checked to be node-entry racks of one size.
 std::vector<RackSim*> BatchSims(const py::list& sims) {
   std::vector<RackSim*> ptrs;
   for (auto s : sims) ptrs.push_back(s.cast<RackSim*>());
-  if (ptrs.empty()) throw std::invalid_argument("sims: needs at least one simulation");
-  const uint32_t n = ptrs[0]->NumNodes();
-  for (auto* p : ptrs)
-    if (p->NumNodes() != n || p->NumViewers() != n)
-      throw std::invalid_argument("sims: every simulation needs entry 'nodes' and the same number of nodes");
+  game::CheckBatch(ptrs);
   return ptrs;
 }
 
@@ -252,123 +251,103 @@ void CheckDuration(double duration_us) {
     throw std::invalid_argument("duration_us: must be a finite number >= 0, got " + std::to_string(duration_us));
 }
 
-// How a batched step also writes observations (step_rack_game): obs[k, v, j]
-// = clip(belief_v(j) * scale, 0, clip) for j < N and obs[k, v, N] =
-// clip(true load of v * scale, 0, clip), in float32, for an array of `dim`
-// >= N + 1 columns (the rest are left at 0 for the caller's extras).
-struct ObsSpec {
+// The optional reward argument: {kind, scale, previous_imbalance (B,), migration_cost, steal_cost,
+// failed_steal_cost, drop_cost} (a cost left out or None takes the kind's default).
+struct RewardArg {
+  bool given = false;
+  game::RewardSpec spec;
   double scale = 1.0;
-  float clip = 0.0f;
-  py::ssize_t dim = 0;  // 0: no observations
+  py::array_t<double, py::array::c_style> previous;
 };
 
-float ClipObs(double v, float clip) {
-  const float f = static_cast<float>(v);
-  return f < 0.0f ? 0.0f : (f > clip ? clip : f);
+RewardArg ParseReward(const py::object& reward, py::ssize_t b) {
+  RewardArg r;
+  if (reward.is_none()) return r;
+  if (!py::isinstance<py::dict>(reward)) throw std::invalid_argument("reward: must be a mapping or None");
+  const auto d = reward.cast<py::dict>();
+  r.given = true;
+  r.spec.kind = Choice<game::Reward>(Get<std::string>(d, "kind", "reward"), "reward.kind",
+                                     {{"utility", game::Reward::kUtility},
+                                      {"imbalance_delta", game::Reward::kImbalanceDelta},
+                                      {"neg_p99", game::Reward::kNegP99},
+                                      {"neg_mean", game::Reward::kNegMean}});
+  r.spec.costs = game::RewardCosts::Default(r.spec.kind);
+  game::RewardCosts& c = r.spec.costs;
+  c.migration = Get<double>(d, "migration_cost", "reward", c.migration);
+  c.steal = Get<double>(d, "steal_cost", "reward", c.steal);
+  c.failed_steal = Get<double>(d, "failed_steal_cost", "reward", c.failed_steal);
+  c.drop = Get<double>(d, "drop_cost", "reward", c.drop);
+  r.scale = Get<double>(d, "scale", "reward");
+  if (!(r.scale > 0) || !std::isfinite(r.scale)) throw std::invalid_argument("reward.scale: must be finite and > 0");
+  r.previous = Get<py::array_t<double, py::array::c_style>>(d, "previous_imbalance", "reward");
+  if (r.previous.ndim() != 1 || r.previous.shape(0) != b)
+    throw std::invalid_argument("reward.previous_imbalance: must have shape (" + std::to_string(b) + ",)");
+  return r;
 }
 
-// Advance every simulation by `duration_us` (the GIL released) and return
-// what an environment step observes, stacked: beliefs (B, N, N), true loads
-// (B, N), decision counts (B, N, N) x 2, per-node counters (B, N), the step's
-// latency statistics (B,) and, with `obs.dim` > 0, observations (B, N, dim).
-py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, const ObsSpec& obs) {
+// Advance every simulation by `duration_us` (the GIL released) and return what an environment step observes,
+// stacked: beliefs (B, N, N), true loads (B, N), decision counts (B, N, N) x 2, per-node counters (B, N), the
+// step's latency statistics (B,), the imbalance (B,) and cost counts (B, 4); with `obs.dim` > 0, observations
+// (B, N, dim); with a reward, the team reward (B,) (previous_imbalance updated in place).
+py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, const game::ObsSpec& obs,
+                      RewardArg& reward) {
   const py::ssize_t b = static_cast<py::ssize_t>(ptrs.size());
-  const uint32_t n = ptrs[0]->NumNodes();
-  const size_t nn = static_cast<size_t>(n) * n;
-  const auto sn = static_cast<py::ssize_t>(n);
-  py::array_t<double> beliefs({b, sn, sn}), loads({b, sn});
-  py::array_t<uint64_t> migrate({b, sn, sn}), stealc({b, sn, sn});
-  py::array_t<double> step_mean(b), step_p99(b);
-  py::array_t<uint64_t> step_count(b);
-  py::array_t<uint64_t> migrations({b, sn}), steals({b, sn}), failed({b, sn}), dropped({b, sn}),
-      completed_by_node({b, sn});
-  py::array_t<float> observations(obs.dim > 0 ? std::vector<py::ssize_t>{b, sn, obs.dim} : std::vector<py::ssize_t>{0});
-  double *sm = step_mean.mutable_data(), *sp = step_p99.mutable_data(), *bel = beliefs.mutable_data(),
-         *lo = loads.mutable_data();
-  uint64_t *sc = step_count.mutable_data(), *mg = migrate.mutable_data(), *st = stealc.mutable_data(),
-           *ms = migrations.mutable_data(), *ss = steals.mutable_data(), *fs = failed.mutable_data(),
-           *dr = dropped.mutable_data(), *cb = completed_by_node.mutable_data();
-  float* ob = observations.mutable_data();
-  py::array_t<double> now_us(b), imbalance(obs.dim > 0 ? b : 0), cost_counts({obs.dim > 0 ? b : 0, py::ssize_t{4}});
-  double *now = now_us.mutable_data(), *imb = imbalance.mutable_data(), *tot = cost_counts.mutable_data();
+  const auto sn = static_cast<py::ssize_t>(ptrs[0]->NumNodes());
+  py::array_t<double> beliefs({b, sn, sn}), loads({b, sn}), step_mean(b), step_p99(b), now_us(b), imbalance(b),
+      cost_counts({b, py::ssize_t{4}}), rewards(reward.given ? b : 0);
+  py::array_t<uint64_t> migrate({b, sn, sn}), steal({b, sn, sn}), step_count(b), migrations({b, sn}), steals({b, sn}),
+      failed({b, sn}), dropped({b, sn}), completed_by_node({b, sn});
+  py::array_t<float> observations(obs.dim > 0 ? std::vector<py::ssize_t>{b, sn, static_cast<py::ssize_t>(obs.dim)}
+                                              : std::vector<py::ssize_t>{0});
+  game::StepBuffers out;
+  out.beliefs = beliefs.mutable_data();
+  out.loads = loads.mutable_data();
+  out.migrate = migrate.mutable_data();
+  out.steal = steal.mutable_data();
+  out.migrations = migrations.mutable_data();
+  out.steals = steals.mutable_data();
+  out.failed_steals = failed.mutable_data();
+  out.dropped = dropped.mutable_data();
+  out.completed_by_node = completed_by_node.mutable_data();
+  out.latency_mean = step_mean.mutable_data();
+  out.latency_p99 = step_p99.mutable_data();
+  out.completed = step_count.mutable_data();
+  out.now = now_us.mutable_data();
+  out.obs = obs.dim > 0 ? observations.mutable_data() : nullptr;
+  out.imbalance = imbalance.mutable_data();
+  out.cost_counts = cost_counts.mutable_data();
+  out.reward = reward.given ? rewards.mutable_data() : nullptr;
+  const double scale = reward.given ? reward.scale : obs.dim > 0 ? obs.scale : 1.0;
+  double* previous = reward.given ? reward.previous.mutable_data() : nullptr;
   {
     py::gil_scoped_release release;
-    if (obs.dim > 0) std::fill(ob, ob + static_cast<size_t>(b) * n * obs.dim, 0.0f);
-    for (py::ssize_t k = 0; k < b; ++k) {
-      RackSim& s = *ptrs[k];
-      s.EnableStepLatency();
-      s.RunUntil(s.Now() + duration_us);
-      auto& h = s.StepLatency();
-      sm[k] = h.Mean();
-      sp[k] = h.Quantile(0.99);
-      sc[k] = h.Count();
-      h.Clear();
-      auto& dc = s.Decisions();
-      std::copy(dc.migrate.begin(), dc.migrate.end(), mg + k * nn);
-      std::copy(dc.steal.begin(), dc.steal.end(), st + k * nn);
-      std::copy(dc.migrations.begin(), dc.migrations.end(), ms + k * n);
-      std::copy(dc.steals.begin(), dc.steals.end(), ss + k * n);
-      std::copy(dc.failed_steals.begin(), dc.failed_steals.end(), fs + k * n);
-      std::copy(dc.dropped.begin(), dc.dropped.end(), dr + k * n);
-      std::copy(dc.completed.begin(), dc.completed.end(), cb + k * n);
-      dc.Reset();
-      for (uint32_t v = 0; v < n; ++v) {
-        s.BeliefRow(v, bel + k * nn + v * n);
-        lo[k * n + v] = s.TrueLoad(v);
-      }
-      now[k] = s.Now();
-      if (obs.dim > 0) {
-        // The team reward's ingredients: the imbalance of x = loads x scale as 2N sum (x - mean)^2 (Malcolm
-        // eq. 1 over ordered pairs) and the step's totals of migrations, steal requests, failed steals, drops.
-        const double* x = lo + k * n;
-        double total = 0.0;
-        for (uint32_t v = 0; v < n; ++v) total += x[v] * obs.scale;
-        const double mean = total / n;
-        double squares = 0.0;
-        for (uint32_t v = 0; v < n; ++v) squares += (x[v] * obs.scale - mean) * (x[v] * obs.scale - mean);
-        imb[k] = 2.0 * n * squares;
-        double* t = tot + 4 * k;
-        t[0] = t[1] = t[2] = t[3] = 0.0;
-        for (uint32_t v = 0; v < n; ++v) {
-          t[0] += static_cast<double>(ms[k * n + v]);
-          t[1] += static_cast<double>(ss[k * n + v] + fs[k * n + v]);
-          t[2] += static_cast<double>(fs[k * n + v]);
-          t[3] += static_cast<double>(dr[k * n + v]);
-        }
-        for (uint32_t v = 0; v < n; ++v) {
-          float* o = ob + (static_cast<size_t>(k) * n + v) * obs.dim;
-          const double* row = bel + k * nn + v * n;
-          for (uint32_t j = 0; j < n; ++j) o[j] = ClipObs(row[j] * obs.scale, obs.clip);
-          o[n] = ClipObs(lo[k * n + v] * obs.scale, obs.clip);
-        }
-      }
-    }
+    game::Advance(ptrs, duration_us, obs, scale, reward.given ? &reward.spec : nullptr, previous, out);
   }
-  py::dict out;
-  out["beliefs"] = beliefs;
-  out["loads"] = loads;
-  out["migrate"] = migrate;
-  out["steal"] = stealc;
-  out["migrations"] = migrations;
-  out["steals"] = steals;
-  out["failed_steals"] = failed;
-  out["dropped"] = dropped;
-  out["completed_by_node"] = completed_by_node;
-  out["latency_mean_us"] = step_mean;
-  out["latency_p99_us"] = step_p99;
-  out["completed"] = step_count;
-  out["now_us"] = now_us;
-  if (obs.dim > 0) {
-    out["obs"] = observations;
-    out["imbalance"] = imbalance;
-    out["cost_counts"] = cost_counts;
-  }
-  return out;
+  py::dict d;
+  d["beliefs"] = beliefs;
+  d["loads"] = loads;
+  d["migrate"] = migrate;
+  d["steal"] = steal;
+  d["migrations"] = migrations;
+  d["steals"] = steals;
+  d["failed_steals"] = failed;
+  d["dropped"] = dropped;
+  d["completed_by_node"] = completed_by_node;
+  d["latency_mean_us"] = step_mean;
+  d["latency_p99_us"] = step_p99;
+  d["completed"] = step_count;
+  d["now_us"] = now_us;
+  d["imbalance"] = imbalance;
+  d["cost_counts"] = cost_counts;
+  if (obs.dim > 0) d["obs"] = observations;
+  if (reward.given) d["reward"] = rewards;
+  return d;
 }
 
 // One heartbeat of B rack simulations in one call: set every node's tables
 // from probabilities of shape (B, N, N), then AdvanceBatch.
-py::dict StepBatch(const py::list& sims, const Array& migration, const py::object& stealing, double duration_us) {
+py::dict StepBatch(const py::list& sims, const Array& migration, const py::object& stealing, double duration_us,
+                   const py::object& reward) {
   const auto ptrs = BatchSims(sims);
   const py::ssize_t b = static_cast<py::ssize_t>(ptrs.size());
   const uint32_t n = ptrs[0]->NumNodes();
@@ -385,6 +364,7 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
     check(steal, "stealing");
   }
   CheckDuration(duration_us);
+  RewardArg r = ParseReward(reward, b);
   const size_t nn = static_cast<size_t>(n) * n;
   for (py::ssize_t k = 0; k < b; ++k)  // validate every table before changing anything
     for (uint32_t i = 0; i < n; ++i) {
@@ -396,55 +376,14 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
       ptrs[k]->SetMigrationTable(i, migration.data() + k * nn + i * n);
       if (has_steal) ptrs[k]->SetStealTable(i, steal.data() + k * nn + i * n);
     }
-  return AdvanceBatch(ptrs, duration_us, ObsSpec{});
-}
-
-// Whether one half (N entries) of a node's action is valid: finite logits,
-// or finite non-negative weights with a positive finite sum.
-template <typename T>
-bool ValidHalf(const T* a, uint32_t n, bool logits) {
-  double total = 0.0;
-  for (uint32_t j = 0; j < n; ++j) {
-    const double v = static_cast<double>(a[j]);
-    if (!std::isfinite(v) || (!logits && v < 0)) return false;
-    total += v;
-  }
-  return logits || (total > 0 && std::isfinite(total));
-}
-
-// Every node's tables from actions (B, N, 2N), validated first so that an
-// invalid action changes nothing: softmax of the logits clipped to
-// +-max_logit (|logit| <= 100: exp neither overflows nor vanishes, no maximum
-// to subtract), or the weights normalised.
-template <typename T>
-void SetTablesFromActions(const std::vector<RackSim*>& ptrs, const T* actions, bool logits, double max_logit) {
-  const uint32_t n = ptrs[0]->NumNodes();
-  const size_t rows = ptrs.size() * 2 * n;
-  for (size_t row = 0; row < rows; ++row)
-    if (!ValidHalf(actions + row * n, n, logits))
-      throw std::invalid_argument("actions: copy " + std::to_string(row / (2 * n)) + ", node " +
-                                  std::to_string(row / 2 % n) + ", " + (row % 2 ? "stealing" : "migration") +
-                                  " half: invalid values");
-  for (auto* p : ptrs)
-    if (!p->HasTables()) throw std::invalid_argument("sims: every simulation needs entry 'nodes' with policy 'table'");
-  std::vector<double> w(n);
-  for (size_t row = 0; row < rows; ++row) {
-    const T* a = actions + row * n;
-    double total = 0.0;
-    for (uint32_t j = 0; j < n; ++j) {
-      const double v = static_cast<double>(a[j]);
-      w[j] = logits ? std::exp(std::min(std::max(v, -max_logit), max_logit)) : v;
-      total += w[j];
-    }
-    ptrs[row / (2 * n)]->SetTableWeights(static_cast<uint32_t>(row / 2 % n), row % 2 == 1, w.data(), total);
-  }
+  return AdvanceBatch(ptrs, duration_us, game::ObsSpec{}, r);
 }
 
 // rack_v0's step in one call: actions (B, N, 2N) (N migration then N
 // stealing entries per node, logits or weights, float32 or float64) become
 // tables in C++, then AdvanceBatch also writes the observations.
 py::dict StepGame(const py::list& sims, const py::array& actions, double duration_us, bool logits, double max_logit,
-                  double obs_scale, double obs_clip, py::ssize_t obs_dim) {
+                  double obs_scale, double obs_clip, py::ssize_t obs_dim, const py::object& reward) {
   const auto ptrs = BatchSims(sims);
   const auto b = static_cast<py::ssize_t>(ptrs.size());
   const uint32_t n = ptrs[0]->NumNodes();
@@ -458,15 +397,17 @@ py::dict StepGame(const py::list& sims, const py::array& actions, double duratio
   if (obs_dim < static_cast<py::ssize_t>(n) + 1)
     throw std::invalid_argument("obs_dim: must be >= N + 1 = " + std::to_string(n + 1));
   CheckDuration(duration_us);
+  RewardArg r = ParseReward(reward, b);
   if (py::isinstance<py::array_t<float>>(actions)) {
     auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(actions);
-    SetTablesFromActions(ptrs, a.data(), logits, max_logit);
+    game::SetTablesFromActions(ptrs, a.data(), logits, max_logit);
   } else {
     auto a = Array::ensure(actions);
     if (!a) throw std::invalid_argument("actions: must be an array of numbers");
-    SetTablesFromActions(ptrs, a.data(), logits, max_logit);
+    game::SetTablesFromActions(ptrs, a.data(), logits, max_logit);
   }
-  return AdvanceBatch(ptrs, duration_us, ObsSpec{obs_scale, static_cast<float>(obs_clip), obs_dim});
+  return AdvanceBatch(ptrs, duration_us,
+                      game::ObsSpec{obs_scale, static_cast<float>(obs_clip), static_cast<size_t>(obs_dim)}, r);
 }
 
 }  // namespace
@@ -474,20 +415,43 @@ py::dict StepGame(const py::list& sims, const py::array& actions, double duratio
 
 void BindRack(py::module_& m) {
   m.def("step_rack_batch", &dcgym::bindings::StepBatch, py::arg("sims"), py::arg("migration"),
-        py::arg("stealing") = py::none(), py::arg("duration_us"),
+        py::arg("stealing") = py::none(), py::arg("duration_us"), py::arg("reward") = py::none(),
         "Set tables, advance every simulation by duration_us in one C++ call (GIL released) and return the "
         "stacked observations: beliefs (B, N, N), loads (B, N), migrate/steal decision counts (B, N, N), "
-        "migrations/steals/failed_steals/dropped/completed_by_node (B, N), and the step's latency_mean_us, "
-        "latency_p99_us, "
-        "completed and now_us (B,). Decision counts and step latencies are reset.");
+        "migrations/steals/failed_steals/dropped/completed_by_node (B, N), the step's latency_mean_us, "
+        "latency_p99_us, completed, now_us and imbalance (B,) (2N sum (x - mean x)^2 of x = loads x scale) and "
+        "cost_counts (B, 4): migrations, steal requests, failed steals, drops. With reward = {kind, scale, "
+        "previous_imbalance (B,), costs...}, also reward (B,), Malcolm's team reward (rack/game.hpp), and "
+        "previous_imbalance updated in place. Decision counts and step latencies are reset.");
   m.def("step_rack_game", &dcgym::bindings::StepGame, py::arg("sims"), py::arg("actions"), py::arg("duration_us"),
         py::arg("logits"), py::arg("max_logit"), py::arg("obs_scale"), py::arg("obs_clip"), py::arg("obs_dim"),
+        py::arg("reward") = py::none(),
         "rack_v0's step: actions (B, N, 2N) (per node N migration then N stealing logits, or weights) become the "
         "tables in C++ (softmax of logits clipped to +-max_logit, or weights normalised; an invalid action raises "
         "ValueError before any table changes), then as step_rack_batch, adding obs (B, N, obs_dim) float32: "
-        "beliefs x obs_scale, own true load x obs_scale, clipped to [0, obs_clip], remaining columns 0; imbalance "
-        "(B,): 2N sum (x - mean x)^2 of x = loads x obs_scale; cost_counts (B, 4): the step's migrations, steal "
-        "requests (successful or failed), failed steals and drops.");
+        "beliefs x obs_scale, own true load x obs_scale, clipped to [0, obs_clip], remaining columns 0.");
+  m.def(
+      "rack_imbalance",
+      [](const py::array_t<double, py::array::c_style | py::array::forcecast>& loads, double scale) {
+        if (loads.ndim() != 1 || loads.shape(0) < 1) throw std::invalid_argument("loads: must be a non-empty vector");
+        return dcgym::rack::game::Imbalance(loads.data(), static_cast<uint32_t>(loads.shape(0)), scale);
+      },
+      py::arg("loads"), py::arg("scale"),
+      "Malcolm eq. (1) over ordered pairs: 2N sum (x - mean x)^2 of x = loads x scale (rack/game.hpp).");
+  m.def(
+      "rack_reward_costs",
+      [](const std::string& kind) {
+        const auto k = dcgym::bindings::Choice<dcgym::rack::game::Reward>(
+            kind, "reward",
+            {{"utility", dcgym::rack::game::Reward::kUtility},
+             {"imbalance_delta", dcgym::rack::game::Reward::kImbalanceDelta},
+             {"neg_p99", dcgym::rack::game::Reward::kNegP99},
+             {"neg_mean", dcgym::rack::game::Reward::kNegMean}});
+        const auto c = dcgym::rack::game::RewardCosts::Default(k);
+        return py::make_tuple(c.migration, c.steal, c.failed_steal, c.drop);
+      },
+      py::arg("kind"),
+      "The default costs of a team-reward variant: (per migration, per steal request, per failed steal, per drop).");
   using dcgym::rack::RackSim;
   namespace b = dcgym::bindings;
 

@@ -113,13 +113,16 @@ rejected flow counts with its 40 s timeout; 0.0 when none ended);
 p999, max, as ``MultistageSim.results()``); ``lb_fct_samples`` /
 ``lb_fct_mean_us`` (this LB's own FCT reservoir samples of the period);
 ``load_estimate`` (x, the reward's input); ``weights`` (the dispatch
-probabilities in force during the step).
+probabilities in force during the step); ``metrics`` (what training logs
+per step: ``imbalance``, the mean over LBs of Var(x), and ``rejected``); at
+the episode's last step ``episode_metrics`` (``p99_fct_s``, ``mean_fct_s``
+of the episode's flows).
 
 ## Arguments
 
 | argument | default | meaning |
 |---|---|---|
-| ``scenario`` | ``"lb_sim"`` | a packaged ``kind: multistage`` scenario name, a YAML path, or an ``LbScenario`` |
+| ``scenario`` | ``"lb_sim"`` | a packaged ``kind: lb`` scenario name, a YAML path, or an ``LbScenario`` |
 | ``load`` | None | offered load (fraction of the CPU capacity); None = the scenario grid's load closest to 0.845 (App. E.1's operating point: 0.845 in ``lb_sim``, 0.833 in ``lb_large``); ``options={"load": x}`` in reset changes it for one episode |
 | ``reward`` | ``"vbf"`` | one of ``REWARDS`` (table above) |
 | ``action_type`` | ``"discrete"`` | ``"discrete"`` or ``"continuous"`` |
@@ -417,8 +420,8 @@ class LbEnv(ParallelEnv, EzPickle):
         x = obs[:, :, self._x_column].astype(np.float64)
         fairness = REWARDS[self.reward_name]
         rewards = {a: fairness(x[i]) for i, a in enumerate(self.agents)}
-        infos = self._infos(weights / weights.sum(axis=1, keepdims=True))
         truncated = self._steps >= self.max_steps
+        infos = self._infos(weights / weights.sum(axis=1, keepdims=True), episode_end=truncated)
         observations = {a: obs[i] for i, a in enumerate(self.agents)}
         terminations = dict.fromkeys(self.agents, False)
         truncations = dict.fromkeys(self.agents, truncated)
@@ -495,7 +498,7 @@ class LbEnv(ParallelEnv, EzPickle):
         self._obs = (self._raw * self._scale).astype(np.float32)
         return self._obs
 
-    def _infos(self, probabilities: np.ndarray) -> dict[str, dict[str, Any]]:
+    def _infos(self, probabilities: np.ndarray, episode_end: bool = False) -> dict[str, dict[str, Any]]:
         r = self._results
         count = int(r["fct_us"]["count"])
         fct = {k: (v if count else 0.0) for k, v in r["fct_us"].items()}  # the engine gives NaN with no flows
@@ -506,6 +509,9 @@ class LbEnv(ParallelEnv, EzPickle):
         rejected = int(r["flows_rejected"]) - self._rejected
         self._fct_total, self._rejected = (count, total), int(r["flows_rejected"])
         raw = self._raw
+        estimates = self._obs[:, :, self._x_column].astype(np.float64)
+        metrics = {"imbalance": float(np.mean(np.var(estimates, axis=1))), "rejected": rejected}
+        ends = {"p99_fct_s": fct["p99"] / 1e6, "mean_fct_s": fct["mean"] / 1e6} if episode_end and count else None
         infos = {}
         for i, agent in enumerate(self.possible_agents):
             samples = raw[i, :, self._fct_count]
@@ -519,8 +525,10 @@ class LbEnv(ParallelEnv, EzPickle):
                 "fct_us": dict(fct),
                 "lb_fct_samples": n_samples,
                 "lb_fct_mean_us": lb_mean,
-                "load_estimate": self._obs[i, :, self._x_column].astype(np.float64),
+                "load_estimate": estimates[i],
                 "weights": probabilities[i].copy(),
+                "metrics": metrics,
+                **({"episode_metrics": ends} if ends else {}),
             }
         return infos
 

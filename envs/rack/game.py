@@ -6,11 +6,13 @@ environments are B copies, so both paths run the same code and give the same
 numbers bit for bit. For the nodes' game the call is ``step_rack_game``,
 which also turns the actions into the migration and stealing tables (softmax
 of the logits, or the weights normalised) and writes the load columns of the
-observations and the team reward's sums in C++; Python adds the reward
-formula, the optional observation extras and the per-node counts. The
+observations in C++. The
 dispatcher's game (RackDispatch-v0) sets its tables here and calls
-``step_rack_batch``. :class:`RackEnvConfig` is every setting of the
-game, validated at construction with errors that name the field.
+``step_rack_batch``. Both compute the team reward in C++
+(``cpp_core/include/dcgym/rack/game.hpp``: the one definition of the reward,
+its default costs and the imbalance); Python adds the optional observation
+extras and the per-node counts. :class:`RackEnvConfig` is every setting of
+the game, validated at construction with errors that name the field.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dcgym.cpp_core import Distribution, RackSim, step_rack_batch, step_rack_game
+from dcgym.cpp_core import Distribution, RackSim, rack_imbalance, rack_reward_costs, step_rack_batch, step_rack_game
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.rack.scenario import RackScenario
 from dcgym.envs.scenario import DEFAULT_SCENARIO, Load, load_scenario
@@ -32,7 +34,7 @@ from dcgym.envs.validation import validate
 LOAD_STREAM = 0x10AD
 """Second word of the RNG seed that draws an episode's load from ``load_range`` (the first is the engine seed)."""
 
-__all__ = ["REWARD_COSTS", "Costs", "RackEnvConfig", "RackGame", "imbalance", "rowsum", "team_reward"]
+__all__ = ["REWARD_COSTS", "Costs", "RackEnvConfig", "RackGame", "rowsum"]
 
 Extra = Literal["arrival_rate", "capacity", "rank"]
 
@@ -47,14 +49,9 @@ class Costs(NamedTuple):
 
 
 REWARD_COSTS: dict[str, Costs] = {
-    # Eq. (1): C is linear in the migrations and steal requests; the paper gives no constants, the code's are used.
-    "utility": Costs(migration=1e-4, steal=1e-4, failed_steal=0.0, drop=0.0),
-    # Malcolm's code: per migration 1e-4, per steal 1e-4, per failed task 10, per failed steal 0.
-    "imbalance_delta": Costs(migration=1e-4, steal=1e-4, failed_steal=0.0, drop=10.0),
-    "neg_p99": Costs(0.0, 0.0, 0.0, 0.0),
-    "neg_mean": Costs(0.0, 0.0, 0.0, 0.0),
+    kind: Costs(*rack_reward_costs(kind)) for kind in ("utility", "imbalance_delta", "neg_p99", "neg_mean")
 }
-"""Default costs of each reward variant; a cost argument set explicitly replaces its default."""
+"""Default costs of each reward variant (the engine's, rack/game.hpp); a cost set explicitly replaces its default."""
 
 
 class RackEnvConfig(BaseModel):
@@ -142,46 +139,6 @@ def rowsum(a: np.ndarray) -> np.ndarray:
     return np.add.reduceat(a.reshape(-1), np.arange(0, a.size, n)).reshape(a.shape[:-1])
 
 
-def imbalance(x: np.ndarray) -> np.ndarray:
-    """Sum over ordered pairs (i, j) of (x_i - x_j)^2 along the last axis (Malcolm eq. 1), as 2N sum (x - mean)^2."""
-    n = x.shape[-1]
-    dev = x - (rowsum(x) / n)[..., None]
-    return 2.0 * n * rowsum(dev * dev)
-
-
-def team_reward(
-    config: RackEnvConfig,
-    x: np.ndarray,
-    previous: np.ndarray,
-    counts: Mapping[str, np.ndarray],
-    scale: float,
-    costs: Costs | None = None,
-) -> np.ndarray:
-    """The team reward of each copy (shape (B,)) from true loads ``x`` (B, N) and the step's counts.
-
-    ``previous`` is the imbalance (ordered-pair sum) before the step, used by
-    ``imbalance_delta``; ``scale`` turns microseconds into load units;
-    ``costs`` defaults to ``config.costs``.
-    """
-    c = config.costs if costs is None else costs
-    # (B, 4): migrations, steal requests (successful or failed), failed steals, drops; imbalance(x) (B,). The
-    # engine's step_rack_game sums both in C++ (cost_counts, imbalance); otherwise they are summed here.
-    totals = counts.get("cost_counts")
-    if totals is None:
-        failed = counts["failed_steals"]
-        per_node = np.concatenate([counts["migrations"], counts["steals"] + failed, failed, counts["dropped"]], -1)
-        totals = rowsum(per_node.reshape(x.shape[0], 4, x.shape[-1]))
-    cost = totals[:, 0] * c.migration + totals[:, 1] * c.steal + totals[:, 2] * c.failed_steal + totals[:, 3] * c.drop
-    if config.reward in ("utility", "imbalance_delta"):
-        current = counts["imbalance"] if "imbalance" in counts else imbalance(x)
-        if config.reward == "utility":
-            return 0.0 - current - cost  # 0.0 first: a 1-node rack scores +0, not -0
-        pairs = max(1, x.shape[-1] * (x.shape[-1] - 1))
-        return (previous - current) / pairs - cost
-    latency = counts["latency_p99_us"] if config.reward == "neg_p99" else counts["latency_mean_us"]
-    return -np.where(counts["completed"] > 0, latency * scale, 0.0) - cost
-
-
 class RackGame:
     """B copies of one rack scenario, played as Malcolm's game (§4) through the node-entry table policy."""
 
@@ -261,7 +218,8 @@ class RackGame:
             "completed": np.zeros(1, np.uint64),
         }
         x = out["loads"] * self.scale
-        self._previous[k] = imbalance(x)[0]
+        self._previous[k] = rack_imbalance(out["loads"][0], self.scale)
+        out["imbalance"] = np.array([self._previous[k]])
         return self._finish(out, x, np.zeros(1), np.array([k]), [sim])
 
     # ---------------------------------------------------------------------- step
@@ -272,20 +230,26 @@ class RackGame:
         Actions are (len(which), N, 2N) for the nodes, (len(which), N) for a dispatcher game.
         """
         sims = [self.sims[k] for k in which]
+        idx = np.asarray(which)
+        previous = self._previous[idx]  # a copy: the engine updates it for imbalance_delta
+        reward = {
+            "kind": self.config.reward,
+            "scale": self.scale,
+            "previous_imbalance": previous,
+            **dict(zip(("migration_cost", "steal_cost", "failed_steal_cost", "drop_cost"), self.costs)),
+        }
         if self.dispatcher:
             migration, stealing = self.dispatch_tables(actions, which)
-            out = step_rack_batch(sims, migration, stealing, self.config.heartbeat_us)
+            out = step_rack_batch(sims, migration, stealing, self.config.heartbeat_us, reward)
         else:
-            out = self._step_nodes(sims, actions, which)
-        x = out["loads"] * self.scale
-        idx = np.asarray(which)
-        reward = team_reward(self.config, x, self._previous[idx], out, self.scale, self.costs)
-        if self.config.reward == "imbalance_delta":
-            self._previous[idx] = out["imbalance"] if "imbalance" in out else imbalance(x)
+            out = self._step_nodes(sims, actions, which, reward)
+        self._previous[idx] = previous
         self.steps[idx] += 1
-        return self._finish(out, x, reward, idx, sims)
+        return self._finish(out, out["loads"] * self.scale, out.pop("reward"), idx, sims)
 
-    def _step_nodes(self, sims: list[RackSim], actions: np.ndarray, which: Sequence[int]) -> dict[str, np.ndarray]:
+    def _step_nodes(
+        self, sims: list[RackSim], actions: np.ndarray, which: Sequence[int], reward: dict[str, Any]
+    ) -> dict[str, np.ndarray]:
         """One engine call that also turns the nodes' actions into tables and writes the observations."""
         cfg, n = self.config, self.num_nodes
         a = np.asarray(actions)
@@ -301,6 +265,7 @@ class RackGame:
                 self.scale,
                 cfg.obs_clip,
                 self.obs_dim,
+                reward,
             )
         except ValueError:
             self.tables(actions, which)  # the engine refused a value: name it as the Python check does

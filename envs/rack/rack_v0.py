@@ -112,8 +112,12 @@ accept / no steal), ``migrations``, ``steals`` (successful), ``failed_steals``,
 ``dropped`` (tasks dropped at this node's full queue); shared by all agents:
 ``latency_mean_us``, ``latency_p99_us`` (0.0 when ``completed`` is 0),
 ``completed`` (tasks completed in the step, warm-up included),
-``true_loads`` (N loads in the load unit, unclipped: what the reward used)
-and ``sim_time_us``. Reset returns the same keys with zero counts.
+``true_loads`` (N loads in the load unit, unclipped: what the reward used),
+``sim_time_us`` and ``metrics`` (what training logs per step: ``imbalance``,
+the mean over node pairs of (x_i - x_j)^2 of the true loads, and the step's
+``migrations``, ``steals``, ``dropped`` over all nodes); at the episode's last
+step also ``episode_metrics`` (``p99_us``, ``mean_latency_us`` of the tasks
+completed in the episode). Reset returns the same keys with zero counts.
 
 ## Termination and Truncation
 
@@ -245,7 +249,7 @@ class RackEnv(ParallelEnv):
         reward = float(out["reward"][0])
         truncated = bool(out["truncated"][0])
         agents = self.agents
-        obs, infos = self._observations(out), self._infos(out)
+        obs, infos = self._observations(out), self._infos(out, episode_end=truncated)
         rewards = dict.fromkeys(agents, reward)
         terminations = dict.fromkeys(agents, False)
         truncations = dict.fromkeys(agents, truncated)
@@ -285,14 +289,23 @@ class RackEnv(ParallelEnv):
             self._history.add(out["true_loads"][0])
         return dict(zip(self.possible_agents, out["obs"][0]))
 
-    def _infos(self, out: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    def _infos(self, out: dict[str, np.ndarray], episode_end: bool = False) -> dict[str, dict[str, Any]]:
+        n = self.game.num_nodes
         shared = {
             "latency_mean_us": float(out["latency_mean_us"][0]),
             "latency_p99_us": float(out["latency_p99_us"][0]),
             "completed": int(out["completed"][0]),
             "true_loads": out["true_loads"][0],
             "sim_time_us": float(out["sim_time_us"][0]),
+            "metrics": {
+                "imbalance": float(out["imbalance"][0]) / (n * (n - 1)) if n > 1 else 0.0,
+                **{key: int(out[key][0].sum()) for key in ("migrations", "steals", "dropped")},
+            },
         }
+        if episode_end:  # the episode's tasks: the engine's latency since the reset
+            latency = self.game.sims[0].results()["latency_us"]
+            if latency["count"]:
+                shared["episode_metrics"] = {"p99_us": latency["p99"], "mean_latency_us": latency["mean"]}
         columns = zip(
             self.possible_agents, out["migrate"][0], out["steal"][0], *(out[key][0].tolist() for key in _INFO_COUNTS)
         )

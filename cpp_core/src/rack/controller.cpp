@@ -9,16 +9,6 @@ using runtime::Batch;
 using runtime::FastSoftmax;
 using runtime::TableExponentials;
 
-RewardCosts RewardCosts::Default(Reward r) {
-  switch (r) {
-    case Reward::kUtility: return {1e-4, 1e-4, 0.0, 0.0};
-    case Reward::kImbalanceDelta: return {1e-4, 1e-4, 0.0, 10.0};
-    case Reward::kNegP99:
-    case Reward::kNegMean: return {0.0, 0.0, 0.0, 0.0};
-  }
-  return {};
-}
-
 RackController::RackController(RackSim& sim, const ControllerOptions& options, MalcolmLearner& learner)
     : sim_(sim),
       options_(options),
@@ -172,42 +162,29 @@ void RackController::Act() {
 }
 
 double RackController::Imbalance() {
-  double mean = 0.0;
-  for (std::size_t j = 0; j < n_; ++j) mean += (loads_[j] = sim_.TrueLoad(static_cast<uint32_t>(j)) * scale_);
-  mean /= static_cast<double>(n_);
-  double ss = 0.0;
-  for (std::size_t j = 0; j < n_; ++j) ss += (loads_[j] - mean) * (loads_[j] - mean);
-  return 2.0 * static_cast<double>(n_) * ss;
+  for (std::size_t j = 0; j < n_; ++j) loads_[j] = sim_.TrueLoad(static_cast<uint32_t>(j));
+  return game::Imbalance(loads_.data(), static_cast<uint32_t>(n_), scale_);
 }
 
 double RackController::Reward(double previous_imbalance, double imbalance) {
   const auto& dc = sim_.Decisions();
-  double migrations = 0, requests = 0, failed = 0, dropped = 0;
+  game::CostCounts counts;
   for (std::size_t j = 0; j < n_; ++j) {
-    migrations += static_cast<double>(dc.migrations[j]);
-    requests += static_cast<double>(dc.steals[j] + dc.failed_steals[j]);
-    failed += static_cast<double>(dc.failed_steals[j]);
-    dropped += static_cast<double>(dc.dropped[j]);
+    counts.migrations += static_cast<double>(dc.migrations[j]);
+    counts.steal_requests += static_cast<double>(dc.steals[j] + dc.failed_steals[j]);
+    counts.failed_steals += static_cast<double>(dc.failed_steals[j]);
+    counts.dropped += static_cast<double>(dc.dropped[j]);
   }
-  const RewardCosts& c = options_.costs;
-  const double cost = migrations * c.migration + requests * c.steal + failed * c.failed_steal + dropped * c.drop;
-  switch (options_.reward) {
-    case Reward::kUtility: return 0.0 - imbalance - cost;
-    case Reward::kImbalanceDelta: {
-      const double pairs = std::max<double>(1.0, static_cast<double>(n_ * (n_ - 1)));
-      return (previous_imbalance - imbalance) / pairs - cost;
-    }
-    case Reward::kNegP99:
-    case Reward::kNegMean: {
-      auto& h = sim_.StepLatency();
-      const double latency = h.Count() == 0                       ? 0.0
-                             : options_.reward == Reward::kNegP99 ? h.Quantile(0.99) * scale_
-                                                                  : h.Mean() * scale_;
-      h.Clear();
-      return -latency - cost;
-    }
+  double latency = 0.0;
+  std::uint64_t completed = 0;
+  if (options_.reward == Reward::kNegP99 || options_.reward == Reward::kNegMean) {
+    auto& h = sim_.StepLatency();
+    completed = h.Count();
+    if (completed > 0) latency = (options_.reward == Reward::kNegP99 ? h.Quantile(0.99) : h.Mean()) * scale_;
+    h.Clear();
   }
-  return 0.0;
+  return game::TeamReward({options_.reward, options_.costs}, previous_imbalance, imbalance, counts, latency, completed,
+                          n_);
 }
 
 RunStats RackController::Run(std::uint64_t heartbeats) {

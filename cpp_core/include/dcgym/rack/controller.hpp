@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "dcgym/rack/game.hpp"
 #include "dcgym/rack/rack_sim.hpp"
 #include "dcgym/runtime/learner.hpp"
 
@@ -36,16 +37,9 @@ using runtime::AlignedVector;
 using runtime::LearnerConfig;
 using runtime::MalcolmLearner;
 
-/// The team rewards of envs/rack_game.py (RackEnvConfig.reward).
-enum class Reward : std::uint32_t { kUtility = 0, kImbalanceDelta = 1, kNegP99 = 2, kNegMean = 3 };
-
-/// Costs of the team reward (rack_game.Costs): per migration, per steal
-/// request (successful or failed), per failed steal, per dropped task.
-struct RewardCosts {
-  double migration = 1e-4, steal = 1e-4, failed_steal = 0.0, drop = 0.0;
-  /// rack_game.REWARD_COSTS for `r`.
-  static RewardCosts Default(Reward r);
-};
+// The game's team reward, as rack_v0 computes it (rack/game.hpp).
+using game::Reward;
+using game::RewardCosts;
 
 struct ControllerOptions {
   double heartbeat_us = 100.0;  // RackEnvConfig.heartbeat_us
@@ -89,7 +83,7 @@ class RackController {
   void Observe();  // beliefs -> obs_ (N x N) and x_ (scaled)
   void Act();      // x_ -> tables, set in the engine; φ_a, π cached for the learner
   double Reward(double previous_imbalance, double imbalance);  // from the decision counts
-  double Imbalance();                                          // eq. (1) on the true loads
+  double Imbalance();                                          // eq. (1) on the true loads (game::Imbalance)
 
   RackSim& sim_;
   ControllerOptions options_;
