@@ -45,8 +45,8 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
     ms::ServerGroup sg;
     sg.count = GetRanged(g, "count", f, 1, 1 << 16, -1);
     sg.workers = GetRanged(g, "workers", f, 1, 4096, -1);
-    sg.speed = Get<double>(g, "speed", f, 1.0);
-    sg.mp_level = GetRanged(g, "mp_level", f, 1, 4096, 1);
+    sg.speed = Get<double>(g, "speed", f, sg.speed);
+    sg.mp_level = GetRanged(g, "mp_level", f, 1, 4096, sg.mp_level);
     c.groups.push_back(sg);
   }
 
@@ -76,7 +76,7 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
                                       {"oracle", ms::LbPolicy::kOracle},
                                       {"weights", ms::LbPolicy::kWeights}});
     lb.weights = Get<std::vector<double>>(l, "weights", f, {});
-    lb.share = Get<double>(l, "share", f, 1.0);
+    lb.share = Get<double>(l, "share", f, lb.share);
     c.lbs.push_back(lb);
   }
 
@@ -84,25 +84,26 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
   c.load_basis = Choice<ms::LoadBasis>(Get<std::string>(d, "load_basis", "config", std::string("total")), "load_basis",
                                        {{"total", ms::LoadBasis::kTotal}, {"cpu", ms::LoadBasis::kCpu}});
   c.seed = Get<uint64_t>(d, "seed", "config");
-  c.backlog = GetRanged(d, "backlog", "config", 0, 1000000, 64);
-  c.timeout_us = Get<double>(d, "timeout_us", "config", 4e7);
+  c.backlog = GetRanged(d, "backlog", "config", 0, 1000000, c.backlog);
+  c.timeout_us = Get<double>(d, "timeout_us", "config", c.timeout_us);
   if (d.contains("hop_delay_us") && !d["hop_delay_us"].is_none()) {
     const auto hop = GetDict(d, "hop_delay_us", "config");
     c.hop_min_us = Get<double>(hop, "min", "hop_delay_us");
     c.hop_max_us = Get<double>(hop, "max", "hop_delay_us");
   }
-  c.decision_period_us = Get<double>(d, "decision_period_us", "config", 5e5);
+  c.decision_period_us = Get<double>(d, "decision_period_us", "config", c.decision_period_us);
   c.wait_order =
       Choice<ms::WaitOrder>(Get<std::string>(d, "cpu_wait_order", "config", std::string("fifo")), "cpu_wait_order",
                             {{"fifo", ms::WaitOrder::kFifo}, {"arrival", ms::WaitOrder::kArrival}});
   if (d.contains("observation") && !d["observation"].is_none()) {
     const auto o = GetDict(d, "observation", "config");
-    c.observation.reservoir_size = GetRanged(o, "reservoir_size", "observation", 1, 1024, 32);
-    c.observation.fd_density = GetRanged(o, "fd_density", "observation", 0, 64, 2);
-    c.observation.fd_min_us = Get<double>(o, "fd_min_us", "observation", 1e4);
-    c.observation.decay_half_life_us = Get<double>(o, "decay_half_life_us", "observation", 1e6);
+    c.observation.reservoir_size = GetRanged(o, "reservoir_size", "observation", 1, 1024, c.observation.reservoir_size);
+    c.observation.fd_density = GetRanged(o, "fd_density", "observation", 0, 64, c.observation.fd_density);
+    c.observation.fd_min_us = Get<double>(o, "fd_min_us", "observation", c.observation.fd_min_us);
+    c.observation.decay_half_life_us =
+        Get<double>(o, "decay_half_life_us", "observation", c.observation.decay_half_life_us);
   }
-  c.warmup_flows = Get<uint64_t>(d, "warmup_flows", "config", 0);
+  c.warmup_flows = Get<uint64_t>(d, "warmup_flows", "config", c.warmup_flows);
   c.Validate();
   return c;
 }

@@ -37,8 +37,8 @@ RackConfig ParseRackConfig(const py::dict& d) {
       throw std::invalid_argument(f + ".workers: must be in [1, 65536], got " + std::to_string(workers));
     ng.count = static_cast<uint32_t>(count);
     ng.workers = static_cast<uint32_t>(workers);
-    ng.speed = Get<double>(g, "speed", f, 1.0);
-    ng.queue_capacity = Get<int64_t>(g, "queue_capacity", f, -1);
+    ng.speed = Get<double>(g, "speed", f, ng.speed);
+    ng.queue_capacity = Get<int64_t>(g, "queue_capacity", f, ng.queue_capacity);
     c.groups.push_back(ng);
   }
   c.service = ParseDistribution(GetDict(d, "service", "config"), "service");
@@ -53,24 +53,24 @@ RackConfig ParseRackConfig(const py::dict& d) {
       TaskType t;
       t.share = Get<double>(td, "share", f);
       t.service = ParseDistribution(GetDict(td, "service", f), f + ".service");
-      t.slo_us = Get<double>(td, "slo_us", f, 1.0);
-      t.priority = Get<int32_t>(td, "priority", f, 0);
+      t.slo_us = Get<double>(td, "slo_us", f, t.slo_us);
+      t.priority = Get<int32_t>(td, "priority", f, t.priority);
       t.nodes = Get<std::vector<uint32_t>>(td, "nodes", f, {});
       c.types.push_back(t);
     }
   }
   c.load = Get<double>(d, "load", "config");
   c.seed = Get<uint64_t>(d, "seed", "config");
-  c.warmup_tasks = Get<uint64_t>(d, "warmup_tasks", "config", 0);
+  c.warmup_tasks = Get<uint64_t>(d, "warmup_tasks", "config", c.warmup_tasks);
 
   const auto intra = GetDict(d, "intra_node", "config");
   c.intra.discipline = Choice<Discipline>(Get<std::string>(intra, "discipline", "intra_node"), "intra_node.discipline",
                                           {{"fcfs", Discipline::kFcfs}, {"ps", Discipline::kPs}});
-  c.intra.quantum_us = Get<double>(intra, "quantum_us", "intra_node", 0.0);
+  c.intra.quantum_us = Get<double>(intra, "quantum_us", "intra_node", c.intra.quantum_us);
   c.intra.queueing = Choice<Queueing>(
       Get<std::string>(intra, "queueing", "intra_node", std::string("fifo")), "intra_node.queueing",
       {{"fifo", Queueing::kFifo}, {"per_type", Queueing::kPerType}, {"priority", Queueing::kPriority}});
-  c.intra.switch_cost_us = Get<double>(intra, "switch_cost_us", "intra_node", 0.0);
+  c.intra.switch_cost_us = Get<double>(intra, "switch_cost_us", "intra_node", c.intra.switch_cost_us);
 
   const auto disp = GetDict(d, "dispatch", "config");
   c.dispatch.kind = Choice<DispatchKind>(Get<std::string>(disp, "policy", "dispatch"), "dispatch.policy",
@@ -97,9 +97,9 @@ RackConfig ParseRackConfig(const py::dict& d) {
                           {"queue", LoadMetric::kQueue},
                           {"expected_wait", LoadMetric::kExpectedWait},
                           {"work", LoadMetric::kWork}});
-  c.dispatch.rtt_us = Get<double>(disp, "rtt_us", "dispatch", 0.0);
+  c.dispatch.rtt_us = Get<double>(disp, "rtt_us", "dispatch", c.dispatch.rtt_us);
   c.dispatch.per_type = Get<bool>(disp, "per_type", "dispatch", false);
-  c.dispatch.threshold = Get<double>(disp, "threshold", "dispatch", 1.0);
+  c.dispatch.threshold = Get<double>(disp, "threshold", "dispatch", c.dispatch.threshold);
   const auto bound = Get<int64_t>(disp, "bound", "dispatch", 1);
   if (bound < 1 || bound > (1 << 20))
     throw std::invalid_argument("dispatch.bound: must be in [1, 1048576], got " + std::to_string(bound));
@@ -128,15 +128,15 @@ RackConfig ParseRackConfig(const py::dict& d) {
                               {"piggyback", LoadInfoKind::kPiggyback},
                               {"min_only", LoadInfoKind::kMinOnly},
                               {"proactive", LoadInfoKind::kProactive}});
-    c.load_info.period_us = Get<double>(li, "period_us", "load_info", 100.0);
-    c.load_info.delay_us = Get<double>(li, "delay_us", "load_info", 0.0);
+    c.load_info.period_us = Get<double>(li, "period_us", "load_info", c.load_info.period_us);
+    c.load_info.delay_us = Get<double>(li, "delay_us", "load_info", c.load_info.delay_us);
     c.load_info.local_increment = Get<bool>(li, "local_increment", "load_info", false);
   }
   if (d.contains("migration")) {
     const auto mg = GetDict(d, "migration", "config");
-    c.migration.delay_us = Get<double>(mg, "delay_us", "migration", 0.0);
-    c.migration.steal_below = Get<double>(mg, "steal_below", "migration", 1.0);
-    c.migration.queue_smoothing = Get<double>(mg, "queue_smoothing", "migration", 0.95);
+    c.migration.delay_us = Get<double>(mg, "delay_us", "migration", c.migration.delay_us);
+    c.migration.steal_below = Get<double>(mg, "steal_below", "migration", c.migration.steal_below);
+    c.migration.queue_smoothing = Get<double>(mg, "queue_smoothing", "migration", c.migration.queue_smoothing);
   }
   if (d.contains("dynamics")) {
     py::object dyn = d["dynamics"];
@@ -164,7 +164,7 @@ RackConfig ParseRackConfig(const py::dict& d) {
       c.dynamics.push_back(ev);
     }
   }
-  c.sample_period_us = Get<double>(d, "sample_period_us", "config", 0.0);
+  c.sample_period_us = Get<double>(d, "sample_period_us", "config", c.sample_period_us);
   c.Validate();
   return c;
 }
