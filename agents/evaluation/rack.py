@@ -20,6 +20,7 @@ ends with far fewer in flight (Little's law), so it is not flagged.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
@@ -35,6 +36,8 @@ from dcgym.agents.evaluation.document import finite
 from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Source, Spec
 from dcgym.agents.evaluation.stats import nonzero_histogram
 from dcgym.cpp_core import RackSim, check_rack_config
+
+log = logging.getLogger(__name__)
 
 __all__ = ["DROPPED_ABOVE", "IN_FLIGHT_ABOVE", "Job", "RackEvaluation", "RackRow", "run_checkpoint", "run_record"]
 
@@ -258,6 +261,8 @@ class RackEvaluation(EvaluationFamily):
         trained_labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
         files = _policy_files([s.given for s in specs if s.source is Source.POLICY_FILE])
         period = scenario.sample_period_us if options.sample_period_us is None else options.sample_period_us
+        for load in loads:
+            warn_changes_after_the_end(scenario, load, work)
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.CHECKPOINT:
@@ -315,6 +320,27 @@ class RackEvaluation(EvaluationFamily):
         if doc.get("timelines"):
             paths["timeline"] = plots.plot_load_over_time(doc, out / "load_over_time.png")
         return paths
+
+
+def warn_changes_after_the_end(scenario: Any, load: float, tasks: int) -> None:
+    """Log a warning for each change of ``dynamics`` that a run of ``tasks`` arrivals at ``load`` ends before."""
+    if not scenario.dynamics:
+        return
+    rate = RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
+    end_us = tasks / rate
+    for k, change in enumerate(scenario.dynamics):
+        if change.at_us > end_us:
+            log.warning(
+                "dynamics.%d (%s at %g us) comes after the end of the runs at load %g (about %.0f us of simulated "
+                "time for %d tasks): it never happens; --tasks %d or more would reach it",
+                k,
+                change.kind,
+                change.at_us,
+                load,
+                end_us,
+                tasks,
+                math.ceil(1.1 * change.at_us * rate),
+            )
 
 
 RUN_CHECKPOINT = "dcgym.agents.evaluation.rack:run_checkpoint"

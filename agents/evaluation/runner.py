@@ -4,25 +4,21 @@ A job is plain data with a ``run()`` method returning ``{"result": row,
 "histogram": ..., "timeline": ...}``. Results come back in job order. An
 error raised inside a Ray worker reaches the caller as the worker's own
 exception (an InvalidConfigError stays one), never as Ray's multi-line
-traceback. Progress goes to standard error: a bar on a terminal, a plain
-line every tenth of the runs otherwise (a log file gets no carriage returns).
+traceback. Progress goes to standard error (:class:`dcgym.agents.progress.Progress`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
-from tqdm import tqdm
-
 from dcgym.agents import ray_session
+from dcgym.agents.progress import Progress
 from dcgym.envs.error import DcgymError
 
-__all__ = ["Progress", "cores", "run_all", "run_job"]
+__all__ = ["cores", "run_all", "run_job"]
 
 log = logging.getLogger(__name__)
 
@@ -38,32 +34,6 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
-
-
-class Progress:
-    """Runs done out of ``total``: a tqdm bar on a terminal, plain lines (at most ten, and the last) otherwise."""
-
-    def __init__(self, total: int, name: str, enabled: bool = True, unit: str = "run") -> None:
-        self.total, self.name, self.unit, self.done = total, name, unit, 0
-        self._start = time.perf_counter()
-        self._bar = None
-        self._next_line = 0
-        self._enabled = enabled and total > 0
-        if self._enabled and sys.stderr.isatty():
-            self._bar = tqdm(total=total, desc=name, unit=unit)
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        if self._bar is not None:
-            self._bar.update(n)
-        elif self._enabled and (self.done >= self._next_line or self.done == self.total):
-            elapsed = time.perf_counter() - self._start
-            print(f"{self.name}: {self.done}/{self.total} {self.unit}s ({elapsed:.0f} s)", file=sys.stderr, flush=True)
-            self._next_line = self.done + max(1, self.total // 10)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
 
 
 def run_all(jobs: Sequence[Any], workers: int | None, address: str | None, progress: bool, name: str) -> list[dict]:

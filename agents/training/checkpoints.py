@@ -84,8 +84,9 @@ def list_checkpoints(run_dir: str | Path) -> list[Path]:
 
 
 def find_checkpoint(run_or_checkpoint: str | Path) -> Path:
-    """A checkpoint folder as given, or a run folder's newest checkpoint; InvalidConfigError naming ``policy``."""
-    path = Path(run_or_checkpoint)
+    """A checkpoint folder as given, or a run folder's newest checkpoint, as an absolute path (a relative one is
+    relative to the working directory); InvalidConfigError naming ``policy``."""
+    path = Path(run_or_checkpoint).expanduser().resolve()
     if (path / META_FILE).is_file():
         return path
     if path.is_dir():

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 
 from dcgym.envs.error import InvalidConfigError, Verbatim, did_you_mean
 from dcgym.envs.families import known_envs
-from dcgym.envs.scenario import Load, Seed, apply_overrides
+from dcgym.envs.scenario import Load, Seed, apply_overrides, read_yaml
 from dcgym.envs.validation import validate
 
 __all__ = [
@@ -243,15 +243,16 @@ def parse_assignments(items: Sequence[str] | None) -> dict[str, Any]:
 def read_raw(name_or_path: str | Path) -> tuple[dict[str, Any], str]:
     """The raw mapping of an experiment file and its path; raises InvalidConfigError on bad YAML."""
     path = experiment_path(name_or_path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise InvalidConfigError(str(path), Verbatim(f"invalid YAML ({problem}{where})"), "a YAML mapping") from None
+    raw = read_yaml(path, str(path))
     if not isinstance(raw, dict):
         raise InvalidConfigError(str(path), raw, "a YAML mapping of experiment fields")
+    if "kind" in raw and "env" not in raw:
+        raise InvalidConfigError(
+            "config",
+            str(path),
+            f"an experiment file (env, scenario, algorithm, ...); this is a scenario file (kind: "
+            f"{raw['kind']}): give it to an experiment's scenario field, or to evaluate.py --scenario",
+        )
     return raw, str(path)
 
 

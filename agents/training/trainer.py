@@ -79,7 +79,10 @@ class TrainResult:
 def new_run_dir(experiment: Experiment, out: str | Path) -> Path:
     """``{out}/{scenario}__{algorithm}__{seed}__{unix time}`` (CleanRL's run name), not yet created."""
     stamp = int(time.time())
-    base = Path(out) / f"{experiment.scenario_name}__{experiment.algorithm}__{experiment.seed}__{stamp}"
+    base = (
+        Path(out).expanduser().resolve()
+        / f"{experiment.scenario_name}__{experiment.algorithm}__{experiment.seed}__{stamp}"
+    )
     path, k = base, 1
     while path.exists():
         path, k = Path(f"{base}_{k}"), k + 1
@@ -87,10 +90,11 @@ def new_run_dir(experiment: Experiment, out: str | Path) -> Path:
 
 
 def find_run(run: str | Path, out: str | Path = "runs") -> Path:
-    """A run folder given as a path or as a name under ``out``; InvalidConfigError naming ``--resume``."""
-    for path in (Path(run), Path(out) / run):
+    """A run folder given as a path or as a name under ``out``, as an absolute path; InvalidConfigError naming
+    ``--resume``."""
+    for path in (Path(run).expanduser(), Path(out).expanduser() / run):
         if (path / CONFIG_FILE).is_file():
-            return path
+            return path.resolve()
     raise InvalidConfigError(
         "--resume", str(run), f"a run folder written by train.py (with {CONFIG_FILE}), as a path or a name under {out}"
     )
@@ -288,19 +292,18 @@ class Trainer:
 
     def run(self) -> TrainResult:
         """Train to the budget, checkpoint, evaluate, plot. Ctrl-C checkpoints, then re-raises."""
-        from tqdm import tqdm
+        from dcgym.agents.progress import Progress
 
         budget = self.experiment.budget
         start = time.monotonic()
         total = budget.iterations if budget.iterations is not None else budget.timesteps
         by_steps = budget.iterations is None and budget.timesteps is not None
-        bar = tqdm(
-            total=total,
+        bar = Progress(
+            total,
+            self.run_dir.name[:48],
+            self.progress,
+            "step" if by_steps else "iteration",
             initial=self.timesteps if by_steps else self.iteration,
-            disable=not self.progress,
-            desc=self.run_dir.name[:48],
-            unit="step" if by_steps else "it",
-            dynamic_ncols=True,
         )
         shown: dict[str, float] = {}  # the newest value of each metric: episodes end every few iterations
         try:
@@ -308,8 +311,8 @@ class Trainer:
                 result = self._train_once()
                 metrics = self._log(result)
                 shown.update(metrics)
-                bar.update((self.timesteps - bar.n) if by_steps else 1)
-                bar.set_postfix_str(_postfix(shown), refresh=False)
+                bar.set_postfix(_postfix(shown))
+                bar.update((self.timesteps - bar.done) if by_steps else 1)
                 every = self.experiment.checkpoint_every
                 if every and self.iteration % every == 0:
                     self._save()

@@ -1,0 +1,64 @@
+"""Progress of a long job on standard error: a tqdm bar on a terminal, plain lines in a log.
+
+Without a terminal (a CI log, ``make demo > log``), a bar's carriage-return updates would pile up as thousands of
+partial lines; there :class:`Progress` prints one plain line per tenth of the work (and at the end) instead, or,
+with no known total (a budget of wall time), one every :data:`LINE_EVERY_S` seconds.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from tqdm import tqdm
+
+__all__ = ["LINE_EVERY_S", "Progress"]
+
+LINE_EVERY_S = 30.0
+"""Seconds between plain lines when the total is unknown."""
+
+
+class Progress:
+    """``done`` out of ``total`` units: a tqdm bar on a terminal, at most eleven plain lines otherwise."""
+
+    def __init__(self, total: int | None, name: str, enabled: bool = True, unit: str = "run", initial: int = 0) -> None:
+        self.total, self.name, self.unit, self.done = total, name, unit, initial
+        self.postfix = ""
+        self._start = time.perf_counter()
+        self._bar = None
+        self._enabled = enabled and total != 0
+        self._next_line = initial
+        self._next_time = LINE_EVERY_S
+        if self._enabled and sys.stderr.isatty():
+            self._bar = tqdm(total=total, initial=initial, desc=name, unit=unit, dynamic_ncols=True)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+            return
+        if not self._enabled:
+            return
+        elapsed = time.perf_counter() - self._start
+        if self.total is None:
+            if elapsed >= self._next_time:
+                self._line(elapsed)
+                self._next_time = elapsed + LINE_EVERY_S
+        elif self.done >= self._next_line or self.done >= self.total:
+            self._line(elapsed)
+            self._next_line = self.done + max(1, self.total // 10)
+
+    def _line(self, elapsed: float) -> None:
+        of = "" if self.total is None else f"/{self.total}"
+        postfix = f"  {self.postfix}" if self.postfix else ""
+        print(f"{self.name}: {self.done}{of} {self.unit}s ({elapsed:.0f} s){postfix}", file=sys.stderr, flush=True)
+
+    def set_postfix(self, text: str) -> None:
+        """Text shown after the count (the bar's postfix, or the end of the next plain line)."""
+        self.postfix = text
+        if self._bar is not None:
+            self._bar.set_postfix_str(text, refresh=False)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
