@@ -6,6 +6,7 @@ re-exports what users need. Configs are the plain dicts produced by
 """
 
 from dcgym.cpp_core._engine import (
+    ColoSim,
     Distribution,
     LogHistogram,
     MalcolmLearner,
@@ -13,13 +14,16 @@ from dcgym.cpp_core._engine import (
     RackController,
     RackSim,
     RuntimePolicy,
+    check_colo_config,
     check_multistage_config,
     check_rack_config,
+    step_colo_batch,
     step_rack_batch,
     step_rack_game,
 )
 
 __all__ = [
+    "ColoSim",
     "Distribution",
     "LogHistogram",
     "MalcolmLearner",
@@ -27,8 +31,10 @@ __all__ = [
     "RackController",
     "RackSim",
     "RuntimePolicy",
+    "check_colo_config",
     "check_multistage_config",
     "check_rack_config",
+    "step_colo_batch",
     "step_rack_batch",
     "step_rack_game",
 ]
