@@ -103,6 +103,7 @@ def service_config(catalog: dict, name: str, *, rps: float | None = None, pct: f
         rps = pct_to_rps(catalog, name, pct, variant)
     out: dict[str, Any] = {"name": name, **{k: value(entry[k]) for k in SERVICE_FIELDS}}
     out["mrc"] = dict(out["mrc"])
+    out.update({f"ref_{k}": value(v) for k, v in catalog["reference"].items()})
     out.update({"rps": float(rps or 0.0), "launch_s": float(launch_s)})
     if threads is not None:
         out["threads"] = int(threads)

@@ -89,7 +89,8 @@ colo::Platform ParsePlatform(const py::dict& d) {
 }
 
 colo::ServiceConfig ParseService(const py::dict& d, const std::string& f) {
-  CheckKeys(d, f, {"name", "qos_ms", "percentile", "service_ms", "cv2", "ipc", "mlp", "bytes_per_miss", "mrc",
+  CheckKeys(d, f, {"name", "qos_ms", "percentile", "service_ms", "cv2", "ipc", "ref_freq_mhz", "ref_cache_mb",
+                   "ref_mem_latency_ns", "mlp", "bytes_per_miss", "mrc",
                    "io_ms", "smt_penalty", "ctx_overhead", "warmup_s", "warmup_slowdown", "virt_memory_gb",
                    "res_memory_gb", "rps", "threads", "launch_s", "end_s", "changes", "cores", "ways"});
   colo::ServiceConfig sc;
@@ -101,6 +102,9 @@ colo::ServiceConfig ParseService(const py::dict& d, const std::string& f) {
   p.service_ms = Read<double>(d, "service_ms", f);
   p.cv2 = Read<double>(d, "cv2", f, def.cv2);
   p.ipc = Read<double>(d, "ipc", f);
+  p.ref_freq_mhz = Read<double>(d, "ref_freq_mhz", f, def.ref_freq_mhz);
+  p.ref_cache_mb = Read<double>(d, "ref_cache_mb", f, def.ref_cache_mb);
+  p.ref_mem_latency_ns = Read<double>(d, "ref_mem_latency_ns", f, def.ref_mem_latency_ns);
   p.mlp = Read<double>(d, "mlp", f, def.mlp);
   p.bytes_per_miss = Read<double>(d, "bytes_per_miss", f, def.bytes_per_miss);
   if (!d.contains("mrc")) throw std::invalid_argument(f + ".mrc: missing");

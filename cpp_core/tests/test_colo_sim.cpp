@@ -130,7 +130,7 @@ void LifecycleConservesResources() {
   CHECK_EQ(sim.Allocations()[2].ways, 8u);
   CHECK_EQ(sim.IdleCores(), 0u);
   // Ended or pending services get nothing.
-  CHECK(Throws([&] { sim.SetAllocation(1, Alloc(0, 1)); }, "is not running (ended)"));
+  CHECK(Throws([&] { sim.SetAllocation(1, Alloc(0, 1)); }, "not running (ended)"));
 }
 
 void SteadyStateMatchesTheTick() {

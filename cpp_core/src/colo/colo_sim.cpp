@@ -163,8 +163,8 @@ void ColoSim::SetAllocation(uint32_t service, const Allocation& a) {
   if (!active_[service]) {
     static const char* kPhase[] = {"pending", "warming", "running", "ended"};
     Fail(ServiceField(service, params_[service].name),
-         std::string("is not running (") + kPhase[static_cast<int>(state_[service].phase)] +
-             "): resources go only to launched services");
+         std::string("not running (") + kPhase[static_cast<int>(state_[service].phase)] +
+             "); resources go only to launched services");
   }
   CheckAllocation(service, a);
   std::vector<Allocation> trial = alloc_;
@@ -183,7 +183,7 @@ void ColoSim::SetAllocations(const std::vector<Allocation>& all) {
   for (uint32_t i = 0; i < NumServices(); ++i) {
     if (!active_[i]) {
       if (all[i].cores != 0 || all[i].ways != 0)
-        Fail(ServiceField(i, params_[i].name), "is not running: it must get 0 cores and 0 ways, got " +
+        Fail(ServiceField(i, params_[i].name), "not running; it must get 0 cores and 0 ways, got " +
                                                    Str(all[i].cores) + " and " + Str(all[i].ways));
       continue;
     }
@@ -331,6 +331,8 @@ void ColoSim::Tick() {
   }
   ++ticks_;
   ProcessEvents();
+  // Launches and departures at the tick's end show in the allocation columns.
+  for (uint32_t i = 0; i < n; ++i) WriteAllocation(i);
 }
 
 double ColoSim::TickQuantile(uint32_t i, const Operating& op, double b0, double b1) {
@@ -361,20 +363,12 @@ double ColoSim::Normal(kernel::Rng& rng) {
 
 void ColoSim::WriteCounters(uint32_t i, const Operating& op, double tick_quantile, const double* z) {
   double* row = &counters_[static_cast<size_t>(i) * kNumCounters];
-  const State& s = state_[i];
-  const Allocation& a = alloc_[i];
-  const ServiceParams& p = params_[i];
-  const Platform& pf = config_.platform;
-  const ShareGroup* g = a.group >= 0 ? &groups_[a.group] : nullptr;
   std::fill(row, row + kNumCounters, 0.0);
-  row[kFrequency] = a.freq_mhz;
-  row[kAllocatedCore] = a.cores + (g ? g->cores : 0);
-  row[kAllocatedCache] = (a.ways + (g ? g->ways : 0)) * pf.mb_per_way;
-  row[kMba] = a.mba;
-  row[kRps] = s.rps;
-  row[kState] = static_cast<double>(s.phase);
+  WriteAllocation(i);
   if (z == nullptr) return;
   State& st = state_[i];
+  const Allocation& a = alloc_[i];
+  const ServiceParams& p = params_[i];
   // The latency window: the mean of its ticks' quantiles.
   st.window_sum += tick_quantile - st.window[st.window_next];
   st.window[st.window_next] = tick_quantile;
@@ -386,7 +380,7 @@ void ColoSim::WriteCounters(uint32_t i, const Operating& op, double tick_quantil
   }
   const double window_latency = std::max(0.0, st.window_sum / st.window_count);
   const double q = p.percentile;
-  const double requests = s.rps * st.window_count * config_.dt_s;
+  const double requests = st.rps * st.window_count * config_.dt_s;
   const double sigma = std::min(
       1.0, config_.noise.latency * std::sqrt(q / ((1 - q) * std::max(requests, 1.0))) / std::log(1 / (1 - q)));
   const double counter_sigma = config_.noise.counters;
@@ -404,9 +398,21 @@ void ColoSim::WriteCounters(uint32_t i, const Operating& op, double tick_quantil
   row[kResMemory] = p.res_memory_gb * kGiB;
   row[kThroughput] = op.throughput;
   row[kUtilization] = op.utilization;
-  row[kBacklog] = s.backlog;
+  row[kBacklog] = st.backlog;
   row[kP99] = tick_quantile * 1e3;
-  row[kWarmCache] = s.warm_mb;
+  row[kWarmCache] = st.warm_mb;
+}
+
+void ColoSim::WriteAllocation(uint32_t i) {
+  double* row = &counters_[static_cast<size_t>(i) * kNumCounters];
+  const Allocation& a = alloc_[i];
+  const ShareGroup* g = a.group >= 0 ? &groups_[a.group] : nullptr;
+  row[kFrequency] = a.freq_mhz;
+  row[kAllocatedCore] = a.cores + (g ? g->cores : 0);
+  row[kAllocatedCache] = (a.ways + (g ? g->ways : 0)) * config_.platform.mb_per_way;
+  row[kMba] = a.mba;
+  row[kRps] = state_[i].rps;
+  row[kState] = static_cast<double>(state_[i].phase);
 }
 
 // ---------------------------------------------------------------- steady state

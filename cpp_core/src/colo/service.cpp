@@ -47,6 +47,9 @@ void ServiceParams::Validate(const std::string& field) const {
   Require(std::isfinite(mlp) && mlp >= 1, f + "mlp", "must be a finite number >= 1", mlp);
   RequirePositive(bytes_per_miss, f + "bytes_per_miss");
   mrc.Validate(f + "mrc");
+  RequireNonNegative(ref_freq_mhz, f + "ref_freq_mhz");
+  RequireNonNegative(ref_cache_mb, f + "ref_cache_mb");
+  RequireNonNegative(ref_mem_latency_ns, f + "ref_mem_latency_ns");
   RequireNonNegative(io_ms, f + "io_ms");
   RequireNonNegative(smt_penalty, f + "smt_penalty");
   RequireNonNegative(ctx_overhead, f + "ctx_overhead");
@@ -77,18 +80,19 @@ void Workload::Validate(const std::string& field) const {
 
 ServiceModel ServiceModel::Derive(const ServiceParams& p, uint32_t threads, const Platform& platform,
                                   const std::string& field) {
-  // At the reference point (max frequency, whole LLC, idle memory):
-  // 1 / ipc = cpi_core + mpki / 1000 x L0 x f / mlp.
-  const double f_ghz = platform.freq_max_mhz * 1e-3;
-  const double mpki = p.mrc.Mpki(platform.CacheMb());
-  const double mem_cpi = mpki * 1e-3 * platform.mem_latency_ns * f_ghz / p.mlp;
+  // At the reference point: 1 / ipc = cpi_core + mpki / 1000 x L0 x f / mlp.
+  const double f_mhz = p.ref_freq_mhz > 0 ? p.ref_freq_mhz : platform.freq_max_mhz;
+  const double cache_mb = p.ref_cache_mb > 0 ? p.ref_cache_mb : platform.CacheMb();
+  const double latency_ns = p.ref_mem_latency_ns > 0 ? p.ref_mem_latency_ns : platform.mem_latency_ns;
+  const double mpki = p.mrc.Mpki(cache_mb);
+  const double mem_cpi = mpki * 1e-3 * latency_ns * f_mhz * 1e-3 / p.mlp;
   ServiceModel m;
   m.cpi_core = 1.0 / p.ipc - mem_cpi;
   if (m.cpi_core < kMinCpiCore)
     Fail(field + ".ipc", "too high for its miss-rate curve: at " + Str(mpki) + " MPKI memory stalls alone take " +
                              Str(mem_cpi) + " cycles per instruction, leaving " + Str(m.cpi_core) +
                              " for the core (at least " + Str(kMinCpiCore) + "); got ipc " + Str(p.ipc));
-  m.instructions = p.service_ms * 1e-3 * platform.freq_max_mhz * 1e6 * p.ipc;
+  m.instructions = p.service_ms * 1e-3 * f_mhz * 1e6 * p.ipc;
   m.io_s = p.io_ms * 1e-3;
   m.threads = threads == 0 ? platform.logical_cores : threads;
   return m;

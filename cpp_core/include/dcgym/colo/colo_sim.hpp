@@ -118,6 +118,8 @@ class ColoSim {
   // z: kNoiseDraws standard normals when the service ran this tick; nullptr
   // writes only its allocation and state.
   void WriteCounters(uint32_t i, const Operating& op, double tick_quantile, const double* z);
+  // The allocation and state columns (Frequency, Allocated_*, MBA, RPS, State).
+  void WriteAllocation(uint32_t i);
   double Normal(kernel::Rng& rng);
   void ClearWindow(State& s);
 

@@ -9,8 +9,10 @@
 // Only the core part scales with the frequency f; a miss costs the loaded
 // memory latency L(u) divided by the memory-level parallelism. I and
 // cpi_core are derived from the two calibration facts service_ms and ipc,
-// both taken at the platform's maximum frequency with the whole LLC and an
-// idle memory controller (ServiceModel::Derive).
+// both measured at a reference point: one thread alone on a physical core at
+// ref_freq_mhz, holding ref_cache_mb of LLC, misses served in
+// ref_mem_latency_ns (ServiceModel::Derive). They are the service's own, so
+// the same service runs slower on a platform with a smaller LLC.
 #pragma once
 
 #include <cstdint>
@@ -45,10 +47,14 @@ struct ServiceParams {
   std::string name = "service";
   double qos_ms = 10;            // latency target (the controllers' business; reported only)
   double percentile = 0.99;      // the latency counter is this quantile (CLITE: 0.95)
-  double service_ms = 1;         // mean CPU time per request: one thread alone on a physical
-                                 // core, max frequency, whole LLC warm, idle memory
+  double service_ms = 1;         // mean CPU time per request at the reference point
   double cv2 = 1;                // squared coefficient of variation of the service time
-  double ipc = 1;                // instructions per cycle at that reference point
+  double ipc = 1;                // instructions per cycle at the reference point
+  // The reference point of service_ms and ipc; 0 = the platform's maximum
+  // frequency, whole LLC and unloaded memory latency.
+  double ref_freq_mhz = 0;
+  double ref_cache_mb = 0;
+  double ref_mem_latency_ns = 0;
   double mlp = 2;                // memory-level parallelism: misses overlapped
   double bytes_per_miss = 64;    // memory traffic per LLC miss (line + writebacks, prefetch)
   MissRateCurve mrc;
