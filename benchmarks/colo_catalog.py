@@ -177,11 +177,16 @@ def _rate(catalog: dict, name: str, kind: str, amount: str, variant: str) -> flo
 
 
 def markdown_parameters(catalog: dict) -> str:
-    """The parameter tables of docs/colo.md, one row per parameter with its source."""
-    lines = ["| platform | parameter | value | source |", "|---|---|---|---|"]
-    for name, entry in catalog["platforms"].items():
-        for key in PLATFORM_FIELDS:
-            lines.append(f"| {name} | {key} | {entry[key]['value']} | {entry[key]['source']} |")
+    """The parameter tables of docs/colo.md: platforms (a column each), the reference point, then one row per
+    service parameter with its source."""
+    names = list(catalog["platforms"])
+    lines = ["| parameter | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for key in PLATFORM_FIELDS:
+        cells = [f"{catalog['platforms'][n][key]['value']} ({catalog['platforms'][n][key]['source']})" for n in names]
+        lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    lines += ["", "| reference point | value | source |", "|---|---|---|"]
+    for key, e in catalog["reference"].items():
+        lines.append(f"| {key} | {e['value']} | {e['source']} |")
     lines += ["", "| service | parameter | value | source |", "|---|---|---|---|"]
     for name, entry in catalog["services"].items():
         for key in ("qos_ms", "max_rps", "rps_levels", *SERVICE_FIELDS[1:]):
@@ -190,6 +195,9 @@ def markdown_parameters(catalog: dict) -> str:
                      ", ".join(f"{k} {v}" for k, v in e["value"].items()) if isinstance(e["value"], dict) else
                      e["value"])
             lines.append(f"| {name} | {key} | {shown} | {e['source']} |")
+    lines += ["", "| simulation | value | source |", "|---|---|---|"]
+    for key, e in catalog["simulation"].items():
+        lines.append(f"| {key} | {e['value']} | {e['source']} |")
     return "\n".join(lines)
 
 

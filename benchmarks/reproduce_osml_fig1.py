@@ -55,9 +55,14 @@ def make_sim(catalog: dict, service: str, rps: float, *, threads: int | None = N
     return ColoSim(cc.sim_config(catalog, [svc], platform=platform, seed=seed))
 
 
-def osml_sample(sim: ColoSim, cores: int, ways: int) -> float:
+def cell_seed(seed: int, cores: int, ways: int) -> int:
+    """Each cell its own noise streams, as each of OSML's measurements is a separate run."""
+    return seed * 1_000_003 + cores * 1_000 + ways
+
+
+def osml_sample(sim: ColoSim, cores: int, ways: int, seed: int = 0) -> float:
     """Mean of ten 1-s latency samples (ms) of allocation (cores, ways), OSML's collection protocol."""
-    sim.reset()
+    sim.reset(cell_seed(seed, cores, ways))
     total_cores, total_ways = sim.idle_cores, sim.idle_ways
     dt = sim.dt_s
     sim.set_allocation(0, total_cores, total_ways)  # launched on the whole server, warms up
@@ -83,7 +88,7 @@ def grid(catalog: dict, service: str, rps: float, **kw) -> tuple[list[int], list
     out = np.empty((len(cores), len(ways)))
     for a, c in enumerate(cores):
         for b, w in enumerate(ways):
-            out[a, b] = osml_sample(sim, c, w)
+            out[a, b] = osml_sample(sim, c, w, kw.get("seed", 0))
     return cores, ways, out
 
 

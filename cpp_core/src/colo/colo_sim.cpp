@@ -18,9 +18,19 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kMiB = 1048576.0;  // cache sizes are binary megabytes (45 MB = 20 x 2.25 MB)
 constexpr double kGiB = 1073741824.0;
-constexpr double kTwoPi = 6.283185307179586;
 // Noise streams: one per service, apart from the rack model's stream ids.
 constexpr uint64_t kNoiseStream = uint64_t{0xC010} << 32;
+
+bool SameDemand(const std::vector<Demand>& a, const std::vector<Demand>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Demand &x = a[i], &y = b[i];
+    if (x.active != y.active || x.lambda != y.lambda || x.saturated != y.saturated || x.cache_mb != y.cache_mb ||
+        x.slowdown != y.slowdown)
+      return false;
+  }
+  return true;
+}
 
 bool SameAllocation(const Allocation& a, const Allocation& b) {
   return a.cores == b.cores && a.ways == b.ways && a.mba == b.mba && a.freq_mhz == b.freq_mhz;
@@ -66,6 +76,7 @@ void ColoSim::Reset(uint64_t seed) {
   counters_.assign(static_cast<size_t>(n) * kNumCounters, 0.0);
   contention_.Reset();
   layout_dirty_ = true;
+  last_demand_.clear();
   ProcessEvents();
   for (uint32_t i = 0; i < n; ++i) WriteCounters(i, Operating{}, 0.0, nullptr);
 }
@@ -146,15 +157,17 @@ uint32_t ColoSim::IdleWays() const {
 
 void ColoSim::CheckAllocation(uint32_t i, const Allocation& a) const {
   const Platform& pf = config_.platform;
-  const std::string f = ServiceField(i, params_[i].name);
+  // The message (and its string building) only on failure: this runs on every allocation.
+  auto field = [&](const char* name) { return ServiceField(i, params_[i].name) + "." + name; };
   if (a.cores > pf.logical_cores)
-    Fail(f + ".cores", "must be at most the platform's " + Str(pf.logical_cores) + ", got " + Str(a.cores));
-  if (a.ways > pf.ways) Fail(f + ".ways", "must be at most the platform's " + Str(pf.ways) + ", got " + Str(a.ways));
-  Require(std::isfinite(a.freq_mhz) && a.freq_mhz >= pf.freq_min_mhz && a.freq_mhz <= pf.freq_max_mhz,
-          f + ".freq_mhz", "must be in [" + Str(pf.freq_min_mhz) + ", " + Str(pf.freq_max_mhz) + "]", a.freq_mhz);
+    Fail(field("cores"), "must be at most the platform's " + Str(pf.logical_cores) + ", got " + Str(a.cores));
+  if (a.ways > pf.ways) Fail(field("ways"), "must be at most the platform's " + Str(pf.ways) + ", got " + Str(a.ways));
+  if (!(std::isfinite(a.freq_mhz) && a.freq_mhz >= pf.freq_min_mhz && a.freq_mhz <= pf.freq_max_mhz))
+    Fail(field("freq_mhz"),
+         "must be in [" + Str(pf.freq_min_mhz) + ", " + Str(pf.freq_max_mhz) + "], got " + Str(a.freq_mhz));
   if (!pf.mba && a.mba != 1.0)
-    Fail(f + ".mba", "must be 1 on a platform without MBA (" + pf.name + "), got " + Str(a.mba));
-  Require(std::isfinite(a.mba) && a.mba >= 0.01 && a.mba <= 1, f + ".mba", "must be in [0.01, 1]", a.mba);
+    Fail(field("mba"), "must be 1 on a platform without MBA (" + pf.name + "), got " + Str(a.mba));
+  if (!(std::isfinite(a.mba) && a.mba >= 0.01 && a.mba <= 1)) Fail(field("mba"), "must be in [0.01, 1], got " + Str(a.mba));
 }
 
 void ColoSim::SetAllocation(uint32_t service, const Allocation& a) {
@@ -232,7 +245,7 @@ void ColoSim::SetRps(uint32_t service, double rps) {
 }
 
 void ColoSim::AllocationChanged() {
-  layout_dirty_ = true;
+  layout_dirty_ = true;  // also means: solve again (frequency and MBA changes included)
   if (config_.mode != Mode::kFresh) return;
   // CLITE relaunches every service for each sample: every queue starts empty.
   for (auto& s : state_) {
@@ -290,6 +303,7 @@ void ColoSim::Tick() {
   if (layout_dirty_) {
     layout_ = BuildLayout(config_.platform, alloc_, groups_, active_);
     layout_dirty_ = false;
+    solve_dirty_ = true;
   }
   UpdateShares();
   for (uint32_t i = 0; i < n; ++i) {
@@ -304,16 +318,21 @@ void ColoSim::Tick() {
     d.cache_mb = s.warm_mb;
     d.slowdown = Slowdown(i);
   }
-  const ContentionInput in{&config_.platform, &params_, &models_, &alloc_, &groups_, &layout_, &demand_};
-  contention_.Solve(in, &ops_);
+  // Most ticks repeat the last one's inputs (a controller acts every 5-20
+  // ticks): then the solution is the same and is kept.
+  if (solve_dirty_ || !SameDemand(demand_, last_demand_)) {
+    const ContentionInput in{&config_.platform, &params_, &models_, &alloc_, &groups_, &layout_, &demand_};
+    contention_.Solve(in, &ops_);
+    last_demand_ = demand_;
+    solve_dirty_ = false;
+  }
   const double dt = config_.dt_s;
   const bool noisy = config_.noise.latency > 0 || config_.noise.counters > 0;
   double z[kNoiseDraws] = {};
   for (uint32_t i = 0; i < n; ++i) {
     // Fixed draws per service and tick, running or not: the streams stay
     // aligned across schedulers (common random numbers).
-    if (noisy)
-      for (double& v : z) v = Normal(rng_[i]);
+    if (noisy) Normals(rng_[i], z, kNoiseDraws);
     if (!active_[i]) {
       WriteCounters(i, Operating{}, 0.0, nullptr);
       continue;
@@ -345,20 +364,31 @@ double ColoSim::TickQuantile(uint32_t i, const Operating& op, double b0, double 
   // the backlog carries the rest.
   const double lambda = std::min(s.rps, kStationaryRhoMax * op.capacity);
   if (op.servers != s.cache_servers || lambda != s.cache_lambda || op.t_service != s.cache_t) {
+    // The last answer starts the search when only the operating point moved a little.
+    const double guess = op.servers == s.cache_servers && std::isfinite(s.cache_value) ? s.cache_value : 0.0;
     s.cache_servers = op.servers;
     s.cache_lambda = lambda;
     s.cache_t = op.t_service;
-    s.cache_value = StationaryQuantile(op.servers, lambda, shapes_[i].Scaled(op.t_service), q);
+    s.cache_value = StationaryQuantile(op.servers, lambda, shapes_[i].Scaled(op.t_service), q, guess);
   }
   // Requests of this tick queue behind a backlog moving from b0 to b1.
   const double behind = std::min(b0, b1) + q * std::fabs(b1 - b0);
   return std::min(cap, s.cache_value + behind / op.capacity);
 }
 
-double ColoSim::Normal(kernel::Rng& rng) {
-  // Box-Muller; one of the pair is dropped to keep the draw count fixed.
-  const double r = std::sqrt(-2.0 * std::log(rng.UniformOpen0()));
-  return r * std::cos(kTwoPi * rng.Uniform());
+void ColoSim::Normals(kernel::Rng& rng, double* z, int count) {
+  // Marsaglia's polar method: a pair per accepted point, no trigonometry.
+  for (int k = 0; k < count; k += 2) {
+    double u, v, s;
+    do {
+      u = 2.0 * rng.Uniform() - 1.0;
+      v = 2.0 * rng.Uniform() - 1.0;
+      s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    const double f = std::sqrt(-2.0 * std::log(s) / s);
+    z[k] = u * f;
+    if (k + 1 < count) z[k + 1] = v * f;
+  }
 }
 
 void ColoSim::WriteCounters(uint32_t i, const Operating& op, double tick_quantile, const double* z) {
@@ -424,7 +454,7 @@ std::vector<double> ColoSim::SteadyState(const std::vector<Allocation>& alloc, c
   std::vector<Allocation> trial = alloc;
   std::vector<uint8_t> present(n, 0);
   for (uint32_t i = 0; i < n; ++i) {
-    Require(!std::isnan(rps[i]) && std::isfinite(rps[i]), "rps[" + Str(i) + "]", "must be finite", rps[i]);
+    if (!std::isfinite(rps[i])) Fail("rps[" + Str(i) + "]", "must be finite, got " + Str(rps[i]));
     present[i] = rps[i] > 0;
     CheckAllocation(i, trial[i]);
     trial[i].group = alloc_[i].group;

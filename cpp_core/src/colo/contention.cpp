@@ -12,6 +12,7 @@ constexpr int kMaxOuter = 60;         // hyperthread / pool iterations
 constexpr double kOuterTol = 1e-10;   // on utilizations
 constexpr int kMaxIllinois = 200;
 constexpr double kLatencyTol = 1e-12; // relative, on the memory latency
+constexpr double kWarmBracket = 1e-4;  // relative half-width of the first bracket around the last root
 
 // Max-min fair shares of `capacity` among demands (water filling).
 void WaterFill(double capacity, const std::vector<double>& need, std::vector<double>* share) {
@@ -191,14 +192,30 @@ double Contention::SolveLatency(const ContentionInput& in, std::vector<Operating
   // h(L) = L - LoadedLatency(traffic(L) / peak) is increasing in L: more
   // latency, slower services, less traffic. h(L0) <= 0.
   auto h = [&](double lat) { return lat - LoadedLatency(l0, Traffic(in, lat, out) / peak); };
-  double lo = l0, h_lo = h(lo);
-  if (h_lo >= 0) return lo;
-  double hi = std::max(2.0 * l0, mem_latency_s_ > l0 ? 1.5 * mem_latency_s_ : 0.0), h_hi = h(hi);
-  while (!(h_hi > 0)) {
-    lo = hi;
-    h_lo = h_hi;
-    hi *= 2;
+  double lo = l0, h_lo = 0, hi = 0, h_hi = 0;
+  bool bracketed = false;
+  if (mem_latency_s_ > l0) {
+    // Warm start: the root seldom moves far from the last one.
+    lo = std::max(l0, mem_latency_s_ * (1 - kWarmBracket));
+    hi = mem_latency_s_ * (1 + kWarmBracket);
+    h_lo = h(lo);
+    if (h_lo <= 0) {
+      h_hi = h(hi);
+      bracketed = h_hi > 0;
+    }
+  }
+  if (!bracketed) {
+    lo = l0;
+    h_lo = h(lo);
+    if (h_lo >= 0) return lo;
+    hi = std::max(2.0 * l0, mem_latency_s_ > l0 ? 1.5 * mem_latency_s_ : 0.0);
     h_hi = h(hi);
+    while (!(h_hi > 0)) {
+      lo = hi;
+      h_lo = h_hi;
+      hi *= 2;
+      h_hi = h(hi);
+    }
   }
   // Illinois (modified regula falsi); -inf values (saturated memory) bisect.
   int side = 0;

@@ -88,13 +88,17 @@ WaitTail CramerLundberg(double lambda, const ServiceShape& s) {
   // Start inside: the heavy-traffic rate is a good first guess.
   double eta = std::min(2 * (1 - rho) / (s.Mean() * (1 + s.Cv2())), 0.5 * (lo + hi));
   if (!(eta > lo && eta < hi)) eta = 0.5 * (lo + hi);
-  for (int it = 0; it < 100; ++it) {
+  for (int it = 0; it < 200; ++it) {
     const double v = g(eta, &slope);
     if (v < 0) lo = eta; else hi = eta;
     double next = eta - v / slope;
+    if (std::fabs(next - eta) <= 1e-10 * eta) {  // Newton's last, tiny step
+      eta = next;
+      break;
+    }
     if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
-    if (std::fabs(next - eta) <= 1e-13 * eta || hi - lo <= 1e-13 * hi) { eta = next; break; }
     eta = next;
+    if (hi - lo <= 1e-13 * hi) break;
   }
   double m, dm;
   Mgf(s, eta, &m, &dm);
@@ -167,40 +171,44 @@ WaitTail StationaryWait(uint32_t servers, double lambda, const ServiceShape& s) 
   return {k, 2 * (servers / mean - lambda) / (1 + s.Cv2())};
 }
 
-double ResponseQuantile(const WaitTail& w, const ServiceShape& s, double q, double extra) {
+double ResponseQuantile(const WaitTail& w, const ServiceShape& s, double q, double extra, double hint) {
   const double target = 1 - q;
   double u;
   if (s.phases == 0) {
     // S is deterministic: T = shift + W, an atom at W = 0.
     u = w.k <= target ? 0.0 : std::log(w.k / target) / w.theta;
   } else {
-    // Solve ln F(u) = ln(1 - q) by Newton on the log tail, kept inside a bracket.
+    // Solve ln F(u) = ln(1 - q) by Newton on the log tail (nearly linear in u
+    // far out), safeguarded by a bracket [lo, hi] that widens until it holds
+    // the root. Newton converges quadratically, so a step below 1e-8 u leaves
+    // an error far below 1e-12 and ends the search.
     const double log_target = std::log(target);
     double m_max = std::max(s.m[0], s.m[1]);
-    double guess = m_max * std::log(1 / target);
-    if (w.k > target) guess = std::max(guess, std::log(w.k / target) / w.theta);
-    double lo = 0, hi = guess;
-    while (TailOf(w, s, hi).value > target) hi *= 2;
-    u = guess;
-    for (int it = 0; it < 100; ++it) {
+    u = m_max * std::log(1 / target);
+    if (w.k > target) u = std::max(u, std::log(w.k / target) / w.theta);
+    const double near = hint - s.shift - extra;  // the hint's u
+    if (near > 0) u = near;
+    double lo = 0, hi = kInf;
+    for (int it = 0; it < 200; ++it) {
       const Tail t = TailOf(w, s, u);
       if (t.value > target) lo = u; else hi = u;
-      double next = u - (std::log(t.value) - log_target) * t.value / t.slope;
-      if (!(next > lo && next < hi) || !std::isfinite(next)) next = 0.5 * (lo + hi);
-      if (std::fabs(next - u) <= 1e-12 * u || hi - lo <= 1e-12 * hi) {
+      double next = t.value > 0 ? u - (std::log(t.value) - log_target) * t.value / t.slope : 0.5 * (lo + u);
+      if (std::fabs(next - u) <= 1e-8 * u) {  // converged (a last step this small may touch the bracket)
         u = next;
         break;
       }
+      if (!(next > lo && next < hi) || !std::isfinite(next)) next = std::isfinite(hi) ? 0.5 * (lo + hi) : 2 * u;
       u = next;
+      if (std::isfinite(hi) && hi - lo <= 1e-13 * hi) break;
     }
   }
   return s.shift + extra + u;
 }
 
-double StationaryQuantile(uint32_t servers, double lambda, const ServiceShape& s, double q) {
+double StationaryQuantile(uint32_t servers, double lambda, const ServiceShape& s, double q, double guess) {
   if (servers == 0) return kInf;
   if (lambda * s.Mean() >= servers) return kInf;
-  return ResponseQuantile(StationaryWait(servers, lambda, s), s, q);
+  return ResponseQuantile(StationaryWait(servers, lambda, s), s, q, 0, guess);
 }
 
 }  // namespace dcgym::colo

@@ -1,22 +1,17 @@
 """Config builders shared by the colo tests.
 
 The catalog helper lives in benchmarks/colo_catalog.py (the benchmarks and
-reproductions use it too); this module puts that folder on the path and adds
-the tests' own configs: a bare multi-server queue for the fidelity checks.
+reproductions use it too; conftest.py puts that folder on the path); this
+module adds the tests' own configs: a bare multi-server queue for the
+fidelity checks and its request-level twin on the rack kernel.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
+import colo_catalog as cc
 import numpy as np
-
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
-sys.path.insert(0, str(BENCHMARKS))
-
-import colo_catalog as cc  # noqa: E402
 
 CATALOG = cc.load_catalog()
 QUIET = {"latency": 0.0, "counters": 0.0}

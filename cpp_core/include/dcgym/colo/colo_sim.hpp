@@ -120,7 +120,8 @@ class ColoSim {
   void WriteCounters(uint32_t i, const Operating& op, double tick_quantile, const double* z);
   // The allocation and state columns (Frequency, Allocated_*, MBA, RPS, State).
   void WriteAllocation(uint32_t i);
-  double Normal(kernel::Rng& rng);
+  // `count` standard normals into z.
+  static void Normals(kernel::Rng& rng, double* z, int count);
   void ClearWindow(State& s);
 
   ColoConfig config_;
@@ -134,8 +135,9 @@ class ColoSim {
   std::vector<kernel::Rng> rng_;
   Layout layout_;
   bool layout_dirty_ = true;
+  bool solve_dirty_ = true;
   Contention contention_;
-  std::vector<Demand> demand_;
+  std::vector<Demand> demand_, last_demand_;
   std::vector<Operating> ops_;
   std::vector<double> counters_;
   uint64_t ticks_ = 0;

@@ -46,11 +46,13 @@ double ErlangC(uint32_t servers, double offered);
 WaitTail StationaryWait(uint32_t servers, double lambda, const ServiceShape& s);
 
 // Smallest t with P(extra + W + S > t) <= 1 - q: W from `wait`, `extra` a
-// deterministic wait (a fluid backlog ahead of the request).
-double ResponseQuantile(const WaitTail& wait, const ServiceShape& s, double q, double extra = 0);
+// deterministic wait (a fluid backlog ahead of the request). `guess` (> 0),
+// a nearby answer, only speeds the search up.
+double ResponseQuantile(const WaitTail& wait, const ServiceShape& s, double q, double extra = 0,
+                        double guess = 0);
 
 // The stationary q-quantile of the response time; +infinity when
 // lambda >= servers / mean (no stationary regime).
-double StationaryQuantile(uint32_t servers, double lambda, const ServiceShape& s, double q);
+double StationaryQuantile(uint32_t servers, double lambda, const ServiceShape& s, double q, double guess = 0);
 
 }  // namespace dcgym::colo
