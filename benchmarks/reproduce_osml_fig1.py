@@ -174,8 +174,8 @@ def verdict(summary: dict, areas: list) -> str:
         "one core less only nudges the latency over the target, because there the QoS is bound by the tail of "
         "the service time, not by queueing. RCliffs move "
         f"{100 * np.mean(list(shifts.values())):.1f}% on average between RPS levels, at most "
-        f"{100 * shifts[worst]:.1f}% ({worst}) (paper: 8.8% on average; the paper does not define the measure, "
-        "ours is above). OAA of Moses with 20/28/36 threads: "
+        f"{100 * shifts[worst]:.1f}% ({worst}) (paper: 8.8% on average; the paper does not define its measure, "
+        "ours is stated above the table). OAA of Moses with 20/28/36 threads: "
         f"{', '.join(str(a) for a in areas)}: {'the same' if len(cores) == 1 else f'within {cores[-1] - cores[0]} core'}"
         " (paper: 8-9 cores whatever the thread count); more threads than cores cost context switches "
         "(ctx_overhead, assumed), so 36 threads need one core more at the margin.")
