@@ -21,7 +21,6 @@ namespace {
 
 namespace colo = dcgym::colo;
 using DArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
-using IArray = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
 std::string Join(const std::string& parent, const char* key) { return parent.empty() ? key : parent + "." + key; }
 
@@ -195,15 +194,16 @@ std::vector<double> PerService(const py::object& v, uint32_t n, const char* name
 }
 
 std::vector<uint32_t> Counts(const py::object& v, uint32_t n, const char* name) {
-  IArray a = IArray::ensure(v);
+  DArray a = DArray::ensure(v);
   if (!a || a.ndim() != 1 || a.shape(0) != n)
     throw std::invalid_argument(std::string(name) + ": must be integers of shape (" + std::to_string(n) + ",)");
   std::vector<uint32_t> out(n);
   for (uint32_t i = 0; i < n; ++i) {
-    if (a.data()[i] < 0)
-      throw std::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]: must be >= 0, got " +
-                                  std::to_string(a.data()[i]));
-    out[i] = static_cast<uint32_t>(std::min<int64_t>(a.data()[i], int64_t{1} << 31));
+    const double x = a.data()[i];
+    if (!(x >= 0) || x != std::floor(x) || x > double(int64_t{1} << 31))
+      throw std::invalid_argument(std::string(name) + "[" + std::to_string(i) + "]: must be an integer >= 0, got " +
+                                  std::string(py::str(py::float_(x))));
+    out[i] = static_cast<uint32_t>(x);
   }
   return out;
 }
@@ -368,7 +368,7 @@ void BindColo(py::module_& m) {
           "search-based schedulers.")
       .def(
           "steady_state_batch",
-          [](ColoSim& s, b::IArray cores, b::IArray ways, b::DArray rps) {
+          [](ColoSim& s, b::DArray cores, b::DArray ways, b::DArray rps) {
             const py::ssize_t n = s.NumServices();
             if (cores.ndim() != 2 || cores.shape(1) != n || ways.ndim() != 2 || ways.shape(0) != cores.shape(0) ||
                 ways.shape(1) != n)
@@ -380,11 +380,15 @@ void BindColo(py::module_& m) {
                                           std::to_string(n) + ")");
             py::array_t<double> out({k, n});
             double* o = out.mutable_data();
-            const int64_t* c = cores.data();
-            const int64_t* w = ways.data();
+            const double* c = cores.data();
+            const double* w = ways.data();
             const double* r = rps.data();
             for (py::ssize_t x = 0; x < k * n; ++x)
-              if (c[x] < 0 || w[x] < 0) throw std::invalid_argument("cores, ways: must be >= 0");
+              if (!(c[x] >= 0 && w[x] >= 0 && c[x] == std::floor(c[x]) && w[x] == std::floor(w[x]) &&
+                    c[x] <= 1e6 && w[x] <= 1e6))
+                throw std::invalid_argument("cores, ways: must be integers >= 0, got " +
+                                            std::string(py::str(py::float_(c[x]))) + " and " +
+                                            std::string(py::str(py::float_(w[x]))));
             py::gil_scoped_release release;
             std::vector<colo::Allocation> alloc = s.Allocations();
             std::vector<double> row_rps(n);
@@ -401,7 +405,9 @@ void BindColo(py::module_& m) {
           },
           py::arg("cores"), py::arg("ways"), py::arg("rps"),
           "steady_state over K allocations: cores and ways (K, num_services), rps (num_services,) or (K, "
-          "num_services); MBA caps and frequencies are the current ones. Returns (K, num_services) seconds.")
+          "num_services); MBA caps and frequencies are the current ones. Returns (K, num_services) seconds. "
+          "Releases the GIL; one simulation's steady states must not run in two threads at once (they share "
+          "scratch space).")
       .def_property_readonly_static("counter_names",
                                     [](py::object) {
                                       py::list l;

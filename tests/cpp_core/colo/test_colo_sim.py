@@ -331,3 +331,26 @@ def test_mba_caps_a_service_on_a_platform_with_mba():
     sim.step(10)
     assert sim.counters[0, C["MBL"]] <= 0.1 * 115.2e3 * (1 + 1e-9)  # MB/s
     assert sim.counters[0, C["MBL"]] < free
+
+
+@pytest.mark.parametrize("platform", list(h.CATALOG["platforms"]))
+def test_every_service_runs_on_every_platform(platform):
+    """All 11 services at 30% load, an even split of the server: finite counters, resources conserved."""
+    services = [h.service(name, pct=30) for name in h.CATALOG["services"]]
+    sim = ColoSim(h.sim_config(services, platform=platform, noise=h.QUIET))
+    n = len(services)
+    cores = np.full(n, sim.idle_cores // n)
+    ways = np.full(n, sim.idle_ways // n)
+    sim.set_allocations(cores, ways)
+    sim.step(30)
+    assert np.all(np.isfinite(sim.counters))
+    assert sim.cores.sum() + sim.idle_cores == h.cc.platform_config(h.CATALOG, platform)["logical_cores"]
+    assert np.all(sim.counters[:, C["Throughput"]] > 0)
+
+
+def test_non_integer_allocations_are_refused():
+    sim = workload_sim()
+    with pytest.raises(ValueError, match=r"cores\[0\]: must be an integer >= 0, got 2.5"):
+        sim.set_allocations(np.array([2.5, 0, 0]), np.array([1, 0, 0]))
+    with pytest.raises(ValueError, match="cores, ways: must be integers >= 0"):
+        sim.steady_state_batch(np.array([[1.5, 0, 0]]), np.array([[1, 0, 0]]), np.array([100.0, 0, 0]))

@@ -43,7 +43,6 @@ struct Operating {
   double utilization = 0;   // throughput / capacity
   double cpu_busy = 0;      // fraction of its servers on a core (a sibling sees this)
   double bytes_per_req = 0;
-  double pool_cores = 0;    // logical cores of its group's pool it uses
 };
 
 struct ContentionInput {
