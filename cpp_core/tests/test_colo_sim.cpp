@@ -131,6 +131,19 @@ void LifecycleConservesResources() {
   CHECK_EQ(sim.IdleCores(), 0u);
   // Ended or pending services get nothing.
   CHECK(Throws([&] { sim.SetAllocation(1, Alloc(0, 1)); }, "not running (ended)"));
+
+  // A departure frees its resources before a launch at the same instant,
+  // whatever the services' order.
+  ColoConfig d = c;
+  d.services = {Service("late", 1.0, 1000), Service("early", 1.0, 1000)};
+  d.services[0].workload.launch_s = 2.0;
+  d.services[1].workload.end_s = 2.0;
+  ColoSim swap(d);
+  CHECK_EQ(swap.Allocations()[1].cores, 36u);
+  swap.Step(20);
+  CHECK(swap.PhaseOf(1) == Phase::kEnded);
+  CHECK_EQ(swap.Allocations()[0].cores, 36u);
+  CHECK_EQ(swap.Allocations()[0].ways, 20u);
 }
 
 void SteadyStateMatchesTheTick() {

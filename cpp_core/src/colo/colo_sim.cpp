@@ -85,13 +85,18 @@ void ColoSim::Reset(uint64_t seed) {
 
 void ColoSim::ProcessEvents() {
   const double now = Now(), eps = 1e-9 * config_.dt_s;
+  // Departures first: what they free is idle for launches at the same instant.
+  for (uint32_t i = 0; i < NumServices(); ++i)
+    if (active_[i] && config_.services[i].workload.end_s <= now + eps) End(i);
   for (uint32_t i = 0; i < NumServices(); ++i) {
     State& s = state_[i];
     const Workload& w = config_.services[i].workload;
     while (s.next_change < w.changes.size() && w.changes[s.next_change].first <= now + eps)
       s.rps = w.changes[s.next_change++].second;
-    if (s.phase == Phase::kPending && w.launch_s <= now + eps) Launch(i);
-    if (active_[i] && w.end_s <= now + eps) End(i);
+    if (s.phase == Phase::kPending && w.launch_s <= now + eps) {
+      Launch(i);
+      if (w.end_s <= now + eps) End(i);  // a zero-length life still launches and ends
+    }
     if (s.phase == Phase::kWarming && now + eps >= s.launched_at + params_[i].warmup_s) s.phase = Phase::kRunning;
   }
 }
