@@ -6,6 +6,7 @@ re-exports what users need. Configs are the plain dicts produced by
 """
 
 from dcgym.cpp_core._engine import (
+    ColoSim,
     Distribution,
     LogHistogram,
     MalcolmLearner,
@@ -13,15 +14,18 @@ from dcgym.cpp_core._engine import (
     RackController,
     RackSim,
     RuntimePolicy,
+    check_colo_config,
     check_multistage_config,
     check_rack_config,
     rack_imbalance,
     rack_reward_costs,
+    step_colo_batch,
     step_rack_batch,
     step_rack_game,
 )
 
 __all__ = [
+    "ColoSim",
     "Distribution",
     "LogHistogram",
     "MalcolmLearner",
@@ -29,10 +33,12 @@ __all__ = [
     "RackController",
     "RackSim",
     "RuntimePolicy",
+    "check_colo_config",
     "check_multistage_config",
     "check_rack_config",
     "rack_imbalance",
     "rack_reward_costs",
+    "step_colo_batch",
     "step_rack_batch",
     "step_rack_game",
 ]

@@ -9,6 +9,7 @@ void BindRack(py::module_& m);
 void BindLb(py::module_& m);
 void BindRuntime(py::module_& m);
 void BindController(py::module_& m);
+void BindColo(py::module_& m);
 
 PYBIND11_MODULE(_engine, m) {
   m.doc() = "dcgym's C++ discrete-event engine (private; use dcgym.cpp_core).";
@@ -17,4 +18,5 @@ PYBIND11_MODULE(_engine, m) {
   BindLb(m);
   BindRuntime(m);
   BindController(m);
+  BindColo(m);
 }
