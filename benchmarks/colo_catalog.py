@@ -24,10 +24,34 @@ import yaml
 
 CATALOG = Path(__file__).resolve().parent.parent / "envs" / "colo" / "catalog.yaml"
 
-PLATFORM_FIELDS = ("logical_cores", "physical_cores", "ways", "mb_per_way", "mem_bw_gbs", "freq_min_mhz",
-                   "freq_max_mhz", "mem_latency_ns", "smt_gain", "mba")
-SERVICE_FIELDS = ("qos_ms", "service_ms", "cv2", "ipc", "mlp", "bytes_per_miss", "mrc", "io_ms", "smt_penalty",
-                  "ctx_overhead", "warmup_s", "warmup_slowdown", "virt_memory_gb", "res_memory_gb")
+PLATFORM_FIELDS = (
+    "logical_cores",
+    "physical_cores",
+    "ways",
+    "mb_per_way",
+    "mem_bw_gbs",
+    "freq_min_mhz",
+    "freq_max_mhz",
+    "mem_latency_ns",
+    "smt_gain",
+    "mba",
+)
+SERVICE_FIELDS = (
+    "qos_ms",
+    "service_ms",
+    "cv2",
+    "ipc",
+    "mlp",
+    "bytes_per_miss",
+    "mrc",
+    "io_ms",
+    "smt_penalty",
+    "ctx_overhead",
+    "warmup_s",
+    "warmup_slowdown",
+    "virt_memory_gb",
+    "res_memory_gb",
+)
 VARIANTS = ("paper", "code")
 
 
@@ -87,10 +111,21 @@ def pct_to_rps(catalog: dict, name: str, pct: float, variant: str = "paper") -> 
     return float(int(max_rps(catalog, name, variant) * pct / 100))
 
 
-def service_config(catalog: dict, name: str, *, rps: float | None = None, pct: float | None = None,
-                   variant: str = "paper", threads: int | None = None, launch_s: float = 0.0,
-                   end_s: float | None = None, changes: list[tuple[float, float]] | None = None,
-                   cores: int | None = None, ways: int | None = None, **overrides: Any) -> dict[str, Any]:
+def service_config(
+    catalog: dict,
+    name: str,
+    *,
+    rps: float | None = None,
+    pct: float | None = None,
+    variant: str = "paper",
+    threads: int | None = None,
+    launch_s: float = 0.0,
+    end_s: float | None = None,
+    changes: list[tuple[float, float]] | None = None,
+    cores: int | None = None,
+    ways: int | None = None,
+    **overrides: Any,
+) -> dict[str, Any]:
     """One service entry of the engine config: the catalog's parameters and a workload.
 
     rps or pct (of the variant's max load) sets the offered load; overrides replace parameters.
@@ -119,8 +154,9 @@ def service_config(catalog: dict, name: str, *, rps: float | None = None, pct: f
     return out
 
 
-def sim_config(catalog: dict, services: list[dict], *, platform: str | dict | None = None,
-               **overrides: Any) -> dict[str, Any]:
+def sim_config(
+    catalog: dict, services: list[dict], *, platform: str | dict | None = None, **overrides: Any
+) -> dict[str, Any]:
     """A whole engine config: a platform (preset name or dict), the services, the catalog's simulation defaults."""
     sim = catalog["simulation"]
     cfg: dict[str, Any] = {
@@ -159,8 +195,15 @@ def parse_workload(text: str, catalog: dict, variant: str = "paper") -> list[dic
             end = float(rest[2]) if len(rest) > 2 else None
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
-        apps[name] = service_config(catalog, name, rps=_rate(catalog, name, kind, amount, variant), variant=variant,
-                                    threads=threads, launch_s=launch, end_s=end)
+        apps[name] = service_config(
+            catalog,
+            name,
+            rps=_rate(catalog, name, kind, amount, variant),
+            variant=variant,
+            threads=threads,
+            launch_s=launch,
+            end_s=end,
+        )
     for name, items in changes.items():
         if name not in apps:
             raise ValueError(f"CHANGE_RPS for {name!r}, which no line launches")
@@ -191,9 +234,13 @@ def markdown_parameters(catalog: dict) -> str:
     for name, entry in catalog["services"].items():
         for key in ("qos_ms", "max_rps", "rps_levels", *SERVICE_FIELDS[1:]):
             e = entry[key]
-            shown = (f"paper {e['paper']}, code {e['code']}" if "paper" in e else
-                     ", ".join(f"{k} {v}" for k, v in e["value"].items()) if isinstance(e["value"], dict) else
-                     e["value"])
+            shown = (
+                f"paper {e['paper']}, code {e['code']}"
+                if "paper" in e
+                else ", ".join(f"{k} {v}" for k, v in e["value"].items())
+                if isinstance(e["value"], dict)
+                else e["value"]
+            )
             lines.append(f"| {name} | {key} | {shown} | {e['source']} |")
     lines += ["", "| simulation | value | source |", "|---|---|---|"]
     for key, e in catalog["simulation"].items():

@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -51,10 +50,20 @@ from reproduce_osml_fig1 import cell_seed  # noqa: E402
 
 from dcgym.cpp_core import ColoSim  # noqa: E402
 
-COLUMNS = ["CPU_Utilization", "Frequency", "IPC", "Misses", "MBL", "Virt_Memory", "Res_Memory", "Allocated_Cache",
-           "Allocated_Core", "Latency"]
+COLUMNS = [
+    "CPU_Utilization",
+    "Frequency",
+    "IPC",
+    "Misses",
+    "MBL",
+    "Virt_Memory",
+    "Res_Memory",
+    "Allocated_Cache",
+    "Allocated_Core",
+    "Latency",
+]
 SAMPLES = 10
-SATURATED = 0.9     # CPU utilization above this fraction of the cores: the allocation is saturated
+SATURATED = 0.9  # CPU utilization above this fraction of the cores: the allocation is saturated
 HOT_WIDTH_MB = 1.0  # the cliff's ramp width is not identifiable from whole ways; fixed
 
 
@@ -87,9 +96,19 @@ def read_dataset(root: str | Path, service: str) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-def generate(catalog: dict, service: str, root: str | Path, *, rps_levels: list[float], threads: list[int],
-             cores: list[int], ways: list[int], seed: int = 0, platform: str | None = None,
-             overrides: dict | None = None) -> int:
+def generate(
+    catalog: dict,
+    service: str,
+    root: str | Path,
+    *,
+    rps_levels: list[float],
+    threads: list[int],
+    cores: list[int],
+    ways: list[int],
+    seed: int = 0,
+    platform: str | None = None,
+    overrides: dict | None = None,
+) -> int:
     """Writes the model's data set in OSML's layout with its collection protocol; returns the files written."""
     written = 0
     warmup = float(cc.value(catalog["services"][service]["warmup_s"]))
@@ -146,8 +165,10 @@ def fit_mrc(mb: np.ndarray, mpki: np.ndarray) -> dict[str, float]:
     best = None
     for alpha in np.linspace(0.0, 1.5, 61):
         for hot_mb in np.concatenate([[0.0], np.arange(mb.min(), mb.max() + 2.0, 0.25)]):
-            basis = np.stack([np.ones_like(mb), np.maximum(mb, 0.25) ** (-alpha),
-                              np.clip((hot_mb - mb) / HOT_WIDTH_MB, 0.0, 1.0)], axis=1)
+            basis = np.stack(
+                [np.ones_like(mb), np.maximum(mb, 0.25) ** (-alpha), np.clip((hot_mb - mb) / HOT_WIDTH_MB, 0.0, 1.0)],
+                axis=1,
+            )
             coef, resid = optimize.nnls(basis * weights[:, None], mpki * weights)
             if best is None or resid < best[0]:
                 best = (resid, np.array([coef[0], coef[1], alpha, coef[2], hot_mb]))
@@ -159,8 +180,14 @@ def fit_mrc(mb: np.ndarray, mpki: np.ndarray) -> dict[str, float]:
         hot, hot_mb = 0.0, 0.0
         basis = np.stack([np.ones_like(mb), np.maximum(mb, 0.25) ** (-alpha)], axis=1)
         (floor, pow_), _ = optimize.nnls(basis * weights[:, None], mpki * weights)
-    return {"floor": float(floor), "pow": float(pow_), "alpha": float(alpha), "hot": float(hot),
-            "hot_mb": float(hot_mb), "hot_width_mb": HOT_WIDTH_MB}
+    return {
+        "floor": float(floor),
+        "pow": float(pow_),
+        "alpha": float(alpha),
+        "hot": float(hot),
+        "hot_mb": float(hot_mb),
+        "hot_width_mb": HOT_WIDTH_MB,
+    }
 
 
 def _speed_sum(cores: np.ndarray, servers: np.ndarray, busy: np.ndarray, loss: float) -> np.ndarray:
@@ -208,16 +235,26 @@ def fit(data: dict[str, np.ndarray], catalog: dict, service: str, *, platform: s
     a = np.stack([1.0 / (c["Frequency"] * 1e6), _mrc(np.array(list(mrc.values())[:5]), mb) * 1e-3 * latency], axis=1)
     (cpi_core, inv_mlp), *_ = np.linalg.lstsq(a, t0 / instructions, rcond=None)
     mlp = float(1.0 / inv_mlp)
-    mem_cpi = _mrc(np.array(list(mrc.values())[:5]), np.array([ref["cache_mb"]]))[0] * 1e-3 * \
-        ref["mem_latency_ns"] * ref["freq_mhz"] * 1e-3 / mlp
+    mem_cpi = (
+        _mrc(np.array(list(mrc.values())[:5]), np.array([ref["cache_mb"]]))[0]
+        * 1e-3
+        * ref["mem_latency_ns"]
+        * ref["freq_mhz"]
+        * 1e-3
+        / mlp
+    )
     ipc = float(1.0 / (cpi_core + mem_cpi))
     service_ms = float(instructions / (ipc * ref["freq_mhz"] * 1e6) * 1e3)
     fitted = {"service_ms": service_ms, "ipc": ipc, "mlp": mlp, "bytes_per_miss": bytes_per_miss, "mrc": mrc}
     # 4. cv2 from the latency of moderately loaded cells (well below capacity, far above idle).
     cv2 = fit_cv2(catalog, service, fitted, c, platform)
     fitted["cv2"] = cv2
-    fitted["diagnostics"] = {"cells": int(len(cells["rps"])), "unsaturated": int(ok.sum()),
-                             "instructions": instructions, "cpi_core": float(cpi_core)}
+    fitted["diagnostics"] = {
+        "cells": int(len(cells["rps"])),
+        "unsaturated": int(ok.sum()),
+        "instructions": instructions,
+        "cpi_core": float(cpi_core),
+    }
     return fitted
 
 
@@ -231,8 +268,12 @@ def fit_cv2(catalog: dict, service: str, fitted: dict, c: dict[str, np.ndarray],
             sel = (c["threads"] == t) & (c["rps"] == r)
             svc = cc.service_config(catalog, service, rps=r, threads=t, **{**params, "cv2": cv2})
             sim = ColoSim(cc.sim_config(catalog, [svc], platform=platform, noise={"latency": 0.0, "counters": 0.0}))
-            p99 = sim.steady_state_batch(c["cores"][sel].astype(np.int64)[:, None],
-                                         c["ways"][sel].astype(np.int64)[:, None], np.array([r]))[:, 0] * 1e3
+            p99 = (
+                sim.steady_state_batch(
+                    c["cores"][sel].astype(np.int64)[:, None], c["ways"][sel].astype(np.int64)[:, None], np.array([r])
+                )[:, 0]
+                * 1e3
+            )
             good = np.isfinite(p99)
             err.append(np.log(p99[good]) - np.log(c["Latency"][sel][good]))
         e = np.concatenate(err)
@@ -266,10 +307,17 @@ def main(argv: list[str] | None = None) -> int:
     catalog = cc.load_catalog()
     if args.command == "generate":
         pf = cc.platform_config(catalog, args.platform)
-        n = generate(catalog, args.service, args.root,
-                     rps_levels=args.rps or cc.rps_levels(catalog, args.service, "code"), threads=args.threads,
-                     cores=args.cores or list(range(1, pf["logical_cores"] + 1)),
-                     ways=args.ways or list(range(1, pf["ways"] + 1)), seed=args.seed, platform=args.platform)
+        n = generate(
+            catalog,
+            args.service,
+            args.root,
+            rps_levels=args.rps or cc.rps_levels(catalog, args.service, "code"),
+            threads=args.threads,
+            cores=args.cores or list(range(1, pf["logical_cores"] + 1)),
+            ways=args.ways or list(range(1, pf["ways"] + 1)),
+            seed=args.seed,
+            platform=args.platform,
+        )
         print(f"wrote {n} files under {args.root / args.service}")
         return 0
     fitted = fit(read_dataset(args.root, args.service), catalog, args.service, platform=args.platform)

@@ -355,6 +355,6 @@ class PyColo:
             self.backlog[i] = b1
             misses = thr * self.instr[i] * mpki[i] * 1e-3
             self.warm[i] = min(self.ways[i] * pf["mb_per_way"], self.warm[i] + misses * LINE * dt / MIB)
-            self.window[i] = (self.window[i] + [p])[-self.window_ticks:]
+            self.window[i] = (self.window[i] + [p])[-self.window_ticks :]
             self.p99[i], self.capacity[i] = p * 1e3, k
         self.ticks += 1

@@ -53,9 +53,11 @@ def main() -> int:
         cat = changed(catalog, where, key, v)
         _, _, moses = fig1.grid(cat, "moses", fig1.FIGURE["moses"])
         _, _, img = fig1.grid(cat, "img-dnn", fig1.FIGURE["img-dnn"])
-        print(f"| {label} | {fig1.fmt(moses[5, 9])} | {fig1.fmt(moses[5, 8])} | "
-              f"{fig1.rcliff(moses, cc.qos_ms(cat, 'moses'))} | {fig1.rcliff(img, cc.qos_ms(cat, 'img-dnn'))} |",
-              flush=True)
+        print(
+            f"| {label} | {fig1.fmt(moses[5, 9])} | {fig1.fmt(moses[5, 8])} | "
+            f"{fig1.rcliff(moses, cc.qos_ms(cat, 'moses'))} | {fig1.rcliff(img, cc.qos_ms(cat, 'img-dnn'))} |",
+            flush=True,
+        )
     return 0
 
 

@@ -42,8 +42,19 @@ import reproduce_osml_fig1 as fig1  # noqa: E402
 from dcgym.cpp_core import ColoSim, step_colo_batch  # noqa: E402
 
 TARGET_SERVICE_TICKS = 1e6  # per second on one core (the target)
-MIX = [("moses", 40), ("img-dnn", 60), ("xapian", 50), ("sphinx", 50), ("memcached", 30), ("specjbb", 40),
-       ("masstree", 40), ("mongodb", 50), ("login", 50), ("nginx", 30), ("ads", 40)]
+MIX = [
+    ("moses", 40),
+    ("img-dnn", 60),
+    ("xapian", 50),
+    ("sphinx", 50),
+    ("memcached", 30),
+    ("specjbb", 40),
+    ("masstree", 40),
+    ("mongodb", 50),
+    ("login", 50),
+    ("nginx", 30),
+    ("ads", 40),
+]
 QUIET = {"latency": 0.0, "counters": 0.0}
 P99 = ColoSim.counter_names.index("P99_ms")
 
@@ -181,17 +192,29 @@ def main(argv: list[str] | None = None) -> int:
         ref_decisions = max(5, int(300 * scale / n))
         ref = bench_reference(config(catalog, n, False), ref_decisions)
         cpp_rate, ref_rate = n * ticks / quiet, n * ref_decisions * 10 / ref
-        results[f"tick_{n}"] = {"service_ticks_per_s": cpp_rate, "with_noise": n * ticks / noisy,
-                                "python_reference": ref_rate, "ratio": cpp_rate / ref_rate}
-        rows.append((f"tick, {n} services", f"{cpp_rate:,.0f} service-ticks/s", f"{n * ticks / noisy:,.0f} with noise",
-                     f"Python {ref_rate:,.0f}", f"x{cpp_rate / ref_rate:,.0f}"))
+        results[f"tick_{n}"] = {
+            "service_ticks_per_s": cpp_rate,
+            "with_noise": n * ticks / noisy,
+            "python_reference": ref_rate,
+            "ratio": cpp_rate / ref_rate,
+        }
+        rows.append(
+            (
+                f"tick, {n} services",
+                f"{cpp_rate:,.0f} service-ticks/s",
+                f"{n * ticks / noisy:,.0f} with noise",
+                f"Python {ref_rate:,.0f}",
+                f"x{cpp_rate / ref_rate:,.0f}",
+            )
+        )
 
     envs, calls = 64, max(10, int(200 * scale))
     t = bench_batch(catalog, envs, calls, args.repeats)
     rate = envs * calls * 10 * 3 / t
     results["batch_64x3"] = {"service_ticks_per_s": rate, "env_steps_per_s": envs * calls / t}
-    rows.append(("step_colo_batch, 64 envs x 3", f"{rate:,.0f} service-ticks/s", f"{envs * calls / t:,.0f} env-steps/s",
-                 "", ""))
+    rows.append(
+        ("step_colo_batch, 64 envs x 3", f"{rate:,.0f} service-ticks/s", f"{envs * calls / t:,.0f} env-steps/s", "", "")
+    )
 
     for n in (3, 5):
         steps = max(500, int(20000 * scale))
@@ -209,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     results["fig1_grid_s"] = time.perf_counter() - t0
     rows.append(("Fig. 1 grid (720 cells, 21 s each)", f"{results['fig1_grid_s']:.2f} s", "", "", ""))
 
-    machine = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    machine = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
     print(f"colo speed on {machine} (best of {args.repeats}; the C++ / Python reference agree to {worst:.1e})")
     widths = [max(len(r[k]) for r in rows) for k in range(5)]
     for r in rows:

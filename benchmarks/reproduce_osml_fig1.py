@@ -36,21 +36,29 @@ import colo_catalog as cc  # noqa: E402
 from dcgym.cpp_core import ColoSim  # noqa: E402
 
 LATENCY = ColoSim.counter_names.index("Latency")
-SAMPLES = 10          # collect_single.py: ten 1-s samples
+SAMPLES = 10  # collect_single.py: ten 1-s samples
 SAMPLE_S = 1.0
-SETTLE_S = 1.0        # collect_single.py: sleep 1 s after allocating
-FIGURE = {            # the figure's services, at the top RPS level of OSML's data collection (RPS_COLLECTED)
-    "moses": 800.0,   # Fig. 1a
+SETTLE_S = 1.0  # collect_single.py: sleep 1 s after allocating
+FIGURE = {  # the figure's services, at the top RPS level of OSML's data collection (RPS_COLLECTED)
+    "moses": 800.0,  # Fig. 1a
     "img-dnn": 2300.0,  # Fig. 1b
     "mongodb": 9000.0,  # Fig. 1c
 }
 THREADS_FIG2 = (20, 28, 36)
-CLIFF_FACTOR = 10.0   # a cliff: one unit less multiplies the latency by more than this...
-NEAR_QOS = 2.0        # ...starting from an allocation within this multiple of the QoS target
+CLIFF_FACTOR = 10.0  # a cliff: one unit less multiplies the latency by more than this...
+NEAR_QOS = 2.0  # ...starting from an allocation within this multiple of the QoS target
 
 
-def make_sim(catalog: dict, service: str, rps: float, *, threads: int | None = None, seed: int = 0,
-             variant: str = "paper", platform: str | None = None) -> ColoSim:
+def make_sim(
+    catalog: dict,
+    service: str,
+    rps: float,
+    *,
+    threads: int | None = None,
+    seed: int = 0,
+    variant: str = "paper",
+    platform: str | None = None,
+) -> ColoSim:
     svc = cc.service_config(catalog, service, rps=rps, variant=variant, threads=threads)
     return ColoSim(cc.sim_config(catalog, [svc], platform=platform, seed=seed))
 
@@ -118,8 +126,11 @@ def worst_step(p99: np.ndarray, qos: float, axis: int) -> float:
 
 def rcliff_shift(cliffs: list[tuple[int, int] | None], n_cores: int, n_ways: int) -> float:
     """Mean move of RCliff between consecutive RPS levels, (|d cores| + |d ways|) / (cores + ways)."""
-    moves = [(abs(a[0] - b[0]) + abs(a[1] - b[1])) / (n_cores + n_ways)
-             for a, b in zip(cliffs, cliffs[1:]) if a is not None and b is not None]
+    moves = [
+        (abs(a[0] - b[0]) + abs(a[1] - b[1])) / (n_cores + n_ways)
+        for a, b in zip(cliffs, cliffs[1:])
+        if a is not None and b is not None
+    ]
     return float(np.mean(moves)) if moves else float("nan")
 
 
@@ -128,22 +139,46 @@ def rcliff_shift(cliffs: list[tuple[int, int] | None], n_cores: int, n_ways: int
 
 def heatmap(path: Path, service: str, rps: float, cores: list[int], ways: list[int], p99: np.ndarray, qos: float):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.colors import LogNorm
 
     fig, ax = plt.subplots(figsize=(6.4, 7.2))
-    im = ax.imshow(p99, origin="lower", aspect="auto", cmap="RdYlGn_r",
-                   norm=LogNorm(vmin=max(p99.min(), qos / 10), vmax=max(p99.max(), qos * 10)),
-                   extent=(ways[0] - 0.5, ways[-1] + 0.5, cores[0] - 0.5, cores[-1] + 0.5))
+    im = ax.imshow(
+        p99,
+        origin="lower",
+        aspect="auto",
+        cmap="RdYlGn_r",
+        norm=LogNorm(vmin=max(p99.min(), qos / 10), vmax=max(p99.max(), qos * 10)),
+        extent=(ways[0] - 0.5, ways[-1] + 0.5, cores[0] - 0.5, cores[-1] + 0.5),
+    )
     ax.contour(ways, cores, p99 < qos, levels=[0.5], colors="k", linewidths=1.5)
     cliff = rcliff(p99, qos)
     if cliff:
-        ax.add_patch(plt.Rectangle((cliff[1] - 0.5, cliff[0] - 0.5), 1, 1, fill=False, ec="red", lw=2.5,
-                                   label=f"RCliff {cliff[0]} cores, {cliff[1]} ways"))
+        ax.add_patch(
+            plt.Rectangle(
+                (cliff[1] - 0.5, cliff[0] - 0.5),
+                1,
+                1,
+                fill=False,
+                ec="red",
+                lw=2.5,
+                label=f"RCliff {cliff[0]} cores, {cliff[1]} ways",
+            )
+        )
         area = oaa(cliff, cores[-1], ways[-1])
-        ax.add_patch(plt.Rectangle((area[1] - 0.5, area[0] - 0.5), 1, 1, fill=False, ec="blue", lw=2.5,
-                                   label=f"OAA {area[0]} cores, {area[1]} ways"))
+        ax.add_patch(
+            plt.Rectangle(
+                (area[1] - 0.5, area[0] - 0.5),
+                1,
+                1,
+                fill=False,
+                ec="blue",
+                lw=2.5,
+                label=f"OAA {area[0]} cores, {area[1]} ways",
+            )
+        )
         ax.legend(loc="upper right", fontsize=8)
     ax.set_xlabel("LLC ways")
     ax.set_ylabel("cores (logical)")
@@ -178,26 +213,34 @@ def verdict(summary: dict, areas: list) -> str:
         "ours is stated above the table). OAA of Moses with 20/28/36 threads: "
         f"{', '.join(str(a) for a in areas)}: {'the same' if len(cores) == 1 else f'within {cores[-1] - cores[0]} core'}"
         " (paper: 8-9 cores whatever the thread count); more threads than cores cost context switches "
-        "(ctx_overhead, assumed), so 36 threads need one core more at the margin.")
+        "(ctx_overhead, assumed), so 36 threads need one core more at the margin."
+    )
 
 
 def write_page(out: Path, catalog: dict, seed: int) -> None:
     t0 = time.perf_counter()
-    lines = ["# OSML §3, Fig. 1-2: resource cliffs and the optimal allocation area", "",
-             "Command: `python benchmarks/reproduce_osml_fig1.py --out docs/reproductions` "
-             f"(seed {seed}; runtime RUNTIME on 2 shared cores).", "",
-             "Each cell is measured as OSML's data set was collected (`data/collect_single.py`): the service is "
-             "launched on the whole E5-2697 v4 (36 logical cores, 20 ways), warms up for its WARMUP_TIME, is "
-             "given the cell's cores and ways, and after 1 s ten 1-s samples of its p99 are averaged "
-             "(`scripts/annotation.py` labels from that mean). Noise is on (the sampling error of a p99 from "
-             "one second of requests). RCliff = fewest cores + ways meeting QoS; OAA = RCliff + 2 cores + 2 "
-             "ways. The paper does not state Fig. 1's loads; we use the top level of each service's data "
-             "collection (`configs.py` RPS_COLLECTED): Moses 800, Img-dnn 2300, MongoDB 9000 rps. 36 threads.",
-             ""]
+    lines = [
+        "# OSML §3, Fig. 1-2: resource cliffs and the optimal allocation area",
+        "",
+        "Command: `python benchmarks/reproduce_osml_fig1.py --out docs/reproductions` "
+        f"(seed {seed}; runtime RUNTIME on 2 shared cores).",
+        "",
+        "Each cell is measured as OSML's data set was collected (`data/collect_single.py`): the service is "
+        "launched on the whole E5-2697 v4 (36 logical cores, 20 ways), warms up for its WARMUP_TIME, is "
+        "given the cell's cores and ways, and after 1 s ten 1-s samples of its p99 are averaged "
+        "(`scripts/annotation.py` labels from that mean). Noise is on (the sampling error of a p99 from "
+        "one second of requests). RCliff = fewest cores + ways meeting QoS; OAA = RCliff + 2 cores + 2 "
+        "ways. The paper does not state Fig. 1's loads; we use the top level of each service's data "
+        "collection (`configs.py` RPS_COLLECTED): Moses 800, Img-dnn 2300, MongoDB 9000 rps. 36 threads.",
+        "",
+    ]
     # Fig. 1: the three heatmaps.
-    lines += ["## Fig. 1: latency over cores x ways", "",
-              "| service | rps | RCliff (cores, ways) | OAA | worst one-core step | worst one-way step | "
-              "cliffs |", "|---|---|---|---|---|---|---|"]
+    lines += [
+        "## Fig. 1: latency over cores x ways",
+        "",
+        "| service | rps | RCliff (cores, ways) | OAA | worst one-core step | worst one-way step | cliffs |",
+        "|---|---|---|---|---|---|---|",
+    ]
     figure_grids = {}
     kinds_of: dict[str, list[str]] = {}
     for service, rps in FIGURE.items():
@@ -209,23 +252,40 @@ def write_page(out: Path, catalog: dict, seed: int) -> None:
         core_step, way_step = worst_step(p99, qos, 0), worst_step(p99, qos, 1)
         kinds = [k for k, v in (("core", core_step), ("cache", way_step)) if v > CLIFF_FACTOR]
         kinds_of[service] = kinds
-        lines.append(f"| {service} | {rps:g} | {cliff} | {oaa(cliff, cores[-1], ways[-1])} | "
-                     f"x{core_step:.1f} | x{way_step:.1f} | {' + '.join(kinds) or 'none'} |")
-    lines += ["", "A cliff (last column) is a one-unit step (one core or one way less) from an allocation within "
-              f"{NEAR_QOS:g}x the QoS target to one whose latency is more than {CLIFF_FACTOR:g}x higher; the step "
-              "columns give the largest such ratio.", ""]
+        lines.append(
+            f"| {service} | {rps:g} | {cliff} | {oaa(cliff, cores[-1], ways[-1])} | "
+            f"x{core_step:.1f} | x{way_step:.1f} | {' + '.join(kinds) or 'none'} |"
+        )
+    lines += [
+        "",
+        "A cliff (last column) is a one-unit step (one core or one way less) from an allocation within "
+        f"{NEAR_QOS:g}x the QoS target to one whose latency is more than {CLIFF_FACTOR:g}x higher; the step "
+        "columns give the largest such ratio.",
+        "",
+    ]
     for service in FIGURE:
         lines.append(f"![{service}](osml_fig1_{service}.png)")
     c, w, p = figure_grids["moses"]
-    lines += ["", "Moses at 6 cores (the paper: 34 ms with 10 ways, 4644 ms with 9 ways):", "",
-              "| ways | " + " | ".join(str(x) for x in range(7, 13)) + " |", "|---|" + "---|" * 6,
-              "| p99 (ms) | " + " | ".join(fmt(p[5, x - 1]) for x in range(7, 13)) + " |", ""]
+    lines += [
+        "",
+        "Moses at 6 cores (the paper: 34 ms with 10 ways, 4644 ms with 9 ways):",
+        "",
+        "| ways | " + " | ".join(str(x) for x in range(7, 13)) + " |",
+        "|---|" + "---|" * 6,
+        "| p99 (ms) | " + " | ".join(fmt(p[5, x - 1]) for x in range(7, 13)) + " |",
+        "",
+    ]
     summary = {"moses_10": p[5, 9], "moses_9": p[5, 8], "moses_5": p[4, 9], "kinds": kinds_of}
     shifts: dict[str, float] = {}
     # RCliff across RPS levels.
-    lines += ["## RCliff across RPS levels (OSML §3.1: they move 8.8% on average)", "",
-              "Levels of OSML Table 1 (paper). Move = mean over consecutive levels of (|d cores| + |d ways|) / "
-              "(36 + 20).", "", "| service | RCliff per level (cores, ways) | mean move |", "|---|---|---|"]
+    lines += [
+        "## RCliff across RPS levels (OSML §3.1: they move 8.8% on average)",
+        "",
+        "Levels of OSML Table 1 (paper). Move = mean over consecutive levels of (|d cores| + |d ways|) / (36 + 20).",
+        "",
+        "| service | RCliff per level (cores, ways) | mean move |",
+        "|---|---|---|",
+    ]
     for service in catalog["services"]:
         qos = cc.qos_ms(catalog, service)
         levels = cc.rps_levels(catalog, service)
@@ -235,8 +295,13 @@ def write_page(out: Path, catalog: dict, seed: int) -> None:
         lines.append(f"| {service} | {cells} | {100 * shifts[service]:.1f}% |")
     summary["shifts"] = shifts
     # Fig. 2: threads.
-    lines += ["", "## Fig. 2: OAA and the thread count (Moses, 800 rps)", "",
-              "| threads | RCliff | OAA | p99 at OAA (ms) |", "|---|---|---|---|"]
+    lines += [
+        "",
+        "## Fig. 2: OAA and the thread count (Moses, 800 rps)",
+        "",
+        "| threads | RCliff | OAA | p99 at OAA (ms) |",
+        "|---|---|---|---|",
+    ]
     areas = []
     for threads in THREADS_FIG2:
         _, _, p = grid(catalog, "moses", FIGURE["moses"], threads=threads, seed=seed)
@@ -265,10 +330,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.service:
         if args.rps is None:
             ap.error("--service needs --rps")
-        cores, ways, p99 = grid(catalog, args.service, args.rps, threads=args.threads, seed=args.seed,
-                                variant=args.variant, platform=args.platform)
-        result = {"service": args.service, "rps": args.rps, "cores": cores, "ways": ways,
-                  "p99_ms": [[round(float(x), 4) for x in row] for row in p99]}
+        cores, ways, p99 = grid(
+            catalog,
+            args.service,
+            args.rps,
+            threads=args.threads,
+            seed=args.seed,
+            variant=args.variant,
+            platform=args.platform,
+        )
+        result = {
+            "service": args.service,
+            "rps": args.rps,
+            "cores": cores,
+            "ways": ways,
+            "p99_ms": [[round(float(x), 4) for x in row] for row in p99],
+        }
         if args.json:
             print(json.dumps(result))
         else:

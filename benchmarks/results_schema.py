@@ -1,6 +1,6 @@
 """Write the per-family tables of docs/results.md from the families' row models (between the marker lines).
 
-    python benchmarks/results_schema.py
+python benchmarks/results_schema.py
 """
 
 from __future__ import annotations

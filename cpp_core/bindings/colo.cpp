@@ -70,8 +70,9 @@ uint32_t ReadCount(const py::dict& d, const char* key, const std::string& parent
 
 colo::Platform ParsePlatform(const py::dict& d) {
   const std::string f = "platform";
-  CheckKeys(d, f, {"name", "logical_cores", "physical_cores", "ways", "mb_per_way", "mem_bw_gbs", "freq_min_mhz",
-                   "freq_max_mhz", "mem_latency_ns", "smt_gain", "mba"});
+  CheckKeys(d, f,
+            {"name", "logical_cores", "physical_cores", "ways", "mb_per_way", "mem_bw_gbs", "freq_min_mhz",
+             "freq_max_mhz", "mem_latency_ns", "smt_gain", "mba"});
   colo::Platform p;
   p.name = Read<std::string>(d, "name", f, std::string("custom"));
   p.logical_cores = ReadCount(d, "logical_cores", f);
@@ -88,10 +89,33 @@ colo::Platform ParsePlatform(const py::dict& d) {
 }
 
 colo::ServiceConfig ParseService(const py::dict& d, const std::string& f) {
-  CheckKeys(d, f, {"name", "qos_ms", "percentile", "service_ms", "cv2", "ipc", "ref_freq_mhz", "ref_cache_mb",
-                   "ref_mem_latency_ns", "mlp", "bytes_per_miss", "mrc",
-                   "io_ms", "smt_penalty", "ctx_overhead", "warmup_s", "warmup_slowdown", "virt_memory_gb",
-                   "res_memory_gb", "rps", "threads", "launch_s", "end_s", "changes", "cores", "ways"});
+  CheckKeys(d, f,
+            {"name",
+             "qos_ms",
+             "percentile",
+             "service_ms",
+             "cv2",
+             "ipc",
+             "ref_freq_mhz",
+             "ref_cache_mb",
+             "ref_mem_latency_ns",
+             "mlp",
+             "bytes_per_miss",
+             "mrc",
+             "io_ms",
+             "smt_penalty",
+             "ctx_overhead",
+             "warmup_s",
+             "warmup_slowdown",
+             "virt_memory_gb",
+             "res_memory_gb",
+             "rps",
+             "threads",
+             "launch_s",
+             "end_s",
+             "changes",
+             "cores",
+             "ways"});
   colo::ServiceConfig sc;
   colo::ServiceParams& p = sc.params;
   const colo::ServiceParams def;
@@ -137,8 +161,9 @@ colo::ServiceConfig ParseService(const py::dict& d, const std::string& f) {
 }
 
 colo::ColoConfig ParseColoConfig(const py::dict& d) {
-  CheckKeys(d, "", {"platform", "services", "dt_s", "seed", "mode", "on_launch", "sharing", "noise",
-                    "latency_window_s", "latency_cap_s"});
+  CheckKeys(d, "",
+            {"platform", "services", "dt_s", "seed", "mode", "on_launch", "sharing", "noise", "latency_window_s",
+             "latency_cap_s"});
   colo::ColoConfig c;
   if (!d.contains("platform")) throw std::invalid_argument("platform: missing");
   c.platform = ParsePlatform(ReadDict(d, "platform", ""));
@@ -251,8 +276,9 @@ void BindColo(py::module_& m) {
   namespace colo = dcgym::colo;
   using colo::ColoSim;
 
-  m.def("check_colo_config", [](const py::dict& d) { b::ParseColoConfig(d); }, py::arg("config"),
-        "Validate a colo config dict in the engine; raises ValueError naming the bad field.");
+  m.def(
+      "check_colo_config", [](const py::dict& d) { b::ParseColoConfig(d); }, py::arg("config"),
+      "Validate a colo config dict in the engine; raises ValueError naming the bad field.");
 
   m.def(
       "step_colo_batch",
@@ -315,16 +341,14 @@ void BindColo(py::module_& m) {
             if (cores < 0 || ways < 0) throw std::invalid_argument("cores and ways: must be >= 0");
             uint64_t mask = 0;
             for (int64_t i : members) mask |= uint64_t{1} << b::ServiceIndex(s, i);
-            s.SetGroup(static_cast<uint32_t>(group), mask, static_cast<uint32_t>(cores),
-                       static_cast<uint32_t>(ways));
+            s.SetGroup(static_cast<uint32_t>(group), mask, static_cast<uint32_t>(cores), static_cast<uint32_t>(ways));
           },
           py::arg("group"), py::arg("members"), py::arg("cores"), py::arg("ways"),
           "Share group `group`: a pool of `cores` and `ways` its `members` (service indices) share on top of "
           "their private ones (OSML Algo. 4; Unmanaged = one group with everything). An empty member list "
           "dissolves it. Needs sharing: true.")
       .def(
-          "set_rps",
-          [](ColoSim& s, int64_t service, double rps) { s.SetRps(b::ServiceIndex(s, service), rps); },
+          "set_rps", [](ColoSim& s, int64_t service, double rps) { s.SetRps(b::ServiceIndex(s, service), rps); },
           py::arg("service"), py::arg("rps"), "Offered load of a service from now on, requests/s.")
       .def(
           "step",
@@ -384,8 +408,8 @@ void BindColo(py::module_& m) {
             const double* w = ways.data();
             const double* r = rps.data();
             for (py::ssize_t x = 0; x < k * n; ++x)
-              if (!(c[x] >= 0 && w[x] >= 0 && c[x] == std::floor(c[x]) && w[x] == std::floor(w[x]) &&
-                    c[x] <= 1e6 && w[x] <= 1e6))
+              if (!(c[x] >= 0 && w[x] >= 0 && c[x] == std::floor(c[x]) && w[x] == std::floor(w[x]) && c[x] <= 1e6 &&
+                    w[x] <= 1e6))
                 throw std::invalid_argument("cores, ways: must be integers >= 0, got " +
                                             std::string(py::str(py::float_(c[x]))) + " and " +
                                             std::string(py::str(py::float_(w[x]))));
@@ -424,43 +448,62 @@ void BindColo(py::module_& m) {
                                for (const auto& sc : s.Config().services) l.append(sc.params.name);
                                return l;
                              })
-      .def_property_readonly("qos_ms", [](const ColoSim& s) {
-        return b::PerServiceArray<double>(s, [&](uint32_t i) { return s.Config().services[i].params.qos_ms; });
-      })
-      .def_property_readonly("phases", [](const ColoSim& s) {
-        return b::PerServiceArray<uint8_t>(s, [&](uint32_t i) { return static_cast<uint8_t>(s.PhaseOf(i)); });
-      }, "Per service: 0 pending, 1 warming up, 2 running, 3 ended.")
-      .def_property_readonly("cores", [](const ColoSim& s) {
-        return b::PerServiceArray<int64_t>(s, [&](uint32_t i) { return s.Allocations()[i].cores; });
-      }, "Private logical cores per service.")
-      .def_property_readonly("ways", [](const ColoSim& s) {
-        return b::PerServiceArray<int64_t>(s, [&](uint32_t i) { return s.Allocations()[i].ways; });
-      }, "Private LLC ways per service.")
-      .def_property_readonly("mba", [](const ColoSim& s) {
-        return b::PerServiceArray<double>(s, [&](uint32_t i) { return s.Allocations()[i].mba; });
-      })
-      .def_property_readonly("freq_mhz", [](const ColoSim& s) {
-        return b::PerServiceArray<double>(s, [&](uint32_t i) { return s.Allocations()[i].freq_mhz; });
-      })
-      .def_property_readonly("groups", [](const ColoSim& s) {
-        py::list l;
-        for (const auto& g : s.Groups()) {
-          if (g.Empty()) { l.append(py::none()); continue; }
-          py::list members;
-          for (uint32_t i = 0; i < s.NumServices(); ++i)
-            if ((g.members >> i) & 1) members.append(i);
-          py::dict d;
-          d["members"] = members;
-          d["cores"] = g.cores;
-          d["ways"] = g.ways;
-          l.append(d);
-        }
-        return l;
-      }, "Share groups: None or {members, cores, ways} per group slot.")
+      .def_property_readonly("qos_ms",
+                             [](const ColoSim& s) {
+                               return b::PerServiceArray<double>(
+                                   s, [&](uint32_t i) { return s.Config().services[i].params.qos_ms; });
+                             })
+      .def_property_readonly(
+          "phases",
+          [](const ColoSim& s) {
+            return b::PerServiceArray<uint8_t>(s, [&](uint32_t i) { return static_cast<uint8_t>(s.PhaseOf(i)); });
+          },
+          "Per service: 0 pending, 1 warming up, 2 running, 3 ended.")
+      .def_property_readonly(
+          "cores",
+          [](const ColoSim& s) {
+            return b::PerServiceArray<int64_t>(s, [&](uint32_t i) { return s.Allocations()[i].cores; });
+          },
+          "Private logical cores per service.")
+      .def_property_readonly(
+          "ways",
+          [](const ColoSim& s) {
+            return b::PerServiceArray<int64_t>(s, [&](uint32_t i) { return s.Allocations()[i].ways; });
+          },
+          "Private LLC ways per service.")
+      .def_property_readonly("mba",
+                             [](const ColoSim& s) {
+                               return b::PerServiceArray<double>(s, [&](uint32_t i) { return s.Allocations()[i].mba; });
+                             })
+      .def_property_readonly("freq_mhz",
+                             [](const ColoSim& s) {
+                               return b::PerServiceArray<double>(
+                                   s, [&](uint32_t i) { return s.Allocations()[i].freq_mhz; });
+                             })
+      .def_property_readonly(
+          "groups",
+          [](const ColoSim& s) {
+            py::list l;
+            for (const auto& g : s.Groups()) {
+              if (g.Empty()) {
+                l.append(py::none());
+                continue;
+              }
+              py::list members;
+              for (uint32_t i = 0; i < s.NumServices(); ++i)
+                if ((g.members >> i) & 1) members.append(i);
+              py::dict d;
+              d["members"] = members;
+              d["cores"] = g.cores;
+              d["ways"] = g.ways;
+              l.append(d);
+            }
+            return l;
+          },
+          "Share groups: None or {members, cores, ways} per group slot.")
       .def_property_readonly("idle_cores", &ColoSim::IdleCores)
       .def_property_readonly("idle_ways", &ColoSim::IdleWays)
-      .def_property_readonly("mem_latency_ns", &ColoSim::MemLatencyNs,
-                             "Loaded memory latency of the last tick (ns).")
+      .def_property_readonly("mem_latency_ns", &ColoSim::MemLatencyNs, "Loaded memory latency of the last tick (ns).")
       .def_property_readonly("mem_utilization", &ColoSim::MemUtilization,
                              "Memory traffic of the last tick / peak bandwidth.");
 }

@@ -33,10 +33,10 @@ void MissRateCurveShape() {
   m.hot = 10;
   m.hot_mb = 20;
   m.hot_width_mb = 2;
-  CHECK_NEAR(m.Mpki(4), 2 + 8 / 2.0 + 10, 1e-12);    // below the ramp: the whole hot term
+  CHECK_NEAR(m.Mpki(4), 2 + 8 / 2.0 + 10, 1e-12);              // below the ramp: the whole hot term
   CHECK_NEAR(m.Mpki(19), 2 + 8 / std::sqrt(19.0) + 5, 1e-12);  // half-way up the ramp
-  CHECK_NEAR(m.Mpki(25), 2 + 8 / 5.0, 1e-12);        // above the hot set
-  CHECK_NEAR(m.Mpki(0), m.Mpki(0.25), 1e-12);        // no divergence at zero
+  CHECK_NEAR(m.Mpki(25), 2 + 8 / 5.0, 1e-12);                  // above the hot set
+  CHECK_NEAR(m.Mpki(0), m.Mpki(0.25), 1e-12);                  // no divergence at zero
 }
 
 void LayoutFindsNeighbours() {

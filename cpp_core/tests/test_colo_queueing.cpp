@@ -29,9 +29,9 @@ double TailByIntegration(const WaitTail& w, double mean, double t) {
 }
 
 void ErlangCValues() {
-  CHECK_NEAR(ErlangC(1, 0.7), 0.7, 1e-15);               // M/M/1: P(wait) = rho
-  CHECK_NEAR(ErlangC(2, 1.0), 1.0 / 3.0, 1e-15);          // a^2 / (2 + 2a - ... ) closed form
-  CHECK_NEAR(ErlangC(3, 2.4), 0.6472, 5e-5);              // tabulated (c = 3, rho = 0.8)
+  CHECK_NEAR(ErlangC(1, 0.7), 0.7, 1e-15);        // M/M/1: P(wait) = rho
+  CHECK_NEAR(ErlangC(2, 1.0), 1.0 / 3.0, 1e-15);  // a^2 / (2 + 2a - ... ) closed form
+  CHECK_NEAR(ErlangC(3, 2.4), 0.6472, 5e-5);      // tabulated (c = 3, rho = 0.8)
   CHECK(ErlangC(36, 18.0) < 1e-3);
 }
 

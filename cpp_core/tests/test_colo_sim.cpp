@@ -125,7 +125,7 @@ void LifecycleConservesResources() {
   }
   CHECK(sim.PhaseOf(1) == Phase::kEnded);
   CHECK(sim.PhaseOf(2) == Phase::kRunning);
-  CHECK_EQ(sim.Allocations()[1].cores, 0u);  // b left: its 16 cores went back
+  CHECK_EQ(sim.Allocations()[1].cores, 0u);   // b left: its 16 cores went back
   CHECK_EQ(sim.Allocations()[2].cores, 16u);  // and c, launched after, took them (and 8 ways)
   CHECK_EQ(sim.Allocations()[2].ways, 8u);
   CHECK_EQ(sim.IdleCores(), 0u);
@@ -171,7 +171,8 @@ void RefusesBadInput() {
   CHECK(Throws([&] { sim.SetAllocation(1, Alloc(7, 1)); }, "cores: allocations hold 37 cores"));
   CHECK(Throws([&] { sim.SetAllocation(1, Alloc(1, 11)); }, "ways: allocations hold 21 LLC ways"));
   CHECK(Throws([&] { sim.SetAllocation(1, Allocation{1, 1, 1.0, 3000, -1}); }, "freq_mhz: must be in [1200, 2300]"));
-  CHECK(Throws([&] { sim.SetAllocation(1, Allocation{1, 1, 0.5, 2300, -1}); }, "mba: must be 1 on a platform without MBA"));
+  CHECK(Throws([&] { sim.SetAllocation(1, Allocation{1, 1, 0.5, 2300, -1}); },
+               "mba: must be 1 on a platform without MBA"));
   CHECK(Throws([&] { sim.SetGroup(0, 1, 2, 2); }, "sharing: share groups need sharing: true"));
   CHECK_EQ(sim.Allocations()[1].cores, 0u);  // nothing changed
   ColoConfig bad = c;

@@ -95,8 +95,8 @@ void CheckConservation(const Platform& platform, const std::vector<Allocation>& 
   using kernel::Fail;
   using kernel::Str;
   if (cores > platform.logical_cores)
-    Fail("cores", "allocations hold " + Str(cores) + " cores in total, the platform has " +
-                      Str(platform.logical_cores));
+    Fail("cores",
+         "allocations hold " + Str(cores) + " cores in total, the platform has " + Str(platform.logical_cores));
   if (ways > platform.ways)
     Fail("ways", "allocations hold " + Str(ways) + " LLC ways in total, the platform has " + Str(platform.ways));
 }

@@ -36,9 +36,7 @@ bool SameAllocation(const Allocation& a, const Allocation& b) {
   return a.cores == b.cores && a.ways == b.ways && a.mba == b.mba && a.freq_mhz == b.freq_mhz;
 }
 
-std::string ServiceField(uint32_t i, const std::string& name) {
-  return "service " + Str(i) + " (" + name + ")";
-}
+std::string ServiceField(uint32_t i, const std::string& name) { return "service " + Str(i) + " (" + name + ")"; }
 
 }  // namespace
 
@@ -48,8 +46,8 @@ ColoSim::ColoSim(ColoConfig config) : config_(std::move(config)) {
   for (uint32_t i = 0; i < n; ++i) {
     const auto& sc = config_.services[i];
     params_.push_back(sc.params);
-    models_.push_back(ServiceModel::Derive(sc.params, sc.workload.threads, config_.platform,
-                                           "services[" + Str(i) + "]"));
+    models_.push_back(
+        ServiceModel::Derive(sc.params, sc.workload.threads, config_.platform, "services[" + Str(i) + "]"));
     shapes_.push_back(ServiceShape::FromMoments(1.0, sc.params.cv2));
   }
   window_ticks_ = std::max<size_t>(1, static_cast<size_t>(std::llround(config_.latency_window_s / config_.dt_s)));
@@ -172,17 +170,17 @@ void ColoSim::CheckAllocation(uint32_t i, const Allocation& a) const {
          "must be in [" + Str(pf.freq_min_mhz) + ", " + Str(pf.freq_max_mhz) + "], got " + Str(a.freq_mhz));
   if (!pf.mba && a.mba != 1.0)
     Fail(field("mba"), "must be 1 on a platform without MBA (" + pf.name + "), got " + Str(a.mba));
-  if (!(std::isfinite(a.mba) && a.mba >= 0.01 && a.mba <= 1)) Fail(field("mba"), "must be in [0.01, 1], got " + Str(a.mba));
+  if (!(std::isfinite(a.mba) && a.mba >= 0.01 && a.mba <= 1))
+    Fail(field("mba"), "must be in [0.01, 1], got " + Str(a.mba));
 }
 
 void ColoSim::SetAllocation(uint32_t service, const Allocation& a) {
-  if (service >= NumServices())
-    Fail("service", "must be in [0, " + Str(NumServices() - 1) + "], got " + Str(service));
+  if (service >= NumServices()) Fail("service", "must be in [0, " + Str(NumServices() - 1) + "], got " + Str(service));
   if (!active_[service]) {
     static const char* kPhase[] = {"pending", "warming", "running", "ended"};
-    Fail(ServiceField(service, params_[service].name),
-         std::string("not running (") + kPhase[static_cast<int>(state_[service].phase)] +
-             "); resources go only to launched services");
+    Fail(ServiceField(service, params_[service].name), std::string("not running (") +
+                                                           kPhase[static_cast<int>(state_[service].phase)] +
+                                                           "); resources go only to launched services");
   }
   CheckAllocation(service, a);
   std::vector<Allocation> trial = alloc_;
@@ -201,8 +199,8 @@ void ColoSim::SetAllocations(const std::vector<Allocation>& all) {
   for (uint32_t i = 0; i < NumServices(); ++i) {
     if (!active_[i]) {
       if (all[i].cores != 0 || all[i].ways != 0)
-        Fail(ServiceField(i, params_[i].name), "not running; it must get 0 cores and 0 ways, got " +
-                                                   Str(all[i].cores) + " and " + Str(all[i].ways));
+        Fail(ServiceField(i, params_[i].name),
+             "not running; it must get 0 cores and 0 ways, got " + Str(all[i].cores) + " and " + Str(all[i].ways));
       continue;
     }
     CheckAllocation(i, all[i]);
@@ -236,15 +234,16 @@ void ColoSim::SetGroup(uint32_t group, uint64_t members, uint32_t cores, uint32_
   CheckConservation(config_.platform, alloc_, trial);
   groups_ = trial;
   for (uint32_t i = 0; i < n; ++i) {
-    if ((members >> i) & 1) alloc_[i].group = static_cast<int32_t>(group);
-    else if (alloc_[i].group == static_cast<int32_t>(group)) alloc_[i].group = -1;
+    if ((members >> i) & 1)
+      alloc_[i].group = static_cast<int32_t>(group);
+    else if (alloc_[i].group == static_cast<int32_t>(group))
+      alloc_[i].group = -1;
   }
   AllocationChanged();
 }
 
 void ColoSim::SetRps(uint32_t service, double rps) {
-  if (service >= NumServices())
-    Fail("service", "must be in [0, " + Str(NumServices() - 1) + "], got " + Str(service));
+  if (service >= NumServices()) Fail("service", "must be in [0, " + Str(NumServices() - 1) + "], got " + Str(service));
   RequireNonNegative(rps, "rps");
   state_[service].rps = rps;
 }
@@ -259,7 +258,9 @@ void ColoSim::AllocationChanged() {
   }
 }
 
-double ColoSim::CapacityMb(uint32_t i) const { return alloc_[i].ways * config_.platform.mb_per_way + state_[i].share_mb; }
+double ColoSim::CapacityMb(uint32_t i) const {
+  return alloc_[i].ways * config_.platform.mb_per_way + state_[i].share_mb;
+}
 
 void ColoSim::UpdateShares() {
   // Shared LRU ways: each member holds a part in proportion to its fills.
@@ -416,8 +417,8 @@ void ColoSim::WriteCounters(uint32_t i, const Operating& op, double tick_quantil
   const double window_latency = std::max(0.0, st.window_sum / st.window_count);
   const double q = p.percentile;
   const double requests = st.rps * st.window_count * config_.dt_s;
-  const double sigma = std::min(
-      1.0, config_.noise.latency * std::sqrt(q / ((1 - q) * std::max(requests, 1.0))) / std::log(1 / (1 - q)));
+  const double sigma =
+      std::min(1.0, config_.noise.latency * std::sqrt(q / ((1 - q) * std::max(requests, 1.0))) / std::log(1 / (1 - q)));
   const double counter_sigma = config_.noise.counters;
   const ServiceModel& m = models_[i];
   const double f_hz = a.freq_mhz * 1e6;
@@ -493,9 +494,9 @@ std::vector<double> ColoSim::SteadyState(const std::vector<Allocation>& alloc, c
   for (uint32_t i = 0; i < n; ++i) {
     if (!present[i]) continue;
     const Operating& op = steady_ops_[i];
-    out[i] = op.servers == 0 ? kInf
-                             : StationaryQuantile(op.servers, rps[i], shapes_[i].Scaled(op.t_service),
-                                                  params_[i].percentile);
+    out[i] = op.servers == 0
+                 ? kInf
+                 : StationaryQuantile(op.servers, rps[i], shapes_[i].Scaled(op.t_service), params_[i].percentile);
   }
   return out;
 }

@@ -8,10 +8,10 @@ namespace dcgym::colo {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-constexpr int kMaxOuter = 60;         // hyperthread / pool iterations
-constexpr double kOuterTol = 1e-10;   // on utilizations
+constexpr int kMaxOuter = 60;        // hyperthread / pool iterations
+constexpr double kOuterTol = 1e-10;  // on utilizations
 constexpr int kMaxIllinois = 200;
-constexpr double kLatencyTol = 1e-12; // relative, on the memory latency
+constexpr double kLatencyTol = 1e-12;  // relative, on the memory latency
 constexpr double kWarmBracket = 1e-4;  // relative half-width of the first bracket around the last root
 
 // Max-min fair shares of `capacity` among demands (water filling).
@@ -76,8 +76,10 @@ void Contention::ComputeSpeeds(const ContentionInput& in, const std::vector<Oper
       for (uint32_t k = 0; k < on_partial; ++k) {
         const Neighbour& nb = pl.neighbour[k];
         double busy = 0;
-        if (nb.kind == Neighbour::Kind::kService) busy = out[nb.id].cpu_busy;
-        else if (nb.kind == Neighbour::Kind::kGroup && nb.id < group_use_.size()) busy = group_use_[nb.id];
+        if (nb.kind == Neighbour::Kind::kService)
+          busy = out[nb.id].cpu_busy;
+        else if (nb.kind == Neighbour::Kind::kGroup && nb.id < group_use_.size())
+          busy = group_use_[nb.id];
         s.a += 1.0 - loss * penalty * busy;
       }
     }
@@ -160,8 +162,10 @@ double Contention::Evaluate(const ContentionInput& in, uint32_t i, double latenc
   if (!d.saturated) {
     const double work = d.lambda * t0;
     const double disc = s.a * s.a - 4.0 * s.b * work;
-    if (work <= 0) rho = 0;
-    else if (disc >= 0) rho = std::min(1.0, 2.0 * work / (s.a + std::sqrt(disc)));
+    if (work <= 0)
+      rho = 0;
+    else if (disc >= 0)
+      rho = std::min(1.0, 2.0 * work / (s.a + std::sqrt(disc)));
   }
   const double speed_sum = std::max(s.a - s.b * rho, 1e-9 * n);
   double t_cpu = t0 * n / speed_sum;

@@ -90,7 +90,10 @@ WaitTail CramerLundberg(double lambda, const ServiceShape& s) {
   if (!(eta > lo && eta < hi)) eta = 0.5 * (lo + hi);
   for (int it = 0; it < 200; ++it) {
     const double v = g(eta, &slope);
-    if (v < 0) lo = eta; else hi = eta;
+    if (v < 0)
+      lo = eta;
+    else
+      hi = eta;
     double next = eta - v / slope;
     if (std::fabs(next - eta) <= 1e-10 * eta) {  // Newton's last, tiny step
       eta = next;
@@ -191,7 +194,10 @@ double ResponseQuantile(const WaitTail& w, const ServiceShape& s, double q, doub
     double lo = 0, hi = kInf;
     for (int it = 0; it < 200; ++it) {
       const Tail t = TailOf(w, s, u);
-      if (t.value > target) lo = u; else hi = u;
+      if (t.value > target)
+        lo = u;
+      else
+        hi = u;
       double next = t.value > 0 ? u - (std::log(t.value) - log_target) * t.value / t.slope : 0.5 * (lo + u);
       if (std::fabs(next - u) <= 1e-8 * u) {  // converged (a last step this small may touch the bracket)
         u = next;

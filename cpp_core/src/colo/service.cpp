@@ -39,8 +39,8 @@ void ServiceParams::Validate(const std::string& field) const {
   const std::string f = field + ".";
   if (name.empty()) Fail(f + "name", "must not be empty");
   RequirePositive(qos_ms, f + "qos_ms");
-  Require(std::isfinite(percentile) && percentile >= 0.5 && percentile < 1, f + "percentile",
-          "must be in [0.5, 1)", percentile);
+  Require(std::isfinite(percentile) && percentile >= 0.5 && percentile < 1, f + "percentile", "must be in [0.5, 1)",
+          percentile);
   RequirePositive(service_ms, f + "service_ms");
   Require(std::isfinite(cv2) && cv2 >= 0 && cv2 <= 100, f + "cv2", "must be in [0, 100]", cv2);
   Require(std::isfinite(ipc) && ipc > 0 && ipc <= 8, f + "ipc", "must be in (0, 8]", ipc);
@@ -64,8 +64,7 @@ void Workload::Validate(const std::string& field) const {
   RequireNonNegative(rps, f + "rps");
   Require(threads <= kMaxThreads, f + "threads", "must be at most " + Str(kMaxThreads), threads);
   RequireNonNegative(launch_s, f + "launch_s");
-  Require(!std::isnan(end_s) && end_s > launch_s, f + "end_s", "must be after launch_s (" + Str(launch_s) + ")",
-          end_s);
+  Require(!std::isnan(end_s) && end_s > launch_s, f + "end_s", "must be after launch_s (" + Str(launch_s) + ")", end_s);
   double last = 0;
   for (size_t k = 0; k < changes.size(); ++k) {
     const std::string c = f + "changes[" + Str(k) + "]";

@@ -34,9 +34,17 @@ def bare_queue(servers: int, service_ms: float, cv2: float, rps: float) -> dict:
     """
     platform = cc.platform_config(CATALOG, logical_cores=servers, physical_cores=servers)
     svc = {
-        "name": "queue", "qos_ms": 1.0, "service_ms": service_ms, "cv2": cv2, "ipc": 1.0,
-        "mrc": {"floor": 0.0, "pow": 0.0, "alpha": 0.5}, "ctx_overhead": 0.0, "threads": servers,
-        "rps": rps, "cores": servers, "ways": platform["ways"],
+        "name": "queue",
+        "qos_ms": 1.0,
+        "service_ms": service_ms,
+        "cv2": cv2,
+        "ipc": 1.0,
+        "mrc": {"floor": 0.0, "pow": 0.0, "alpha": 0.5},
+        "ctx_overhead": 0.0,
+        "threads": servers,
+        "rps": rps,
+        "cores": servers,
+        "ways": platform["ways"],
     }
     return cc.sim_config(CATALOG, [svc], platform=platform, noise=QUIET)
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import functools
 
+import colo_helpers as h
 import numpy as np
 import pytest
-
-import colo_helpers as h
 import reproduce_osml_fig1 as fig1
 
 CATALOG = h.CATALOG
@@ -30,9 +29,9 @@ def grid(service: str, rps: float, threads: int | None = None, seed: int = 0) ->
 
 def test_moses_cache_cliff_at_six_cores():
     p99 = grid("moses", fig1.FIGURE["moses"])
-    assert 25.0 <= p99[5, 9] <= 45.0          # 6 cores, 10 ways
-    assert p99[5, 8] > 1000.0                 # 6 cores, 9 ways
-    assert p99[5, 8] / p99[5, 9] > 30.0       # the paper's step is 137x
+    assert 25.0 <= p99[5, 9] <= 45.0  # 6 cores, 10 ways
+    assert p99[5, 8] > 1000.0  # 6 cores, 9 ways
+    assert p99[5, 8] / p99[5, 9] > 30.0  # the paper's step is 137x
 
 
 def test_moses_cliff_holds_under_other_seeds():
@@ -64,8 +63,9 @@ def test_rcliff_moves_little_across_rps_levels(service):
 
 def test_oaa_does_not_depend_on_thread_count():
     qos = h.cc.qos_ms(CATALOG, "moses")
-    areas = [fig1.oaa(fig1.rcliff(grid("moses", fig1.FIGURE["moses"], threads=t), qos), 36, 20)
-             for t in fig1.THREADS_FIG2]
+    areas = [
+        fig1.oaa(fig1.rcliff(grid("moses", fig1.FIGURE["moses"], threads=t), qos), 36, 20) for t in fig1.THREADS_FIG2
+    ]
     cores = [a[0] for a in areas]
     ways = [a[1] for a in areas]
     assert max(cores) - min(cores) <= 1 and max(ways) - min(ways) <= 1

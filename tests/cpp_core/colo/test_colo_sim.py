@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import math
 
+import colo_helpers as h
 import numpy as np
 import pytest
 
-import colo_helpers as h
 from dcgym.cpp_core import ColoSim, check_colo_config, step_colo_batch
 
 NAMES = ColoSim.counter_names
@@ -29,8 +29,18 @@ def workload_sim(**kw) -> ColoSim:
 
 
 def test_counter_names_follow_osml():
-    assert NAMES[:10] == ["CPU_Utilization", "Frequency", "IPC", "Misses", "MBL", "Virt_Memory", "Res_Memory",
-                          "Allocated_Cache", "Allocated_Core", "Latency"]
+    assert NAMES[:10] == [
+        "CPU_Utilization",
+        "Frequency",
+        "IPC",
+        "Misses",
+        "MBL",
+        "Virt_Memory",
+        "Res_Memory",
+        "Allocated_Cache",
+        "Allocated_Core",
+        "Latency",
+    ]
 
 
 def test_workload_file_lifecycle_and_conservation():
@@ -272,21 +282,24 @@ def test_counters_view_is_live_and_read_only():
         view[0, 0] = 1.0
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda c: c["services"][0].pop("service_ms"), r"services\[0\]\.service_ms: missing"),
-    (lambda c: c["services"][0].update(servce_ms=1.0), r"services\[0\]\.servce_ms: unknown field"),
-    (lambda c: c["services"][0].update(cv2="high"), r"services\[0\]\.cv2: wrong type"),
-    (lambda c: c["services"][0].update(qos_ms=-1.0), r"services\[0\]\.qos_ms: must be a finite number > 0"),
-    (lambda c: c["services"][0]["mrc"].update(alpha=9.0), r"services\[0\]\.mrc\.alpha: must be in \[0, 3\]"),
-    (lambda c: c["services"][0].update(ipc=3.0), r"services\[0\]\.ipc: too high for its miss-rate curve"),
-    (lambda c: c["services"][0].update(threads=-2), r"services\[0\]\.threads: must be a count >= 0"),
-    (lambda c: c["services"][0].update(changes=[[5.0, 10.0], [1.0, 20.0]]), r"changes\[1\]\.time_s"),
-    (lambda c: c["platform"].update(ways=0), r"platform\.ways: must be in \[1, 64\]"),
-    (lambda c: c["platform"].pop("smt_gain"), r"platform\.smt_gain: missing"),
-    (lambda c: c.update(mode="offline"), r"mode: unknown value 'offline'; allowed: online, fresh"),
-    (lambda c: c.update(latency_window_s=0.01), r"latency_window_s: must be at least dt_s"),
-    (lambda c: c.update(services=[]), r"services: needs at least one service"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda c: c["services"][0].pop("service_ms"), r"services\[0\]\.service_ms: missing"),
+        (lambda c: c["services"][0].update(servce_ms=1.0), r"services\[0\]\.servce_ms: unknown field"),
+        (lambda c: c["services"][0].update(cv2="high"), r"services\[0\]\.cv2: wrong type"),
+        (lambda c: c["services"][0].update(qos_ms=-1.0), r"services\[0\]\.qos_ms: must be a finite number > 0"),
+        (lambda c: c["services"][0]["mrc"].update(alpha=9.0), r"services\[0\]\.mrc\.alpha: must be in \[0, 3\]"),
+        (lambda c: c["services"][0].update(ipc=3.0), r"services\[0\]\.ipc: too high for its miss-rate curve"),
+        (lambda c: c["services"][0].update(threads=-2), r"services\[0\]\.threads: must be a count >= 0"),
+        (lambda c: c["services"][0].update(changes=[[5.0, 10.0], [1.0, 20.0]]), r"changes\[1\]\.time_s"),
+        (lambda c: c["platform"].update(ways=0), r"platform\.ways: must be in \[1, 64\]"),
+        (lambda c: c["platform"].pop("smt_gain"), r"platform\.smt_gain: missing"),
+        (lambda c: c.update(mode="offline"), r"mode: unknown value 'offline'; allowed: online, fresh"),
+        (lambda c: c.update(latency_window_s=0.01), r"latency_window_s: must be at least dt_s"),
+        (lambda c: c.update(services=[]), r"services: needs at least one service"),
+    ],
+)
 def test_bad_configs_are_refused_naming_the_field(mutate, message):
     cfg = h.sim_config([h.service("moses", rps=100)])
     mutate(cfg)

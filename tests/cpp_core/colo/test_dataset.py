@@ -12,11 +12,10 @@ mlp is barely identifiable and not checked.
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 import colo_dataset as ds
 import colo_helpers as h
+import numpy as np
+import pytest
 
 CASES = {
     "moses": {"rps": [400.0, 800.0], "threads": [36, 20]},
@@ -29,8 +28,16 @@ def fitted(request, tmp_path_factory):
     service = request.param
     root = tmp_path_factory.mktemp(service)
     case = CASES[service]
-    n = ds.generate(h.CATALOG, service, root, rps_levels=case["rps"], threads=case["threads"],
-                    cores=list(range(2, 37, 2)), ways=list(range(1, 21)), seed=1)
+    n = ds.generate(
+        h.CATALOG,
+        service,
+        root,
+        rps_levels=case["rps"],
+        threads=case["threads"],
+        cores=list(range(2, 37, 2)),
+        ways=list(range(1, 21)),
+        seed=1,
+    )
     assert n == len(case["rps"]) * len(case["threads"]) * 18 * 20
     return service, ds.fit(ds.read_dataset(root, service), h.CATALOG, service)
 

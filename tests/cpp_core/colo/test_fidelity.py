@@ -22,16 +22,16 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 
+import colo_helpers as h
 import numpy as np
 import pytest
 
-import colo_helpers as h
 from dcgym.cpp_core import ColoSim, Distribution, RackSim
 
 SEEDS = (1, 2, 3, 4)
 TASKS = {0.3: 1_000_000, 0.6: 1_000_000, 0.9: 8_000_000}
 WARMUP = 100_000
-TOLERANCE = 0.10   # the bound, utilization <= 0.9
+TOLERANCE = 0.10  # the bound, utilization <= 0.9
 MAX_REL_SE = 0.015
 SERVERS = (1, 2, 6, 16)
 CV2 = (0.0, 0.25, 1.0, 4.0)
@@ -80,7 +80,8 @@ def test_p99_within_10_percent_of_request_level_simulation(servers, cv2, rho):
     assert tick == pytest.approx(steady, rel=1e-12), "the tick's p99 below capacity is the stationary one"
     assert abs(steady / mean - 1) <= TOLERANCE, (
         f"c={servers} cv2={cv2} rho={rho}: model {steady:.4g} vs request-level {mean:.4g} "
-        f"({100 * (steady / mean - 1):+.1f}%)")
+        f"({100 * (steady / mean - 1):+.1f}%)"
+    )
 
 
 if __name__ == "__main__":
@@ -95,6 +96,8 @@ if __name__ == "__main__":
                 mean, se = reference_p99(servers, cv2, rho)
                 err = steady / mean - 1
                 worst = max(worst, abs(err))
-                print(f"| {servers} | {cv2:g} | {rho:g} | {mean:.3f} +- {se:.3f} | {steady:.3f} | {100 * err:+.1f}% |",
-                      flush=True)
+                print(
+                    f"| {servers} | {cv2:g} | {rho:g} | {mean:.3f} +- {se:.3f} | {steady:.3f} | {100 * err:+.1f}% |",
+                    flush=True,
+                )
     print(f"\nlargest error: {100 * worst:.1f}% (p99 in mean service times)")

@@ -18,11 +18,11 @@
 namespace dcgym::colo {
 
 struct Allocation {
-  uint32_t cores = 0;     // private logical cores
-  uint32_t ways = 0;      // private LLC ways
-  double mba = 1.0;       // memory-bandwidth cap, fraction of the peak (MBA)
-  double freq_mhz = 0;    // core frequency of the service's threads
-  int32_t group = -1;     // share group, or -1
+  uint32_t cores = 0;   // private logical cores
+  uint32_t ways = 0;    // private LLC ways
+  double mba = 1.0;     // memory-bandwidth cap, fraction of the peak (MBA)
+  double freq_mhz = 0;  // core frequency of the service's threads
+  int32_t group = -1;   // share group, or -1
 };
 
 struct ShareGroup {
@@ -41,9 +41,9 @@ struct Neighbour {
 
 // Where a service's private cores sit.
 struct Placement {
-  uint32_t start = 0;       // first logical core
-  uint32_t own_pairs = 0;   // physical cores whose hyperthreads are all the service's
-  uint32_t partials = 0;    // physical cores shared with a neighbour (0, 1 or 2)
+  uint32_t start = 0;      // first logical core
+  uint32_t own_pairs = 0;  // physical cores whose hyperthreads are all the service's
+  uint32_t partials = 0;   // physical cores shared with a neighbour (0, 1 or 2)
   Neighbour neighbour[2];
 };
 

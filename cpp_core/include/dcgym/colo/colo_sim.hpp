@@ -92,10 +92,10 @@ class ColoSim {
     double rps = 0;
     size_t next_change = 0;
     double launched_at = 0;
-    double backlog = 0;      // requests
-    double warm_mb = 0;      // LLC holding its data
-    double share_mb = 0;     // its part of its group's ways
-    double miss_rate = 0;    // misses/s, for the shared-ways split
+    double backlog = 0;    // requests
+    double warm_mb = 0;    // LLC holding its data
+    double share_mb = 0;   // its part of its group's ways
+    double miss_rate = 0;  // misses/s, for the shared-ways split
     // Latency window: a ring of tick quantiles (s).
     std::vector<double> window;
     size_t window_next = 0, window_count = 0;

@@ -31,14 +31,14 @@ struct NoiseConfig {
 struct ColoConfig {
   Platform platform;
   std::vector<ServiceConfig> services;
-  double dt_s = 0.1;               // one tick (OSML's perf sampling interval)
+  double dt_s = 0.1;  // one tick (OSML's perf sampling interval)
   uint64_t seed = 0;
   Mode mode = Mode::kOnline;
   OnLaunch on_launch = OnLaunch::kNone;
-  bool sharing = false;            // share groups allowed (OSML Algo. 4, Unmanaged)
+  bool sharing = false;  // share groups allowed (OSML Algo. 4, Unmanaged)
   NoiseConfig noise;
-  double latency_window_s = 1.0;   // the latency counter covers this much (tailbench: the last second)
-  double latency_cap_s = 3600;     // latencies are reported at most this (a starved service)
+  double latency_window_s = 1.0;  // the latency counter covers this much (tailbench: the last second)
+  double latency_cap_s = 3600;    // latencies are reported at most this (a starved service)
 
   static constexpr uint32_t kMaxServices = 64;  // share-group members are a 64-bit mask
   static constexpr uint32_t kMaxGroups = 8;

@@ -34,14 +34,14 @@ struct Demand {
 
 // Where one service operates.
 struct Operating {
-  uint32_t servers = 0;     // threads that serve requests concurrently
+  uint32_t servers = 0;  // threads that serve requests concurrently
   double mpki = 0;
-  double t_cpu = 0;         // CPU time per request of one server, s
-  double t_service = 0;     // t_cpu + io: mean service time of one server, s
-  double capacity = 0;      // servers / t_service, requests/s
-  double throughput = 0;    // requests/s served
-  double utilization = 0;   // throughput / capacity
-  double cpu_busy = 0;      // fraction of its servers on a core (a sibling sees this)
+  double t_cpu = 0;        // CPU time per request of one server, s
+  double t_service = 0;    // t_cpu + io: mean service time of one server, s
+  double capacity = 0;     // servers / t_service, requests/s
+  double throughput = 0;   // requests/s served
+  double utilization = 0;  // throughput / capacity
+  double cpu_busy = 0;     // fraction of its servers on a core (a sibling sees this)
   double bytes_per_req = 0;
 };
 
@@ -63,7 +63,10 @@ class Contention {
   double mem_latency_s() const { return mem_latency_s_; }
   double mem_utilization() const { return mem_utilization_; }
   // Clears the warm start (steady states start from nothing).
-  void Reset() { mem_latency_s_ = 0; group_use_.clear(); }
+  void Reset() {
+    mem_latency_s_ = 0;
+    group_use_.clear();
+  }
 
  private:
   struct Speeds {  // sum over a service's servers of their speeds: a - b x (own cpu_busy)

@@ -32,8 +32,8 @@ enum Counter : uint32_t {
 };
 
 inline constexpr const char* kCounterNames[kNumCounters] = {
-    "CPU_Utilization", "Frequency", "IPC",      "Misses",   "MBL",         "Virt_Memory", "Res_Memory",
-    "Allocated_Cache", "Allocated_Core", "Latency", "RPS", "Throughput",  "Capacity",    "Utilization",
-    "Backlog",         "P99_ms",    "Warm_Cache", "MBA",    "State"};
+    "CPU_Utilization", "Frequency",      "IPC",        "Misses", "MBL",        "Virt_Memory", "Res_Memory",
+    "Allocated_Cache", "Allocated_Core", "Latency",    "RPS",    "Throughput", "Capacity",    "Utilization",
+    "Backlog",         "P99_ms",         "Warm_Cache", "MBA",    "State"};
 
 }  // namespace dcgym::colo

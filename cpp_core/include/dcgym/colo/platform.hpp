@@ -20,12 +20,12 @@ struct Platform {
   double mb_per_way = 2.25;      // LLC capacity of one way, MB
   double mem_bw_gbs = 76.8;      // peak memory bandwidth, GB/s (1e9 bytes)
   double freq_min_mhz = 1200;
-  double freq_max_mhz = 2300;    // also the reference frequency of service_ms and ipc
-  double mem_latency_ns = 90;    // unloaded memory latency of an LLC miss
+  double freq_max_mhz = 2300;  // also the reference frequency of service_ms and ipc
+  double mem_latency_ns = 90;  // unloaded memory latency of an LLC miss
   // Throughput of a physical core running two threads, relative to one thread
   // alone: each of two busy hyperthreads runs at smt_gain / 2 of full speed.
   double smt_gain = 1.25;
-  bool mba = false;              // per-service memory-bandwidth caps (MBA) available
+  bool mba = false;  // per-service memory-bandwidth caps (MBA) available
 
   uint32_t ThreadsPerCore() const { return logical_cores / physical_cores; }
   double CacheMb() const { return ways * mb_per_way; }

@@ -22,10 +22,10 @@
 namespace dcgym::colo {
 
 struct ServiceShape {
-  double shift = 0;       // deterministic part, s
-  int phases = 0;         // exponential phases of X: 0, 1 or 2
-  double p[2] = {0, 0};   // phase probabilities
-  double m[2] = {0, 0};   // phase means, s
+  double shift = 0;      // deterministic part, s
+  int phases = 0;        // exponential phases of X: 0, 1 or 2
+  double p[2] = {0, 0};  // phase probabilities
+  double m[2] = {0, 0};  // phase means, s
 
   // The two-moment fit used everywhere (mean > 0, cv2 >= 0).
   static ServiceShape FromMoments(double mean, double cv2);
@@ -48,8 +48,7 @@ WaitTail StationaryWait(uint32_t servers, double lambda, const ServiceShape& s);
 // Smallest t with P(extra + W + S > t) <= 1 - q: W from `wait`, `extra` a
 // deterministic wait (a fluid backlog ahead of the request). `guess` (> 0),
 // a nearby answer, only speeds the search up.
-double ResponseQuantile(const WaitTail& wait, const ServiceShape& s, double q, double extra = 0,
-                        double guess = 0);
+double ResponseQuantile(const WaitTail& wait, const ServiceShape& s, double q, double extra = 0, double guess = 0);
 
 // The stationary q-quantile of the response time; +infinity when
 // lambda >= servers / mean (no stationary regime).

@@ -32,12 +32,12 @@ namespace dcgym::colo {
 // (LRU over a loop just larger than the cache; Beckmann & Sanchez, Talus,
 // HPCA 2015). The cliff gives Moses its cache cliff (OSML §3.1, Fig. 1a).
 struct MissRateCurve {
-  double floor = 0;          // MPKI at any capacity
-  double pow = 0;            // MPKI of the power-law term at 1 MB
-  double alpha = 0.5;        // power-law exponent
-  double hot = 0;            // extra MPKI below the hot working set
-  double hot_mb = 0;         // size of the hot working set, MB
-  double hot_width_mb = 1;   // width of the ramp below hot_mb, MB
+  double floor = 0;         // MPKI at any capacity
+  double pow = 0;           // MPKI of the power-law term at 1 MB
+  double alpha = 0.5;       // power-law exponent
+  double hot = 0;           // extra MPKI below the hot working set
+  double hot_mb = 0;        // size of the hot working set, MB
+  double hot_width_mb = 1;  // width of the ramp below hot_mb, MB
 
   double Mpki(double mb) const;
   void Validate(const std::string& field) const;
@@ -45,18 +45,18 @@ struct MissRateCurve {
 
 struct ServiceParams {
   std::string name = "service";
-  double qos_ms = 10;            // latency target (the controllers' business; reported only)
-  double percentile = 0.99;      // the latency counter is this quantile (CLITE: 0.95)
-  double service_ms = 1;         // mean CPU time per request at the reference point
-  double cv2 = 1;                // squared coefficient of variation of the service time
-  double ipc = 1;                // instructions per cycle at the reference point
+  double qos_ms = 10;        // latency target (the controllers' business; reported only)
+  double percentile = 0.99;  // the latency counter is this quantile (CLITE: 0.95)
+  double service_ms = 1;     // mean CPU time per request at the reference point
+  double cv2 = 1;            // squared coefficient of variation of the service time
+  double ipc = 1;            // instructions per cycle at the reference point
   // The reference point of service_ms and ipc; 0 = the platform's maximum
   // frequency, whole LLC and unloaded memory latency.
   double ref_freq_mhz = 0;
   double ref_cache_mb = 0;
   double ref_mem_latency_ns = 0;
-  double mlp = 2;                // memory-level parallelism: misses overlapped
-  double bytes_per_miss = 64;    // memory traffic per LLC miss (line + writebacks, prefetch)
+  double mlp = 2;              // memory-level parallelism: misses overlapped
+  double bytes_per_miss = 64;  // memory traffic per LLC miss (line + writebacks, prefetch)
   MissRateCurve mrc;
   double io_ms = 0;              // time per request blocked off-core (holds a thread, not a core)
   double smt_penalty = 0;        // extra slowdown factor when a sibling hyperthread runs another service
