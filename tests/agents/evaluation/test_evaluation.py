@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -188,3 +189,25 @@ def test_a_multistage_scenario_refuses_rack_policies():
     with pytest.raises(InvalidConfigError) as info:
         evaluate("lb_sim", policies=["po2"], tasks=100, **SERIAL)
     assert info.value.field.startswith("policy")
+
+
+def test_the_results_page_shows_every_familys_row_schema():
+    from dcgym.agents.evaluation.schema import markdown
+
+    page = (Path(__file__).resolve().parents[3] / "docs" / "results.md").read_text(encoding="utf-8")
+    assert markdown() in page, "docs/results.md is stale: run python benchmarks/results_schema.py"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "policies", "tasks"), [("mm16", ["po2", "random"], 3000), ("lb_sim", ["sed", "ecmp"], 300)]
+)
+def test_documents_validate_against_their_familys_row_model(scenario, policies, tasks):
+    from dcgym.agents.evaluation import family_of
+
+    doc = evaluate(scenario, policies, [0.8], tasks=tasks, seeds=[1, 2], workers=0, progress=False)
+    family = family_of(doc["family"])
+    assert doc["family"] == load_scenario(scenario).kind and doc[family.work] == tasks
+    for row in doc["results"]:
+        family.row_model.model_validate(row)  # every field present and typed, no field of another family
+    assert {s["policy"] for s in doc["summary"]} == set(policies)
+    assert all(s[family.cdf_field] == sorted(s[family.cdf_field]) for s in doc["summary"])
