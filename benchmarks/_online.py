@@ -27,10 +27,11 @@ HEURISTICS = {"Po2": {"policy": "po_d", "d": 2}, "JSQ": {"policy": "jsq"}, "JBT"
 
 
 def cli(doc: str, seeds: int) -> argparse.Namespace:
-    """The reproductions' command line: --seeds (1..N) and --out."""
+    """The reproductions' command line: --seeds (1..N), --out and --quick."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=seeds, help=f"seeds per point, 1..N (default {seeds})")
     p.add_argument("--out", type=Path, default=Path("docs/reproductions"), help="folder for the PNG and markdown")
+    p.add_argument("--quick", action="store_true", help="a smoke run: one short point through the same code, no page")
     args = p.parse_args()
     if args.seeds < 1:
         p.error(f"--seeds must be >= 1, got {args.seeds}")

@@ -31,7 +31,11 @@ from dcgym.cpp_core import RackController  # noqa: E402 (after the table above, 
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 parser.add_argument("--seeds", type=int, default=3, help="seeds 1..N per variant (default 3)")
+parser.add_argument("--quick", action="store_true", help="a smoke run: one case, two variants, 2000 heartbeats")
 args = parser.parse_args()
+LEARN_HEARTBEATS = 2000 if args.quick else 100000
+if args.quick:
+    cases, variants = cases[:1], dict(list(variants.items())[:2])
 print("| scenario | load | variant | p99 (us), median | p99 per seed | dropped in 0.2 s, per seed |")
 print("|---|---|---|---|---|---|")
 for scen, load in cases:
@@ -40,7 +44,7 @@ for scen, load in cases:
         for seed in range(1, args.seeds + 1):
             cfg = ol.malcolm_config(scen, load, seed)
             ctl = RackController(cfg, {"learn": True, **opts}, seed=seed)
-            ctl.run(100000)
+            ctl.run(LEARN_HEARTBEATS)
             sim = ctl.sim
             sim.step_latency(reset=True)
             d0 = sim.results()["tasks_dropped"]

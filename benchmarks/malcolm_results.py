@@ -138,7 +138,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path, help="train.py run folders")
     parser.add_argument("--online", action="store_true", help="add Malcolm learning online at each load (C++)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: online learning for 0.05 s, not 10 s")
     args = parser.parse_args()
+    global ONLINE_LEARN_US
+    if args.quick:
+        ONLINE_LEARN_US = 0.05e6
     print("\n".join(tables(run, args.online) for run in args.runs))
 
 

@@ -32,12 +32,16 @@ LEARN_US, MEASURE_US = 10e6, 1e6
 
 def main() -> None:
     args = ol.cli(__doc__, seeds=2)
+    global LEARN_US, MEASURE_US
+    loads, periods, names = LOADS, PERIODS, ["Malcolm (online)", *ol.HEURISTICS]
+    if args.quick:  # one short point of each kind
+        loads, periods, names, LEARN_US, MEASURE_US = LOADS[:1], PERIODS[:1], names[:2], 2e5, 1e5
     start = time.perf_counter()
     p99: dict[tuple[float, str, int], rp.Stat] = {}
-    for load in LOADS:
-        for period in PERIODS:
+    for load in loads:
+        for period in periods:
             info = {"load_info.period_us": float(period)}
-            for name in ["Malcolm (online)", *ol.HEURISTICS]:
+            for name in names:
                 values = []
                 for seed in range(1, args.seeds + 1):
                     if name.startswith("Malcolm"):
@@ -52,6 +56,8 @@ def main() -> None:
                 p99[(load, name, period)] = rp.Stat.of(values)
                 print(f"load {load} period {period} {name}: {p99[(load, name, period)].fmt()}", file=sys.stderr)
     elapsed = time.perf_counter() - start
+    if args.quick:
+        return
 
     import matplotlib.pyplot as plt
 

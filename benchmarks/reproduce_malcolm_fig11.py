@@ -178,6 +178,11 @@ def fmt_types(outs: list[dict], t0: float, a: float, b: float) -> str:
 
 def main() -> None:
     args = ol.cli(__doc__, seeds=2)
+    if args.quick:  # panel (a)'s learner and a heuristic, shortened: 1 s before the change, 3 s after
+        for name in (MALCOLM, next(iter(ol.HEURISTICS))):
+            out = run_one(name, "malcolm_adapt_shift", 0.9, 1, 1e6, 3.0)
+            print(f"{name}: p99 " + ", ".join(f"{w['p99']:.0f}" for w in out["windows"]), file=sys.stderr)
+        return
     seeds = range(1, args.seeds + 1)
     start = time.perf_counter()
     runs: dict[tuple[str, str], list[dict]] = {}

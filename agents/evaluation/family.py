@@ -98,6 +98,8 @@ class EvaluationFamily:
     """Factor from the engine histogram's unit to the document's (the lb engine counts us, rows say s)."""
     censoring_note: ClassVar[str] = ""
     """One line under the console table on what the percentiles leave out (shown when a cell is censored)."""
+    headline: ClassVar[tuple[str, str, int]]
+    """The leaderboard's metric: (dotted path in a summary cell, its label with unit, digits); lower is better."""
 
     def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The metrics of a summary cell over ``rows`` (one cell's runs): :attr:`summary_metrics` by default."""

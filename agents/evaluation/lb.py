@@ -227,6 +227,7 @@ class LbEvaluation(EvaluationFamily):
         "flows_rejected",
         "rejected_fraction",
     )
+    headline = ("fct_s.mean", "mean flow completion time (s)", 3)
     cdf_field = "fct_cdf_s"
     cdf_scale = _US
     censoring_note = (

@@ -219,6 +219,7 @@ class RackEvaluation(EvaluationFamily):
         "migrations",
         "steals",
     )
+    headline = ("latency_us.p99", "p99 latency (µs)", 1)
     cdf_field = "latency_cdf_us"
     censoring_note = (
         "* censored: more than 0.1% of the measured tasks were dropped, or more than 1% were unfinished "
@@ -234,6 +235,12 @@ class RackEvaluation(EvaluationFamily):
 
     def default_policies(self, scenario: Any) -> list[Any]:
         return [scenario.dispatch]
+
+    def work_to_cover(self, scenario: Any, load: float) -> int:
+        if not scenario.dynamics:
+            return 0
+        rate = RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
+        return math.ceil(2 * scenario.dynamics[-1].at_us * rate / (1 - scenario.warmup_fraction))
 
     def jobs(
         self,

@@ -2,7 +2,7 @@
 // policy file, then dispatch a stream of requests with it.
 //
 //   c++ -std=c++17 -O2 -I cpp_core/include cpp_core/examples/deploy_dispatch.cpp -o deploy_dispatch
-//   python -m dcgym.agents.export runs/<run>/ --out malcolm.dcpol    (or --demo-file malcolm.dcpol)
+//   python -m dcgym.export runs/<run>/ --out malcolm.dcpol    (or --demo-file malcolm.dcpol)
 //   ./deploy_dispatch malcolm.dcpol [requests]
 //
 // Each request arrives at a random node, which draws its destination from

@@ -10,7 +10,7 @@ accepts it or migrates it to another node, drawing the destination from its
 completes, a node whose smoothed queue length is below
 ``migration.steal_below`` draws a victim from its *stealing* distribution
 (self = no steal); the victim forwards its oldest waiting task, or the steal
-fails (§3.2, docs/engine.md "Entry points"). Each agent is one node's load
+fails (§3.2, docs/rack.md "Entry points"). Each agent is one node's load
 manager; every step it sets its two distributions for the next heartbeat
 (``heartbeat_us``, 100 us as in §7.1), during which the engine makes every
 per-task decision in C++ (about 100 tasks per heartbeat on Malcolm's

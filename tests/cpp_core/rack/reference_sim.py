@@ -1,6 +1,6 @@
 """A small, slow, independent rack simulator to test the C++ engine against.
 
-Written from the documented semantics (docs/engine.md and the comments of
+Written from the documented semantics (docs/rack.md and the comments of
 cpp_core/include/dcgym/rack/{dispatch,load_info}.hpp), not from the engine's
 code: it shares no code, no random streams and no event-ordering tricks with
 it, so agreement in distribution is evidence that both implement the model.

@@ -3,7 +3,7 @@
 Three kinds of reference, strongest first:
 - pathwise identities: two configs that must process the same tasks at the
   same instants give bit-identical results (same seed = same arrivals and
-  sizes, docs/engine.md "Randomness");
+  sizes, docs/rack.md "Randomness");
 - exact queueing theory (tests/cpp_core/theory.py) where the policy splits
   the rack into independent queues or is equivalent to a central queue;
 - otherwise the pure-Python simulator tests/cpp_core/reference_sim.py,

@@ -210,7 +210,7 @@ def test_a_removed_node_gets_no_new_tasks_and_finishes_what_it_holds(name):
 
 
 def test_a_removed_node_does_not_steal():
-    # docs/engine.md: "a removed node gets no new tasks and finishes what it
+    # docs/rack.md: "a removed node gets no new tasks and finishes what it
     # holds". ENGINE BUG (see the report): RackSim::Complete calls
     # MaybeSteal(i) without checking is_active_[i], so a removed node keeps
     # stealing after each of its completions and, a stolen task being a

@@ -8,7 +8,7 @@ Two kinds of checks:
   orderings beyond Z = 4.5 standard errors over seeds, and the periodic model
   against the independent reference simulator.
 
-Event order at an instant (RackSim::Loop, docs/engine.md): run_until(t)
+Event order at an instant (RackSim::Loop, docs/rack.md): run_until(t)
 processes every event due at or before t, so a broadcast due exactly at t has
 been delivered when run_until(t) returns. Arrivals and completions fall on a
 broadcast instant with probability 0 (continuous times), so at that instant

@@ -290,7 +290,7 @@ def test_steal_below_zero_disables_stealing_decisions():
 def test_stealing_takes_the_oldest_waiting_task_even_if_it_was_migrated():
     # Node 0 forwards all its traffic to node 1; node 2 (a trickle of its own
     # traffic) steals from node 1, whose queue holds only migrated tasks.
-    # docs/engine.md: "the victim forwards its oldest waiting task"; only
+    # docs/rack.md: "the victim forwards its oldest waiting task"; only
     # migration is once per task. (node.hpp's comment on Task::kMigrated says
     # "never moved again", but nothing reads the flag: see the report.)
     migrate = [[0.0, 1.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
