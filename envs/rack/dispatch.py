@@ -41,6 +41,7 @@ class Rack:
     discipline: str = "fcfs"
     entry: str = "switch"
     types: int = 0  # task types the scenario lists (RackSched §3.6); 0 = none, one kind of task
+    locality: bool = False  # some type may run on some nodes only (RackSched §3.6)
 
 
 class Params(BaseModel):
@@ -123,6 +124,15 @@ class JbsqParams(Params):
         le=2**20,
         description="outstanding tasks allowed per worker of a node (R2P2's JBSQ(n), n = bound x workers)",
     )
+
+    def check_rack(self, rack: Rack) -> None:
+        if rack.locality:
+            raise InvalidConfigError(
+                "policy",
+                "jbsq",
+                "a policy that respects locality when task types list their nodes (jbsq refills a "
+                "node with the switch's oldest task, whatever its type)",
+            )
 
 
 class SedParams(LoadAwareParams):

@@ -188,7 +188,8 @@ class RackScenario(ScenarioBase):
     @property
     def rack(self) -> Rack:
         """What policies check about the rack they run on."""
-        return Rack(self.num_nodes, self.intra_node.discipline, self.entry.kind, len(self.types or ()))
+        locality = any(t.nodes is not None for t in self.types or ())
+        return Rack(self.num_nodes, self.intra_node.discipline, self.entry.kind, len(self.types or ()), locality)
 
     @property
     def type_names(self) -> list[str]:

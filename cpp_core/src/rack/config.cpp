@@ -109,6 +109,13 @@ void RackConfig::Validate() const {
     Fail("dispatch.per_type", "needs at least two task types and metric 'outstanding'");
   if (dispatch.kind == DispatchKind::kCentralFcfs && types.size() > 1)
     Fail("dispatch.policy", "central_fcfs serves a single FCFS queue; task types are not supported");
+  // The switch's jbsq queue refills a node with its oldest task whatever the task's type: no locality.
+  if (dispatch.kind == DispatchKind::kJbsq)
+    for (const auto& type : types)
+      if (!type.nodes.empty())
+        Fail("dispatch.policy",
+             "jbsq refills a node with the switch's oldest task, whatever its type; task types "
+             "with nodes (locality) are not supported");
   RequireFinite(intra.quantum_us, 0, "intra_node.quantum_us");
   RequireFinite(intra.switch_cost_us, 0, "intra_node.switch_cost_us");
   if (intra.discipline == Discipline::kFcfs && (intra.quantum_us > 0 || intra.switch_cost_us > 0))

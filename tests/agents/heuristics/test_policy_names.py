@@ -190,3 +190,9 @@ def test_every_registered_policy_with_defaults_runs_in_the_engine(name):
     sim = RackSim(config)
     sim.run_tasks(2000)
     assert sim.results()["tasks_completed"] > 1800
+
+
+def test_jbsq_is_refused_where_task_types_are_tied_to_nodes():
+    with pytest.raises(InvalidConfigError, match="jbsq refills a node with the switch's oldest task"):
+        load_scenario("racksched_locality").policy("jbsq")
+    assert load_scenario("racksched_multitype_bimodal50").policy("jbsq").name == "jbsq"  # types, no locality
