@@ -361,7 +361,7 @@ def evaluate_checkpoint(
     ``scenario`` defaults to the one the policy was trained on (with the
     training's scenario overrides), ``loads`` to its grid, ``tasks`` to the
     experiment's ``evaluation.tasks`` (arrivals per run, warm-up included;
-    flows on a multistage scenario) and the seed to 1. Returns the results
+    flows on a multi-LB scenario) and the seed to 1. Returns the results
     document of :func:`dcgym.agents.evaluation.evaluate`, the trained policy
     named ``<algorithm> (trained)``.
     """

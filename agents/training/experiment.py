@@ -84,7 +84,7 @@ class Evaluation(_Schema):
     loads: list[Load] | None = None
     """Loads to evaluate at; null = the scenario's grid."""
     tasks: int = Field(200_000, ge=1)
-    """Arrivals per run (tasks, or flows on a multistage scenario), the scenario's warm-up included."""
+    """Units of work per run (tasks on a rack, flows on a multi-LB cluster), the warm-up included."""
     seeds: list[Seed] = Field([1], min_length=1)
     """Seeds of the evaluation runs: the same tasks for every policy (common random numbers)."""
     workers: int | None = Field(None, ge=0)

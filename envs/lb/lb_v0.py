@@ -23,7 +23,7 @@ period in C++.
 
 ## Agents
 
-``lb_0`` ... ``lb_{M-1}``, one per load balancer of a ``kind: multistage``
+``lb_0`` ... ``lb_{M-1}``, one per load balancer of a ``kind: lb``
 scenario (``lb_sim``: 2, ``lb_large``: 6). All act at every step.
 
 ## Observation Space

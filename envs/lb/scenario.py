@@ -1,6 +1,6 @@
 """Multi-LB scenario files (``kind: lb``): schema and engine config.
 
-A multistage scenario describes the network load-balancing setting of the
+A multi-LB scenario describes the network load-balancing setting of the
 multi-LB paper (seed 002, App. C.1 and Table 9): M load balancers, each with
 its own share of the Poisson traffic and its own dispatch policy, over server
 groups whose flows alternate CPU and IO stages. Times are in microseconds,

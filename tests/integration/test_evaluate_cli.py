@@ -187,7 +187,7 @@ BAD_INPUTS = {
     "negative timeline": ["--timeline", "-5"],
     "policy for another entry": ["--policy", "table"],
     "bad new policy parameter": ["--policy", "jbsq:bound=0"],
-    "rack policy on a multistage scenario": ["--scenario", "lb_sim", "--policy", "po2"],
+    "rack policy on a multi-LB scenario": ["--scenario", "lb_sim", "--policy", "po2"],
     "unknown option": ["--bogus"],
     "invalid yaml": ["--scenario", "broken.yaml"],
     "bad field in yaml": ["--scenario", "badfield.yaml"],
