@@ -200,3 +200,17 @@ def test_a_change_after_the_end_of_the_run_is_named_and_progress_is_plain_lines_
     assert "dynamics.0 (split at 500000 us) comes after the end of the runs at load 0.9" in proc.stderr
     assert "\r" not in proc.stderr
     assert "malcolm_adapt_shift: 2/2 runs" in proc.stderr
+
+
+def test_registered_ids_make_environments_in_a_fresh_process():
+    script = (
+        "import gymnasium, pettingzoo\n"
+        "env = gymnasium.make('dcgym.envs:dcgym/RackCentral-v0', scenario='mm16', load=0.5)\n"  # imports dcgym.envs
+        "assert env.spec.max_episode_steps == 1000\n"
+        "obs, _ = env.reset(seed=1)\n"
+        "lb = pettingzoo.make('parallel', 'dcgym/lb_v0')\n"
+        "print(obs.shape, sorted(lb.possible_agents))\n"
+    )
+    proc = run(sys.executable, "-c", script, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "lb_0" in proc.stdout
