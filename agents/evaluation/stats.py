@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 CDF_PROBABILITIES: tuple[float, ...] = tuple(
     [round(k / 100, 6) for k in range(1, 100)]
@@ -22,42 +23,6 @@ CDF_PROBABILITIES: tuple[float, ...] = tuple(
     + [round(0.999 + k / 10000, 6) for k in range(1, 10)]
 )
 """Where latency CDFs are sampled: every percent, then finer into the tail up to p99.99."""
-
-
-def _t_two_sided_mass(t: float, df: int) -> float:
-    """P(|T| <= t) for Student's t with integer ``df`` (Abramowitz & Stegun 26.7.3-4, exact)."""
-    theta = math.atan(t / math.sqrt(df))
-    c2 = math.cos(theta) ** 2
-    if df % 2 == 1:
-        total, term = 0.0, math.cos(theta)
-        for k in range(1, (df - 1) // 2 + 1):
-            total += term
-            term *= c2 * (2 * k) / (2 * k + 1)
-        return 2 / math.pi * (theta + math.sin(theta) * total) if df > 1 else 2 * theta / math.pi
-    total, term = 0.0, 1.0
-    for k in range(1, df // 2 + 1):
-        total += term
-        term *= c2 * (2 * k - 1) / (2 * k)
-    return math.sin(theta) * total
-
-
-def t_quantile(p: float, df: int) -> float:
-    """The ``p`` quantile (p > 0.5) of Student's t with ``df`` >= 1 degrees of freedom, to 1e-12."""
-    if not 0.5 < p < 1 or df < 1:
-        raise ValueError(f"t_quantile needs 0.5 < p < 1 and df >= 1, got p={p}, df={df}")
-    mass = 2 * p - 1
-    low, high = 0.0, 1.0
-    while _t_two_sided_mass(high, df) < mass:
-        high *= 2
-    for _ in range(200):
-        mid = (low + high) / 2
-        if _t_two_sided_mass(mid, df) < mass:
-            low = mid
-        else:
-            high = mid
-        if high - low < 1e-12 * high:
-            break
-    return (low + high) / 2
 
 
 def mean_ci(values: Sequence[float | None], level: float = 0.95) -> dict[str, Any]:
@@ -70,7 +35,7 @@ def mean_ci(values: Sequence[float | None], level: float = 0.95) -> dict[str, An
     if n < 2:
         return {"mean": mean, "ci95": None, "n": n}
     sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
-    return {"mean": mean, "ci95": t_quantile((1 + level) / 2, n - 1) * sd / math.sqrt(n), "n": n}
+    return {"mean": mean, "ci95": float(stats.t.ppf((1 + level) / 2, n - 1)) * sd / math.sqrt(n), "n": n}
 
 
 def nonzero_histogram(lower: np.ndarray, counts: np.ndarray) -> dict[str, np.ndarray]:

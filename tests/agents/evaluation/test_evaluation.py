@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dcgym.agents.evaluation import evaluate, parse_seeds, plot_p99_vs_load, to_json, write_plots, write_results
-from dcgym.agents.evaluation.stats import CDF_PROBABILITIES, mean_ci, merged_quantiles, nonzero_histogram, t_quantile
+from dcgym.agents.evaluation.stats import CDF_PROBABILITIES, mean_ci, merged_quantiles, nonzero_histogram
 from dcgym.cpp_core import RackSim
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import load_scenario
@@ -115,13 +115,6 @@ def test_sampling_adds_a_timeline_per_policy_and_load_for_the_first_seed(tmp_pat
     assert (tmp_path / "load_over_time.png") in write_plots(doc, tmp_path).values()
     assert "timelines" not in evaluate("malcolm_adapt_shift", ["po2"], [0.9], tasks=300, sample_period_us=0, **SERIAL)
     assert "timelines" in evaluate("mm16", ["po2"], [0.9], tasks=300, sample_period_us=5, **SERIAL)
-
-
-def test_t_quantiles_match_scipy():
-    stats = pytest.importorskip("scipy.stats")
-    for df in (1, 2, 3, 4, 5, 9, 10, 29, 30, 100):
-        for p in (0.6, 0.975, 0.995):
-            assert t_quantile(p, df) == pytest.approx(stats.t.ppf(p, df), rel=1e-9)
 
 
 def test_mean_ci_is_the_student_t_half_width():
