@@ -24,12 +24,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.families import family as env_family
 
-__all__ = ["FAMILIES", "Column", "EvaluationFamily", "Options", "Source", "Spec", "classify", "family_of"]
+__all__ = [
+    "FAMILIES",
+    "Column",
+    "EvaluationFamily",
+    "Options",
+    "Percentiles",
+    "Source",
+    "Spec",
+    "classify",
+    "family_of",
+]
+
+
+class Percentiles(BaseModel):
+    """Mean and percentiles of a sample, in the unit the field holding them names (null without a sample)."""
+
+    model_config = ConfigDict(extra="forbid")
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    p999: float | None
 
 
 class Source(enum.Enum):

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation import plots
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Source, Spec
+from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Percentiles, Source, Spec
 from dcgym.agents.evaluation.stats import nonzero_histogram
 from dcgym.cpp_core import MultistageSim, check_multistage_config
 from dcgym.envs.error import InvalidConfigError
@@ -44,17 +44,6 @@ _PERCENTILES = ("mean", "p50", "p90", "p99", "p999")
 _US = 1e-6  # seconds per microsecond: the engine counts microseconds, the rows seconds
 
 
-class FctSeconds(BaseModel):
-    """Flow completion time statistics in seconds (null without any flow)."""
-
-    model_config = ConfigDict(extra="forbid")
-    mean: float | None
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    p999: float | None
-
-
 class LbRow(BaseModel):
     """One run of one policy at one load with one seed on a multi-LB scenario (times in seconds)."""
 
@@ -64,8 +53,8 @@ class LbRow(BaseModel):
     seed: int = Field(description="the seed of every random stream of the run")
     throughput_flows_per_s: float | None = Field(description="measured flows ended per second of measured time")
     offered_flows_per_s: float = Field(description="the arrival rate the load stands for, flows per second")
-    fct_s: FctSeconds = Field(description="completion time of every measured flow, a rejected one at the timeout, s")
-    fct_served_s: FctSeconds = Field(description="completion time of the measured flows that were served, s")
+    fct_s: Percentiles = Field(description="completion time of every measured flow, a rejected one at the timeout, s")
+    fct_served_s: Percentiles = Field(description="completion time of the measured flows that were served, s")
     flows_completed: int = Field(description="measured flows ended (served or rejected): the sample of fct_s")
     flows_rejected: int = Field(description="measured flows rejected by a full server (counted at the timeout)")
     flows_in_flight: int = Field(description="flows still in the cluster when the run ended (in no statistic)")

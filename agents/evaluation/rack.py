@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation import plots
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Source, Spec
+from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Percentiles, Source, Spec
 from dcgym.agents.evaluation.stats import nonzero_histogram
 from dcgym.cpp_core import RackSim, check_rack_config
 
@@ -50,17 +50,6 @@ IN_FLIGHT_ABOVE = 0.01
 _PERCENTILES = ("mean", "p50", "p90", "p99", "p999")
 _TYPE_STATS = ("mean", "p50", "p99")
 _NO_LIMIT = 2**62  # max_steps of an evaluation episode: never truncated
-
-
-class Percentiles(BaseModel):
-    """Latency statistics in microseconds over the measured tasks that completed (null without any)."""
-
-    model_config = ConfigDict(extra="forbid")
-    mean: float | None
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    p999: float | None
 
 
 class RackRow(BaseModel):
