@@ -1,0 +1,389 @@
+#include "dcgym/flow/solver.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "dcgym/kernel/check.hpp"
+
+namespace dcgym::flow {
+
+using kernel::Fail;
+using kernel::Str;
+
+namespace {
+
+// Capacity left below a level that is at most this fraction of the link's
+// capacity is taken as none: rounding in progressive filling must not hand
+// lower levels a trickle of rate (and events billions of seconds away).
+constexpr double kResidualSnap = 1e-9;
+
+// Stamps mark "seen in this pass" without clearing arrays; on wrap-around
+// the arrays are cleared once.
+template <typename Clear>
+uint32_t NextStamp(uint32_t& stamp, Clear clear) {
+  if (++stamp == 0) {
+    clear();
+    stamp = 1;
+  }
+  return stamp;
+}
+
+}  // namespace
+
+RateSolver::RateSolver(std::vector<double> capacity, uint32_t levels, bool incremental)
+    : num_links_(static_cast<uint32_t>(capacity.size())), num_levels_(levels), incremental_(incremental) {
+  if (capacity.empty()) Fail("links", "needs at least one link");
+  if (levels < 1 || levels > kMaxLevels) Fail("levels", "must be in [1, " + Str(kMaxLevels) + "], got " + Str(levels));
+  for (uint32_t l = 0; l < num_links_; ++l)
+    if (!(capacity[l] >= 0) || !std::isfinite(capacity[l]))
+      Fail("links[" + Str(l) + "].capacity", "must be a finite number >= 0, got " + Str(capacity[l]));
+  const size_t cells = size_t{levels} * num_links_;
+  adjacency_.resize(cells);
+  residual_.resize(cells);
+  for (uint32_t level = 0; level < levels; ++level)
+    for (uint32_t l = 0; l < num_links_; ++l) residual_[Cell(level, l)] = capacity[l];
+  used_.assign(cells, 0.0);
+  share_.assign(cells, 0.0);
+  complex_.assign(cells, 0);
+  dirty_stamp_.assign(cells, 0);
+  link_rate_.assign(num_links_, 0.0);
+  flows_at_.assign(levels, 0);
+  dirty_.resize(levels);
+  link_changed_stamp_.assign(num_links_, 0);
+  link_visit_.assign(num_links_, 0);
+  remaining_.assign(num_links_, 0.0);
+  share_new_.assign(num_links_, 0.0);
+  used_new_.assign(num_links_, 0.0);
+  unfrozen_.assign(num_links_, 0);
+  is_bottleneck_.assign(num_links_, 0);
+  done_.assign(num_links_, 0);
+}
+
+// ------------------------------------------------------------------ changes
+
+void RateSolver::CheckFlow(uint32_t f, const char* what) const {
+  if (!Active(f)) Fail(std::string(what) + ": flow " + Str(f), "is not an active flow of the solver");
+}
+
+void RateSolver::CheckPath(const Path& path) const {
+  if (path.hops < 1 || path.hops > kMaxHops)
+    Fail("path", "must have 1 to " + Str(kMaxHops) + " links, got " + Str(path.hops));
+  for (uint32_t h = 0; h < path.hops; ++h) {
+    if (path.link[h] >= num_links_)
+      Fail("path[" + Str(h) + "]", "link must be in [0, " + Str(num_links_ - 1) + "], got " + Str(path.link[h]));
+    for (uint32_t g = 0; g < h; ++g)
+      if (path.link[g] == path.link[h]) Fail("path[" + Str(h) + "]", "link " + Str(path.link[h]) + " repeats");
+  }
+}
+
+void RateSolver::MarkDirty(uint32_t level, uint32_t link) {
+  const uint32_t cell = Cell(level, link);
+  if (dirty_stamp_[cell] == solve_stamp_) return;
+  dirty_stamp_[cell] = solve_stamp_;
+  dirty_[level].push_back(link);
+}
+
+void RateSolver::Attach(uint32_t f) {
+  FlowState& s = flows_[f];
+  const bool complex = Complex(s);
+  for (uint32_t h = 0; h < s.path.hops; ++h) {
+    const uint32_t cell = Cell(s.level, s.path.link[h]);
+    s.pos[h] = static_cast<uint32_t>(adjacency_[cell].size());
+    adjacency_[cell].push_back(f);
+    complex_[cell] += complex;
+    MarkDirty(s.level, s.path.link[h]);
+  }
+}
+
+void RateSolver::Detach(uint32_t f) {
+  FlowState& s = flows_[f];
+  const bool complex = Complex(s);
+  for (uint32_t h = 0; h < s.path.hops; ++h) {
+    const uint32_t link = s.path.link[h];
+    const uint32_t cell = Cell(s.level, link);
+    std::vector<uint32_t>& list = adjacency_[cell];
+    const uint32_t last = list.back();
+    list[s.pos[h]] = last;
+    list.pop_back();
+    if (last != f) {  // the flow moved into the hole: fix its index for this link
+      FlowState& m = flows_[last];
+      for (uint32_t g = 0; g < m.path.hops; ++g)
+        if (m.path.link[g] == link) m.pos[g] = s.pos[h];
+    }
+    complex_[cell] -= complex;
+    MarkDirty(s.level, link);
+  }
+}
+
+void RateSolver::Touch(uint32_t f) {
+  FlowState& s = flows_[f];
+  s.bottleneck = kUnsolved;  // reported by the next Solve whatever it finds
+  if (!s.touched) {
+    s.touched = true;
+    touched_.push_back(f);
+  }
+}
+
+void RateSolver::Add(uint32_t f, const Path& path, uint32_t level, double cap) {
+  if (level >= num_levels_) Fail("level", "must be in [0, " + Str(num_levels_ - 1) + "], got " + Str(level));
+  if (!(cap >= 0)) Fail("cap", "must be >= 0 (or none), got " + Str(cap));
+  CheckPath(path);
+  if (f >= flows_.size()) flows_.resize(size_t{f} + 1);
+  FlowState& s = flows_[f];
+  if (s.active) Fail("flow " + Str(f), "is already active");
+  s.path = path;
+  s.level = level;
+  s.cap = cap;
+  s.active = true;
+  ++num_active_;
+  ++flows_at_[level];
+  Attach(f);
+  Touch(f);
+}
+
+void RateSolver::Remove(uint32_t f) {
+  CheckFlow(f, "Remove");
+  Detach(f);
+  FlowState& s = flows_[f];
+  s.active = false;
+  s.bottleneck = kUnsolved;
+  --num_active_;
+  --flows_at_[s.level];
+}
+
+void RateSolver::SetLevel(uint32_t f, uint32_t level) {
+  CheckFlow(f, "SetLevel");
+  if (level >= num_levels_) Fail("level", "must be in [0, " + Str(num_levels_ - 1) + "], got " + Str(level));
+  FlowState& s = flows_[f];
+  if (s.level == level) return;
+  Detach(f);
+  --flows_at_[s.level];
+  s.level = level;
+  ++flows_at_[level];
+  Attach(f);
+  Touch(f);
+}
+
+void RateSolver::SetCap(uint32_t f, double cap) {
+  CheckFlow(f, "SetCap");
+  if (!(cap >= 0)) Fail("cap", "must be >= 0 (or none), got " + Str(cap));
+  if (flows_[f].cap == cap) return;
+  Detach(f);
+  flows_[f].cap = cap;
+  Attach(f);
+  Touch(f);
+}
+
+void RateSolver::SetPath(uint32_t f, const Path& path) {
+  CheckFlow(f, "SetPath");
+  CheckPath(path);
+  Detach(f);
+  flows_[f].path = path;
+  Attach(f);
+  Touch(f);
+}
+
+void RateSolver::SetCapacity(uint32_t link, double capacity) {
+  if (link >= num_links_) Fail("link", "must be in [0, " + Str(num_links_ - 1) + "], got " + Str(link));
+  if (!(capacity >= 0) || !std::isfinite(capacity))
+    Fail("capacity", "must be a finite number >= 0, got " + Str(capacity));
+  residual_[link] = capacity;  // level 0's residual is the capacity
+  MarkDirty(0, link);
+}
+
+// ------------------------------------------------------------------ solving
+
+void RateSolver::Solve() {
+  moved_.clear();
+  reshared_.clear();
+  links_changed_.clear();
+  if (!incremental_)
+    for (uint32_t level = 0; level < num_levels_; ++level)
+      for (uint32_t l = 0; l < num_links_; ++l) MarkDirty(level, l);
+  for (uint32_t level = 0; level < num_levels_; ++level)
+    if (!dirty_[level].empty()) SolveLevel(level);
+  // Flows on cells solved in O(1) were not visited: their bottleneck is their link.
+  for (const uint32_t f : touched_) {
+    FlowState& s = flows_[f];
+    s.touched = false;
+    if (s.active && s.bottleneck == kUnsolved) {
+      s.bottleneck = s.path.link[0];
+      moved_.push_back(f);
+    }
+  }
+  touched_.clear();
+  NextStamp(solve_stamp_, [&] { std::fill(dirty_stamp_.begin(), dirty_stamp_.end(), 0); });
+  NextStamp(changed_stamp_, [&] { std::fill(link_changed_stamp_.begin(), link_changed_stamp_.end(), 0); });
+}
+
+void RateSolver::SolveLevel(uint32_t level) {
+  NextStamp(visit_stamp_, [&] {
+    std::fill(link_visit_.begin(), link_visit_.end(), 0);
+    for (auto& s : flows_) s.visit = 0;
+  });
+  std::vector<uint32_t>& list = dirty_[level];
+  for (size_t i = 0; i < list.size(); ++i) {
+    const uint32_t link = list[i];
+    if (link_visit_[link] == visit_stamp_) continue;
+    if (incremental_ && complex_[Cell(level, link)] == 0) {
+      SolveFast(level, link);
+    } else {
+      CollectComponent(level, link);
+      FillComponent(level);
+    }
+  }
+  list.clear();
+}
+
+void RateSolver::SolveFast(uint32_t level, uint32_t link) {
+  ++fast_cells_;
+  const uint32_t cell = Cell(level, link);
+  const size_t n = adjacency_[cell].size();
+  double used = 0;
+  if (n > 0) {
+    const double share = residual_[cell] / static_cast<double>(n);
+    if (share != share_[cell]) {
+      share_[cell] = share;
+      reshared_.push_back(cell);
+    }
+    used = residual_[cell];
+  }
+  SetResidualBelow(level, link, used);
+}
+
+void RateSolver::SetResidualBelow(uint32_t level, uint32_t link, double used) {
+  const uint32_t cell = Cell(level, link);
+  if (used != used_[cell]) {
+    used_[cell] = used;
+    double total = 0;
+    for (uint32_t l = 0; l < num_levels_; ++l) total += used_[Cell(l, link)];
+    link_rate_[link] = total;
+    if (link_changed_stamp_[link] != changed_stamp_) {
+      link_changed_stamp_[link] = changed_stamp_;
+      links_changed_.push_back(link);
+    }
+  }
+  if (level + 1 >= num_levels_) return;
+  double below = residual_[cell] - used;
+  if (!(below > kResidualSnap * residual_[link])) below = 0;
+  const uint32_t next = Cell(level + 1, link);
+  if (below != residual_[next]) {
+    residual_[next] = below;
+    MarkDirty(level + 1, link);
+  }
+}
+
+void RateSolver::CollectComponent(uint32_t level, uint32_t start) {
+  comp_links_.clear();
+  comp_flows_.clear();
+  link_visit_[start] = visit_stamp_;
+  comp_links_.push_back(start);
+  for (size_t i = 0; i < comp_links_.size(); ++i) {
+    for (const uint32_t f : adjacency_[Cell(level, comp_links_[i])]) {
+      FlowState& s = flows_[f];
+      if (s.visit == visit_stamp_) continue;
+      s.visit = visit_stamp_;
+      comp_flows_.push_back(f);
+      for (uint32_t h = 0; h < s.path.hops; ++h) {
+        const uint32_t l = s.path.link[h];
+        if (link_visit_[l] != visit_stamp_) {
+          link_visit_[l] = visit_stamp_;
+          comp_links_.push_back(l);
+        }
+      }
+    }
+  }
+  flow_visits_ += comp_flows_.size();
+}
+
+void RateSolver::FillComponent(uint32_t level) {
+  NextStamp(frozen_stamp_, [&] {
+    for (auto& s : flows_) s.frozen = 0;
+  });
+  // A min-heap of (fair share, link) with lazy deletion: a link is pushed
+  // again whenever its share changes, and an entry whose key no longer
+  // equals remaining / unfrozen is stale.
+  const auto after = [](const HeapEntry& a, const HeapEntry& b) {
+    return a.key > b.key || (a.key == b.key && a.id > b.id);
+  };
+  heap_.clear();
+  for (const uint32_t l : comp_links_) {
+    const uint32_t cell = Cell(level, l);
+    remaining_[l] = residual_[cell];
+    unfrozen_[l] = static_cast<uint32_t>(adjacency_[cell].size());
+    used_new_[l] = 0;
+    is_bottleneck_[l] = 0;
+    done_[l] = 0;
+    if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], l});
+  }
+  std::make_heap(heap_.begin(), heap_.end(), after);
+  caps_.clear();
+  for (const uint32_t f : comp_flows_)
+    if (flows_[f].cap != kNoCap) caps_.push_back({flows_[f].cap, f});
+  std::sort(caps_.begin(), caps_.end(), [&](const HeapEntry& a, const HeapEntry& b) { return after(b, a); });
+
+  const auto freeze = [&](uint32_t f, double rate, uint32_t bottleneck) {
+    FlowState& s = flows_[f];
+    s.frozen = frozen_stamp_;
+    s.next_bottleneck = bottleneck;
+    for (uint32_t h = 0; h < s.path.hops; ++h) {
+      const uint32_t l = s.path.link[h];
+      used_new_[l] += rate;
+      if (l == bottleneck) continue;
+      remaining_[l] -= rate;
+      if (--unfrozen_[l] > 0) {
+        heap_.push_back({remaining_[l] / unfrozen_[l], l});
+        std::push_heap(heap_.begin(), heap_.end(), after);
+      }
+    }
+  };
+
+  size_t next_cap = 0;
+  for (;;) {
+    while (!heap_.empty()) {
+      const HeapEntry& top = heap_.front();
+      const uint32_t l = top.id;
+      if (!done_[l] && unfrozen_[l] > 0 && top.key == remaining_[l] / unfrozen_[l]) break;
+      std::pop_heap(heap_.begin(), heap_.end(), after);
+      heap_.pop_back();
+    }
+    while (next_cap < caps_.size() && flows_[caps_[next_cap].id].frozen == frozen_stamp_) ++next_cap;
+    const double link_key = heap_.empty() ? kNoCap : heap_.front().key;
+    if (next_cap < caps_.size() && caps_[next_cap].key < link_key) {
+      const HeapEntry c = caps_[next_cap++];
+      freeze(c.id, c.key, kCapLimited);
+      continue;
+    }
+    if (heap_.empty()) break;
+    const uint32_t l = heap_.front().id;
+    std::pop_heap(heap_.begin(), heap_.end(), after);
+    heap_.pop_back();
+    done_[l] = 1;
+    double share = remaining_[l] / unfrozen_[l];
+    if (!(share > 0)) share = 0;
+    share_new_[l] = share;
+    is_bottleneck_[l] = 1;
+    for (const uint32_t f : adjacency_[Cell(level, l)])
+      if (flows_[f].frozen != frozen_stamp_) freeze(f, share, l);
+    unfrozen_[l] = 0;
+  }
+
+  for (const uint32_t f : comp_flows_) {
+    FlowState& s = flows_[f];
+    if (s.next_bottleneck != s.bottleneck) {
+      s.bottleneck = s.next_bottleneck;
+      moved_.push_back(f);
+    }
+  }
+  for (const uint32_t l : comp_links_) {
+    const uint32_t cell = Cell(level, l);
+    if (is_bottleneck_[l] && share_new_[l] != share_[cell]) {
+      share_[cell] = share_new_[l];
+      reshared_.push_back(cell);
+    }
+    SetResidualBelow(level, l, used_new_[l]);
+  }
+}
+
+}  // namespace dcgym::flow
