@@ -7,28 +7,38 @@ re-exports what users need. Configs are the plain dicts produced by
 
 from dcgym.cpp_core._engine import (
     Distribution,
+    FlowSim,
     LogHistogram,
     MalcolmLearner,
     MultistageSim,
     RackController,
     RackSim,
     RuntimePolicy,
+    check_flow_config,
     check_multistage_config,
     check_rack_config,
+    flow_workloads,
+    observe_flow_batch,
+    step_flow_batch,
     step_rack_batch,
     step_rack_game,
 )
 
 __all__ = [
     "Distribution",
+    "FlowSim",
     "LogHistogram",
     "MalcolmLearner",
     "MultistageSim",
     "RackController",
     "RackSim",
     "RuntimePolicy",
+    "check_flow_config",
     "check_multistage_config",
     "check_rack_config",
+    "flow_workloads",
+    "observe_flow_batch",
+    "step_flow_batch",
     "step_rack_batch",
     "step_rack_game",
 ]

@@ -9,6 +9,7 @@ void BindRack(py::module_& m);
 void BindMultistage(py::module_& m);
 void BindRuntime(py::module_& m);
 void BindController(py::module_& m);
+void BindFlow(py::module_& m);
 
 PYBIND11_MODULE(_engine, m) {
   m.doc() = "dcgym's C++ discrete-event engine (private; use dcgym.cpp_core).";
@@ -17,4 +18,5 @@ PYBIND11_MODULE(_engine, m) {
   BindMultistage(m);
   BindRuntime(m);
   BindController(m);
+  BindFlow(m);
 }

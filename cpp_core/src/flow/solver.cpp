@@ -39,10 +39,10 @@ RateSolver::RateSolver(std::vector<double> capacity, uint32_t levels, bool incre
     if (!(capacity[l] >= 0) || !std::isfinite(capacity[l]))
       Fail("links[" + Str(l) + "].capacity", "must be a finite number >= 0, got " + Str(capacity[l]));
   const size_t cells = size_t{levels} * num_links_;
+  capacity_ = capacity;
+  occupied_.assign(num_links_, 0);
   adjacency_.resize(cells);
-  residual_.resize(cells);
-  for (uint32_t level = 0; level < levels; ++level)
-    for (uint32_t l = 0; l < num_links_; ++l) residual_[Cell(level, l)] = capacity[l];
+  residual_.assign(cells, 0.0);
   used_.assign(cells, 0.0);
   share_.assign(cells, 0.0);
   complex_.assign(cells, 0);
@@ -82,13 +82,19 @@ void RateSolver::MarkDirty(uint32_t level, uint32_t link) {
   if (dirty_stamp_[cell] == solve_stamp_) return;
   dirty_stamp_[cell] = solve_stamp_;
   dirty_[level].push_back(link);
+  dirty_levels_ |= 1u << level;
 }
 
 void RateSolver::Attach(uint32_t f) {
   FlowState& s = flows_[f];
   const bool complex = Complex(s);
   for (uint32_t h = 0; h < s.path.hops; ++h) {
-    const uint32_t cell = Cell(s.level, s.path.link[h]);
+    const uint32_t link = s.path.link[h];
+    const uint32_t cell = Cell(s.level, link);
+    if (adjacency_[cell].empty()) {  // the cell starts being kept: its residual from the levels above
+      residual_[cell] = ResidualFromAbove(s.level, link);
+      occupied_[link] |= static_cast<uint8_t>(1u << s.level);
+    }
     s.pos[h] = static_cast<uint32_t>(adjacency_[cell].size());
     adjacency_[cell].push_back(f);
     complex_[cell] += complex;
@@ -106,6 +112,7 @@ void RateSolver::Detach(uint32_t f) {
     const uint32_t last = list.back();
     list[s.pos[h]] = last;
     list.pop_back();
+    if (list.empty()) occupied_[link] &= static_cast<uint8_t>(~(1u << s.level));
     if (last != f) {  // the flow moved into the hole: fix its index for this link
       FlowState& m = flows_[last];
       for (uint32_t g = 0; g < m.path.hops; ++g)
@@ -188,7 +195,8 @@ void RateSolver::SetCapacity(uint32_t link, double capacity) {
   if (link >= num_links_) Fail("link", "must be in [0, " + Str(num_links_ - 1) + "], got " + Str(link));
   if (!(capacity >= 0) || !std::isfinite(capacity))
     Fail("capacity", "must be a finite number >= 0, got " + Str(capacity));
-  residual_[link] = capacity;  // level 0's residual is the capacity
+  capacity_[link] = capacity;
+  if (occupied_[link] & 1u) residual_[link] = capacity;  // level 0's residual is the capacity
   MarkDirty(0, link);
 }
 
@@ -201,8 +209,12 @@ void RateSolver::Solve() {
   if (!incremental_)
     for (uint32_t level = 0; level < num_levels_; ++level)
       for (uint32_t l = 0; l < num_links_; ++l) MarkDirty(level, l);
-  for (uint32_t level = 0; level < num_levels_; ++level)
-    if (!dirty_[level].empty()) SolveLevel(level);
+  // Solving a level only marks levels below it: take the highest dirty level each time.
+  while (dirty_levels_ != 0) {
+    const uint32_t level = static_cast<uint32_t>(__builtin_ctz(dirty_levels_));
+    dirty_levels_ &= dirty_levels_ - 1;
+    SolveLevel(level);
+  }
   // Flows on cells solved in O(1) were not visited: their bottleneck is their link.
   for (const uint32_t f : touched_) {
     FlowState& s = flows_[f];
@@ -218,17 +230,27 @@ void RateSolver::Solve() {
 }
 
 void RateSolver::SolveLevel(uint32_t level) {
-  NextStamp(visit_stamp_, [&] {
-    std::fill(link_visit_.begin(), link_visit_.end(), 0);
-    for (auto& s : flows_) s.visit = 0;
-  });
+  bool stamped = false;  // a component search needs a fresh stamp; O(1) cells do not
   std::vector<uint32_t>& list = dirty_[level];
   for (size_t i = 0; i < list.size(); ++i) {
     const uint32_t link = list[i];
-    if (link_visit_[link] == visit_stamp_) continue;
-    if (incremental_ && complex_[Cell(level, link)] == 0) {
+    if (stamped && link_visit_[link] == visit_stamp_) continue;
+    const uint32_t cell = Cell(level, link);
+    if (adjacency_[cell].empty()) {  // emptied (or never used): pass the capacity on, uses none
+      residual_[cell] = ResidualFromAbove(level, link);
+      SetResidualBelow(level, link, 0.0);
+      continue;
+    }
+    if (incremental_ && complex_[cell] == 0) {
       SolveFast(level, link);
     } else {
+      if (!stamped) {
+        stamped = true;
+        NextStamp(visit_stamp_, [&] {
+          std::fill(link_visit_.begin(), link_visit_.end(), 0);
+          for (auto& s : flows_) s.visit = 0;
+        });
+      }
       CollectComponent(level, link);
       FillComponent(level);
     }
@@ -255,23 +277,34 @@ void RateSolver::SolveFast(uint32_t level, uint32_t link) {
 void RateSolver::SetResidualBelow(uint32_t level, uint32_t link, double used) {
   const uint32_t cell = Cell(level, link);
   if (used != used_[cell]) {
+    // Kept by differences; exact zero once the link carries nothing.
+    link_rate_[link] = occupied_[link] == 0 ? 0.0 : link_rate_[link] + (used - used_[cell]);
     used_[cell] = used;
-    double total = 0;
-    for (uint32_t l = 0; l < num_levels_; ++l) total += used_[Cell(l, link)];
-    link_rate_[link] = total;
     if (link_changed_stamp_[link] != changed_stamp_) {
       link_changed_stamp_[link] = changed_stamp_;
       links_changed_.push_back(link);
     }
   }
-  if (level + 1 >= num_levels_) return;
+  // Only the next level holding flows on the link needs the change.
+  const uint32_t lower = occupied_[link] >> (level + 1);
+  if (lower == 0) return;
+  const uint32_t next_level = level + 1 + static_cast<uint32_t>(__builtin_ctz(lower));
   double below = residual_[cell] - used;
-  if (!(below > kResidualSnap * residual_[link])) below = 0;
-  const uint32_t next = Cell(level + 1, link);
+  if (!(below > kResidualSnap * capacity_[link])) below = 0;
+  const uint32_t next = Cell(next_level, link);
   if (below != residual_[next]) {
     residual_[next] = below;
-    MarkDirty(level + 1, link);
+    MarkDirty(next_level, link);
   }
+}
+
+double RateSolver::ResidualFromAbove(uint32_t level, uint32_t link) const {
+  const uint32_t above = occupied_[link] & ((1u << level) - 1);
+  if (above == 0) return capacity_[link];
+  const uint32_t p = 31 - static_cast<uint32_t>(__builtin_clz(above));
+  const uint32_t cell = Cell(p, link);
+  const double below = residual_[cell] - used_[cell];
+  return below > kResidualSnap * capacity_[link] ? below : 0.0;
 }
 
 void RateSolver::CollectComponent(uint32_t level, uint32_t start) {

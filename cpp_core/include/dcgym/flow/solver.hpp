@@ -20,9 +20,10 @@
 // Solve() then visits levels from the highest down; at each level it
 // recomputes only the connected components (links joined by flows of that
 // level) that hold a dirty link, and marks a link dirty at the next level
-// only if the capacity left below changed. A link whose flows at a level
-// are all one-hop and uncapped (a single bottleneck, the M/G/1 case) is
-// solved in O(1) without visiting its flows. `incremental = false` instead
+// holding flows on it only if the capacity left to it changed (empty levels
+// are skipped; their residual is computed when a flow arrives). A link whose
+// flows at a level are all one-hop and uncapped (a single bottleneck, the
+// M/G/1 case) is solved in O(1) without visiting its flows. `incremental = false` instead
 // recomputes every level over every link at every Solve(): the reference
 // the benchmark and the tests compare with.
 //
@@ -30,6 +31,7 @@
 // cap equal to a link's share loses to the link.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -91,9 +93,9 @@ class RateSolver {
   // The rate of every flow bottlenecked at `link` on `level`.
   double Share(uint32_t level, uint32_t link) const { return share_[Cell(level, link)]; }
   // Capacity left to `level` on `link` by the levels above it.
-  double Residual(uint32_t level, uint32_t link) const { return residual_[Cell(level, link)]; }
+  double Residual(uint32_t level, uint32_t link) const { return ResidualFromAbove(level, link); }
   double LinkRate(uint32_t link) const { return link_rate_[link]; }  // sum over levels
-  double Capacity(uint32_t link) const { return residual_[link]; }
+  double Capacity(uint32_t link) const { return capacity_[link]; }
   uint32_t FlowsOn(uint32_t level, uint32_t link) const {
     return static_cast<uint32_t>(adjacency_[Cell(level, link)].size());
   }
@@ -131,12 +133,17 @@ class RateSolver {
   void CollectComponent(uint32_t level, uint32_t start);
   void FillComponent(uint32_t level);
   void SetResidualBelow(uint32_t level, uint32_t link, double used);
+  // What the nearest level above `level` holding flows on `link` leaves (the
+  // capacity if none): the residual of an empty cell, which is not kept.
+  double ResidualFromAbove(uint32_t level, uint32_t link) const;
 
   uint32_t num_links_, num_levels_;
   bool incremental_;
   std::vector<FlowState> flows_;
+  std::vector<double> capacity_;                  // per link
+  std::vector<uint8_t> occupied_;                 // per link: bit l set if level l has flows there
   std::vector<std::vector<uint32_t>> adjacency_;  // per cell: flows of that level on that link
-  std::vector<double> residual_;                  // per cell: capacity left by the levels above
+  std::vector<double> residual_;                  // per occupied cell: capacity left by the levels above
   std::vector<double> used_;                      // per cell: total rate of the level's flows
   std::vector<double> share_;                     // per cell: rate of the flows bottlenecked there
   std::vector<uint32_t> complex_;                 // per cell: flows with several hops or a cap
@@ -147,6 +154,7 @@ class RateSolver {
   // Dirty cells, one list per level; a cell is listed once per Solve.
   std::vector<std::vector<uint32_t>> dirty_;
   std::vector<uint32_t> dirty_stamp_;  // per cell
+  uint32_t dirty_levels_ = 0;          // bit l: dirty_[l] is not empty
   uint32_t solve_stamp_ = 1;
   std::vector<uint32_t> touched_;
   std::vector<uint32_t> moved_, reshared_, links_changed_;

@@ -1,0 +1,105 @@
+// Lazy bytes-sent for flows that share a rate.
+//
+// Every flow belongs to a rate group (in the model: its bottleneck, a
+// (level, link) pair, or itself when its cap or SRPT sets its rate), and all
+// flows of a group have the group's rate. A group keeps a virtual clock V,
+// the bytes any one member has been sent since the group's epoch, advanced
+// lazily: V(t) = v0 + rate (t - t0). A member stores off = V - sent when it
+// joins, so sent(t) = V(t) - off, and its next mark (a threshold or its
+// size) as the clock value key = off + mark. A change of the group's rate
+// is then O(log groups), whatever the number of members: nothing sweeps over
+// flows (the virtual time of processor sharing; Kleinrock, Queueing Systems
+// Vol. II §4.4, and its use in fair queueing by Demers, Keshav and Shenker,
+// SIGCOMM 1989).
+//
+// Members are kept in a min-heap by (key, flow), groups in a timer heap by
+// (time of their first mark, group), so ties resolve by id and a seed gives
+// the same bits whatever the order of updates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace dcgym::flow {
+
+// An indexed 4-ary min-heap of (time, id) over ids that may grow.
+class TimerHeap {
+ public:
+  static constexpr uint32_t kAbsent = 0xffffffffu;
+
+  bool Empty() const { return heap_.empty(); }
+  uint32_t Top() const { return heap_[0]; }
+  double TopTime() const { return heap_.empty() ? std::numeric_limits<double>::infinity() : time_[heap_[0]]; }
+  size_t Size() const { return heap_.size(); }
+
+  // Sets id's time; +infinity removes it.
+  void Set(uint32_t id, double time);
+
+ private:
+  bool Less(uint32_t a, uint32_t b) const { return time_[a] < time_[b] || (time_[a] == time_[b] && a < b); }
+  void Place(size_t slot, uint32_t id) {
+    heap_[slot] = id;
+    pos_[id] = static_cast<uint32_t>(slot);
+  }
+  void SiftUp(size_t slot);
+  void SiftDown(size_t slot);
+
+  std::vector<uint32_t> heap_, pos_;
+  std::vector<double> time_;
+};
+
+class GroupClocks {
+ public:
+  static constexpr uint32_t kNoGroup = 0xffffffffu;
+
+  // Makes room for group ids < groups and flow ids < flows.
+  void Grow(uint32_t groups, uint32_t flows);
+
+  void Join(uint32_t g, uint32_t f, double sent, double mark, double now);
+  // Takes f out of its group; returns its bytes sent.
+  double Leave(uint32_t f, double now);
+  void SetRate(uint32_t g, double rate, double now);
+  // A new mark for a member (bytes sent at which it needs attention).
+  void SetMark(uint32_t f, double mark, double now);
+
+  double Sent(uint32_t f, double now) const {
+    const Group& g = groups_[group_[f]];
+    return g.v0 + g.rate * (now - g.t0) - off_[f];
+  }
+  uint32_t GroupOf(uint32_t f) const { return group_[f]; }
+  double Rate(uint32_t g) const { return groups_[g].rate; }
+  double RateOf(uint32_t f) const { return groups_[group_[f]].rate; }
+  uint32_t Count(uint32_t g) const { return static_cast<uint32_t>(groups_[g].members.size()); }
+
+  // The first flow to reach its mark, and when.
+  double NextTime() const { return timers_.TopTime(); }
+  uint32_t NextFlow() const { return groups_[timers_.Top()].members[0]; }
+  // Sum of all members' rates (kept by differences: ZeroTotalRate() when no flow is left).
+  double TotalRate() const { return total_rate_; }
+  void ZeroTotalRate() { total_rate_ = 0; }
+
+ private:
+  struct Group {
+    double v0 = 0, t0 = 0, rate = 0;
+    std::vector<uint32_t> members;  // binary heap by (key, flow)
+  };
+
+  bool Before(uint32_t a, uint32_t b) const { return key_[a] < key_[b] || (key_[a] == key_[b] && a < b); }
+  void Settle(Group& g, double now) {
+    g.v0 += g.rate * (now - g.t0);
+    g.t0 = now;
+  }
+  void Reschedule(uint32_t g, double now);
+  void SiftUp(Group& g, size_t slot);
+  void SiftDown(Group& g, size_t slot);
+
+  std::vector<Group> groups_;
+  std::vector<uint32_t> group_, slot_;  // per flow: group and index in its heap
+  std::vector<double> off_, key_;       // per flow
+  TimerHeap timers_;
+  double total_rate_ = 0;
+};
+
+}  // namespace dcgym::flow
