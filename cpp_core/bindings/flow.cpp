@@ -385,6 +385,43 @@ py::dict Records(const fl::FlowSim& s) {
   return d;
 }
 
+py::dict ActiveTable(const fl::FlowSim& s) {
+  std::vector<fl::ActiveFlow> a;
+  s.ListActive(a);
+  const py::ssize_t n = static_cast<py::ssize_t>(a.size());
+  py::array_t<int64_t> handle(n), index(n), src(n), dst(n), path(n), level(n);
+  py::array_t<double> size(n), sent(n), rate(n), arrival(n);
+  py::array_t<bool> pinned(n), is_long(n);
+  for (py::ssize_t k = 0; k < n; ++k) {
+    handle.mutable_at(k) = static_cast<int64_t>(a[k].handle);
+    index.mutable_at(k) = static_cast<int64_t>(a[k].index);
+    src.mutable_at(k) = a[k].src;
+    dst.mutable_at(k) = a[k].dst;
+    path.mutable_at(k) = a[k].path;
+    level.mutable_at(k) = a[k].level;
+    size.mutable_at(k) = a[k].size;
+    sent.mutable_at(k) = a[k].sent;
+    rate.mutable_at(k) = a[k].rate * 8 / 1e9;
+    arrival.mutable_at(k) = a[k].arrival;
+    pinned.mutable_at(k) = a[k].pinned;
+    is_long.mutable_at(k) = a[k].is_long;
+  }
+  py::dict d;
+  d["handle"] = handle;
+  d["index"] = index;
+  d["src"] = src;
+  d["dst"] = dst;
+  d["path"] = path;
+  d["level"] = level;
+  d["size_bytes"] = size;
+  d["sent_bytes"] = sent;
+  d["rate_gbps"] = rate;
+  d["arrival_s"] = arrival;
+  d["pinned"] = pinned;
+  d["long"] = is_long;
+  return d;
+}
+
 }  // namespace
 }  // namespace dcgym::bindings
 
@@ -521,6 +558,11 @@ void BindFlow(py::module_& m) {
                                  l.append(s.sim.Topo().LinkName(i));
                                return l;
                              })
+      .def("active_flows_table", [](const PyFlowSim& s) { return b::ActiveTable(s.sim); },
+           "Every active flow as numpy arrays (handle, index, src, dst, path, level, size_bytes, sent_bytes, "
+           "rate_gbps, arrival_s, pinned, long), in slot order.")
+      .def_property_readonly("slots", [](const PyFlowSim& s) { return s.sim.Slots(); },
+                             "Flow records allocated: the most flows in flight at once so far.")
       .def("results", [](const PyFlowSim& s) { return b::Results(s.sim); },
            "Counters, FCT (with and without the base RTT) and slowdown summaries overall and per size bucket, "
            "time averages since the warm-up.")

@@ -180,6 +180,18 @@ void FlowSim::ObserveLongActive(double* out, int64_t* flows) const {
   }
 }
 
+void FlowSim::ListActive(std::vector<ActiveFlow>& out) const {
+  out.clear();
+  std::vector<uint32_t> slots = active_;
+  std::sort(slots.begin(), slots.end());
+  for (const uint32_t f : slots) {
+    const Flow& fl = flows_[f];
+    const double rate = las_ ? las_->RateOf(f) : clocks_.RateOf(f);
+    out.push_back({Handle(f), fl.index, fl.src, fl.dst, fl.path, fl.level, fl.size, SentOf(f), rate, fl.arrival,
+                   fl.pinned, fl.is_long});
+  }
+}
+
 void FlowSim::LevelOccupancy(double* flows, double* bytes) const {
   std::fill(flows, flows + config_.levels, 0.0);
   std::fill(bytes, bytes + config_.levels, 0.0);

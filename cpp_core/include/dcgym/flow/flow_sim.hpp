@@ -62,6 +62,14 @@ struct FlowAction {
   int32_t path = -1;      // plane (planes) or spine (leaf_spine)
 };
 
+// One active flow, as ListActive() reports it.
+struct ActiveFlow {
+  uint64_t handle, index;
+  uint32_t src, dst, path, level;
+  double size, sent, rate, arrival;  // bytes, bytes, bytes/s, s
+  bool pinned, is_long;
+};
+
 // One completed flow (record_flows only).
 struct CompletionRecord {
   uint64_t index;  // arrival number, from 0
@@ -101,6 +109,8 @@ class FlowSim {
   void ObserveLongActive(double* out, int64_t* flows) const;  // long_active x kActiveFeatures
   void ObserveLongFinished(double* out) const;              // long_finished x kFinishedFeatures
   uint64_t NumLongActive() const { return num_long_; }
+  // Every active flow, in slot order (a sweep; for tests, debugging, rendering).
+  void ListActive(std::vector<ActiveFlow>& out) const;
   // Per level: active flows and their unfinished bytes (a sweep; for rendering).
   void LevelOccupancy(double* flows, double* bytes) const;
   // Per link: utilisation over the interval so far, and now.
@@ -121,6 +131,8 @@ class FlowSim {
   double MeanActive() const;
   double MeasuredTime() const { return time_avg_.start < 0 ? 0.0 : now_ - time_avg_.start; }
   const std::vector<CompletionRecord>& Records() const { return records_; }
+  // Flow records allocated: the most flows ever in flight at once (memory).
+  size_t Slots() const { return flows_.size(); }
   const RateSolver& Solver() const { return solver_; }
 
  private:
