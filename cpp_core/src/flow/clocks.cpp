@@ -4,66 +4,6 @@
 
 namespace dcgym::flow {
 
-// ------------------------------------------------------------------ timers
-
-void TimerHeap::Set(uint32_t id, double time) {
-  if (id >= pos_.size()) {
-    pos_.resize(size_t{id} + 1, kAbsent);
-    time_.resize(size_t{id} + 1, 0.0);
-  }
-  const uint32_t slot = pos_[id];
-  if (std::isinf(time)) {
-    if (slot == kAbsent) return;
-    pos_[id] = kAbsent;
-    const uint32_t last = heap_.back();
-    heap_.pop_back();
-    if (last == id) return;
-    Place(slot, last);
-    SiftUp(slot);
-    SiftDown(pos_[last]);
-    return;
-  }
-  if (slot == kAbsent) {
-    time_[id] = time;
-    heap_.push_back(id);
-    pos_[id] = static_cast<uint32_t>(heap_.size() - 1);
-    SiftUp(heap_.size() - 1);
-    return;
-  }
-  const double old = time_[id];
-  time_[id] = time;
-  if (time < old) SiftUp(slot);
-  else if (time > old) SiftDown(slot);
-}
-
-void TimerHeap::SiftUp(size_t slot) {
-  const uint32_t id = heap_[slot];
-  while (slot > 0) {
-    const size_t parent = (slot - 1) >> 2;
-    if (!Less(id, heap_[parent])) break;
-    Place(slot, heap_[parent]);
-    slot = parent;
-  }
-  Place(slot, id);
-}
-
-void TimerHeap::SiftDown(size_t slot) {
-  const size_t n = heap_.size();
-  const uint32_t id = heap_[slot];
-  for (;;) {
-    const size_t first = 4 * slot + 1;
-    if (first >= n) break;
-    size_t best = first;
-    const size_t last = first + 4 < n ? first + 4 : n;
-    for (size_t c = first + 1; c < last; ++c)
-      if (Less(heap_[c], heap_[best])) best = c;
-    if (!Less(heap_[best], id)) break;
-    Place(slot, heap_[best]);
-    slot = best;
-  }
-  Place(slot, id);
-}
-
 // ------------------------------------------------------------------ groups
 
 void GroupClocks::Grow(uint32_t groups, uint32_t flows) {

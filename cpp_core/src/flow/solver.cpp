@@ -57,7 +57,6 @@ RateSolver::RateSolver(std::vector<double> capacity, uint32_t levels, bool incre
   used_new_.assign(num_links_, 0.0);
   unfrozen_.assign(num_links_, 0);
   is_bottleneck_.assign(num_links_, 0);
-  done_.assign(num_links_, 0);
 }
 
 // ------------------------------------------------------------------ changes
@@ -230,32 +229,37 @@ void RateSolver::Solve() {
 }
 
 void RateSolver::SolveLevel(uint32_t level) {
-  bool stamped = false;  // a component search needs a fresh stamp; O(1) cells do not
+  bool region = false;  // a region needs fresh stamps; cells solved in O(1) do not
   std::vector<uint32_t>& list = dirty_[level];
-  for (size_t i = 0; i < list.size(); ++i) {
-    const uint32_t link = list[i];
-    if (stamped && link_visit_[link] == visit_stamp_) continue;
+  for (const uint32_t link : list) {
     const uint32_t cell = Cell(level, link);
     if (adjacency_[cell].empty()) {  // emptied (or never used): pass the capacity on, uses none
       residual_[cell] = ResidualFromAbove(level, link);
       SetResidualBelow(level, link, 0.0);
-      continue;
-    }
-    if (incremental_ && complex_[cell] == 0) {
+    } else if (incremental_ && complex_[cell] == 0) {
       SolveFast(level, link);
     } else {
-      if (!stamped) {
-        stamped = true;
+      if (!region) {
+        region = true;
         NextStamp(visit_stamp_, [&] {
           std::fill(link_visit_.begin(), link_visit_.end(), 0);
           for (auto& s : flows_) s.visit = 0;
         });
+        region_links_.clear();
+        region_flows_.clear();
+        pending_.clear();
       }
-      CollectComponent(level, link);
-      FillComponent(level);
+      AddRegionLink(level, link);
     }
   }
   list.clear();
+  if (!region) return;
+  if (!incremental_) {  // the reference: every flow of the level, from scratch
+    for (uint32_t l = 0; l < num_links_; ++l)
+      for (const uint32_t f : adjacency_[Cell(level, l)]) AddRegionFlow(level, f);
+  }
+  ExpandRegion(level);
+  FillRegion(level);
 }
 
 void RateSolver::SolveFast(uint32_t level, uint32_t link) {
@@ -307,109 +311,153 @@ double RateSolver::ResidualFromAbove(uint32_t level, uint32_t link) const {
   return below > kResidualSnap * capacity_[link] ? below : 0.0;
 }
 
-void RateSolver::CollectComponent(uint32_t level, uint32_t start) {
-  comp_links_.clear();
-  comp_flows_.clear();
-  link_visit_[start] = visit_stamp_;
-  comp_links_.push_back(start);
-  for (size_t i = 0; i < comp_links_.size(); ++i) {
-    for (const uint32_t f : adjacency_[Cell(level, comp_links_[i])]) {
-      FlowState& s = flows_[f];
-      if (s.visit == visit_stamp_) continue;
-      s.visit = visit_stamp_;
-      comp_flows_.push_back(f);
-      for (uint32_t h = 0; h < s.path.hops; ++h) {
-        const uint32_t l = s.path.link[h];
-        if (link_visit_[l] != visit_stamp_) {
-          link_visit_[l] = visit_stamp_;
-          comp_links_.push_back(l);
-        }
-      }
-    }
-  }
-  flow_visits_ += comp_flows_.size();
+// ------------------------------------------------------------------ regions
+//
+// The flows to recompute at a level: those bottlenecked at a changed link
+// (and the flows added or changed), then, transitively, those bottlenecked
+// at a link any of them crosses, since its load from them may change. The
+// other flows keep their rates and count as fixed load. Progressive filling
+// of the region is then the max-min allocation if every flow satisfies the
+// bottleneck condition (Bertsekas and Gallager §6.5.2: each flow is at its
+// cap or has a saturated link where no flow is faster): FillRegion checks
+// it for the fixed flows on the region's links and pulls in any that break
+// it (a fixed flow faster than a region link's new share, or fixed load
+// over a link's capacity), then fills again. A link whose residual is zero
+// and did not change keeps its flows at rate zero: they are not pulled in.
+
+void RateSolver::AddRegionLink(uint32_t level, uint32_t link) {
+  (void)level;
+  if (link_visit_[link] == visit_stamp_) return;
+  link_visit_[link] = visit_stamp_;
+  region_links_.push_back(link);
+  pending_.push_back(link);
 }
 
-void RateSolver::FillComponent(uint32_t level) {
-  NextStamp(frozen_stamp_, [&] {
-    for (auto& s : flows_) s.frozen = 0;
-  });
-  // A min-heap of (fair share, link) with lazy deletion: a link is pushed
-  // again whenever its share changes, and an entry whose key no longer
-  // equals remaining / unfrozen is stale.
-  const auto after = [](const HeapEntry& a, const HeapEntry& b) {
-    return a.key > b.key || (a.key == b.key && a.id > b.id);
-  };
-  heap_.clear();
-  for (const uint32_t l : comp_links_) {
-    const uint32_t cell = Cell(level, l);
-    remaining_[l] = residual_[cell];
-    unfrozen_[l] = static_cast<uint32_t>(adjacency_[cell].size());
-    used_new_[l] = 0;
-    is_bottleneck_[l] = 0;
-    done_[l] = 0;
-    if (unfrozen_[l] > 0) heap_.push_back({remaining_[l] / unfrozen_[l], l});
-  }
-  std::make_heap(heap_.begin(), heap_.end(), after);
-  caps_.clear();
-  for (const uint32_t f : comp_flows_)
-    if (flows_[f].cap != kNoCap) caps_.push_back({flows_[f].cap, f});
-  std::sort(caps_.begin(), caps_.end(), [&](const HeapEntry& a, const HeapEntry& b) { return after(b, a); });
+void RateSolver::AddRegionFlow(uint32_t level, uint32_t f) {
+  FlowState& s = flows_[f];
+  if (s.visit == visit_stamp_) return;
+  s.visit = visit_stamp_;
+  region_flows_.push_back(f);
+  for (uint32_t h = 0; h < s.path.hops; ++h) AddRegionLink(level, s.path.link[h]);
+}
 
-  const auto freeze = [&](uint32_t f, double rate, uint32_t bottleneck) {
-    FlowState& s = flows_[f];
-    s.frozen = frozen_stamp_;
-    s.next_bottleneck = bottleneck;
-    for (uint32_t h = 0; h < s.path.hops; ++h) {
-      const uint32_t l = s.path.link[h];
-      used_new_[l] += rate;
-      if (l == bottleneck) continue;
-      remaining_[l] -= rate;
-      if (--unfrozen_[l] > 0) {
-        heap_.push_back({remaining_[l] / unfrozen_[l], l});
-        std::push_heap(heap_.begin(), heap_.end(), after);
+void RateSolver::ExpandRegion(uint32_t level) {
+  while (!pending_.empty()) {
+    const uint32_t l = pending_.back();
+    pending_.pop_back();
+    const uint32_t cell = Cell(level, l);
+    if (residual_[cell] == 0 && dirty_stamp_[cell] != solve_stamp_) continue;  // its flows stay at 0
+    for (size_t i = 0; i < adjacency_[cell].size(); ++i) {  // AddRegionFlow may not touch this list
+      const uint32_t f = adjacency_[cell][i];
+      const uint32_t b = flows_[f].bottleneck;
+      if (b == l || b == kUnsolved) AddRegionFlow(level, f);
+    }
+  }
+}
+
+void RateSolver::FillRegion(uint32_t level) {
+  const auto in_region = [&](uint32_t f) { return flows_[f].visit == visit_stamp_; };
+  const auto new_rate = [&](uint32_t f) {
+    const FlowState& s = flows_[f];
+    return s.next_bottleneck == kCapLimited ? s.cap : share_new_[s.next_bottleneck];
+  };
+  for (;;) {
+    NextStamp(frozen_stamp_, [&] {
+      for (auto& s : flows_) s.frozen = 0;
+    });
+    flow_visits_ += region_flows_.size();
+    // Links by fair share of what the fixed flows leave, updated in place as flows freeze.
+    links_.Clear();
+    for (const uint32_t l : region_links_) {
+      const uint32_t cell = Cell(level, l);
+      double remaining = residual_[cell];
+      uint32_t unfrozen = 0;
+      for (const uint32_t f : adjacency_[cell]) {
+        if (in_region(f)) ++unfrozen;
+        else remaining -= Rate(f);
+      }
+      remaining_[l] = remaining;
+      unfrozen_[l] = unfrozen;
+      is_bottleneck_[l] = 0;
+      if (unfrozen > 0) links_.Set(l, remaining / unfrozen);
+    }
+    caps_.clear();
+    for (const uint32_t f : region_flows_)
+      if (flows_[f].cap != kNoCap) caps_.push_back({flows_[f].cap, f});
+    std::sort(caps_.begin(), caps_.end(),
+              [](const HeapEntry& a, const HeapEntry& b) { return a.key < b.key || (a.key == b.key && a.id < b.id); });
+
+    const auto freeze = [&](uint32_t f, double rate, uint32_t bottleneck) {
+      FlowState& s = flows_[f];
+      s.frozen = frozen_stamp_;
+      s.next_bottleneck = bottleneck;
+      for (uint32_t h = 0; h < s.path.hops; ++h) {
+        const uint32_t l = s.path.link[h];
+        if (l == bottleneck) continue;
+        remaining_[l] -= rate;
+        if (--unfrozen_[l] > 0) links_.Set(l, remaining_[l] / unfrozen_[l]);
+        else links_.Set(l, kNoCap);
+      }
+    };
+    size_t next_cap = 0;
+    for (;;) {
+      while (next_cap < caps_.size() && flows_[caps_[next_cap].id].frozen == frozen_stamp_) ++next_cap;
+      if (next_cap < caps_.size() && caps_[next_cap].key < links_.TopKey()) {
+        const HeapEntry c = caps_[next_cap++];
+        freeze(c.id, c.key, kCapLimited);
+        continue;
+      }
+      if (links_.Empty()) break;
+      const uint32_t l = links_.Top();
+      links_.Set(l, kNoCap);
+      double share = remaining_[l] / unfrozen_[l];
+      if (!(share > 0)) share = 0;
+      share_new_[l] = share;
+      is_bottleneck_[l] = 1;
+      for (const uint32_t f : adjacency_[Cell(level, l)])
+        if (in_region(f) && flows_[f].frozen != frozen_stamp_) freeze(f, share, l);
+      unfrozen_[l] = 0;
+    }
+
+    // The bottleneck condition for the fixed flows on the region's links.
+    bool pulled = false;
+    const size_t links = region_links_.size();
+    for (size_t i = 0; i < links; ++i) {
+      const uint32_t l = region_links_[i];
+      const uint32_t cell = Cell(level, l);
+      const bool over = !is_bottleneck_[l] && remaining_[l] < -kResidualSnap * capacity_[l];
+      if (!is_bottleneck_[l] && !over) continue;
+      const double share = is_bottleneck_[l] ? share_new_[l] : 0.0;
+      for (size_t k = 0; k < adjacency_[cell].size(); ++k) {
+        const uint32_t f = adjacency_[cell][k];
+        if (in_region(f)) continue;
+        const double r = Rate(f);
+        if (!(r - share > 1e-12 * r)) continue;
+        const uint32_t b = flows_[f].bottleneck;
+        AddRegionFlow(level, f);
+        if (b != kCapLimited) AddRegionLink(level, b);  // its old bottleneck gets the capacity it frees
+        pulled = true;
       }
     }
-  };
-
-  size_t next_cap = 0;
-  for (;;) {
-    while (!heap_.empty()) {
-      const HeapEntry& top = heap_.front();
-      const uint32_t l = top.id;
-      if (!done_[l] && unfrozen_[l] > 0 && top.key == remaining_[l] / unfrozen_[l]) break;
-      std::pop_heap(heap_.begin(), heap_.end(), after);
-      heap_.pop_back();
-    }
-    while (next_cap < caps_.size() && flows_[caps_[next_cap].id].frozen == frozen_stamp_) ++next_cap;
-    const double link_key = heap_.empty() ? kNoCap : heap_.front().key;
-    if (next_cap < caps_.size() && caps_[next_cap].key < link_key) {
-      const HeapEntry c = caps_[next_cap++];
-      freeze(c.id, c.key, kCapLimited);
-      continue;
-    }
-    if (heap_.empty()) break;
-    const uint32_t l = heap_.front().id;
-    std::pop_heap(heap_.begin(), heap_.end(), after);
-    heap_.pop_back();
-    done_[l] = 1;
-    double share = remaining_[l] / unfrozen_[l];
-    if (!(share > 0)) share = 0;
-    share_new_[l] = share;
-    is_bottleneck_[l] = 1;
-    for (const uint32_t f : adjacency_[Cell(level, l)])
-      if (flows_[f].frozen != frozen_stamp_) freeze(f, share, l);
-    unfrozen_[l] = 0;
+    if (!pulled) break;
+    ExpandRegion(level);
   }
 
-  for (const uint32_t f : comp_flows_) {
+  for (const uint32_t f : region_flows_) {
     FlowState& s = flows_[f];
     if (s.next_bottleneck != s.bottleneck) {
-      s.bottleneck = s.next_bottleneck;
       moved_.push_back(f);
     }
   }
-  for (const uint32_t l : comp_links_) {
+  // Used capacity per region link, from every flow's rate after this solve.
+  for (const uint32_t l : region_links_) {
+    const uint32_t cell = Cell(level, l);
+    double used = 0;
+    for (const uint32_t f : adjacency_[cell]) used += in_region(f) ? new_rate(f) : Rate(f);
+    used_new_[l] = used;
+  }
+  for (const uint32_t f : region_flows_) flows_[f].bottleneck = flows_[f].next_bottleneck;
+  for (const uint32_t l : region_links_) {
     const uint32_t cell = Cell(level, l);
     if (is_bottleneck_[l] && share_new_[l] != share_[cell]) {
       share_[cell] = share_new_[l];

@@ -22,33 +22,9 @@
 #include <limits>
 #include <vector>
 
+#include "dcgym/flow/keyed_heap.hpp"
+
 namespace dcgym::flow {
-
-// An indexed 4-ary min-heap of (time, id) over ids that may grow.
-class TimerHeap {
- public:
-  static constexpr uint32_t kAbsent = 0xffffffffu;
-
-  bool Empty() const { return heap_.empty(); }
-  uint32_t Top() const { return heap_[0]; }
-  double TopTime() const { return heap_.empty() ? std::numeric_limits<double>::infinity() : time_[heap_[0]]; }
-  size_t Size() const { return heap_.size(); }
-
-  // Sets id's time; +infinity removes it.
-  void Set(uint32_t id, double time);
-
- private:
-  bool Less(uint32_t a, uint32_t b) const { return time_[a] < time_[b] || (time_[a] == time_[b] && a < b); }
-  void Place(size_t slot, uint32_t id) {
-    heap_[slot] = id;
-    pos_[id] = static_cast<uint32_t>(slot);
-  }
-  void SiftUp(size_t slot);
-  void SiftDown(size_t slot);
-
-  std::vector<uint32_t> heap_, pos_;
-  std::vector<double> time_;
-};
 
 class GroupClocks {
  public:
@@ -74,7 +50,7 @@ class GroupClocks {
   uint32_t Count(uint32_t g) const { return static_cast<uint32_t>(groups_[g].members.size()); }
 
   // The first flow to reach its mark, and when.
-  double NextTime() const { return timers_.TopTime(); }
+  double NextTime() const { return timers_.TopKey(); }
   uint32_t NextFlow() const { return groups_[timers_.Top()].members[0]; }
   // Sum of all members' rates (kept by differences: ZeroTotalRate() when no flow is left).
   double TotalRate() const { return total_rate_; }
@@ -98,7 +74,7 @@ class GroupClocks {
   std::vector<Group> groups_;
   std::vector<uint32_t> group_, slot_;  // per flow: group and index in its heap
   std::vector<double> off_, key_;       // per flow
-  TimerHeap timers_;
+  KeyedHeap timers_;
   double total_rate_ = 0;
 };
 

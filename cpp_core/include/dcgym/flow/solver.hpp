@@ -17,15 +17,18 @@
 // have the same rate, which lets the model advance them with one clock.
 //
 // Incremental: Add/Remove/Set* mark the touched (level, link) cells dirty.
-// Solve() then visits levels from the highest down; at each level it
-// recomputes only the connected components (links joined by flows of that
-// level) that hold a dirty link, and marks a link dirty at the next level
-// holding flows on it only if the capacity left to it changed (empty levels
-// are skipped; their residual is computed when a flow arrives). A link whose
+// Solve() then visits levels from the highest down. At a level it
+// recomputes only a region: the flows bottlenecked at a dirty link (and the
+// flows added or changed) and, transitively, those bottlenecked at a link a
+// recomputed flow crosses; every other flow keeps its rate as fixed load,
+// and a fixed flow the new rates would leave without a valid bottleneck is
+// pulled in (FillRegion). A link is marked dirty at the next level holding
+// flows on it only if the capacity left to it changed (empty levels are
+// skipped; their residual is computed when a flow arrives). A link whose
 // flows at a level are all one-hop and uncapped (a single bottleneck, the
-// M/G/1 case) is solved in O(1) without visiting its flows. `incremental = false` instead
-// recomputes every level over every link at every Solve(): the reference
-// the benchmark and the tests compare with.
+// M/G/1 case) is solved in O(1) without visiting its flows.
+// `incremental = false` instead recomputes every flow of every level at
+// every Solve(): the reference the benchmark and the tests compare with.
 //
 // Results are deterministic: ties between links go to the lower link id, a
 // cap equal to a link's share loses to the link.
@@ -35,6 +38,8 @@
 #include <cstdint>
 #include <limits>
 #include <vector>
+
+#include "dcgym/flow/keyed_heap.hpp"
 
 namespace dcgym::flow {
 
@@ -130,8 +135,10 @@ class RateSolver {
   void MarkDirty(uint32_t level, uint32_t link);
   void SolveLevel(uint32_t level);
   void SolveFast(uint32_t level, uint32_t link);
-  void CollectComponent(uint32_t level, uint32_t start);
-  void FillComponent(uint32_t level);
+  void AddRegionLink(uint32_t level, uint32_t link);
+  void AddRegionFlow(uint32_t level, uint32_t f);
+  void ExpandRegion(uint32_t level);
+  void FillRegion(uint32_t level);
   void SetResidualBelow(uint32_t level, uint32_t link, double used);
   // What the nearest level above `level` holding flows on `link` leaves (the
   // capacity if none): the residual of an empty cell, which is not kept.
@@ -161,18 +168,18 @@ class RateSolver {
   std::vector<uint32_t> link_changed_stamp_;
   uint32_t changed_stamp_ = 1;
 
-  // Scratch of one component.
+  // Scratch of one level's region: the flows recomputed and the links they cross.
   uint32_t visit_stamp_ = 0, frozen_stamp_ = 0;
-  std::vector<uint32_t> link_visit_;  // per link
-  std::vector<uint32_t> comp_links_, comp_flows_;
+  std::vector<uint32_t> link_visit_;  // per link: in the region
+  std::vector<uint32_t> region_links_, region_flows_, pending_;
   std::vector<double> remaining_, share_new_, used_new_;  // per link
   std::vector<uint32_t> unfrozen_;                        // per link
-  std::vector<uint8_t> is_bottleneck_, done_;             // per link
+  std::vector<uint8_t> is_bottleneck_;                   // per link
   struct HeapEntry {
     double key;
     uint32_t id;
   };
-  std::vector<HeapEntry> heap_;
+  KeyedHeap links_;  // component links by fair share
   std::vector<HeapEntry> caps_;
 
   uint64_t flow_visits_ = 0, fast_cells_ = 0;
