@@ -312,9 +312,11 @@ py::dict Results(const fl::FlowSim& s) {
   static const char* kBuckets[] = {"all", "small", "medium", "large"};
   py::dict fct, fluid, slowdown;
   for (uint32_t b = 0; b < fl::kNumBuckets; ++b) {
-    fct[kBuckets[b]] = FctSummary(h.fct_us[b], rtt);
-    fluid[kBuckets[b]] = FctSummary(h.fct_us[b], 0.0);
-    slowdown[kBuckets[b]] = Summary(h.slowdown[b]);
+    const auto bucket = static_cast<fl::Bucket>(b);
+    const kernel::LogHistogram f = h.Fct(bucket);
+    fct[kBuckets[b]] = FctSummary(f, rtt);
+    fluid[kBuckets[b]] = FctSummary(f, 0.0);
+    slowdown[kBuckets[b]] = Summary(h.Slowdown(bucket));
   }
   py::dict r;
   r["flows_arrived"] = c.arrived;

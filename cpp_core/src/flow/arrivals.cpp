@@ -42,6 +42,7 @@ Arrivals::Arrivals(const FlowConfig& config, const Topology& topology)
       for (uint32_t j = 0; j < n; ++j) matrix_cumulative_[size_t{i} * n + j] = total += config.traffic_matrix[i][j];
     }
   }
+  next_change_time_ = changes_.empty() ? kInfinity : changes_[0].time_s;
   ComputeRates();
   if (!trace_.empty()) {
     next_time_ = trace_[0].time_s;
@@ -61,10 +62,6 @@ void Arrivals::ComputeRates() {
   }
 }
 
-double Arrivals::NextChangeTime() const {
-  return next_change_ < changes_.size() ? changes_[next_change_].time_s : kInfinity;
-}
-
 void Arrivals::ApplyChanges() {
   const double now = NextChangeTime();
   while (next_change_ < changes_.size() && changes_[next_change_].time_s == now) {
@@ -80,6 +77,7 @@ void Arrivals::ApplyChanges() {
     }
     ++next_change_;
   }
+  next_change_time_ = next_change_ < changes_.size() ? changes_[next_change_].time_s : kInfinity;
   ComputeRates();
   next_time_ = total_rate_ > 0 ? now + time_rng_.Exp1() / total_rate_ : kInfinity;
 }

@@ -7,7 +7,10 @@ namespace dcgym::flow {
 // ------------------------------------------------------------------ groups
 
 void GroupClocks::Grow(uint32_t groups, uint32_t flows) {
-  if (groups > groups_.size()) groups_.resize(groups);
+  if (groups > groups_.size()) {
+    groups_.resize(groups);
+    stale_.resize(groups, 0);
+  }
   if (flows > group_.size()) {
     group_.resize(flows, kNoGroup);
     slot_.resize(flows, 0);
@@ -47,15 +50,19 @@ void GroupClocks::SiftDown(Group& g, size_t slot) {
   slot_[f] = static_cast<uint32_t>(slot);
 }
 
-void GroupClocks::Reschedule(uint32_t gid, double now) {
-  const Group& g = groups_[gid];
-  if (g.members.empty() || !(g.rate > 0)) {
-    timers_.Set(gid, std::numeric_limits<double>::infinity());
-    return;
+void GroupClocks::Flush(double now) {
+  for (const uint32_t gid : touched_) {
+    stale_[gid] = 0;
+    const Group& g = groups_[gid];
+    if (g.members.empty() || !(g.rate > 0)) {
+      timers_.Set(gid, std::numeric_limits<double>::infinity());
+      continue;
+    }
+    double t = g.t0 + (key_[g.members[0]] - g.v0) / g.rate;
+    if (t < now) t = now;  // rounding: a mark is never in the past
+    timers_.Set(gid, t);
   }
-  double t = g.t0 + (key_[g.members[0]] - g.v0) / g.rate;
-  if (t < now) t = now;  // rounding: a mark is never in the past
-  timers_.Set(gid, t);
+  touched_.clear();
 }
 
 void GroupClocks::Join(uint32_t gid, uint32_t f, double sent, double mark, double now) {
@@ -70,7 +77,7 @@ void GroupClocks::Join(uint32_t gid, uint32_t f, double sent, double mark, doubl
   g.members.push_back(f);
   SiftUp(g, g.members.size() - 1);
   total_rate_ += g.rate;
-  if (g.members[0] == f) Reschedule(gid, now);
+  if (g.members[0] == f) Reschedule(gid);
 }
 
 double GroupClocks::Leave(uint32_t f, double now) {
@@ -92,7 +99,7 @@ double GroupClocks::Leave(uint32_t f, double now) {
     g.v0 = 0;
     g.t0 = now;
   }
-  if (slot == 0 || g.members.empty()) Reschedule(gid, now);
+  if (slot == 0 || g.members.empty()) Reschedule(gid);
   return sent;
 }
 
@@ -101,7 +108,7 @@ void GroupClocks::SetRate(uint32_t gid, double rate, double now) {
   Settle(g, now);
   total_rate_ += (rate - g.rate) * static_cast<double>(g.members.size());
   g.rate = rate;
-  Reschedule(gid, now);
+  Reschedule(gid);
 }
 
 void GroupClocks::SetMark(uint32_t f, double mark, double now) {
@@ -111,7 +118,7 @@ void GroupClocks::SetMark(uint32_t f, double mark, double now) {
   key_[f] = off_[f] + mark;
   if (key_[f] < old) SiftUp(g, slot_[f]);
   else SiftDown(g, slot_[f]);
-  Reschedule(gid, now);
+  Reschedule(gid);
 }
 
 }  // namespace dcgym::flow

@@ -27,6 +27,8 @@ FlowSim::FlowSim(const FlowConfig& config)
   if (long_default_)
     long_bytes_ = discipline_ == Discipline::kMlfq && !thresholds_.empty() ? thresholds_.back() : kDefaultLongFlowBytes;
   if (discipline_ == Discipline::kLas) las_ = std::make_unique<LasLink>(topology_.Capacity()[0]);
+  single_ = LevelBased() && config.incremental && topology_.Kind() == TopologyKind::kSingleLink;
+  for (const TraceFlow& t : config.trace) single_ &= t.cap_gbps == kNoCap;
   clocks_.Grow(num_link_groups_, 0);
   const size_t links = topology_.NumLinks();
   link_rate_.assign(links, 0.0);
@@ -110,6 +112,7 @@ void FlowSim::RunFlows(uint64_t n) {
 }
 
 bool FlowSim::Step(double limit) {
+  clocks_.Flush(now_);
   const double ts = las_ ? las_->NextTime() : clocks_.NextTime();
   const double ta = arrivals_.NextTime(), tc = arrivals_.NextChangeTime();
   if (ts <= ta && ts <= tc) {
@@ -182,7 +185,7 @@ void FlowSim::Arrive() {
                        : discipline_ == Discipline::kQsjf ? LevelOfSize(fl.size) : 0;
   fl.hold = 0;
   fl.mark = NextMark(fl, 0.0);
-  solver_.Add(f, fl.route, fl.level, fl.cap);
+  PlaceFlow(f);
   Resolve();
 }
 
@@ -204,15 +207,17 @@ void FlowSim::Service() {
   if (!fl.is_long && sent >= long_bytes_) MakeLong(f);
   const uint32_t level =
       discipline_ == Discipline::kMlfq && !fl.pinned ? std::min(LevelOfSent(sent), config_.levels - 1) : fl.level;
-  const bool demoted = level != fl.level;
-  fl.level = level;
-  fl.mark = NextMark(fl, sent);
-  if (!demoted) {
+  if (level == fl.level) {
+    fl.mark = NextMark(fl, sent);
     clocks_.Join(group, f, sent, fl.mark, now_);
     return;
   }
+  const uint32_t old = fl.level;  // the next mark is the new level's
+  fl.level = level;
+  fl.mark = NextMark(fl, sent);
+  fl.level = old;
   fl.hold = sent;
-  solver_.SetLevel(f, level);
+  MoveLevel(f, level);
   Resolve();
 }
 
@@ -250,14 +255,73 @@ void FlowSim::Complete(uint32_t f) {
   } else if (discipline_ == Discipline::kSrpt) {
     ReallocateSrpt();
   } else {
-    solver_.Remove(f);
+    RemoveFlow(f);
     Resolve();
   }
 }
 
 // ------------------------------------------------------------------ rates
 
+void FlowSim::PlaceFlow(uint32_t f) {
+  const Flow& fl = flows_[f];
+  if (!single_) {
+    solver_.Add(f, fl.route, fl.level, fl.cap);
+    return;
+  }
+  if (level_count_[fl.level]++ == 0) levels_held_ |= 1u << fl.level;
+  rejoin_.push_back(f);
+}
+
+void FlowSim::MoveLevel(uint32_t f, uint32_t level) {
+  Flow& fl = flows_[f];
+  if (!single_) {
+    fl.level = level;
+    solver_.SetLevel(f, level);
+    return;
+  }
+  if (--level_count_[fl.level] == 0) levels_held_ &= ~(1u << fl.level);
+  if (level_count_[level]++ == 0) levels_held_ |= 1u << level;
+  fl.level = level;
+  rejoin_.push_back(f);
+}
+
+void FlowSim::RemoveFlow(uint32_t f) {
+  if (!single_) {
+    solver_.Remove(f);
+    return;
+  }
+  const uint32_t level = flows_[f].level;
+  if (--level_count_[level] == 0) levels_held_ &= ~(1u << level);
+}
+
+void FlowSim::UseSolver() {
+  if (!single_) return;
+  single_ = false;
+  // Every flow enters the solver; the next Resolve moves each to the group the solver gives it.
+  for (const uint32_t f : active_) {
+    Flow& fl = flows_[f];
+    if (clocks_.GroupOf(f) != GroupClocks::kNoGroup) fl.hold = clocks_.Leave(f, now_);
+    solver_.Add(f, fl.route, fl.level, fl.cap);
+  }
+  rejoin_.clear();
+}
+
 void FlowSim::Resolve() {
+  if (single_) {
+    // The highest level holding flows shares the link equally; the others wait.
+    const uint32_t served = levels_held_ ? static_cast<uint32_t>(__builtin_ctz(levels_held_)) : kMaxLevels;
+    const double capacity = topology_.Capacity()[0];
+    if (served != served_ && served_ < kMaxLevels) clocks_.SetRate(served_, 0.0, now_);
+    if (served < kMaxLevels) {
+      const double share = capacity / level_count_[served];
+      if (share != clocks_.Rate(served)) clocks_.SetRate(served, share, now_);
+    }
+    if ((served < kMaxLevels) != (served_ < kMaxLevels)) SettleLink(0, served < kMaxLevels ? capacity : 0.0);
+    served_ = served;
+    for (const uint32_t f : rejoin_) clocks_.Join(flows_[f].level, f, flows_[f].hold, flows_[f].mark, now_);
+    rejoin_.clear();
+    return;
+  }
   solver_.Solve();
   const uint32_t links = topology_.NumLinks();
   for (const uint32_t cell : solver_.Reshared()) clocks_.SetRate(cell, solver_.Share(cell / links, cell % links), now_);

@@ -64,9 +64,11 @@ void FlowSim::SetThresholds(const std::vector<double>& bytes) {
     if (!fl.pinned) level = discipline_ == Discipline::kMlfq ? LevelOfSent(sent) : LevelOfSize(fl.size);
     if (level != fl.level) {
       fl.hold = clocks_.Leave(f, now_);
+      const uint32_t old = fl.level;
       fl.level = level;
       fl.mark = NextMark(fl, fl.hold);
-      solver_.SetLevel(f, level);
+      fl.level = old;
+      MoveLevel(f, level);
     } else {
       const double mark = NextMark(fl, sent);
       if (mark != fl.mark) {
@@ -99,6 +101,8 @@ void FlowSim::SetFlowActions(const std::vector<FlowAction>& actions) {
     if (a.path < -1 || a.path >= static_cast<int32_t>(paths))
       Fail(field + ".path", "must be in [0, " + Str(paths - 1) + "] or -1 (keep), got " + Str(a.path));
   }
+  for (const FlowAction& a : actions)
+    if (a.cap_gbps >= 0) UseSolver();  // caps need the general allocation
   for (const FlowAction& a : actions) {
     const uint32_t f = static_cast<uint32_t>(a.flow & 0xffffffffu);
     Flow& fl = flows_[f];
@@ -126,10 +130,7 @@ void FlowSim::SetFlowActions(const std::vector<FlowAction>& actions) {
       fl.cap = cap;
       solver_.SetCap(f, cap);
     }
-    if (level != fl.level) {
-      fl.level = level;
-      solver_.SetLevel(f, level);
-    }
+    if (level != fl.level) MoveLevel(f, level);
     fl.mark = NextMark(fl, fl.hold);
   }
   Resolve();

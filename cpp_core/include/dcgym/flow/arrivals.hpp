@@ -40,7 +40,7 @@ class Arrivals {
   Arrivals(const FlowConfig& config, const Topology& topology);
 
   double NextTime() const { return next_time_; }
-  double NextChangeTime() const;
+  double NextChangeTime() const { return next_change_time_; }
   // The pending arrival; the one after it is drawn.
   Arrival Pop();
   // Applies every change due at NextChangeTime() and redraws the next
@@ -72,6 +72,7 @@ class Arrivals {
   std::vector<double> matrix_cumulative_;  // hosts x hosts, row-wise cumulative weights
   std::vector<ChangeConfig> changes_;
   size_t next_change_ = 0;
+  double next_change_time_;
   std::vector<TraceFlow> trace_;
   size_t next_trace_ = 0;
   double total_rate_ = 0, next_time_ = 0;

@@ -49,6 +49,10 @@ class GroupClocks {
   double RateOf(uint32_t f) const { return groups_[group_[f]].rate; }
   uint32_t Count(uint32_t g) const { return static_cast<uint32_t>(groups_[g].members.size()); }
 
+  // Brings the group timers up to date. Join, Leave, SetRate and SetMark
+  // only note the groups they touch (a group is often touched several times
+  // in one event); call Flush before NextTime / NextFlow.
+  void Flush(double now);
   // The first flow to reach its mark, and when.
   double NextTime() const { return timers_.TopKey(); }
   uint32_t NextFlow() const { return groups_[timers_.Top()].members[0]; }
@@ -67,11 +71,18 @@ class GroupClocks {
     g.v0 += g.rate * (now - g.t0);
     g.t0 = now;
   }
-  void Reschedule(uint32_t g, double now);
+  void Reschedule(uint32_t g) {
+    if (!stale_[g]) {
+      stale_[g] = 1;
+      touched_.push_back(g);
+    }
+  }
   void SiftUp(Group& g, size_t slot);
   void SiftDown(Group& g, size_t slot);
 
   std::vector<Group> groups_;
+  std::vector<uint8_t> stale_;     // per group: timer to recompute at Flush
+  std::vector<uint32_t> touched_;  // groups with stale timers
   std::vector<uint32_t> group_, slot_;  // per flow: group and index in its heap
   std::vector<double> off_, key_;       // per flow
   KeyedHeap timers_;

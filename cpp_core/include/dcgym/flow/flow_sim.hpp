@@ -163,7 +163,17 @@ class FlowSim {
   void Arrive();
   void Service();
   void Complete(uint32_t f);
-  void Resolve();  // solver.Solve() and its changes applied to the clocks
+  // Rate allocation for the level-based disciplines. On single_link with no
+  // rate cap (the M/G/1 setting) the allocation is plain: the highest level
+  // holding flows shares the link equally and the others get nothing, so
+  // the model keeps counts per level instead of calling the solver (2x
+  // fewer instructions per flow). The first cap switches to the solver for
+  // good; `solver: full` always uses it.
+  void PlaceFlow(uint32_t f);                    // a new flow, out of any group
+  void MoveLevel(uint32_t f, uint32_t level);    // a flow out of its group
+  void RemoveFlow(uint32_t f);                   // a completed flow
+  void UseSolver();
+  void Resolve();  // new rates to the clocks; flows out of any group rejoin
   void ReallocateSrpt();
   void MakeLong(uint32_t f);
   void DropLong(uint32_t f);
@@ -178,6 +188,11 @@ class FlowSim {
   RateSolver solver_;
   GroupClocks clocks_;
   std::unique_ptr<LasLink> las_;
+  bool single_ = false;                  // single-bottleneck allocation (see PlaceFlow)
+  uint32_t level_count_[kMaxLevels] = {};  // single_: flows per level
+  uint32_t levels_held_ = 0;             // single_: bit l set if level l has flows
+  uint32_t served_ = kMaxLevels;         // single_: the level holding the link's capacity
+  std::vector<uint32_t> rejoin_;         // single_: flows to put in their level's group
   uint32_t num_link_groups_;
   std::vector<double> thresholds_;
   double long_bytes_;

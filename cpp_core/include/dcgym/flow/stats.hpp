@@ -25,16 +25,26 @@ inline Bucket BucketOf(double size) {
   return size <= kSmallMaxBytes ? kSmall : size <= kMediumMaxBytes ? kMedium : kLarge;
 }
 
+// One histogram per size bucket; the overall one is their merge, made when
+// asked for (a completion records two values, not four).
 struct FctHistograms {
-  kernel::LogHistogram fct_us[kNumBuckets];    // fluid FCT (base RTT not included)
-  kernel::LogHistogram slowdown[kNumBuckets];  // (fluid FCT + base RTT) / (size / path capacity + base RTT)
+  kernel::LogHistogram fct_us[kNumBuckets - 1];    // fluid FCT (base RTT not included), per bucket
+  kernel::LogHistogram slowdown[kNumBuckets - 1];  // (fluid FCT + base RTT) / (size / path capacity + base RTT)
 
   void Record(double size, double fct_s, double slowdown_value) {
-    const Bucket b = BucketOf(size);
-    fct_us[kAllFlows].Record(fct_s * 1e6);
+    const uint32_t b = BucketOf(size) - 1;
     fct_us[b].Record(fct_s * 1e6);
-    slowdown[kAllFlows].Record(slowdown_value);
     slowdown[b].Record(slowdown_value);
+  }
+  kernel::LogHistogram Fct(Bucket b) const { return Get(fct_us, b); }
+  kernel::LogHistogram Slowdown(Bucket b) const { return Get(slowdown, b); }
+
+ private:
+  static kernel::LogHistogram Get(const kernel::LogHistogram* per_bucket, Bucket b) {
+    if (b != kAllFlows) return per_bucket[b - 1];
+    kernel::LogHistogram all;
+    for (uint32_t k = 0; k + 1 < kNumBuckets; ++k) all.Merge(per_bucket[k]);
+    return all;
   }
 };
 
