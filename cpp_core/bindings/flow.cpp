@@ -355,6 +355,7 @@ py::dict IntervalDict(const fl::FlowSim& s) {
   d["mean_fct_s"] = mean(i.fct_sum_s, i.finished);
   d["mean_short_fct_s"] = mean(i.short_fct_sum_s, i.short_finished);
   d["mean_long_fct_s"] = mean(i.long_fct_sum_s, i.long_finished);
+  d["mean_throughput_gbps"] = mean(i.throughput_sum_bps * 8 / 1e9, i.finished);
   d["mean_long_throughput_gbps"] = mean(i.long_throughput_sum_bps * 8 / 1e9, i.long_finished);
   d["bytes_finished"] = i.bytes_finished;
   return d;

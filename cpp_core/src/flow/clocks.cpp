@@ -111,7 +111,7 @@ void GroupClocks::SetRate(uint32_t gid, double rate, double now) {
   Reschedule(gid);
 }
 
-void GroupClocks::SetMark(uint32_t f, double mark, double now) {
+void GroupClocks::SetMark(uint32_t f, double mark, double /*now: timers update at Flush*/) {
   const uint32_t gid = group_[f];
   Group& g = groups_[gid];
   const double old = key_[f];

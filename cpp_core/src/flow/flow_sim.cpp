@@ -234,6 +234,7 @@ void FlowSim::Complete(uint32_t f) {
   }
   ++interval_.finished;
   interval_.fct_sum_s += reported;
+  interval_.throughput_sum_bps += fl.size / reported;
   interval_.bytes_finished += fl.size;
   const FinishedFlow done{static_cast<double>(fl.src), static_cast<double>(fl.dst), static_cast<double>(fl.path),
                           static_cast<double>(fl.level), fl.size, reported, now_};

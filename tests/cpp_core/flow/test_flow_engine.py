@@ -322,6 +322,8 @@ def test_interval_aggregates_give_the_rewards() -> None:
     new = slice(done, None)
     assert iv["finished"] == len(r["index"][new])
     assert iv["mean_fct_s"] == pytest.approx(r["fct_s"][new].mean(), rel=1e-9)
+    tput = r["size_bytes"][new] * 8 / 1e9 / r["fct_s"][new]  # base RTT 0: reported FCT = fluid FCT
+    assert iv["mean_throughput_gbps"] == pytest.approx(tput.mean(), rel=1e-9)
     assert iv["duration_s"] == pytest.approx(0.05)
     assert iv["short_finished"] + iv["long_finished"] == iv["finished"]
 

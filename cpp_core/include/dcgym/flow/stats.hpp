@@ -72,7 +72,8 @@ struct IntervalStats {
   uint64_t arrived = 0;
   uint64_t finished = 0, short_finished = 0, long_finished = 0;
   double fct_sum_s = 0, short_fct_sum_s = 0, long_fct_sum_s = 0;  // FCTs include the base RTT
-  double long_throughput_sum_bps = 0;                             // sum of size / FCT, bytes per second
+  double throughput_sum_bps = 0;       // sum of size / FCT over the finished flows, bytes per second
+  double long_throughput_sum_bps = 0;  // the same over finished long flows
   double bytes_finished = 0;
 };
 
