@@ -453,8 +453,9 @@ void BindFlow(py::module_& m) {
       .def(
           "run_until",
           [](PyFlowSim& s, double t) {
-            if (!(t >= s.sim.Now()))
-              throw std::invalid_argument("time_s: must be >= the current time " + std::to_string(s.sim.Now()));
+            if (!(t >= s.sim.Now()) || !std::isfinite(t))
+              throw std::invalid_argument("time_s: must be finite and >= the current time " +
+                                          std::to_string(s.sim.Now()) + ", got " + std::to_string(t));
             py::gil_scoped_release release;
             s.sim.RunUntil(t);
           },

@@ -429,8 +429,12 @@ def test_bad_actions_are_refused_and_change_nothing() -> None:
     with pytest.raises(ValueError, match=r"thresholds\[0\]: must be a positive finite number of bytes"):
         sim.set_thresholds([-1.0, 1e5, 1e5, 1e6, 1e6, 1e6, 1e7])
     assert canonical(sim.active_flows_table()) == before
-    with pytest.raises(ValueError, match="run_until|time_s: must be >= the current time"):
+    with pytest.raises(ValueError, match="time_s: must be finite and >= the current time"):
         sim.run_until(0.1)
+    with pytest.raises(ValueError, match="time_s: must be finite"):
+        sim.run_until(math.inf)
+    with pytest.raises(ValueError, match="seconds: must be a positive finite number"):
+        sim.step_interval(0.0)
     srpt = FlowSim({**auto_testbed(), "scheduling": {"discipline": "srpt"}})
     srpt.run_for(0.5)
     with pytest.raises(ValueError, match="discipline 'srpt' takes no per-flow actions"):
