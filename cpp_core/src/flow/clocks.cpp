@@ -50,6 +50,14 @@ void GroupClocks::SiftDown(Group& g, size_t slot) {
   slot_[f] = static_cast<uint32_t>(slot);
 }
 
+void GroupClocks::UseTimers(bool on) {
+  if (on && !timers_on_) {
+    timers_on_ = true;
+    for (uint32_t g = 0; g < groups_.size(); ++g) Reschedule(g);
+  }
+  timers_on_ = on;
+}
+
 void GroupClocks::Flush(double now) {
   for (const uint32_t gid : touched_) {
     stale_[gid] = 0;

@@ -29,6 +29,7 @@ FlowSim::FlowSim(const FlowConfig& config)
   if (discipline_ == Discipline::kLas) las_ = std::make_unique<LasLink>(topology_.Capacity()[0]);
   single_ = LevelBased() && config.incremental && topology_.Kind() == TopologyKind::kSingleLink;
   for (const TraceFlow& t : config.trace) single_ &= t.cap_gbps == kNoCap;
+  clocks_.UseTimers(!single_);  // one group moves at a time: Step asks it directly
   clocks_.Grow(num_link_groups_, 0);
   const size_t links = topology_.NumLinks();
   link_rate_.assign(links, 0.0);
@@ -112,8 +113,15 @@ void FlowSim::RunFlows(uint64_t n) {
 }
 
 bool FlowSim::Step(double limit) {
-  clocks_.Flush(now_);
-  const double ts = las_ ? las_->NextTime() : clocks_.NextTime();
+  double ts;
+  if (las_) {
+    ts = las_->NextTime();
+  } else if (single_) {
+    ts = served_ < kMaxLevels ? clocks_.GroupNextTime(served_, now_) : kInfinity;
+  } else {
+    clocks_.Flush(now_);
+    ts = clocks_.NextTime();
+  }
   const double ta = arrivals_.NextTime(), tc = arrivals_.NextChangeTime();
   if (ts <= ta && ts <= tc) {
     if (!(ts <= limit)) return false;
@@ -195,7 +203,7 @@ void FlowSim::Service() {
     if (f != LasLink::kNone) Complete(f);
     return;
   }
-  const uint32_t f = clocks_.NextFlow();
+  const uint32_t f = single_ ? clocks_.GroupFirst(served_) : clocks_.NextFlow();
   Flow& fl = flows_[f];
   const uint32_t group = clocks_.GroupOf(f);
   const double sent = fl.mark;  // the flow is exactly at its mark (rounding aside)
@@ -298,6 +306,7 @@ void FlowSim::RemoveFlow(uint32_t f) {
 void FlowSim::UseSolver() {
   if (!single_) return;
   single_ = false;
+  clocks_.UseTimers(true);
   // Every flow enters the solver; the next Resolve moves each to the group the solver gives it.
   for (const uint32_t f : active_) {
     Flow& fl = flows_[f];

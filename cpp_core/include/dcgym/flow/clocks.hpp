@@ -53,6 +53,18 @@ class GroupClocks {
   // only note the groups they touch (a group is often touched several times
   // in one event); call Flush before NextTime / NextFlow.
   void Flush(double now);
+  // Without timers (a caller that knows which group moves, as the model's
+  // single-bottleneck allocation does) Join, Leave and SetRate skip the
+  // timer bookkeeping; turning them on recomputes every group's timer.
+  void UseTimers(bool on);
+  // When group g's first member reaches its mark (+infinity if never), and who.
+  double GroupNextTime(uint32_t g, double now) const {
+    const Group& gr = groups_[g];
+    if (gr.members.empty() || !(gr.rate > 0)) return std::numeric_limits<double>::infinity();
+    const double t = gr.t0 + (key_[gr.members[0]] - gr.v0) / gr.rate;
+    return t < now ? now : t;
+  }
+  uint32_t GroupFirst(uint32_t g) const { return groups_[g].members[0]; }
   // The first flow to reach its mark, and when.
   double NextTime() const { return timers_.TopKey(); }
   uint32_t NextFlow() const { return groups_[timers_.Top()].members[0]; }
@@ -72,7 +84,7 @@ class GroupClocks {
     g.t0 = now;
   }
   void Reschedule(uint32_t g) {
-    if (!stale_[g]) {
+    if (timers_on_ && !stale_[g]) {
       stale_[g] = 1;
       touched_.push_back(g);
     }
@@ -86,6 +98,7 @@ class GroupClocks {
   std::vector<uint32_t> group_, slot_;  // per flow: group and index in its heap
   std::vector<double> off_, key_;       // per flow
   KeyedHeap timers_;
+  bool timers_on_ = true;
   double total_rate_ = 0;
 };
 
