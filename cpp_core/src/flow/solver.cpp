@@ -249,7 +249,7 @@ void RateSolver::SolveLevel(uint32_t level) {
         region_flows_.clear();
         pending_.clear();
       }
-      AddRegionLink(level, link);
+      AddRegionLink(link);
     }
   }
   list.clear();
@@ -325,8 +325,7 @@ double RateSolver::ResidualFromAbove(uint32_t level, uint32_t link) const {
 // over a link's capacity), then fills again. A link whose residual is zero
 // and did not change keeps its flows at rate zero: they are not pulled in.
 
-void RateSolver::AddRegionLink(uint32_t level, uint32_t link) {
-  (void)level;
+void RateSolver::AddRegionLink(uint32_t link) {
   if (link_visit_[link] == visit_stamp_) return;
   link_visit_[link] = visit_stamp_;
   region_links_.push_back(link);
@@ -338,7 +337,7 @@ void RateSolver::AddRegionFlow(uint32_t level, uint32_t f) {
   if (s.visit == visit_stamp_) return;
   s.visit = visit_stamp_;
   region_flows_.push_back(f);
-  for (uint32_t h = 0; h < s.path.hops; ++h) AddRegionLink(level, s.path.link[h]);
+  for (uint32_t h = 0; h < s.path.hops; ++h) AddRegionLink(s.path.link[h]);
 }
 
 void RateSolver::ExpandRegion(uint32_t level) {
@@ -435,7 +434,7 @@ void RateSolver::FillRegion(uint32_t level) {
         if (!(r - share > 1e-12 * r)) continue;
         const uint32_t b = flows_[f].bottleneck;
         AddRegionFlow(level, f);
-        if (b != kCapLimited) AddRegionLink(level, b);  // its old bottleneck gets the capacity it frees
+        if (b != kCapLimited) AddRegionLink(b);  // its old bottleneck gets the capacity it frees
         pulled = true;
       }
     }
