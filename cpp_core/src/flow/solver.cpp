@@ -256,7 +256,7 @@ void RateSolver::SolveLevel(uint32_t level) {
   if (!region) return;
   if (!incremental_) {  // the reference: every flow of the level, from scratch
     for (uint32_t l = 0; l < num_links_; ++l)
-      for (const uint32_t f : adjacency_[Cell(level, l)]) AddRegionFlow(level, f);
+      for (const uint32_t f : adjacency_[Cell(level, l)]) AddRegionFlow(f);
   }
   ExpandRegion(level);
   FillRegion(level);
@@ -332,7 +332,7 @@ void RateSolver::AddRegionLink(uint32_t link) {
   pending_.push_back(link);
 }
 
-void RateSolver::AddRegionFlow(uint32_t level, uint32_t f) {
+void RateSolver::AddRegionFlow(uint32_t f) {
   FlowState& s = flows_[f];
   if (s.visit == visit_stamp_) return;
   s.visit = visit_stamp_;
@@ -349,7 +349,7 @@ void RateSolver::ExpandRegion(uint32_t level) {
     for (size_t i = 0; i < adjacency_[cell].size(); ++i) {  // AddRegionFlow may not touch this list
       const uint32_t f = adjacency_[cell][i];
       const uint32_t b = flows_[f].bottleneck;
-      if (b == l || b == kUnsolved) AddRegionFlow(level, f);
+      if (b == l || b == kUnsolved) AddRegionFlow(f);
     }
   }
 }
@@ -433,7 +433,7 @@ void RateSolver::FillRegion(uint32_t level) {
         const double r = Rate(f);
         if (!(r - share > 1e-12 * r)) continue;
         const uint32_t b = flows_[f].bottleneck;
-        AddRegionFlow(level, f);
+        AddRegionFlow(f);
         if (b != kCapLimited) AddRegionLink(b);  // its old bottleneck gets the capacity it frees
         pulled = true;
       }

@@ -136,7 +136,7 @@ class RateSolver {
   void SolveLevel(uint32_t level);
   void SolveFast(uint32_t level, uint32_t link);
   void AddRegionLink(uint32_t link);
-  void AddRegionFlow(uint32_t level, uint32_t f);
+  void AddRegionFlow(uint32_t f);
   void ExpandRegion(uint32_t level);
   void FillRegion(uint32_t level);
   void SetResidualBelow(uint32_t level, uint32_t link, double used);
