@@ -1,4 +1,4 @@
-"""Run helpers and the statistical check of the flow engine's theory tests.
+"""Runs and the statistical check of the flow engine's theory tests.
 
 The statistics are those of the rack engine's tests: a check runs one config
 under R = 16 independent seeds, takes the mean of the per-run estimates and
