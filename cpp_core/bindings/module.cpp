@@ -10,6 +10,7 @@ void BindLb(py::module_& m);
 void BindRuntime(py::module_& m);
 void BindController(py::module_& m);
 void BindColo(py::module_& m);
+void BindFlow(py::module_& m);
 
 PYBIND11_MODULE(_engine, m) {
   m.doc() = "dcgym's C++ discrete-event engine (private; use dcgym.cpp_core).";
@@ -19,4 +20,5 @@ PYBIND11_MODULE(_engine, m) {
   BindRuntime(m);
   BindController(m);
   BindColo(m);
+  BindFlow(m);
 }

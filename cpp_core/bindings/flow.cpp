@@ -1,0 +1,645 @@
+// Binding of the flow model (flow/flow_sim.hpp): parses the config dict into
+// a FlowConfig, binds FlowSim with preallocated observation buffers that
+// Python reads as numpy views, and the batch stepper. No model logic here.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "convert.hpp"
+#include "dcgym/flow/flow_sim.hpp"
+
+namespace py = pybind11;
+
+namespace dcgym::bindings {
+namespace {
+
+namespace fl = dcgym::flow;
+
+// Unknown keys are refused with the allowed ones listed (a misspelt key
+// would otherwise silently fall back to its default).
+void OnlyKeys(const py::dict& d, const std::string& field, std::initializer_list<const char*> allowed) {
+  for (auto item : d) {
+    const std::string key = py::str(item.first);
+    bool ok = false;
+    std::string list;
+    for (const char* a : allowed) {
+      ok |= key == a;
+      list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    if (!ok) throw std::invalid_argument(field + ": unknown key '" + key + "'; allowed: " + list);
+  }
+}
+
+std::string Join(const std::string& field, const char* key) { return field.empty() ? key : field + "." + key; }
+
+template <typename T>
+T Opt(const py::dict& d, const char* key, const std::string& field, T fallback) {
+  if (!d.contains(key) || d[key].is_none()) return fallback;
+  try {
+    return d[key].cast<T>();
+  } catch (const py::cast_error&) {
+    throw std::invalid_argument(Join(field, key) + ": wrong type, got " + std::string(py::str(py::repr(d[key]))));
+  }
+}
+
+py::dict Sub(const py::dict& d, const char* key, const std::string& field) {
+  if (!d.contains(key) || d[key].is_none()) return py::dict();
+  if (!py::isinstance<py::dict>(d[key])) throw std::invalid_argument(Join(field, key) + ": must be a mapping");
+  return d[key].cast<py::dict>();
+}
+
+py::list List(const py::dict& d, const char* key, const std::string& field) {
+  if (!d.contains(key) || d[key].is_none()) return py::list();
+  if (!py::isinstance<py::list>(d[key]) && !py::isinstance<py::tuple>(d[key]))
+    throw std::invalid_argument(Join(field, key) + ": must be a list");
+  return py::list(d[key]);
+}
+
+py::dict Item(py::handle item, const std::string& field) {
+  if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(field + ": must be a mapping");
+  return item.cast<py::dict>();
+}
+
+// "web_search", "data_mining" or {"cdf": [[bytes, probability], ...]}.
+fl::SizeConfig ParseSizes(py::handle v, const std::string& field) {
+  fl::SizeConfig s;
+  if (py::isinstance<py::str>(v)) {
+    s.name = v.cast<std::string>();
+    fl::NamedCdf(s.name, field);
+    return s;
+  }
+  if (!py::isinstance<py::dict>(v))
+    throw std::invalid_argument(field + ": must be a workload name (web_search, data_mining) or {cdf: [[bytes, p], ...]}");
+  const auto d = v.cast<py::dict>();
+  OnlyKeys(d, field, {"cdf"});
+  s.name = "cdf";
+  try {
+    s.cdf = Required(d, "cdf", field).cast<std::vector<std::pair<double, double>>>();
+  } catch (const py::cast_error&) {
+    throw std::invalid_argument(field + ".cdf: must be a list of [bytes, cumulative probability] pairs");
+  }
+  return s;
+}
+
+fl::TopologyConfig ParseTopology(const py::dict& d) {
+  const std::string f = "topology";
+  fl::TopologyConfig t;
+  const auto kind = Opt<std::string>(d, "kind", f, "big_switch");
+  t.kind = Choice<fl::TopologyKind>(kind, "topology.kind",
+                                    {{"single_link", fl::TopologyKind::kSingleLink},
+                                     {"big_switch", fl::TopologyKind::kBigSwitch},
+                                     {"planes", fl::TopologyKind::kPlanes},
+                                     {"leaf_spine", fl::TopologyKind::kLeafSpine}});
+  t.link_gbps = Opt<double>(d, "link_gbps", f, 1.0);
+  const auto count = [&](const char* key, int64_t fallback) {
+    const int64_t v = Opt<int64_t>(d, key, f, fallback);
+    if (v < 0 || v > (int64_t{1} << 31))
+      throw std::invalid_argument(Join(f, key) + ": must be a positive integer, got " + std::to_string(v));
+    return static_cast<uint32_t>(v);
+  };
+  switch (t.kind) {
+    case fl::TopologyKind::kSingleLink:
+      OnlyKeys(d, f, {"kind", "link_gbps", "senders"});
+      t.hosts = count("senders", 1);
+      break;
+    case fl::TopologyKind::kBigSwitch:
+      OnlyKeys(d, f, {"kind", "link_gbps", "hosts"});
+      t.hosts = count("hosts", 16);
+      break;
+    case fl::TopologyKind::kPlanes:
+      OnlyKeys(d, f, {"kind", "link_gbps", "hosts", "planes"});
+      t.hosts = count("hosts", 32);
+      t.planes = count("planes", 3);
+      break;
+    case fl::TopologyKind::kLeafSpine:
+      OnlyKeys(d, f, {"kind", "link_gbps", "racks", "hosts_per_rack", "spines", "oversubscription"});
+      t.racks = count("racks", 9);
+      t.hosts_per_rack = count("hosts_per_rack", 16);
+      t.spines = count("spines", 4);
+      t.oversubscription = Opt<double>(d, "oversubscription", f, 1.0);
+      break;
+  }
+  return t;
+}
+
+std::vector<double> ParseThresholds(const py::dict& d, const std::string& f) {
+  const bool bytes = d.contains("thresholds_bytes") && !d["thresholds_bytes"].is_none();
+  const bool packets = d.contains("thresholds_packets") && !d["thresholds_packets"].is_none();
+  if (bytes && packets) throw std::invalid_argument(f + ": give thresholds_bytes or thresholds_packets, not both");
+  if (!bytes && !packets) return {};
+  const char* key = bytes ? "thresholds_bytes" : "thresholds_packets";
+  std::vector<double> v;
+  try {
+    v = d[key].cast<std::vector<double>>();
+  } catch (const py::cast_error&) {
+    throw std::invalid_argument(Join(f, key) + ": must be a list of numbers");
+  }
+  if (packets)
+    for (double& x : v) x *= fl::kPacketBytes;
+  return v;
+}
+
+fl::FlowConfig ParseFlowConfig(const py::dict& d) {
+  OnlyKeys(d, "config", {"topology", "scheduling", "workload", "base_rtt_us", "seed", "warmup_flows", "long_flow_bytes",
+                         "observation", "solver", "record_flows"});
+  fl::FlowConfig c;
+  c.topology = ParseTopology(Sub(d, "topology", ""));
+
+  const auto s = Sub(d, "scheduling", "");
+  OnlyKeys(s, "scheduling", {"discipline", "levels", "thresholds_bytes", "thresholds_packets"});
+  c.discipline = Choice<fl::Discipline>(Opt<std::string>(s, "discipline", "scheduling", "pias"), "scheduling.discipline",
+                                        {{"fair", fl::Discipline::kFair},
+                                         {"qsjf", fl::Discipline::kQsjf},
+                                         {"qlas", fl::Discipline::kMlfq},
+                                         {"pias", fl::Discipline::kMlfq},
+                                         {"mlfq", fl::Discipline::kMlfq},
+                                         {"las", fl::Discipline::kLas},
+                                         {"srpt", fl::Discipline::kSrpt}});
+  const bool ordered = c.discipline == fl::Discipline::kLas || c.discipline == fl::Discipline::kSrpt;
+  const int64_t levels = Opt<int64_t>(s, "levels", "scheduling", ordered ? 1 : 8);
+  if (levels < 1 || levels > fl::kMaxLevels)
+    throw std::invalid_argument("scheduling.levels: must be in [1, 8], got " + std::to_string(levels));
+  c.levels = static_cast<uint32_t>(levels);
+  c.thresholds = ParseThresholds(s, "scheduling");
+
+  const auto w = Sub(d, "workload", "");
+  OnlyKeys(w, "workload", {"sizes", "load", "groups", "traffic_matrix", "dynamics", "trace"});
+  const py::list groups = List(w, "groups", "workload");
+  if (groups.size() > 0) {
+    if (w.contains("sizes") || w.contains("load"))
+      throw std::invalid_argument("workload: give sizes and load per group, or at the top without groups");
+    c.groups.clear();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const std::string f = "workload.groups[" + std::to_string(i) + "]";
+      const auto g = Item(groups[i], f);
+      OnlyKeys(g, f, {"hosts", "sizes", "load"});
+      fl::GroupConfig gc;
+      gc.hosts = static_cast<uint32_t>(std::max<int64_t>(0, Opt<int64_t>(g, "hosts", f, 0)));
+      if (Opt<int64_t>(g, "hosts", f, 0) < 0) throw std::invalid_argument(f + ".hosts: must be >= 1");
+      gc.sizes = ParseSizes(Required(g, "sizes", f), f + ".sizes");
+      gc.load = Get<double>(g, "load", f);
+      c.groups.push_back(gc);
+    }
+  } else {
+    c.groups[0].sizes = ParseSizes(w.contains("sizes") ? py::handle(w["sizes"]) : py::str("web_search"), "workload.sizes");
+    c.groups[0].load = Opt<double>(w, "load", "workload", 0.5);
+    c.implicit_group = true;
+  }
+  c.traffic_matrix = Opt<std::vector<std::vector<double>>>(w, "traffic_matrix", "workload", {});
+  const py::list dynamics = List(w, "dynamics", "workload");
+  for (size_t i = 0; i < dynamics.size(); ++i) {
+    const std::string f = "workload.dynamics[" + std::to_string(i) + "]";
+    const auto e = Item(dynamics[i], f);
+    OnlyKeys(e, f, {"time_s", "group", "load", "sizes"});
+    fl::ChangeConfig ch;
+    ch.time_s = Get<double>(e, "time_s", f);
+    ch.group = static_cast<int32_t>(Opt<int64_t>(e, "group", f, -1));
+    if (e.contains("group") && !e["group"].is_none() && ch.group < 0)
+      throw std::invalid_argument(f + ".group: must be a group index >= 0 (or none for every group)");
+    ch.load = Opt<double>(e, "load", f, -1.0);
+    if (e.contains("load") && !e["load"].is_none() && !(ch.load >= 0))
+      throw std::invalid_argument(f + ".load: must be >= 0, got " + std::to_string(ch.load));
+    if (e.contains("sizes") && !e["sizes"].is_none()) {
+      ch.change_sizes = true;
+      ch.sizes = ParseSizes(e["sizes"], f + ".sizes");
+    }
+    c.dynamics.push_back(ch);
+  }
+  const py::list trace = List(w, "trace", "workload");
+  for (size_t i = 0; i < trace.size(); ++i) {
+    const std::string f = "workload.trace[" + std::to_string(i) + "]";
+    const auto e = Item(trace[i], f);
+    OnlyKeys(e, f, {"time_s", "src", "dst", "size_bytes", "path", "priority", "cap_gbps"});
+    fl::TraceFlow t;
+    t.time_s = Get<double>(e, "time_s", f);
+    const int64_t src = Get<int64_t>(e, "src", f), dst = Opt<int64_t>(e, "dst", f, 0);
+    if (src < 0) throw std::invalid_argument(f + ".src: must be a host index >= 0, got " + std::to_string(src));
+    if (dst < 0) throw std::invalid_argument(f + ".dst: must be a host index >= 0, got " + std::to_string(dst));
+    t.src = static_cast<uint32_t>(src);
+    t.dst = static_cast<uint32_t>(dst);
+    t.size_bytes = Get<double>(e, "size_bytes", f);
+    t.path = static_cast<int32_t>(Opt<int64_t>(e, "path", f, -1));
+    t.priority = static_cast<int32_t>(Opt<int64_t>(e, "priority", f, -1));
+    t.cap_gbps = Opt<double>(e, "cap_gbps", f, fl::kNoCap);
+    c.trace.push_back(t);
+  }
+
+  c.base_rtt_us = Opt<double>(d, "base_rtt_us", "", 0.0);
+  const int64_t seed = Opt<int64_t>(d, "seed", "", 1);
+  if (seed < 0) throw std::invalid_argument("seed: must be >= 0, got " + std::to_string(seed));
+  c.seed = static_cast<uint64_t>(seed);
+  const int64_t warmup = Opt<int64_t>(d, "warmup_flows", "", 0);
+  if (warmup < 0) throw std::invalid_argument("warmup_flows: must be >= 0, got " + std::to_string(warmup));
+  c.warmup_flows = static_cast<uint64_t>(warmup);
+  c.long_flow_bytes = Opt<double>(d, "long_flow_bytes", "", 0.0);
+  const auto o = Sub(d, "observation", "");
+  OnlyKeys(o, "observation", {"short_finished", "long_active", "long_finished"});
+  const auto rows = [&](const char* key, int64_t fallback) {
+    const int64_t v = Opt<int64_t>(o, key, "observation", fallback);
+    if (v < 0 || v > 65536)
+      throw std::invalid_argument(std::string("observation.") + key + ": must be in [0, 65536], got " + std::to_string(v));
+    return static_cast<uint32_t>(v);
+  };
+  c.observation.short_finished = rows("short_finished", 100);
+  c.observation.long_active = rows("long_active", 11);
+  c.observation.long_finished = rows("long_finished", 10);
+  c.incremental = Choice<bool>(Opt<std::string>(d, "solver", "", "incremental"), "solver",
+                               {{"incremental", true}, {"full", false}});
+  c.record_flows = Opt<bool>(d, "record_flows", "", false);
+  c.Validate();
+  return c;
+}
+
+// A histogram of fluid FCTs in microseconds, in seconds with an offset added.
+py::dict FctSummary(const kernel::LogHistogram& h, double offset_s) {
+  py::dict s;
+  const auto v = [&](double us) { return std::isnan(us) ? us : us * 1e-6 + offset_s; };
+  s["count"] = h.Count();
+  s["mean"] = v(h.Mean());
+  s["min"] = v(h.Min());
+  s["p50"] = v(h.Quantile(0.5));
+  s["p90"] = v(h.Quantile(0.9));
+  s["p99"] = v(h.Quantile(0.99));
+  s["p999"] = v(h.Quantile(0.999));
+  s["max"] = v(h.Max());
+  return s;
+}
+
+// FlowSim and the buffers its observations are written into.
+struct PyFlowSim {
+  explicit PyFlowSim(const fl::FlowConfig& c)
+      : sim(c),
+        short_finished(size_t{c.observation.short_finished} * fl::kFinishedFeatures),
+        long_active(size_t{c.observation.long_active} * fl::kActiveFeatures),
+        long_ids(c.observation.long_active),
+        long_finished(size_t{c.observation.long_finished} * fl::kFinishedFeatures) {}
+  fl::FlowSim sim;
+  std::vector<double> short_finished, long_active;
+  std::vector<int64_t> long_ids;
+  std::vector<double> long_finished;
+};
+
+template <typename T>
+py::array_t<T> View(std::vector<T>& v, py::ssize_t rows, py::ssize_t cols, py::handle owner) {
+  if (cols == 0) return py::array_t<T>({rows}, {static_cast<py::ssize_t>(sizeof(T))}, v.data(), owner);
+  return py::array_t<T>({rows, cols}, {static_cast<py::ssize_t>(sizeof(T)) * cols, static_cast<py::ssize_t>(sizeof(T))},
+                        v.data(), owner);
+}
+
+template <typename T>
+T* Checked(py::array_t<T, py::array::c_style>& a, std::vector<py::ssize_t> shape, const char* name) {
+  bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
+  for (size_t i = 0; ok && i < shape.size(); ++i) ok = a.shape(i) == shape[i];
+  if (!ok) {
+    std::string want;
+    for (auto s : shape) want += (want.empty() ? "" : ", ") + std::to_string(s);
+    throw std::invalid_argument(std::string(name) + ": must be a C-contiguous array of shape (" + want + ")");
+  }
+  return a.mutable_data();
+}
+
+py::dict Results(const fl::FlowSim& s) {
+  const auto& c = s.Count();
+  const auto& h = s.Histograms();
+  const double rtt = s.Config().base_rtt_us * 1e-6;
+  static const char* kBuckets[] = {"all", "small", "medium", "large"};
+  py::dict fct, fluid, slowdown;
+  for (uint32_t b = 0; b < fl::kNumBuckets; ++b) {
+    const auto bucket = static_cast<fl::Bucket>(b);
+    const kernel::LogHistogram f = h.Fct(bucket);
+    fct[kBuckets[b]] = FctSummary(f, rtt);
+    fluid[kBuckets[b]] = FctSummary(f, 0.0);
+    slowdown[kBuckets[b]] = Summary(h.Slowdown(bucket));
+  }
+  py::dict r;
+  r["flows_arrived"] = c.arrived;
+  r["flows_completed"] = c.completed;
+  r["flows_active"] = s.NumActive();
+  r["flows_measured"] = c.measured;
+  r["long_flows_active"] = s.NumLongActive();
+  r["events"] = c.events;
+  r["sim_time_s"] = s.Now();
+  r["bytes_arrived"] = c.bytes_arrived;
+  r["bytes_completed"] = c.bytes_completed;
+  r["fct_s"] = fct;
+  r["fct_fluid_s"] = fluid;
+  r["slowdown"] = slowdown;
+  const double t = s.MeasuredTime();
+  r["measured_time_s"] = t;
+  r["throughput_gbps"] = t > 0 ? c.measured_bytes * 8 / t / 1e9 : 0.0;
+  r["mean_unfinished_bytes"] = s.MeanUnfinished();
+  r["mean_active_flows"] = s.MeanActive();
+  r["unfinished_bytes"] = s.Unfinished();
+  r["arrival_rate_per_s"] = s.Workload().ArrivalRate();
+  r["long_flow_bytes"] = s.LongFlowBytes();
+  return r;
+}
+
+py::dict IntervalDict(const fl::FlowSim& s) {
+  const auto& i = s.Interval();
+  const auto mean = [](double sum, uint64_t n) { return n ? sum / static_cast<double>(n) : std::nan(""); };
+  py::dict d;
+  d["start_s"] = i.start_s;
+  d["duration_s"] = s.Now() - i.start_s;
+  d["arrived"] = i.arrived;
+  d["finished"] = i.finished;
+  d["short_finished"] = i.short_finished;
+  d["long_finished"] = i.long_finished;
+  d["mean_fct_s"] = mean(i.fct_sum_s, i.finished);
+  d["mean_short_fct_s"] = mean(i.short_fct_sum_s, i.short_finished);
+  d["mean_long_fct_s"] = mean(i.long_fct_sum_s, i.long_finished);
+  d["mean_throughput_gbps"] = mean(i.throughput_sum_bps * 8 / 1e9, i.finished);
+  d["mean_long_throughput_gbps"] = mean(i.long_throughput_sum_bps * 8 / 1e9, i.long_finished);
+  d["bytes_finished"] = i.bytes_finished;
+  return d;
+}
+
+py::dict Records(const fl::FlowSim& s) {
+  const auto& r = s.Records();
+  const py::ssize_t n = static_cast<py::ssize_t>(r.size());
+  py::array_t<int64_t> index(n), src(n), dst(n), path(n), level(n);
+  py::array_t<double> size(n), arrival(n), fct(n);
+  for (py::ssize_t k = 0; k < n; ++k) {
+    index.mutable_at(k) = static_cast<int64_t>(r[k].index);
+    src.mutable_at(k) = r[k].src;
+    dst.mutable_at(k) = r[k].dst;
+    path.mutable_at(k) = r[k].path;
+    level.mutable_at(k) = r[k].level;
+    size.mutable_at(k) = r[k].size;
+    arrival.mutable_at(k) = r[k].arrival;
+    fct.mutable_at(k) = r[k].fct;
+  }
+  py::dict d;
+  d["index"] = index;
+  d["src"] = src;
+  d["dst"] = dst;
+  d["path"] = path;
+  d["level"] = level;
+  d["size_bytes"] = size;
+  d["arrival_s"] = arrival;
+  d["fct_s"] = fct;
+  return d;
+}
+
+py::dict ActiveTable(const fl::FlowSim& s) {
+  std::vector<fl::ActiveFlow> a;
+  s.ListActive(a);
+  const py::ssize_t n = static_cast<py::ssize_t>(a.size());
+  py::array_t<int64_t> handle(n), index(n), src(n), dst(n), path(n), level(n);
+  py::array_t<double> size(n), sent(n), rate(n), arrival(n);
+  py::array_t<bool> pinned(n), is_long(n);
+  for (py::ssize_t k = 0; k < n; ++k) {
+    handle.mutable_at(k) = static_cast<int64_t>(a[k].handle);
+    index.mutable_at(k) = static_cast<int64_t>(a[k].index);
+    src.mutable_at(k) = a[k].src;
+    dst.mutable_at(k) = a[k].dst;
+    path.mutable_at(k) = a[k].path;
+    level.mutable_at(k) = a[k].level;
+    size.mutable_at(k) = a[k].size;
+    sent.mutable_at(k) = a[k].sent;
+    rate.mutable_at(k) = a[k].rate * 8 / 1e9;
+    arrival.mutable_at(k) = a[k].arrival;
+    pinned.mutable_at(k) = a[k].pinned;
+    is_long.mutable_at(k) = a[k].is_long;
+  }
+  py::dict d;
+  d["handle"] = handle;
+  d["index"] = index;
+  d["src"] = src;
+  d["dst"] = dst;
+  d["path"] = path;
+  d["level"] = level;
+  d["size_bytes"] = size;
+  d["sent_bytes"] = sent;
+  d["rate_gbps"] = rate;
+  d["arrival_s"] = arrival;
+  d["pinned"] = pinned;
+  d["long"] = is_long;
+  return d;
+}
+
+}  // namespace
+}  // namespace dcgym::bindings
+
+void BindFlow(py::module_& m) {
+  namespace b = dcgym::bindings;
+  namespace fl = dcgym::flow;
+  using b::PyFlowSim;
+
+  m.def("check_flow_config", [](const py::dict& d) { b::ParseFlowConfig(d); }, py::arg("config"),
+        "Validate a flow config dict in the engine; raises ValueError naming the bad field.");
+  m.def(
+      "flow_workloads",
+      [] {
+        py::dict d;
+        for (const auto& name : fl::NamedCdfs()) d[py::str(name)] = fl::NamedCdf(name, "workload");
+        return d;
+      },
+      "The built-in flow-size CDFs: name -> [(bytes, cumulative probability), ...].");
+
+  py::class_<PyFlowSim>(m, "FlowSim",
+                        "Fluid flow-level datacenter network (PIAS / AuTO): strict priority levels, max-min "
+                        "sharing within a level, MLFQ on bytes sent, per-flow priority, rate cap and path. Bytes "
+                        "and seconds; see docs/flow.md for the config schema.")
+      .def(py::init([](const py::dict& d) { return std::make_unique<PyFlowSim>(b::ParseFlowConfig(d)); }),
+           py::arg("config"))
+      .def(
+          "run_until",
+          [](PyFlowSim& s, double t) {
+            if (!(t >= s.sim.Now()) || !std::isfinite(t))
+              throw std::invalid_argument("time_s: must be finite and >= the current time " +
+                                          std::to_string(s.sim.Now()) + ", got " + std::to_string(t));
+            py::gil_scoped_release release;
+            s.sim.RunUntil(t);
+          },
+          py::arg("time_s"), "Process every event up to simulated time time_s. Releases the GIL.")
+      .def(
+          "run_for",
+          [](PyFlowSim& s, double dt) {
+            if (!(dt >= 0) || !std::isfinite(dt))
+              throw std::invalid_argument("seconds: must be a finite number >= 0, got " + std::to_string(dt));
+            py::gil_scoped_release release;
+            s.sim.RunFor(dt);
+          },
+          py::arg("seconds"), "Advance simulated time by `seconds`. Releases the GIL.")
+      .def(
+          "run_flows",
+          [](PyFlowSim& s, int64_t n) {
+            if (n < 0) throw std::invalid_argument("n: must be >= 0, got " + std::to_string(n));
+            py::gil_scoped_release release;
+            s.sim.RunFlows(static_cast<uint64_t>(n));
+          },
+          py::arg("n"), "Run until n more flows have arrived. Releases the GIL.")
+      .def("start_interval", [](PyFlowSim& s) { s.sim.StartInterval(); },
+           "Start a decision interval: interval aggregates, finished-flow observations and link utilisation "
+           "count from now.")
+      .def(
+          "step_interval",
+          [](PyFlowSim& s, double dt) {
+            if (!(dt > 0) || !std::isfinite(dt))
+              throw std::invalid_argument("seconds: must be a positive finite number, got " + std::to_string(dt));
+            py::gil_scoped_release release;
+            s.sim.StepInterval(dt);
+          },
+          py::arg("seconds"), "start_interval(), then run_for(seconds). Releases the GIL.")
+      .def(
+          "set_thresholds",
+          [](PyFlowSim& s, const std::vector<double>& bytes) { s.sim.SetThresholds(bytes); }, py::arg("bytes"),
+          "sRLA action: the levels - 1 MLFQ (or QSJF) thresholds in bytes, non-decreasing.")
+      .def_property_readonly("thresholds", [](const PyFlowSim& s) { return s.sim.Thresholds(); })
+      .def(
+          "set_flow_actions",
+          [](PyFlowSim& s, py::array_t<int64_t, py::array::c_style | py::array::forcecast> flows,
+             py::array_t<int64_t, py::array::c_style | py::array::forcecast> levels,
+             py::array_t<double, py::array::c_style | py::array::forcecast> caps_gbps,
+             py::array_t<int64_t, py::array::c_style | py::array::forcecast> paths) {
+            const py::ssize_t n = flows.size();
+            if (flows.ndim() != 1 || levels.size() != n || caps_gbps.size() != n || paths.size() != n)
+              throw std::invalid_argument("actions: flows, levels, caps_gbps and paths must be 1-D of one length");
+            std::vector<fl::FlowAction> actions(static_cast<size_t>(n));
+            for (py::ssize_t i = 0; i < n; ++i) {
+              if (flows.data()[i] < 0)
+                throw std::invalid_argument("actions[" + std::to_string(i) + "].flow: not a flow handle (padding?)");
+              actions[i].flow = static_cast<uint64_t>(flows.data()[i]);
+              actions[i].level = static_cast<int32_t>(std::clamp<int64_t>(levels.data()[i], -2, 1 << 20));
+              actions[i].cap_gbps = caps_gbps.data()[i];
+              actions[i].path = static_cast<int32_t>(std::clamp<int64_t>(paths.data()[i], -2, 1 << 20));
+            }
+            s.sim.SetFlowActions(actions);
+          },
+          py::arg("flows"), py::arg("levels"), py::arg("caps_gbps"), py::arg("paths"),
+          "lRLA actions, one per flow handle: level (-1 keeps; setting one pins the flow), rate cap in Gbps (< 0 "
+          "keeps, inf removes), path (-1 keeps). All are checked before any is applied.")
+      .def(
+          "observe",
+          [](py::object self) {
+            PyFlowSim& s = self.cast<PyFlowSim&>();
+            s.sim.ObserveShortFinished(s.short_finished.data());
+            s.sim.ObserveLongActive(s.long_active.data(), s.long_ids.data());
+            s.sim.ObserveLongFinished(s.long_finished.data());
+            const auto& o = s.sim.Config().observation;
+            py::dict d;
+            d["short_finished"] = b::View(s.short_finished, o.short_finished, fl::kFinishedFeatures, self);
+            d["long_active"] = b::View(s.long_active, o.long_active, fl::kActiveFeatures, self);
+            d["long_active_flows"] = b::View(s.long_ids, o.long_active, 0, self);
+            d["long_finished"] = b::View(s.long_finished, o.long_finished, fl::kFinishedFeatures, self);
+            return d;
+          },
+          "Refresh the observation buffers and return numpy views of them (no copies; the next observe() "
+          "overwrites them): short_finished (m_s x 7), long_active (n_l x 6), long_active_flows (n_l handles, -1 "
+          "padding), long_finished (m_l x 7). Features in finished_features / active_features.")
+      .def("interval", [](const PyFlowSim& s) { return b::IntervalDict(s.sim); },
+           "Aggregates of the flows finished in the current interval (the rewards' inputs).")
+      .def(
+          "level_occupancy",
+          [](const PyFlowSim& s) {
+            const auto k = static_cast<py::ssize_t>(s.sim.Config().levels);
+            py::array_t<double> flows(k), bytes(k);
+            s.sim.LevelOccupancy(flows.mutable_data(), bytes.mutable_data());
+            return py::make_tuple(flows, bytes);
+          },
+          "(active flows, unfinished bytes) per priority level.")
+      .def(
+          "link_utilization",
+          [](const PyFlowSim& s) {
+            const auto n = static_cast<py::ssize_t>(s.sim.Topo().NumLinks());
+            py::array_t<double> interval(n), now(n);
+            s.sim.LinkUtilization(interval.mutable_data(), now.mutable_data());
+            return py::make_tuple(interval, now);
+          },
+          "(utilisation over the interval so far, utilisation now) per link.")
+      .def_property_readonly("link_names",
+                             [](const PyFlowSim& s) {
+                               py::list l;
+                               for (uint32_t i = 0; i < s.sim.Topo().NumLinks(); ++i)
+                                 l.append(s.sim.Topo().LinkName(i));
+                               return l;
+                             })
+      .def("active_flows_table", [](const PyFlowSim& s) { return b::ActiveTable(s.sim); },
+           "Every active flow as numpy arrays (handle, index, src, dst, path, level, size_bytes, sent_bytes, "
+           "rate_gbps, arrival_s, pinned, long), in slot order.")
+      .def_property_readonly("slots", [](const PyFlowSim& s) { return s.sim.Slots(); },
+                             "Flow records allocated: the most flows in flight at once so far.")
+      .def("results", [](const PyFlowSim& s) { return b::Results(s.sim); },
+           "Counters, FCT (with and without the base RTT) and slowdown summaries overall and per size bucket, "
+           "time averages since the warm-up.")
+      .def("records", [](const PyFlowSim& s) { return b::Records(s.sim); },
+           "Every completed flow as numpy arrays (config record_flows only).")
+      .def_property_readonly("now_s", [](const PyFlowSim& s) { return s.sim.Now(); })
+      .def_property_readonly("num_hosts", [](const PyFlowSim& s) { return s.sim.Topo().NumHosts(); })
+      .def_property_readonly("num_links", [](const PyFlowSim& s) { return s.sim.Topo().NumLinks(); })
+      .def_property_readonly("num_levels", [](const PyFlowSim& s) { return s.sim.Config().levels; })
+      .def_property_readonly("num_paths", [](const PyFlowSim& s) { return s.sim.Topo().MaxPaths(); })
+      .def_property_readonly("active_flows", [](const PyFlowSim& s) { return s.sim.NumActive(); })
+      .def_property_readonly("long_flow_bytes", [](const PyFlowSim& s) { return s.sim.LongFlowBytes(); })
+      .def_property_readonly_static("finished_features",
+                                    [](py::object) {
+                                      py::list l;
+                                      for (const char* n : fl::kFinishedFeatureNames) l.append(n);
+                                      return l;
+                                    })
+      .def_property_readonly_static("active_features", [](py::object) {
+        py::list l;
+        for (const char* n : fl::kActiveFeatureNames) l.append(n);
+        return l;
+      });
+
+  m.def(
+      "step_flow_batch",
+      [](const std::vector<PyFlowSim*>& sims, double seconds, int64_t threads) {
+        if (!(seconds > 0) || !std::isfinite(seconds))
+          throw std::invalid_argument("seconds: must be a positive finite number, got " + std::to_string(seconds));
+        if (threads < 1) throw std::invalid_argument("threads: must be >= 1, got " + std::to_string(threads));
+        std::vector<fl::FlowSim*> raw;
+        for (size_t i = 0; i < sims.size(); ++i) {
+          if (sims[i] == nullptr) throw std::invalid_argument("sims[" + std::to_string(i) + "]: None");
+          for (size_t j = 0; j < i; ++j)
+            if (sims[j] == sims[i])
+              throw std::invalid_argument("sims[" + std::to_string(i) + "]: the same simulation as sims[" +
+                                          std::to_string(j) + "]");
+          raw.push_back(&sims[i]->sim);
+        }
+        py::gil_scoped_release release;
+        fl::StepBatch(raw, seconds, static_cast<uint32_t>(threads));
+      },
+      py::arg("sims"), py::arg("seconds"), py::arg("threads") = 1,
+      "step_interval(seconds) on every simulation in one call, the GIL released; each simulation runs on one "
+      "thread, so results do not depend on `threads`.");
+
+  m.def(
+      "observe_flow_batch",
+      [](const std::vector<PyFlowSim*>& sims, py::array_t<double, py::array::c_style> short_finished,
+         py::array_t<double, py::array::c_style> long_active, py::array_t<int64_t, py::array::c_style> long_flows,
+         py::array_t<double, py::array::c_style> long_finished) {
+        if (sims.empty()) return;
+        const auto& o = sims[0]->sim.Config().observation;
+        const auto n = static_cast<py::ssize_t>(sims.size());
+        for (size_t i = 0; i < sims.size(); ++i) {
+          const auto& oi = sims[i]->sim.Config().observation;
+          if (oi.short_finished != o.short_finished || oi.long_active != o.long_active ||
+              oi.long_finished != o.long_finished)
+            throw std::invalid_argument("sims[" + std::to_string(i) + "]: observation sizes differ from sims[0]");
+        }
+        double* sf = b::Checked(short_finished, {n, o.short_finished, fl::kFinishedFeatures}, "short_finished");
+        double* la = b::Checked(long_active, {n, o.long_active, fl::kActiveFeatures}, "long_active");
+        int64_t* ids = b::Checked(long_flows, {n, o.long_active}, "long_flows");
+        double* lf = b::Checked(long_finished, {n, o.long_finished, fl::kFinishedFeatures}, "long_finished");
+        py::gil_scoped_release release;
+        for (size_t i = 0; i < sims.size(); ++i) {
+          sims[i]->sim.ObserveShortFinished(sf + i * o.short_finished * fl::kFinishedFeatures);
+          sims[i]->sim.ObserveLongActive(la + i * o.long_active * fl::kActiveFeatures, ids + i * o.long_active);
+          sims[i]->sim.ObserveLongFinished(lf + i * o.long_finished * fl::kFinishedFeatures);
+        }
+      },
+      py::arg("sims"), py::arg("short_finished"), py::arg("long_active"), py::arg("long_flows"),
+      py::arg("long_finished"),
+      "Write every simulation's observations into preallocated stacked arrays of shapes (n, m_s, 7), (n, n_l, "
+      "6), (n, n_l) and (n, m_l, 7).");
+}

@@ -1,0 +1,238 @@
+// FlowSim: the agents' interface (actions, observations, intervals) and the
+// batch stepper.
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <string>
+#include <thread>
+
+#include "dcgym/flow/flow_sim.hpp"
+#include "dcgym/kernel/check.hpp"
+
+namespace dcgym::flow {
+
+using kernel::Fail;
+using kernel::Str;
+
+namespace {
+constexpr double kBytesPerGbit = 1e9 / 8;
+
+const char* DisciplineName(Discipline d) {
+  switch (d) {
+    case Discipline::kFair: return "fair";
+    case Discipline::kQsjf: return "qsjf";
+    case Discipline::kMlfq: return "mlfq";
+    case Discipline::kLas: return "las";
+    case Discipline::kSrpt: return "srpt";
+  }
+  return "";
+}
+}  // namespace
+
+void FlowSim::StartInterval() {
+  interval_ = IntervalStats{};
+  interval_.start_s = now_;
+  for (uint32_t l = 0; l < link_bytes_.size(); ++l) {
+    SettleLink(l, link_rate_[l]);
+    link_bytes_start_[l] = link_bytes_[l];
+  }
+}
+
+// ------------------------------------------------------------------ actions
+
+void FlowSim::SetThresholds(const std::vector<double>& bytes) {
+  if (discipline_ != Discipline::kMlfq && discipline_ != Discipline::kQsjf)
+    Fail("thresholds", std::string("discipline '") + DisciplineName(discipline_) + "' has no thresholds");
+  if (bytes.size() != thresholds_.size())
+    Fail("thresholds", "needs levels - 1 = " + Str(thresholds_.size()) + " values, got " + Str(bytes.size()));
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (!(bytes[i] > 0) || !std::isfinite(bytes[i]))
+      Fail("thresholds[" + Str(i) + "]", "must be a positive finite number of bytes, got " + Str(bytes[i]));
+    if (i > 0 && bytes[i] < bytes[i - 1])
+      Fail("thresholds[" + Str(i) + "]", "must be >= thresholds[" + Str(i - 1) + "] = " + Str(bytes[i - 1]) +
+                                             ", got " + Str(bytes[i]));
+  }
+  thresholds_ = bytes;
+  if (long_default_ && discipline_ == Discipline::kMlfq && !thresholds_.empty()) long_bytes_ = thresholds_.back();
+  // One sweep: each flow takes its level under the new thresholds.
+  const std::vector<uint32_t> active = active_;
+  for (const uint32_t f : active) {
+    Flow& fl = flows_[f];
+    const double sent = SentOf(f);
+    if (!fl.is_long && sent >= long_bytes_) MakeLong(f);
+    uint32_t level = fl.level;
+    if (!fl.pinned) level = discipline_ == Discipline::kMlfq ? LevelOfSent(sent) : LevelOfSize(fl.size);
+    if (level != fl.level) {
+      fl.hold = clocks_.Leave(f, now_);
+      const uint32_t old = fl.level;
+      fl.level = level;
+      fl.mark = NextMark(fl, fl.hold);
+      fl.level = old;
+      MoveLevel(f, level);
+    } else {
+      const double mark = NextMark(fl, sent);
+      if (mark != fl.mark) {
+        fl.mark = mark;
+        clocks_.SetMark(f, mark, now_);
+      }
+    }
+  }
+  Resolve();
+}
+
+uint32_t FlowSim::SlotOf(uint64_t handle, const std::string& field) const {
+  const uint64_t slot = handle & 0xffffffffu;
+  if (slot >= flows_.size() || !flows_[slot].live || flows_[slot].generation != (handle >> 32))
+    Fail(field, "flow " + Str(handle) + " is not an active flow (finished, or never reported)");
+  return static_cast<uint32_t>(slot);
+}
+
+void FlowSim::SetFlowActions(const std::vector<FlowAction>& actions) {
+  if (!LevelBased() && !actions.empty())
+    Fail("actions", std::string("discipline '") + DisciplineName(discipline_) + "' takes no per-flow actions");
+  for (size_t i = 0; i < actions.size(); ++i) {  // check everything before changing anything
+    const FlowAction& a = actions[i];
+    const std::string field = "actions[" + Str(i) + "]";
+    const uint32_t f = SlotOf(a.flow, field + ".flow");
+    if (a.level < -1 || a.level >= static_cast<int32_t>(config_.levels))
+      Fail(field + ".level", "must be in [0, " + Str(config_.levels - 1) + "] or -1 (keep), got " + Str(a.level));
+    if (std::isnan(a.cap_gbps)) Fail(field + ".cap_gbps", "must be a number (< 0 keeps the cap, inf removes it)");
+    const uint32_t paths = topology_.NumPaths(flows_[f].src, flows_[f].dst);
+    if (a.path < -1 || a.path >= static_cast<int32_t>(paths))
+      Fail(field + ".path", "must be in [0, " + Str(paths - 1) + "] or -1 (keep), got " + Str(a.path));
+  }
+  for (const FlowAction& a : actions)
+    if (a.cap_gbps >= 0) UseSolver();  // caps need the general allocation
+  for (const FlowAction& a : actions) {
+    const uint32_t f = static_cast<uint32_t>(a.flow & 0xffffffffu);
+    Flow& fl = flows_[f];
+    const uint32_t level = a.level >= 0 ? static_cast<uint32_t>(a.level) : fl.level;
+    const double cap = a.cap_gbps < 0 ? fl.cap : std::isinf(a.cap_gbps) ? kNoCap : a.cap_gbps * kBytesPerGbit;
+    const uint32_t path = a.path >= 0 ? static_cast<uint32_t>(a.path) : fl.path;
+    fl.pinned |= a.level >= 0;
+    if (level == fl.level && cap == fl.cap && path == fl.path) {
+      // Nothing moves; pinning may still remove an MLFQ mark.
+      const double sent = SentOf(f);
+      const double mark = NextMark(fl, sent);
+      if (mark != fl.mark) {
+        fl.mark = mark;
+        if (clocks_.GroupOf(f) != GroupClocks::kNoGroup) clocks_.SetMark(f, mark, now_);
+      }
+      continue;
+    }
+    if (clocks_.GroupOf(f) != GroupClocks::kNoGroup) fl.hold = clocks_.Leave(f, now_);
+    if (path != fl.path) {
+      fl.path = path;
+      fl.route = topology_.Route(fl.src, fl.dst, path);
+      solver_.SetPath(f, fl.route);
+    }
+    if (cap != fl.cap) {
+      fl.cap = cap;
+      solver_.SetCap(f, cap);
+    }
+    if (level != fl.level) MoveLevel(f, level);
+    fl.mark = NextMark(fl, fl.hold);
+  }
+  Resolve();
+}
+
+// ------------------------------------------------------------------ observations
+
+namespace {
+void WriteFinished(const FinishedRing& ring, uint64_t in_interval, double now, double* out) {
+  const uint32_t rows = ring.Capacity();
+  std::fill(out, out + size_t{rows} * kFinishedFeatures, 0.0);
+  const uint64_t n = std::min<uint64_t>({rows, in_interval, ring.Count()});
+  for (uint64_t i = 0; i < n; ++i) {
+    const FinishedFlow& f = ring.Recent(i);
+    double* row = out + i * kFinishedFeatures;
+    row[0] = f.src;
+    row[1] = f.dst;
+    row[2] = f.path;
+    row[3] = f.level;
+    row[4] = f.size;
+    row[5] = f.fct;
+    row[6] = now - f.finish;
+  }
+}
+}  // namespace
+
+void FlowSim::ObserveShortFinished(double* out) const {
+  WriteFinished(short_ring_, interval_.short_finished, now_, out);
+}
+
+void FlowSim::ObserveLongFinished(double* out) const { WriteFinished(long_ring_, interval_.long_finished, now_, out); }
+
+void FlowSim::ObserveLongActive(double* out, int64_t* flows) const {
+  const uint32_t rows = config_.observation.long_active;
+  std::fill(out, out + size_t{rows} * kActiveFeatures, 0.0);
+  std::fill(flows, flows + rows, int64_t{-1});
+  uint32_t i = 0;
+  for (uint32_t f = long_head_; f != kNil && i < rows; f = flows_[f].long_next, ++i) {
+    const Flow& fl = flows_[f];
+    double* row = out + size_t{i} * kActiveFeatures;
+    row[0] = fl.src;
+    row[1] = fl.dst;
+    row[2] = fl.path;
+    row[3] = fl.level;
+    row[4] = SentOf(f);
+    row[5] = now_ - fl.arrival;
+    flows[i] = static_cast<int64_t>(Handle(f));
+  }
+}
+
+void FlowSim::ListActive(std::vector<ActiveFlow>& out) const {
+  out.clear();
+  std::vector<uint32_t> slots = active_;
+  std::sort(slots.begin(), slots.end());
+  for (const uint32_t f : slots) {
+    const Flow& fl = flows_[f];
+    const double rate = las_ ? las_->RateOf(f) : clocks_.RateOf(f);
+    out.push_back({Handle(f), fl.index, fl.src, fl.dst, fl.path, fl.level, fl.size, SentOf(f), rate, fl.arrival,
+                   fl.pinned, fl.is_long});
+  }
+}
+
+void FlowSim::LevelOccupancy(double* flows, double* bytes) const {
+  std::fill(flows, flows + config_.levels, 0.0);
+  std::fill(bytes, bytes + config_.levels, 0.0);
+  for (const uint32_t f : active_) {
+    flows[flows_[f].level] += 1;
+    bytes[flows_[f].level] += flows_[f].size - SentOf(f);
+  }
+}
+
+void FlowSim::LinkUtilization(double* interval, double* now) const {
+  const double span = now_ - interval_.start_s;
+  const std::vector<double>& capacity = topology_.Capacity();
+  for (size_t l = 0; l < capacity.size(); ++l) {
+    const double bytes = link_bytes_[l] + link_rate_[l] * (now_ - link_time_[l]) - link_bytes_start_[l];
+    interval[l] = span > 0 && capacity[l] > 0 ? bytes / (capacity[l] * span) : 0.0;
+    now[l] = capacity[l] > 0 ? link_rate_[l] / capacity[l] : 0.0;
+  }
+}
+
+// ------------------------------------------------------------------ batch
+
+void StepBatch(const std::vector<FlowSim*>& sims, double seconds, uint32_t threads) {
+  threads = std::max<uint32_t>(1, std::min<uint32_t>(threads, static_cast<uint32_t>(sims.size())));
+  if (threads <= 1) {
+    for (FlowSim* s : sims) s->StepInterval(seconds);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(threads);
+  std::vector<std::thread> pool;
+  for (uint32_t k = 0; k < threads; ++k)
+    pool.emplace_back([&, k] {
+      try {
+        for (size_t i = k; i < sims.size(); i += threads) sims[i]->StepInterval(seconds);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+}  // namespace dcgym::flow
