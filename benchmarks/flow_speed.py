@@ -51,20 +51,35 @@ console = Console(width=None if sys.stdout.isatty() else 150)
 
 
 def config(topology: dict, load: float, solver: str = "incremental") -> dict:
-    return {"topology": topology, "workload": {"sizes": "web_search", "load": load},
-            "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
-            "solver": solver, "seed": 1}
+    return {
+        "topology": topology,
+        "workload": {"sizes": "web_search", "load": load},
+        "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
+        "solver": solver,
+        "seed": 1,
+    }
 
 
 CASES = {
     "single": ("single_link, load 0.8", config({"kind": "single_link", "link_gbps": 1.0}, 0.8), 1_000_000, 200_000),
-    "auto": ("AuTO 32 x 3 planes, load 0.8", config({"kind": "planes", "hosts": 32, "planes": 3}, 0.8),
-             1_000_000, 100_000),
-    "auto-x3": ("AuTO 32 x 3 planes, 0.8 per port", config({"kind": "planes", "hosts": 32, "planes": 3}, 2.4),
-                100_000, 5_000),
-    "pias": ("PIAS leaf-spine 144 x 10G, load 0.8",
-             config({"kind": "leaf_spine", "racks": 9, "hosts_per_rack": 16, "spines": 4, "link_gbps": 10.0}, 0.8),
-             30_000, 3_000),
+    "auto": (
+        "AuTO 32 x 3 planes, load 0.8",
+        config({"kind": "planes", "hosts": 32, "planes": 3}, 0.8),
+        1_000_000,
+        100_000,
+    ),
+    "auto-x3": (
+        "AuTO 32 x 3 planes, 0.8 per port",
+        config({"kind": "planes", "hosts": 32, "planes": 3}, 2.4),
+        100_000,
+        5_000,
+    ),
+    "pias": (
+        "PIAS leaf-spine 144 x 10G, load 0.8",
+        config({"kind": "leaf_spine", "racks": 9, "hosts_per_rack": 16, "spines": 4, "link_gbps": 10.0}, 0.8),
+        30_000,
+        3_000,
+    ),
 }
 
 
@@ -80,9 +95,14 @@ def timed_flows(cfg: dict, flows: int, repeats: int) -> dict:
         cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
         if best is None or cpu < best["cpu_s"]:
             after = sim.results()
-            best = {"flows": flows, "cpu_s": cpu, "wall_s": wall, "flows_per_s": flows / cpu,
-                    "events_per_flow": (after["events"] - before["events"]) / flows,
-                    "mean_active": after["mean_active_flows"]}
+            best = {
+                "flows": flows,
+                "cpu_s": cpu,
+                "wall_s": wall,
+                "flows_per_s": flows / cpu,
+                "events_per_flow": (after["events"] - before["events"]) / flows,
+                "mean_active": after["mean_active_flows"],
+            }
     return best
 
 
@@ -107,8 +127,13 @@ def memory(cfg: dict, more: int) -> dict:
     sim.run_flows(1_000_000)
     rss0, slots0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, sim.slots
     sim.run_flows(more)
-    return {"flows": 1_000_000 + more, "rss_mb_before": rss0, "rss_mb_after": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "records_before": slots0, "records_after": sim.slots}
+    return {
+        "flows": 1_000_000 + more,
+        "rss_mb_before": rss0,
+        "rss_mb_after": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "records_before": slots0,
+        "records_after": sim.slots,
+    }
 
 
 def machine() -> dict:
@@ -120,12 +145,18 @@ def machine() -> dict:
         pass
     root = Path(__file__).resolve().parent.parent
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=True).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(), "git": commit,
-            "loadavg_at_start": os.getloadavg()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "git": commit,
+        "loadavg_at_start": os.getloadavg(),
+    }
 
 
 def main() -> None:
@@ -137,11 +168,14 @@ def main() -> None:
     args = ap.parse_args()
     scale, repeats = (0.1, 1) if args.quick else (1.0, args.repeats)
     info = machine()
-    console.print(f"[bold]flow engine speed[/bold]  {info['cpu']}, {info['cores']} cores, Python {info['python']}, "
-                  f"git {info['git']}, load average {info['loadavg_at_start'][0]:.2f}")
+    console.print(
+        f"[bold]flow engine speed[/bold]  {info['cpu']}, {info['cores']} cores, Python {info['python']}, "
+        f"git {info['git']}, load average {info['loadavg_at_start'][0]:.2f}"
+    )
     out = {"machine": info, "cases": {}}
-    table = Table("case", "flows", "engine flows/s", "full-recompute flows/s", "ratio", "events/flow",
-                  "mean in flight", "target")
+    table = Table(
+        "case", "flows", "engine flows/s", "full-recompute flows/s", "ratio", "events/flow", "mean in flight", "target"
+    )
     for key in args.cases.split(","):
         title, cfg, flows, ref_flows = CASES[key]
         engine = timed_flows(cfg, max(1000, int(flows * scale)), repeats)
@@ -153,19 +187,30 @@ def main() -> None:
             target = f">= {must:,.0f}: {'met' if engine['flows_per_s'] >= must else 'MISSED'}"
             if stretch:
                 target += f"; stretch {stretch:,.0f}: {'met' if engine['flows_per_s'] >= stretch else 'not met'}"
-        table.add_row(title, f"{engine['flows']:,}", f"{engine['flows_per_s']:,.0f}",
-                      f"{reference['flows_per_s']:,.0f}", f"{ratio:,.1f}x", f"{engine['events_per_flow']:.2f}",
-                      f"{engine['mean_active']:.0f}", target)
+        table.add_row(
+            title,
+            f"{engine['flows']:,}",
+            f"{engine['flows_per_s']:,.0f}",
+            f"{reference['flows_per_s']:,.0f}",
+            f"{ratio:,.1f}x",
+            f"{engine['events_per_flow']:.2f}",
+            f"{engine['mean_active']:.0f}",
+            target,
+        )
         out["cases"][key] = {"title": title, "engine": engine, "full_recompute": reference, "ratio": ratio}
     console.print(table)
 
     steps = timed_steps(CASES["auto"][1], max(100, int(2000 * scale)), repeats)
-    console.print(f"step_flow_batch on AuTO's testbed (load 0.8, 10 ms intervals, observe() each): "
-                  f"{steps:,.0f} intervals per CPU second (flow_v0 target >= 5,000 steps/s)")
+    console.print(
+        f"step_flow_batch on AuTO's testbed (load 0.8, 10 ms intervals, observe() each): "
+        f"{steps:,.0f} intervals per CPU second (flow_v0 target >= 5,000 steps/s)"
+    )
     mem = memory(CASES["single"][1], int(5_000_000 * scale))
-    console.print(f"memory: peak RSS {mem['rss_mb_before']:.1f} MB after 10^6 single-link flows, "
-                  f"{mem['rss_mb_after']:.1f} MB after {mem['flows']:,}; flow records {mem['records_before']} -> "
-                  f"{mem['records_after']} (the most flows in flight at once)")
+    console.print(
+        f"memory: peak RSS {mem['rss_mb_before']:.1f} MB after 10^6 single-link flows, "
+        f"{mem['rss_mb_after']:.1f} MB after {mem['flows']:,}; flow records {mem['records_before']} -> "
+        f"{mem['records_after']} (the most flows in flight at once)"
+    )
     out["steps_per_s"] = steps
     out["memory"] = mem
     if args.json:

@@ -76,7 +76,8 @@ fl::SizeConfig ParseSizes(py::handle v, const std::string& field) {
     return s;
   }
   if (!py::isinstance<py::dict>(v))
-    throw std::invalid_argument(field + ": must be a workload name (web_search, data_mining) or {cdf: [[bytes, p], ...]}");
+    throw std::invalid_argument(field +
+                                ": must be a workload name (web_search, data_mining) or {cdf: [[bytes, p], ...]}");
   const auto d = v.cast<py::dict>();
   OnlyKeys(d, field, {"cdf"});
   s.name = "cdf";
@@ -147,21 +148,23 @@ std::vector<double> ParseThresholds(const py::dict& d, const std::string& f) {
 }
 
 fl::FlowConfig ParseFlowConfig(const py::dict& d) {
-  OnlyKeys(d, "config", {"topology", "scheduling", "workload", "base_rtt_us", "seed", "warmup_flows", "long_flow_bytes",
-                         "observation", "solver", "record_flows"});
+  OnlyKeys(d, "config",
+           {"topology", "scheduling", "workload", "base_rtt_us", "seed", "warmup_flows", "long_flow_bytes",
+            "observation", "solver", "record_flows"});
   fl::FlowConfig c;
   c.topology = ParseTopology(Sub(d, "topology", ""));
 
   const auto s = Sub(d, "scheduling", "");
   OnlyKeys(s, "scheduling", {"discipline", "levels", "thresholds_bytes", "thresholds_packets"});
-  c.discipline = Choice<fl::Discipline>(Opt<std::string>(s, "discipline", "scheduling", "pias"), "scheduling.discipline",
-                                        {{"fair", fl::Discipline::kFair},
-                                         {"qsjf", fl::Discipline::kQsjf},
-                                         {"qlas", fl::Discipline::kMlfq},
-                                         {"pias", fl::Discipline::kMlfq},
-                                         {"mlfq", fl::Discipline::kMlfq},
-                                         {"las", fl::Discipline::kLas},
-                                         {"srpt", fl::Discipline::kSrpt}});
+  c.discipline =
+      Choice<fl::Discipline>(Opt<std::string>(s, "discipline", "scheduling", "pias"), "scheduling.discipline",
+                             {{"fair", fl::Discipline::kFair},
+                              {"qsjf", fl::Discipline::kQsjf},
+                              {"qlas", fl::Discipline::kMlfq},
+                              {"pias", fl::Discipline::kMlfq},
+                              {"mlfq", fl::Discipline::kMlfq},
+                              {"las", fl::Discipline::kLas},
+                              {"srpt", fl::Discipline::kSrpt}});
   const bool ordered = c.discipline == fl::Discipline::kLas || c.discipline == fl::Discipline::kSrpt;
   const int64_t levels = Opt<int64_t>(s, "levels", "scheduling", ordered ? 1 : 8);
   if (levels < 1 || levels > fl::kMaxLevels)
@@ -188,7 +191,8 @@ fl::FlowConfig ParseFlowConfig(const py::dict& d) {
       c.groups.push_back(gc);
     }
   } else {
-    c.groups[0].sizes = ParseSizes(w.contains("sizes") ? py::handle(w["sizes"]) : py::str("web_search"), "workload.sizes");
+    c.groups[0].sizes =
+        ParseSizes(w.contains("sizes") ? py::handle(w["sizes"]) : py::str("web_search"), "workload.sizes");
     c.groups[0].load = Opt<double>(w, "load", "workload", 0.5);
     c.implicit_group = true;
   }
@@ -244,7 +248,8 @@ fl::FlowConfig ParseFlowConfig(const py::dict& d) {
   const auto rows = [&](const char* key, int64_t fallback) {
     const int64_t v = Opt<int64_t>(o, key, "observation", fallback);
     if (v < 0 || v > 65536)
-      throw std::invalid_argument(std::string("observation.") + key + ": must be in [0, 65536], got " + std::to_string(v));
+      throw std::invalid_argument(std::string("observation.") + key + ": must be in [0, 65536], got " +
+                                  std::to_string(v));
     return static_cast<uint32_t>(v);
   };
   c.observation.short_finished = rows("short_finished", 100);
@@ -433,8 +438,9 @@ void BindFlow(py::module_& m) {
   namespace fl = dcgym::flow;
   using b::PyFlowSim;
 
-  m.def("check_flow_config", [](const py::dict& d) { b::ParseFlowConfig(d); }, py::arg("config"),
-        "Validate a flow config dict in the engine; raises ValueError naming the bad field.");
+  m.def(
+      "check_flow_config", [](const py::dict& d) { b::ParseFlowConfig(d); }, py::arg("config"),
+      "Validate a flow config dict in the engine; raises ValueError naming the bad field.");
   m.def(
       "flow_workloads",
       [] {
@@ -477,9 +483,10 @@ void BindFlow(py::module_& m) {
             s.sim.RunFlows(static_cast<uint64_t>(n));
           },
           py::arg("n"), "Run until n more flows have arrived. Releases the GIL.")
-      .def("start_interval", [](PyFlowSim& s) { s.sim.StartInterval(); },
-           "Start a decision interval: interval aggregates, finished-flow observations and link utilisation "
-           "count from now.")
+      .def(
+          "start_interval", [](PyFlowSim& s) { s.sim.StartInterval(); },
+          "Start a decision interval: interval aggregates, finished-flow observations and link utilisation "
+          "count from now.")
       .def(
           "step_interval",
           [](PyFlowSim& s, double dt) {
@@ -490,9 +497,8 @@ void BindFlow(py::module_& m) {
           },
           py::arg("seconds"), "start_interval(), then run_for(seconds). Releases the GIL.")
       .def(
-          "set_thresholds",
-          [](PyFlowSim& s, const std::vector<double>& bytes) { s.sim.SetThresholds(bytes); }, py::arg("bytes"),
-          "sRLA action: the levels - 1 MLFQ (or QSJF) thresholds in bytes, non-decreasing.")
+          "set_thresholds", [](PyFlowSim& s, const std::vector<double>& bytes) { s.sim.SetThresholds(bytes); },
+          py::arg("bytes"), "sRLA action: the levels - 1 MLFQ (or QSJF) thresholds in bytes, non-decreasing.")
       .def_property_readonly("thresholds", [](const PyFlowSim& s) { return s.sim.Thresholds(); })
       .def(
           "set_flow_actions",
@@ -535,8 +541,9 @@ void BindFlow(py::module_& m) {
           "Refresh the observation buffers and return numpy views of them (no copies; the next observe() "
           "overwrites them): short_finished (m_s x 7), long_active (n_l x 6), long_active_flows (n_l handles, -1 "
           "padding), long_finished (m_l x 7). Features in finished_features / active_features.")
-      .def("interval", [](const PyFlowSim& s) { return b::IntervalDict(s.sim); },
-           "Aggregates of the flows finished in the current interval (the rewards' inputs).")
+      .def(
+          "interval", [](const PyFlowSim& s) { return b::IntervalDict(s.sim); },
+          "Aggregates of the flows finished in the current interval (the rewards' inputs).")
       .def(
           "level_occupancy",
           [](const PyFlowSim& s) {
@@ -562,16 +569,20 @@ void BindFlow(py::module_& m) {
                                  l.append(s.sim.Topo().LinkName(i));
                                return l;
                              })
-      .def("active_flows_table", [](const PyFlowSim& s) { return b::ActiveTable(s.sim); },
-           "Every active flow as numpy arrays (handle, index, src, dst, path, level, size_bytes, sent_bytes, "
-           "rate_gbps, arrival_s, pinned, long), in slot order.")
-      .def_property_readonly("slots", [](const PyFlowSim& s) { return s.sim.Slots(); },
-                             "Flow records allocated: the most flows in flight at once so far.")
-      .def("results", [](const PyFlowSim& s) { return b::Results(s.sim); },
-           "Counters, FCT (with and without the base RTT) and slowdown summaries overall and per size bucket, "
-           "time averages since the warm-up.")
-      .def("records", [](const PyFlowSim& s) { return b::Records(s.sim); },
-           "Every completed flow as numpy arrays (config record_flows only).")
+      .def(
+          "active_flows_table", [](const PyFlowSim& s) { return b::ActiveTable(s.sim); },
+          "Every active flow as numpy arrays (handle, index, src, dst, path, level, size_bytes, sent_bytes, "
+          "rate_gbps, arrival_s, pinned, long), in slot order.")
+      .def_property_readonly(
+          "slots", [](const PyFlowSim& s) { return s.sim.Slots(); },
+          "Flow records allocated: the most flows in flight at once so far.")
+      .def(
+          "results", [](const PyFlowSim& s) { return b::Results(s.sim); },
+          "Counters, FCT (with and without the base RTT) and slowdown summaries overall and per size bucket, "
+          "time averages since the warm-up.")
+      .def(
+          "records", [](const PyFlowSim& s) { return b::Records(s.sim); },
+          "Every completed flow as numpy arrays (config record_flows only).")
       .def_property_readonly("now_s", [](const PyFlowSim& s) { return s.sim.Now(); })
       .def_property_readonly("num_hosts", [](const PyFlowSim& s) { return s.sim.Topo().NumHosts(); })
       .def_property_readonly("num_links", [](const PyFlowSim& s) { return s.sim.Topo().NumLinks(); })

@@ -124,8 +124,10 @@ void TestLasAgainstDirectSimulation() {
       std::vector<size_t> served;
       double second = 1e300;
       for (size_t i : in) {
-        if (attained[i] <= least + 1e-12) served.push_back(i);
-        else second = std::min(second, attained[i]);
+        if (attained[i] <= least + 1e-12)
+          served.push_back(i);
+        else
+          second = std::min(second, attained[i]);
       }
       double dt = 1e300;
       if (!served.empty()) {

@@ -124,8 +124,10 @@ void GroupClocks::SetMark(uint32_t f, double mark, double /*now: timers update a
   Group& g = groups_[gid];
   const double old = key_[f];
   key_[f] = off_[f] + mark;
-  if (key_[f] < old) SiftUp(g, slot_[f]);
-  else SiftDown(g, slot_[f]);
+  if (key_[f] < old)
+    SiftUp(g, slot_[f]);
+  else
+    SiftDown(g, slot_[f]);
   Reschedule(gid);
 }
 

@@ -59,12 +59,8 @@ const char* DisciplineName(Discipline d) {
 void CheckTopology(const TopologyConfig& t) {
   Positive(t.link_gbps, "topology.link_gbps");
   switch (t.kind) {
-    case TopologyKind::kSingleLink:
-      Range(t.hosts, 1, kMaxHosts, "topology.senders");
-      break;
-    case TopologyKind::kBigSwitch:
-      Range(t.hosts, 2, kMaxHosts, "topology.hosts");
-      break;
+    case TopologyKind::kSingleLink: Range(t.hosts, 1, kMaxHosts, "topology.senders"); break;
+    case TopologyKind::kBigSwitch: Range(t.hosts, 2, kMaxHosts, "topology.hosts"); break;
     case TopologyKind::kPlanes:
       Range(t.hosts, 2, kMaxHosts, "topology.hosts");
       Range(t.planes, 1, kMaxPlanes, "topology.planes");
@@ -98,8 +94,8 @@ void FlowConfig::Validate() const {
   const bool ranked = discipline == Discipline::kQsjf || discipline == Discipline::kMlfq;
   if (ranked) {
     if (thresholds.size() != levels - 1)
-      Fail("scheduling.thresholds", "'" + disc + "' needs levels - 1 = " + Str(levels - 1) + " thresholds, got " +
-                                        Str(thresholds.size()));
+      Fail("scheduling.thresholds",
+           "'" + disc + "' needs levels - 1 = " + Str(levels - 1) + " thresholds, got " + Str(thresholds.size()));
     for (size_t i = 0; i < thresholds.size(); ++i) {
       Positive(thresholds[i], "scheduling.thresholds[" + Str(i) + "]");
       if (i > 0 && thresholds[i] < thresholds[i - 1])
@@ -113,11 +109,13 @@ void FlowConfig::Validate() const {
     if (levels != 1) Fail("scheduling.levels", "'" + disc + "' orders flows itself: must be 1, got " + Str(levels));
   }
   if (discipline == Discipline::kLas && !single)
-    Fail("scheduling.discipline", "'las' (exact fluid least attained service) needs topology single_link; on a "
-                                  "network use 'mlfq' with thresholds");
+    Fail("scheduling.discipline",
+         "'las' (exact fluid least attained service) needs topology single_link; on a "
+         "network use 'mlfq' with thresholds");
 
   if (groups.empty()) Fail("workload.groups", "needs at least one group");
-  if (groups.size() > n) Fail("workload.groups", "at most one group per host (" + Str(n) + "), got " + Str(groups.size()));
+  if (groups.size() > n)
+    Fail("workload.groups", "at most one group per host (" + Str(n) + "), got " + Str(groups.size()));
   uint64_t covered = 0;
   for (size_t g = 0; g < groups.size(); ++g) {
     const std::string f = implicit_group ? "workload" : "workload.groups[" + Str(g) + "]";
@@ -154,8 +152,8 @@ void FlowConfig::Validate() const {
     if (c.time_s < last) Fail(f + ".time_s", "changes must be in time order; " + Str(c.time_s) + " < " + Str(last));
     last = c.time_s;
     if (c.group < -1 || c.group >= static_cast<int32_t>(groups.size()))
-      Fail(f + ".group", "must be a group index in [0, " + Str(groups.size() - 1) + "] or none (every group), got " +
-                             Str(c.group));
+      Fail(f + ".group",
+           "must be a group index in [0, " + Str(groups.size() - 1) + "] or none (every group), got " + Str(c.group));
     if (c.load >= 0) CheckLoad(c.load, f + ".load");
     if (c.change_sizes) CheckSizes(c.sizes, f + ".sizes");
     if (c.load < 0 && !c.change_sizes) Fail(f, "changes nothing: give load and/or sizes");
@@ -178,7 +176,8 @@ void FlowConfig::Validate() const {
       }
       Positive(t.size_bytes, f + ".size_bytes");
       const uint32_t dst = single ? topo.Receiver() : t.dst;
-      if (t.path != -1) Range(static_cast<uint64_t>(std::max(t.path, 0)), 0, topo.NumPaths(t.src, dst) - 1, f + ".path");
+      if (t.path != -1)
+        Range(static_cast<uint64_t>(std::max(t.path, 0)), 0, topo.NumPaths(t.src, dst) - 1, f + ".path");
       if (t.path < -1) Fail(f + ".path", "must be a path index or -1 (ECMP), got " + Str(t.path));
       if (t.priority < -1 || t.priority >= static_cast<int32_t>(levels))
         Fail(f + ".priority", "must be in [0, " + Str(levels - 1) + "] or -1, got " + Str(t.priority));
@@ -198,12 +197,11 @@ void FlowConfig::Validate() const {
 
 const std::vector<std::pair<double, double>>& NamedCdf(const std::string& name, const std::string& field) {
   static const std::vector<std::pair<double, double>> kWebSearch = {
-      {0, 0},          {10000, 0.15},   {20000, 0.2},   {30000, 0.3},    {50000, 0.4},     {80000, 0.53},
-      {200000, 0.6},   {1000000, 0.7},  {2000000, 0.8}, {5000000, 0.9},  {10000000, 0.97}, {30000000, 1}};
+      {0, 0},        {10000, 0.15},  {20000, 0.2},   {30000, 0.3},   {50000, 0.4},     {80000, 0.53},
+      {200000, 0.6}, {1000000, 0.7}, {2000000, 0.8}, {5000000, 0.9}, {10000000, 0.97}, {30000000, 1}};
   static const std::vector<std::pair<double, double>> kDataMining = {
-      {0, 0},       {180, 0.1},       {216, 0.2},      {560, 0.3},        {900, 0.4},        {1100, 0.5},
-      {1870, 0.6},  {3160, 0.7},      {10000, 0.8},    {400000, 0.9},     {3160000, 0.95},   {100000000, 0.98},
-      {1000000000, 1}};
+      {0, 0},      {180, 0.1},   {216, 0.2},    {560, 0.3},      {900, 0.4},        {1100, 0.5},    {1870, 0.6},
+      {3160, 0.7}, {10000, 0.8}, {400000, 0.9}, {3160000, 0.95}, {100000000, 0.98}, {1000000000, 1}};
   if (name == "web_search") return kWebSearch;
   if (name == "data_mining") return kDataMining;
   Fail(field, "unknown workload '" + name + "'; allowed: web_search, data_mining, cdf");

@@ -189,8 +189,9 @@ void FlowSim::Arrive() {
     ReallocateSrpt();
     return;
   }
-  fl.level = fl.pinned ? static_cast<uint32_t>(a.priority)
-                       : discipline_ == Discipline::kQsjf ? LevelOfSize(fl.size) : 0;
+  fl.level = fl.pinned                          ? static_cast<uint32_t>(a.priority)
+             : discipline_ == Discipline::kQsjf ? LevelOfSize(fl.size)
+                                                : 0;
   fl.hold = 0;
   fl.mark = NextMark(fl, 0.0);
   PlaceFlow(f);
@@ -244,8 +245,13 @@ void FlowSim::Complete(uint32_t f) {
   interval_.fct_sum_s += reported;
   interval_.throughput_sum_bps += fl.size / reported;
   interval_.bytes_finished += fl.size;
-  const FinishedFlow done{static_cast<double>(fl.src), static_cast<double>(fl.dst), static_cast<double>(fl.path),
-                          static_cast<double>(fl.level), fl.size, reported, now_};
+  const FinishedFlow done{static_cast<double>(fl.src),
+                          static_cast<double>(fl.dst),
+                          static_cast<double>(fl.path),
+                          static_cast<double>(fl.level),
+                          fl.size,
+                          reported,
+                          now_};
   if (fl.is_long) {
     ++interval_.long_finished;
     interval_.long_fct_sum_s += reported;
@@ -356,12 +362,12 @@ void FlowSim::ReallocateSrpt() {
   // holds until the next arrival or completion: on one link only the first
   // flow is served, so the order cannot change in between.
   order_.assign(active_.begin(), active_.end());
-  for (const uint32_t f : order_)
-    srpt_key_[f] = {flows_[f].size - clocks_.Sent(f, now_), flows_[f].index};
+  for (const uint32_t f : order_) srpt_key_[f] = {flows_[f].size - clocks_.Sent(f, now_), flows_[f].index};
   std::sort(order_.begin(), order_.end(), [&](uint32_t a, uint32_t b) { return srpt_key_[a] < srpt_key_[b]; });
   left_ = topology_.Capacity();
   GreedyAllocate(
-      order_, left_, [&](uint32_t f) -> const Path& { return flows_[f].route; }, [&](uint32_t f) { return flows_[f].cap; },
+      order_, left_, [&](uint32_t f) -> const Path& { return flows_[f].route; },
+      [&](uint32_t f) { return flows_[f].cap; },
       [&](uint32_t f, double rate) {
         if (clocks_.Rate(SingletonGroup(f)) != rate) clocks_.SetRate(SingletonGroup(f), rate, now_);
       });
@@ -385,18 +391,24 @@ void FlowSim::MakeLong(uint32_t f) {
   fl.is_long = true;
   fl.long_prev = long_tail_;
   fl.long_next = kNil;
-  if (long_tail_ == kNil) long_head_ = f;
-  else flows_[long_tail_].long_next = f;
+  if (long_tail_ == kNil)
+    long_head_ = f;
+  else
+    flows_[long_tail_].long_next = f;
   long_tail_ = f;
   ++num_long_;
 }
 
 void FlowSim::DropLong(uint32_t f) {
   const Flow& fl = flows_[f];
-  if (fl.long_prev == kNil) long_head_ = fl.long_next;
-  else flows_[fl.long_prev].long_next = fl.long_next;
-  if (fl.long_next == kNil) long_tail_ = fl.long_prev;
-  else flows_[fl.long_next].long_prev = fl.long_prev;
+  if (fl.long_prev == kNil)
+    long_head_ = fl.long_next;
+  else
+    flows_[fl.long_prev].long_next = fl.long_next;
+  if (fl.long_next == kNil)
+    long_tail_ = fl.long_prev;
+  else
+    flows_[fl.long_next].long_prev = fl.long_prev;
   --num_long_;
 }
 

@@ -49,8 +49,8 @@ void FlowSim::SetThresholds(const std::vector<double>& bytes) {
     if (!(bytes[i] > 0) || !std::isfinite(bytes[i]))
       Fail("thresholds[" + Str(i) + "]", "must be a positive finite number of bytes, got " + Str(bytes[i]));
     if (i > 0 && bytes[i] < bytes[i - 1])
-      Fail("thresholds[" + Str(i) + "]", "must be >= thresholds[" + Str(i - 1) + "] = " + Str(bytes[i - 1]) +
-                                             ", got " + Str(bytes[i]));
+      Fail("thresholds[" + Str(i) + "]",
+           "must be >= thresholds[" + Str(i - 1) + "] = " + Str(bytes[i - 1]) + ", got " + Str(bytes[i]));
   }
   thresholds_ = bytes;
   if (long_default_ && discipline_ == Discipline::kMlfq && !thresholds_.empty()) long_bytes_ = thresholds_.back();

@@ -125,8 +125,6 @@ double LasLink::Attained(uint32_t f, double now) const {
   return a;
 }
 
-double LasLink::RateOf(uint32_t f) const {
-  return band_of_store_[store_of_[f]] + 1 == bands_.size() ? TopRate() : 0.0;
-}
+double LasLink::RateOf(uint32_t f) const { return band_of_store_[store_of_[f]] + 1 == bands_.size() ? TopRate() : 0.0; }
 
 }  // namespace dcgym::flow

@@ -346,7 +346,7 @@ void RateSolver::ExpandRegion(uint32_t level) {
     pending_.pop_back();
     const uint32_t cell = Cell(level, l);
     if (residual_[cell] == 0 && dirty_stamp_[cell] != solve_stamp_) continue;  // its flows stay at 0
-    for (size_t i = 0; i < adjacency_[cell].size(); ++i) {  // AddRegionFlow may not touch this list
+    for (size_t i = 0; i < adjacency_[cell].size(); ++i) {                     // AddRegionFlow may not touch this list
       const uint32_t f = adjacency_[cell][i];
       const uint32_t b = flows_[f].bottleneck;
       if (b == l || b == kUnsolved) AddRegionFlow(f);
@@ -372,8 +372,10 @@ void RateSolver::FillRegion(uint32_t level) {
       double remaining = residual_[cell];
       uint32_t unfrozen = 0;
       for (const uint32_t f : adjacency_[cell]) {
-        if (in_region(f)) ++unfrozen;
-        else remaining -= Rate(f);
+        if (in_region(f))
+          ++unfrozen;
+        else
+          remaining -= Rate(f);
       }
       remaining_[l] = remaining;
       unfrozen_[l] = unfrozen;
@@ -394,8 +396,10 @@ void RateSolver::FillRegion(uint32_t level) {
         const uint32_t l = s.path.link[h];
         if (l == bottleneck) continue;
         remaining_[l] -= rate;
-        if (--unfrozen_[l] > 0) links_.Set(l, remaining_[l] / unfrozen_[l]);
-        else links_.Set(l, kNoCap);
+        if (--unfrozen_[l] > 0)
+          links_.Set(l, remaining_[l] / unfrozen_[l]);
+        else
+          links_.Set(l, kNoCap);
       }
     };
     size_t next_cap = 0;

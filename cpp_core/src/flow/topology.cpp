@@ -39,23 +39,18 @@ Topology::Topology(const TopologyConfig& config) : config_(config) {
 
 uint32_t Topology::NumPaths(uint32_t src, uint32_t dst) const {
   switch (config_.kind) {
-    case TopologyKind::kPlanes:
-      return config_.planes;
+    case TopologyKind::kPlanes: return config_.planes;
     case TopologyKind::kLeafSpine:
       return src / config_.hosts_per_rack == dst / config_.hosts_per_rack ? 1 : config_.spines;
-    default:
-      return 1;
+    default: return 1;
   }
 }
 
 uint32_t Topology::MaxPaths() const {
   switch (config_.kind) {
-    case TopologyKind::kPlanes:
-      return config_.planes;
-    case TopologyKind::kLeafSpine:
-      return config_.racks > 1 ? config_.spines : 1;
-    default:
-      return 1;
+    case TopologyKind::kPlanes: return config_.planes;
+    case TopologyKind::kLeafSpine: return config_.racks > 1 ? config_.spines : 1;
+    default: return 1;
   }
 }
 
@@ -63,9 +58,7 @@ Path Topology::Route(uint32_t src, uint32_t dst, uint32_t path) const {
   Path p;
   const uint32_t n = hosts_;
   switch (config_.kind) {
-    case TopologyKind::kSingleLink:
-      p.link[p.hops++] = 0;
-      break;
+    case TopologyKind::kSingleLink: p.link[p.hops++] = 0; break;
     case TopologyKind::kBigSwitch:
       p.link[p.hops++] = src;
       p.link[p.hops++] = n + dst;
@@ -92,10 +85,8 @@ Path Topology::Route(uint32_t src, uint32_t dst, uint32_t path) const {
 std::string Topology::LinkName(uint32_t link) const {
   const uint32_t n = hosts_;
   switch (config_.kind) {
-    case TopologyKind::kSingleLink:
-      return "link";
-    case TopologyKind::kBigSwitch:
-      return link < n ? "up" + std::to_string(link) : "down" + std::to_string(link - n);
+    case TopologyKind::kSingleLink: return "link";
+    case TopologyKind::kBigSwitch: return link < n ? "up" + std::to_string(link) : "down" + std::to_string(link - n);
     case TopologyKind::kPlanes: {
       const uint32_t plane = link / (2 * n), i = link % (2 * n);
       return (i < n ? "up" + std::to_string(i) : "down" + std::to_string(i - n)) + ".p" + std::to_string(plane);

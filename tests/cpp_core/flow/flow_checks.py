@@ -32,15 +32,21 @@ THREADS = min(2, os.cpu_count() or 1)  # the machine is shared: two runs at a ti
 GBPS = 1e9 / 8
 
 
-def single_link(discipline: str, sizes, load: float, *, levels: int | None = None, thresholds=None,
-                warmup: int = 0, **extra) -> dict:
+def single_link(
+    discipline: str, sizes, load: float, *, levels: int | None = None, thresholds=None, warmup: int = 0, **extra
+) -> dict:
     sched = {"discipline": discipline}
     if levels is not None:
         sched["levels"] = levels
     if thresholds is not None:
         sched["thresholds_bytes"] = list(thresholds)
-    return {"topology": {"kind": "single_link", "link_gbps": 1.0}, "scheduling": sched,
-            "workload": {"sizes": sizes, "load": load}, "warmup_flows": warmup, **extra}
+    return {
+        "topology": {"kind": "single_link", "link_gbps": 1.0},
+        "scheduling": sched,
+        "workload": {"sizes": sizes, "load": load},
+        "warmup_flows": warmup,
+        **extra,
+    }
 
 
 def run_seeds(config: dict, flows: int, seeds=SEEDS) -> list[dict]:

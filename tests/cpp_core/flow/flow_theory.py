@@ -140,8 +140,9 @@ def srpt_response(link: Link, x: float) -> float:
     rx = link.rho_upto(x)
     waiting = link.lam * (s.partial(x, 2) + x * x * (1.0 - s.cdf(x))) / (2.0 * (1.0 - rx) ** 2)
     points = s.breakpoints(x)
-    residence, _ = integrate.quad(lambda t: 1.0 / (1.0 - link.rho_upto(t)), 0.0, x, points=points or None,
-                                  limit=200, epsabs=0.0, epsrel=1e-10)
+    residence, _ = integrate.quad(
+        lambda t: 1.0 / (1.0 - link.rho_upto(t)), 0.0, x, points=points or None, limit=200, epsabs=0.0, epsrel=1e-10
+    )
     return waiting + residence
 
 

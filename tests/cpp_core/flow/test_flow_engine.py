@@ -19,9 +19,13 @@ PIAS_WS = [46, 1084, 1717, 1943, 1989, 1999, 2001]
 
 def auto_testbed(load: float = 0.8, seed: int = 1, **extra) -> dict:
     """AuTO's testbed (seed 003 §6): 32 hosts, 3 planes of 1 Gbps, web search; 8 levels with PIAS's thresholds."""
-    return {"topology": {"kind": "planes", "hosts": 32, "planes": 3, "link_gbps": 1.0},
-            "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
-            "workload": {"sizes": "web_search", "load": load}, "seed": seed, **extra}
+    return {
+        "topology": {"kind": "planes", "hosts": 32, "planes": 3, "link_gbps": 1.0},
+        "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
+        "workload": {"sizes": "web_search", "load": load},
+        "seed": seed,
+        **extra,
+    }
 
 
 def canonical(x):
@@ -73,9 +77,14 @@ def test_full_recompute_solver_gives_the_same_fcts() -> None:
 
 
 def single_link_run(solver: str, *, cap_at: float | None = None) -> np.ndarray:
-    cfg = {"topology": {"kind": "single_link", "senders": 4}, "workload": {"sizes": "web_search", "load": 0.8},
-           "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS}, "solver": solver,
-           "record_flows": True, "seed": 11}
+    cfg = {
+        "topology": {"kind": "single_link", "senders": 4},
+        "workload": {"sizes": "web_search", "load": 0.8},
+        "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
+        "solver": solver,
+        "record_flows": True,
+        "seed": 11,
+    }
     sim = FlowSim(cfg)
     if cap_at is not None:
         sim.run_until(cap_at)
@@ -105,9 +114,12 @@ def test_a_cap_on_single_link_hands_the_allocation_to_the_solver() -> None:
 def test_conservation_and_lazy_bytes_agree_with_a_sweep(discipline: str) -> None:
     """arrived = completed + active at any time, and the engine's running unfinished-bytes total (kept by
     rates between events, never by sweeping flows) equals the sum over flows of size - sent."""
-    sched = {"fair": {"discipline": "fair"}, "srpt": {"discipline": "srpt"},
-             "pias": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
-             "qsjf": {"discipline": "qsjf", "levels": 4, "thresholds_bytes": [1e5, 1e6, 1e7]}}[discipline]
+    sched = {
+        "fair": {"discipline": "fair"},
+        "srpt": {"discipline": "srpt"},
+        "pias": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
+        "qsjf": {"discipline": "qsjf", "levels": 4, "thresholds_bytes": [1e5, 1e6, 1e7]},
+    }[discipline]
     sim = FlowSim({**auto_testbed(load=1.5), "scheduling": sched})
     for _ in range(10):
         sim.run_for(0.05)
@@ -126,8 +138,13 @@ def test_conservation_and_lazy_bytes_agree_with_a_sweep(discipline: str) -> None
 def test_memory_is_flat_in_the_number_of_flows() -> None:
     """Flow records are reused: after the first 10^5 flows, 2 x 10^6 more allocate no new records beyond
     the few a new peak of flows in flight needs, and the process grows by no more than a few MB."""
-    sim = FlowSim({"topology": {"kind": "single_link"}, "workload": {"sizes": "web_search", "load": 0.8},
-                   "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS}})
+    sim = FlowSim(
+        {
+            "topology": {"kind": "single_link"},
+            "workload": {"sizes": "web_search", "load": 0.8},
+            "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
+        }
+    )
     sim.run_flows(100_000)
     slots, rss = sim.slots, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     sim.run_flows(2_000_000)
@@ -148,8 +165,14 @@ def test_warmup_flows_are_left_out_of_the_statistics() -> None:
 def test_base_rtt_is_added_beside_the_fluid_fct() -> None:
     """One flow alone: fluid FCT = size / C; the reported FCT adds the base RTT; slowdown is 1."""
     trace = [{"time_s": 0.0, "src": 0, "size_bytes": 125_000.0}]
-    sim = FlowSim({"topology": {"kind": "single_link"}, "workload": {"trace": trace}, "base_rtt_us": 100.0,
-                   "scheduling": {"discipline": "fair"}})
+    sim = FlowSim(
+        {
+            "topology": {"kind": "single_link"},
+            "workload": {"trace": trace},
+            "base_rtt_us": 100.0,
+            "scheduling": {"discipline": "fair"},
+        }
+    )
     sim.run_until(1.0)
     r = sim.results()
     assert r["fct_fluid_s"]["all"]["mean"] == pytest.approx(1e-3, rel=1e-12)
@@ -158,8 +181,14 @@ def test_base_rtt_is_added_beside_the_fluid_fct() -> None:
 
 
 def test_link_utilisation_matches_the_load() -> None:
-    sim = FlowSim({"topology": {"kind": "big_switch", "hosts": 8}, "workload": {"sizes": "web_search", "load": 0.5},
-                   "scheduling": {"discipline": "fair"}, "seed": 2})
+    sim = FlowSim(
+        {
+            "topology": {"kind": "big_switch", "hosts": 8},
+            "workload": {"sizes": "web_search", "load": 0.5},
+            "scheduling": {"discipline": "fair"},
+            "seed": 2,
+        }
+    )
     sim.run_for(30.0)
     sim.start_interval()
     sim.run_for(200.0)
@@ -173,8 +202,12 @@ def test_link_utilisation_matches_the_load() -> None:
 
 def test_groups_offer_their_own_load_and_sizes() -> None:
     """AuTO §6.1.2: <WS, 60%>, <WS, 80%>, <DM, 60%>, <DM, 60%> on 4 x 8 hosts of 1 Gbps."""
-    groups = [{"hosts": 8, "sizes": "web_search", "load": 0.6}, {"hosts": 8, "sizes": "web_search", "load": 0.8},
-              {"hosts": 8, "sizes": "data_mining", "load": 0.6}, {"hosts": 8, "sizes": "data_mining", "load": 0.6}]
+    groups = [
+        {"hosts": 8, "sizes": "web_search", "load": 0.6},
+        {"hosts": 8, "sizes": "web_search", "load": 0.8},
+        {"hosts": 8, "sizes": "data_mining", "load": 0.6},
+        {"hosts": 8, "sizes": "data_mining", "load": 0.6},
+    ]
     cfg = {**auto_testbed(), "workload": {"groups": groups}, "record_flows": True, "seed": 5}
     sim = FlowSim(cfg)
     sim.run_for(60.0)
@@ -190,9 +223,12 @@ def test_groups_offer_their_own_load_and_sizes() -> None:
 def test_dynamics_change_load_and_sizes_at_their_times() -> None:
     """AuTO §6.1.3: the load and the workload change at given times (here every 20 s)."""
     dyn = [{"time_s": 20.0, "load": 0.3}, {"time_s": 40.0, "sizes": "data_mining", "load": 0.6}]
-    cfg = {"topology": {"kind": "big_switch", "hosts": 8}, "workload": {"sizes": "web_search", "load": 0.6,
-                                                                          "dynamics": dyn},
-           "scheduling": {"discipline": "fair"}, "record_flows": True}
+    cfg = {
+        "topology": {"kind": "big_switch", "hosts": 8},
+        "workload": {"sizes": "web_search", "load": 0.6, "dynamics": dyn},
+        "scheduling": {"discipline": "fair"},
+        "record_flows": True,
+    }
     sim = FlowSim(cfg)
     sim.run_until(60.0)
     r = sim.records()
@@ -208,9 +244,14 @@ def test_dynamics_change_load_and_sizes_at_their_times() -> None:
 def test_traffic_matrix_sets_the_destinations() -> None:
     n = 4
     matrix = [[0, 3, 1, 0], [1, 0, 0, 1], [1, 1, 0, 0], [0, 0, 2, 0]]
-    sim = FlowSim({"topology": {"kind": "big_switch", "hosts": n},
-                   "workload": {"sizes": "web_search", "load": 0.2, "traffic_matrix": matrix},
-                   "scheduling": {"discipline": "fair"}, "record_flows": True})
+    sim = FlowSim(
+        {
+            "topology": {"kind": "big_switch", "hosts": n},
+            "workload": {"sizes": "web_search", "load": 0.2, "traffic_matrix": matrix},
+            "scheduling": {"discipline": "fair"},
+            "record_flows": True,
+        }
+    )
     sim.run_flows(40_000)
     sim.run_until(sim.now_s + 100)
     r = sim.records()
@@ -221,10 +262,18 @@ def test_traffic_matrix_sets_the_destinations() -> None:
 
 
 def test_ecmp_spreads_flows_uniformly_over_planes_and_spines() -> None:
-    for topo, paths in (({"kind": "planes", "hosts": 8, "planes": 3}, 3),
-                        ({"kind": "leaf_spine", "racks": 4, "hosts_per_rack": 4, "spines": 4}, 4)):
-        sim = FlowSim({"topology": topo, "workload": {"sizes": "web_search", "load": 0.3},
-                       "scheduling": {"discipline": "fair"}, "record_flows": True})
+    for topo, paths in (
+        ({"kind": "planes", "hosts": 8, "planes": 3}, 3),
+        ({"kind": "leaf_spine", "racks": 4, "hosts_per_rack": 4, "spines": 4}, 4),
+    ):
+        sim = FlowSim(
+            {
+                "topology": topo,
+                "workload": {"sizes": "web_search", "load": 0.3},
+                "scheduling": {"discipline": "fair"},
+                "record_flows": True,
+            }
+        )
         sim.run_flows(30_000)
         r = sim.records()
         inter = r["src"] // 4 != r["dst"] // 4 if topo["kind"] == "leaf_spine" else np.ones(len(r["src"]), bool)
@@ -354,39 +403,74 @@ BAD_CONFIGS = [
     ({"topology": {"kind": "planes", "hosts": 4, "planes": 0}}, "topology.planes: must be in [1, 64]"),
     ({"topology": {"kind": "big_switch", "hosts": 4, "link_gbps": 0}}, "topology.link_gbps: must be a positive"),
     ({"topology": {"kind": "leaf_spine", "oversubscription": -1}}, "topology.oversubscription"),
-    ({"scheduling": {"discipline": "pias", "levels": 3, "thresholds_bytes": [1e5]}},
-     "scheduling.thresholds: 'mlfq' needs levels - 1 = 2 thresholds, got 1"),
-    ({"scheduling": {"discipline": "pias", "levels": 3, "thresholds_bytes": [1e5, 1e4]}},
-     "scheduling.thresholds[1]: must be >= the one before"),
+    (
+        {"scheduling": {"discipline": "pias", "levels": 3, "thresholds_bytes": [1e5]}},
+        "scheduling.thresholds: 'mlfq' needs levels - 1 = 2 thresholds, got 1",
+    ),
+    (
+        {"scheduling": {"discipline": "pias", "levels": 3, "thresholds_bytes": [1e5, 1e4]}},
+        "scheduling.thresholds[1]: must be >= the one before",
+    ),
     ({"scheduling": {"discipline": "pias", "levels": 9}}, "scheduling.levels: must be in [1, 8]"),
     ({"scheduling": {"discipline": "fair", "thresholds_bytes": [1.0]}}, "scheduling.thresholds: 'fair' takes no"),
     ({"scheduling": {"discipline": "las"}}, "'las' (exact fluid least attained service) needs topology single_link"),
-    ({"scheduling": {"discipline": "pias", "levels": 2, "thresholds_bytes": [1], "thresholds_packets": [1]}},
-     "give thresholds_bytes or thresholds_packets, not both"),
+    (
+        {"scheduling": {"discipline": "pias", "levels": 2, "thresholds_bytes": [1], "thresholds_packets": [1]}},
+        "give thresholds_bytes or thresholds_packets, not both",
+    ),
     ({"scheduling": {"discipline": "sjf"}}, "scheduling.discipline: unknown value 'sjf'"),
     ({"workload": {"sizes": "websearch", "load": 0.5}}, "workload.sizes: unknown workload 'websearch'"),
-    ({"workload": {"sizes": {"cdf": [[0, 0], [10, 0.5]]}, "load": 0.5}}, "workload.sizes.cdf: probability must reach 1"),
+    (
+        {"workload": {"sizes": {"cdf": [[0, 0], [10, 0.5]]}, "load": 0.5}},
+        "workload.sizes.cdf: probability must reach 1",
+    ),
     ({"workload": {"sizes": "web_search", "load": -0.1}}, "workload.load: must be in [0, 64]"),
-    ({"workload": {"groups": [{"hosts": 2, "sizes": "web_search", "load": 0.5}]}},
-     "workload.groups: hosts of the groups must add up to the 4 hosts, got 2"),
-    ({"workload": {"sizes": "web_search", "load": 0.5, "traffic_matrix": [[0, 1], [1, 0]]}},
-     "workload.traffic_matrix: needs one row per host (4), got 2"),
-    ({"workload": {"sizes": "web_search", "load": 0.5, "traffic_matrix": [[1, 1, 1, 1]] * 4}},
-     "workload.traffic_matrix[0][0]: a host sends nothing to itself"),
-    ({"workload": {"sizes": "web_search", "load": 0.5, "dynamics": [{"time_s": 2}, {"time_s": 1, "load": 1}]}},
-     "workload.dynamics[0]: changes nothing"),
-    ({"workload": {"sizes": "web_search", "load": 0.5, "dynamics": [{"time_s": 2, "load": 1}, {"time_s": 1, "load": 1}]}},
-     "workload.dynamics[1].time_s: changes must be in time order"),
-    ({"workload": {"sizes": "web_search", "load": 0.5, "dynamics": [{"time_s": 1, "group": 3, "load": 1}]}},
-     "workload.dynamics[0].group: must be a group index in [0, 0]"),
-    ({"workload": {"trace": [{"time_s": 0, "src": 0, "dst": 0, "size_bytes": 10}]}},
-     "workload.trace[0].dst: must differ from src"),
-    ({"workload": {"trace": [{"time_s": 0, "src": 9, "dst": 0, "size_bytes": 10}]}},
-     "workload.trace[0].src: must be in [0, 3], got 9"),
-    ({"workload": {"trace": [{"time_s": 0, "src": 0, "dst": 1, "size_bytes": 10, "priority": 8}]}},
-     "workload.trace[0].priority: must be in [0, 7] or -1"),
-    ({"workload": {"trace": [{"time_s": 0, "src": 0, "dst": 1, "size_bytes": 10, "path": 1}]}},
-     "workload.trace[0].path: must be in [0, 0], got 1"),
+    (
+        {"workload": {"groups": [{"hosts": 2, "sizes": "web_search", "load": 0.5}]}},
+        "workload.groups: hosts of the groups must add up to the 4 hosts, got 2",
+    ),
+    (
+        {"workload": {"sizes": "web_search", "load": 0.5, "traffic_matrix": [[0, 1], [1, 0]]}},
+        "workload.traffic_matrix: needs one row per host (4), got 2",
+    ),
+    (
+        {"workload": {"sizes": "web_search", "load": 0.5, "traffic_matrix": [[1, 1, 1, 1]] * 4}},
+        "workload.traffic_matrix[0][0]: a host sends nothing to itself",
+    ),
+    (
+        {"workload": {"sizes": "web_search", "load": 0.5, "dynamics": [{"time_s": 2}, {"time_s": 1, "load": 1}]}},
+        "workload.dynamics[0]: changes nothing",
+    ),
+    (
+        {
+            "workload": {
+                "sizes": "web_search",
+                "load": 0.5,
+                "dynamics": [{"time_s": 2, "load": 1}, {"time_s": 1, "load": 1}],
+            }
+        },
+        "workload.dynamics[1].time_s: changes must be in time order",
+    ),
+    (
+        {"workload": {"sizes": "web_search", "load": 0.5, "dynamics": [{"time_s": 1, "group": 3, "load": 1}]}},
+        "workload.dynamics[0].group: must be a group index in [0, 0]",
+    ),
+    (
+        {"workload": {"trace": [{"time_s": 0, "src": 0, "dst": 0, "size_bytes": 10}]}},
+        "workload.trace[0].dst: must differ from src",
+    ),
+    (
+        {"workload": {"trace": [{"time_s": 0, "src": 9, "dst": 0, "size_bytes": 10}]}},
+        "workload.trace[0].src: must be in [0, 3], got 9",
+    ),
+    (
+        {"workload": {"trace": [{"time_s": 0, "src": 0, "dst": 1, "size_bytes": 10, "priority": 8}]}},
+        "workload.trace[0].priority: must be in [0, 7] or -1",
+    ),
+    (
+        {"workload": {"trace": [{"time_s": 0, "src": 0, "dst": 1, "size_bytes": 10, "path": 1}]}},
+        "workload.trace[0].path: must be in [0, 0], got 1",
+    ),
     ({"base_rtt_us": -1}, "base_rtt_us: must be a finite number >= 0"),
     ({"solver": "fast"}, "solver: unknown value 'fast'; allowed: incremental, full"),
     ({"observation": {"short_finished": -1}}, "observation.short_finished: must be in [0, 65536]"),

@@ -28,8 +28,9 @@ REL = 1e-9
 ABS_S = 1e-9
 
 
-def random_trace(rng: np.random.Generator, hosts: int, paths_of, *, flows: int, levels: int, caps: bool,
-                 pins: bool) -> list[dict]:
+def random_trace(
+    rng: np.random.Generator, hosts: int, paths_of, *, flows: int, levels: int, caps: bool, pins: bool
+) -> list[dict]:
     """Flows over ~20 ms with sizes of 2 KB - 2 MB: enough overlap for every link to be shared."""
     trace, t = [], 0.0
     for _ in range(flows):
@@ -64,9 +65,15 @@ def reference_fcts(config: dict, capacity: dict, route, *, actions=()) -> np.nda
     sched = config["scheduling"]
     flows = []
     for e in config["workload"]["trace"]:
-        flows.append(ref.Flow(arrival=e["time_s"], size=e["size_bytes"],
-                              links=route(e["src"], e["dst"], e.get("path", 0)),
-                              cap=e.get("cap_gbps", math.inf) * GBPS, level=e.get("priority")))
+        flows.append(
+            ref.Flow(
+                arrival=e["time_s"],
+                size=e["size_bytes"],
+                links=route(e["src"], e["dst"], e.get("path", 0)),
+                cap=e.get("cap_gbps", math.inf) * GBPS,
+                level=e.get("priority"),
+            )
+        )
     discipline = {"fair": "fair", "qsjf": "qsjf", "pias": "mlfq"}[sched["discipline"]]
     sim = ref.Simulation(capacity, flows, discipline, sched.get("thresholds_bytes", []), list(actions))
     return np.array(sim.run())
@@ -83,11 +90,18 @@ def assert_same(engine: np.ndarray, reference: np.ndarray) -> None:
 
 TOPOLOGIES = {
     "big_switch": ({"kind": "big_switch", "hosts": 4, "link_gbps": 1.0}, ref.big_switch(4, GBPS), 4, lambda s, d: 1),
-    "planes": ({"kind": "planes", "hosts": 4, "planes": 2, "link_gbps": 1.0}, ref.planes(4, 2, GBPS), 4,
-               lambda s, d: 2),
-    "leaf_spine": ({"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "spines": 2, "link_gbps": 1.0,
-                    "oversubscription": 2.0}, ref.leaf_spine(2, 2, 2, GBPS, 2.0), 4,
-                   lambda s, d: 1 if s // 2 == d // 2 else 2),
+    "planes": (
+        {"kind": "planes", "hosts": 4, "planes": 2, "link_gbps": 1.0},
+        ref.planes(4, 2, GBPS),
+        4,
+        lambda s, d: 2,
+    ),
+    "leaf_spine": (
+        {"kind": "leaf_spine", "racks": 2, "hosts_per_rack": 2, "spines": 2, "link_gbps": 1.0, "oversubscription": 2.0},
+        ref.leaf_spine(2, 2, 2, GBPS, 2.0),
+        4,
+        lambda s, d: 1 if s // 2 == d // 2 else 2,
+    ),
 }
 
 SCHEDULING = {
@@ -126,8 +140,13 @@ def test_actions_at_given_times_match_reference() -> None:
         trace = random_trace(rng, hosts, paths_of, flows=50, levels=4, caps=False, pins=False)
         for e in trace:
             e["path"] = int(rng.integers(2))
-        config = {"topology": topo, "scheduling": SCHEDULING["mlfq"], "workload": {"trace": trace},
-                  "record_flows": True, "seed": seed}
+        config = {
+            "topology": topo,
+            "scheduling": SCHEDULING["mlfq"],
+            "workload": {"trace": trace},
+            "record_flows": True,
+            "seed": seed,
+        }
         sim = FlowSim(config)
         actions = []
         for t in np.sort(rng.uniform(0.002, 0.02, size=8)):
@@ -142,10 +161,15 @@ def test_actions_at_given_times_match_reference() -> None:
             path = int(rng.integers(2)) if rng.random() < 0.5 else -1
             sim.set_flow_actions([table["handle"][k]], [level], [cap], [path])
             e = trace[flow]
-            actions.append(ref.Action(
-                time=float(t), flow=flow, level=None if level < 0 else level,
-                cap=None if cap < 0 else cap * GBPS,
-                links=None if path < 0 else route(e["src"], e["dst"], path)))
+            actions.append(
+                ref.Action(
+                    time=float(t),
+                    flow=flow,
+                    level=None if level < 0 else level,
+                    cap=None if cap < 0 else cap * GBPS,
+                    links=None if path < 0 else route(e["src"], e["dst"], path),
+                )
+            )
         sim.run_until(1e6)
         r = sim.records()
         engine = np.empty(len(trace))

@@ -93,8 +93,18 @@ def test_mlfq_first_level_is_processor_sharing_on_truncated_work() -> None:
     """Flows that finish in level 1 (x <= alpha_1) see M/G/1-PS of load lam E[min(S, alpha_1)]."""
     lk = link()
     alpha1 = PIAS_WS[0] * PACKET
-    runs = run_seeds(single_link("pias", "web_search", 0.8, levels=8, thresholds=[p * PACKET for p in PIAS_WS],
-                                 warmup=WARMUP, record_flows=True), FLOWS)
+    runs = run_seeds(
+        single_link(
+            "pias",
+            "web_search",
+            0.8,
+            levels=8,
+            thresholds=[p * PACKET for p in PIAS_WS],
+            warmup=WARMUP,
+            record_flows=True,
+        ),
+        FLOWS,
+    )
     theory = lambda sizes: sizes / GBPS / (1.0 - lk.rho_truncated(alpha1 / GBPS))  # noqa: E731
     edges = np.array([1.0, 1e4, 2e4, 3e4, 5e4, alpha1])
     for lo, hi, est, th in per_bin(runs, edges, theory):
@@ -107,13 +117,28 @@ def test_mlfq_with_a_threshold_at_every_packet_is_las() -> None:
     differ by a sliver: bias 1% (the runs differ from FB by at most 0.4%), while PS differs by -75%..+132%."""
     cdf = [[0.0, 0.0], [8 * PACKET, 1.0]]
     lk = link(cdf, 0.8)
-    runs = run_seeds(single_link("pias", {"cdf": cdf}, 0.8, levels=8, thresholds=[k * PACKET for k in range(1, 8)],
-                                 warmup=20_000, record_flows=True), 400_000)
+    runs = run_seeds(
+        single_link(
+            "pias",
+            {"cdf": cdf},
+            0.8,
+            levels=8,
+            thresholds=[k * PACKET for k in range(1, 8)],
+            warmup=20_000,
+            record_flows=True,
+        ),
+        400_000,
+    )
     fb = tabulate(T.fb_response, lk, 8 * PACKET, np.arange(1, 9) * PACKET)
     ps = tabulate(T.ps_response, lk, 8 * PACKET)
     for lo, hi, est, th in per_bin(runs, np.arange(0, 9) * PACKET, fb):
-        check_estimate(est, float(th.mean()), max_rel_se=0.005, bias=0.01,
-                       what=f"MLFQ every packet vs FB, sizes ({lo:.0f}, {hi:.0f}] B")
+        check_estimate(
+            est,
+            float(th.mean()),
+            max_rel_se=0.005,
+            bias=0.01,
+            what=f"MLFQ every packet vs FB, sizes ({lo:.0f}, {hi:.0f}] B",
+        )
     far = [abs(est.mean() - t.mean()) / t.mean() for _, _, est, t in per_bin(runs, np.arange(0, 9) * PACKET, ps)]
     assert min(far) > 0.02 and max(far) > 0.5  # and it is nothing like PS
 

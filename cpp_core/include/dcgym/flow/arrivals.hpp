@@ -68,7 +68,7 @@ class Arrivals {
 
   const Topology& topology_;
   std::vector<Group> groups_;
-  std::vector<double> cumulative_;       // of group rates
+  std::vector<double> cumulative_;         // of group rates
   std::vector<double> matrix_cumulative_;  // hosts x hosts, row-wise cumulative weights
   std::vector<ChangeConfig> changes_;
   size_t next_change_ = 0;

@@ -93,8 +93,8 @@ class GroupClocks {
   void SiftDown(Group& g, size_t slot);
 
   std::vector<Group> groups_;
-  std::vector<uint8_t> stale_;     // per group: timer to recompute at Flush
-  std::vector<uint32_t> touched_;  // groups with stale timers
+  std::vector<uint8_t> stale_;          // per group: timer to recompute at Flush
+  std::vector<uint32_t> touched_;       // groups with stale timers
   std::vector<uint32_t> group_, slot_;  // per flow: group and index in its heap
   std::vector<double> off_, key_;       // per flow
   KeyedHeap timers_;

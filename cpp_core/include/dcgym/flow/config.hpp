@@ -25,9 +25,9 @@ enum class TopologyKind {
 
 struct TopologyConfig {
   TopologyKind kind = TopologyKind::kBigSwitch;
-  uint32_t hosts = 16;       // single_link: senders; big_switch, planes: hosts
-  uint32_t planes = 1;       // planes: parallel planes (AuTO's testbed: 3)
-  uint32_t racks = 9;        // leaf_spine
+  uint32_t hosts = 16;  // single_link: senders; big_switch, planes: hosts
+  uint32_t planes = 1;  // planes: parallel planes (AuTO's testbed: 3)
+  uint32_t racks = 9;   // leaf_spine
   uint32_t hosts_per_rack = 16;
   uint32_t spines = 4;
   // leaf_spine: a rack's host capacity over its capacity towards the spines
@@ -48,7 +48,7 @@ enum class Discipline {
 // A flow-size distribution: a named one or a piecewise-linear CDF through
 // (bytes, cumulative probability) points.
 struct SizeConfig {
-  std::string name = "web_search";  // web_search, data_mining, or cdf
+  std::string name = "web_search";             // web_search, data_mining, or cdf
   std::vector<std::pair<double, double>> cdf;  // for name == "cdf"
 };
 
@@ -106,8 +106,8 @@ struct FlowConfig {
   uint64_t warmup_flows = 0;   // the first arrivals are left out of the statistics
   double long_flow_bytes = 0;  // 0: the last threshold (mlfq), else 1 MiB
   ObservationConfig observation;
-  bool incremental = true;     // false: the solver recomputes everything at every event
-  bool record_flows = false;   // keep every completion (tests; memory grows with flows)
+  bool incremental = true;    // false: the solver recomputes everything at every event
+  bool record_flows = false;  // keep every completion (tests; memory grows with flows)
 
   // Throws std::invalid_argument naming the first bad field.
   void Validate() const;

@@ -46,8 +46,8 @@ namespace dcgym::flow {
 // it finished (s). An active long flow: endpoints, path, level, bytes sent
 // and time since its arrival (s).
 inline constexpr uint32_t kFinishedFeatures = 7;
-inline constexpr const char* kFinishedFeatureNames[kFinishedFeatures] = {
-    "src", "dst", "path", "level", "size_bytes", "fct_s", "age_s"};
+inline constexpr const char* kFinishedFeatureNames[kFinishedFeatures] = {"src",        "dst",   "path", "level",
+                                                                         "size_bytes", "fct_s", "age_s"};
 inline constexpr uint32_t kActiveFeatures = 6;
 inline constexpr const char* kActiveFeatureNames[kActiveFeatures] = {"src",   "dst",        "path",
                                                                      "level", "sent_bytes", "age_s"};
@@ -56,10 +56,10 @@ inline constexpr const char* kActiveFeatureNames[kActiveFeatures] = {"src",   "d
 // flow's current value. Setting `level` pins the flow there: MLFQ no longer
 // demotes it.
 struct FlowAction {
-  uint64_t flow = 0;      // the handle an observation reported
-  int32_t level = -1;     // 0 = highest priority
-  double cap_gbps = -1;   // < 0 keep; +infinity removes the cap
-  int32_t path = -1;      // plane (planes) or spine (leaf_spine)
+  uint64_t flow = 0;     // the handle an observation reported
+  int32_t level = -1;    // 0 = highest priority
+  double cap_gbps = -1;  // < 0 keep; +infinity removes the cap
+  int32_t path = -1;     // plane (planes) or spine (leaf_spine)
 };
 
 // One active flow, as ListActive() reports it.
@@ -105,9 +105,9 @@ class FlowSim {
 
   // Observations, row-major and zero-padded (flow handles -1). Finished
   // flows are those of the current interval, the most recent first.
-  void ObserveShortFinished(double* out) const;             // short_finished x kFinishedFeatures
+  void ObserveShortFinished(double* out) const;               // short_finished x kFinishedFeatures
   void ObserveLongActive(double* out, int64_t* flows) const;  // long_active x kActiveFeatures
-  void ObserveLongFinished(double* out) const;              // long_finished x kFinishedFeatures
+  void ObserveLongFinished(double* out) const;                // long_finished x kFinishedFeatures
   uint64_t NumLongActive() const { return num_long_; }
   // Every active flow, in slot order (a sweep; for tests, debugging, rendering).
   void ListActive(std::vector<ActiveFlow>& out) const;
@@ -138,8 +138,8 @@ class FlowSim {
  private:
   struct Flow {
     double size = 0, arrival = 0, ideal = 0;  // ideal: seconds at the path's least capacity
-    double mark = 0;  // bytes sent at which the flow next needs attention
-    double hold = 0;  // bytes sent while out of any group (inside an event)
+    double mark = 0;                          // bytes sent at which the flow next needs attention
+    double hold = 0;                          // bytes sent while out of any group (inside an event)
     double cap = kNoCap;
     uint64_t index = 0;
     Path route;
@@ -170,9 +170,9 @@ class FlowSim {
   // Step reads the served level's group instead of the timer heap (2x fewer
   // instructions per flow). The first cap switches to the solver for good;
   // `solver: full` always uses it.
-  void PlaceFlow(uint32_t f);                    // a new flow, out of any group
-  void MoveLevel(uint32_t f, uint32_t level);    // a flow out of its group
-  void RemoveFlow(uint32_t f);                   // a completed flow
+  void PlaceFlow(uint32_t f);                  // a new flow, out of any group
+  void MoveLevel(uint32_t f, uint32_t level);  // a flow out of its group
+  void RemoveFlow(uint32_t f);                 // a completed flow
   void UseSolver();
   void Resolve();  // new rates to the clocks; flows out of any group rejoin
   void ReallocateSrpt();
@@ -189,11 +189,11 @@ class FlowSim {
   RateSolver solver_;
   GroupClocks clocks_;
   std::unique_ptr<LasLink> las_;
-  bool single_ = false;                  // single-bottleneck allocation (see PlaceFlow)
+  bool single_ = false;                    // single-bottleneck allocation (see PlaceFlow)
   uint32_t level_count_[kMaxLevels] = {};  // single_: flows per level
-  uint32_t levels_held_ = 0;             // single_: bit l set if level l has flows
-  uint32_t served_ = kMaxLevels;         // single_: the level holding the link's capacity
-  std::vector<uint32_t> rejoin_;         // single_: flows to put in their level's group
+  uint32_t levels_held_ = 0;               // single_: bit l set if level l has flows
+  uint32_t served_ = kMaxLevels;           // single_: the level holding the link's capacity
+  std::vector<uint32_t> rejoin_;           // single_: flows to put in their level's group
   uint32_t num_link_groups_;
   std::vector<double> thresholds_;
   double long_bytes_;

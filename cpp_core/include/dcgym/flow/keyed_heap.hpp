@@ -45,8 +45,10 @@ class KeyedHeap {
     }
     const double old = key_[id];
     key_[id] = key;
-    if (key < old) SiftUp(slot);
-    else if (key > old) SiftDown(slot);
+    if (key < old)
+      SiftUp(slot);
+    else if (key > old)
+      SiftDown(slot);
   }
 
  private:

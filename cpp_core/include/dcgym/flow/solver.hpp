@@ -174,7 +174,7 @@ class RateSolver {
   std::vector<uint32_t> region_links_, region_flows_, pending_;
   std::vector<double> remaining_, share_new_, used_new_;  // per link
   std::vector<uint32_t> unfrozen_;                        // per link
-  std::vector<uint8_t> is_bottleneck_;                   // per link
+  std::vector<uint8_t> is_bottleneck_;                    // per link
   struct HeapEntry {
     double key;
     uint32_t id;
