@@ -214,32 +214,30 @@ class PeriodicLoadInfo(_Schema):
     )
 
 
-class PiggybackLoadInfo(_Schema):
+class _ReplyLoadInfo(_Schema):
+    """Loads learnt from the replies to a dispatcher's tasks: the fields both reply models share."""
+
+    model: str = Field(description="how stale the loads a dispatcher reads are")
+    delay_us: TimeUs = Field(
+        0.0,
+        description="delay from a task's completion to its reply reaching the dispatcher (RackSched §3.5: "
+        "the feedback loop delay)",
+    )
+    local_increment: bool = Field(
+        False, description="count each task sent into the believed load until the next reply (Malcolm §7.1's rule)"
+    )
+
+
+class PiggybackLoadInfo(_ReplyLoadInfo):
     """A node's load rides on each reply to the task's dispatcher (RackSched §3.5, INT1; INT3 with metric work)."""
 
     model: Literal["piggyback"] = Field(description="how stale the loads a dispatcher reads are")
-    delay_us: TimeUs = Field(
-        0.0,
-        description="delay from a task's completion to its reply reaching the dispatcher (RackSched §3.5: "
-        "the feedback loop delay)",
-    )
-    local_increment: bool = Field(
-        False, description="count each task sent into the believed load until the next reply (Malcolm §7.1's rule)"
-    )
 
 
-class MinOnlyLoadInfo(_Schema):
+class MinOnlyLoadInfo(_ReplyLoadInfo):
     """The dispatcher keeps only the least loaded node, updated by replies (RackSched §3.5, INT2: it herds)."""
 
     model: Literal["min_only"] = Field(description="how stale the loads a dispatcher reads are")
-    delay_us: TimeUs = Field(
-        0.0,
-        description="delay from a task's completion to its reply reaching the dispatcher (RackSched §3.5: "
-        "the feedback loop delay)",
-    )
-    local_increment: bool = Field(
-        False, description="count each task sent into the believed load until the next reply (Malcolm §7.1's rule)"
-    )
 
 
 class ProactiveLoadInfo(_Schema):
