@@ -35,11 +35,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import colo_catalog as cc  # noqa: E402
 import colo_reference  # noqa: E402
 import reproduce_osml_fig1 as fig1  # noqa: E402
 
 from dcgym.cpp_core import ColoSim, step_colo_batch  # noqa: E402
+from dcgym.envs.colo import catalog as cc  # noqa: E402
 
 TARGET_SERVICE_TICKS = 1e6  # per second on one core (the target)
 MIX = [
