@@ -155,8 +155,8 @@ def run(
             met_all.append(ok)
             ratios.append(ratio)
     hold = max(1, round(hold_s / SAMPLE_S))
-    start = next((j for j in range(len(met_all) - hold + 1) if all(met_all[j : j + hold])), None)
-    converged = start is not None
+    first = next((j for j in range(len(met_all) - hold + 1) if all(met_all[j : j + hold])), None)
+    converged = first is not None
     tail = np.array(ratios[-max(1, round(hold_s / SAMPLE_S)) :]) if ratios else np.full((1, n), np.nan)
     with np.errstate(all="ignore"):
         mean_tail = [None if np.all(np.isnan(col)) else float(np.nanmean(col)) for col in tail.T]
@@ -165,7 +165,7 @@ def run(
     names = server.names
     row = {
         "converged": converged,
-        "convergence_s": (start + 1) * SAMPLE_S if converged else None,
+        "convergence_s": (first + 1) * SAMPLE_S if converged else None,
         "qos_met_fraction": met_pairs / pairs if pairs else 1.0,
         "cores_used": int(cores_used),
         "ways_used": int(ways_used),

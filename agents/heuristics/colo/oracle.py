@@ -33,7 +33,7 @@ from dcgym.envs.error import InvalidConfigError
 
 __all__ = ["Oracle", "Solution", "cheapest", "frontiers"]
 
-MAX_CANDIDATES = 4_000_000
+MAX_CANDIDATES = 500_000
 """Joint allocations evaluated at most before the search gives up (an infeasible or huge mix)."""
 
 
