@@ -85,7 +85,8 @@ Per agent: ``granted`` (dcores, dways), ``latency_ms``, ``qos_ms``,
 
 At reset the services present share the server equally (PARTIES' start); a
 service launching later receives an equal share of the server, taken from
-what is idle. ``reset(seed=s)`` runs the engine with seed s (common random
+what is idle (at least one core and one way: from the service holding the
+most when nothing is idle). ``reset(seed=s)`` runs the engine with seed s (common random
 numbers with the schedulers of :mod:`dcgym.agents.heuristics.colo`).
 
 ## Version History
@@ -341,10 +342,14 @@ class ColoEnv(ParallelEnv, EzPickle):
         share = len(agents) + len(new)
         for a in new:
             i = self._index[a]
-            self._cores[i] = min(self._idle[0], server.total_cores // share)
-            self._ways[i] = min(self._idle[1], server.total_ways // share)
-            self._idle[0] -= self._cores[i]
-            self._idle[1] -= self._ways[i]
+            for held, r, total in ((self._cores, 0, server.total_cores), (self._ways, 1, server.total_ways)):
+                held[i] = min(self._idle[r], total // share)
+                self._idle[r] -= held[i]
+                if held[i] == 0:  # nothing idle: one unit from the service holding the most (if it can spare one)
+                    donor = max(range(len(held)), key=held.__getitem__)
+                    if held[donor] > 1:
+                        held[donor] -= 1
+                        held[i] = 1
         server.sim.set_allocations(np.array(self._cores), np.array(self._ways))
         self.agents = [a for a in self.possible_agents if a in agents or a in new]
         return set(new)
