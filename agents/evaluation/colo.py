@@ -22,7 +22,7 @@ of the services' max loads, counted for converged runs only.
 Plots: each service's p99 / target and its cores and ways over time for the
 runs that keep a timeline (by default the first seed's runs of the first
 four mixes; ``--timeline US`` keeps every run's, sampled every US
-microseconds; ``--timeline`` 0 none), and the CDF of convergence times per
+microseconds; ``sample_period_us=0`` in Python none), and the CDF of convergence times per
 scheduler over every mix and seed.
 """
 
@@ -81,6 +81,9 @@ class ColoRow(BaseModel):
         description="effective machine utilization: the sum of load_fractions when converged (null otherwise)"
     )
     actions: int = Field(description="scheduler decisions that changed the allocation, actions")
+    actions_to_convergence: int | None = Field(
+        description="of which were taken up to convergence_s, actions (OSML Fig. 9 counts these; null: not converged)"
+    )
     core_actions: int = Field(description="of which changed some service's cores, actions")
     way_actions: int = Field(description="of which changed some service's ways, actions")
     p99_over_target: dict[str, float | None] = Field(
@@ -115,6 +118,7 @@ def run(
     due = {"decide": 0, "sample": every["sample"], **({"record": 0} if timeline_s else {})}
     history = [deque(maxlen=HISTORY) for _ in range(n)]
     met_all: list[bool] = []
+    acted: list[int] = []  # actions taken by each sample
     ratios: list[np.ndarray] = []  # per sample: p99 / target, NaN for services not running
     met_pairs = pairs = 0
     timeline: dict[str, Any] | None = (
@@ -153,6 +157,7 @@ def run(
             for i in np.flatnonzero(~running):
                 history[i].clear()
             met_all.append(ok)
+            acted.append(server.actions)
             ratios.append(ratio)
     hold = max(1, round(hold_s / SAMPLE_S))
     first = next((j for j in range(len(met_all) - hold + 1) if all(met_all[j : j + hold])), None)
@@ -170,6 +175,7 @@ def run(
         "cores_used": int(cores_used),
         "ways_used": int(ways_used),
         "actions": int(server.actions),
+        "actions_to_convergence": int(acted[first]) if converged else None,
         "core_actions": int(server.core_actions),
         "way_actions": int(server.way_actions),
         "p99_over_target": dict(zip(names, mean_tail)),
