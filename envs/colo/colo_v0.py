@@ -151,6 +151,7 @@ OBSERVATION_FEATURES: tuple[str, ...] = (
 
 _COLUMNS = np.array([COUNTERS.index(f) for f in OBSERVATION_FEATURES])
 _LATENCY = COUNTERS.index("Latency")
+_STATE = COUNTERS.index("State")
 _DELTAS = np.arange(-MAX_DELTA, MAX_DELTA + 1)
 
 
@@ -260,7 +261,10 @@ class ColoEnv(ParallelEnv, EzPickle):
         self._arrive(self.server.phases)
         self._latency = self._counters[:, _LATENCY].tolist()
         obs = self._observe()
-        return {a: obs[a] for a in self.agents}, {a: self._info(a, (0, 0)) for a in self.agents}
+        now, latency = self.server.now_s, self._latency
+        return {a: obs[a] for a in self.agents}, {
+            a: self._info(a, (0, 0), latency[self._index[a]], now) for a in self.agents
+        }
 
     def step(self, actions: Mapping[str, Any]):
         """Apply every agent's (dcores, dways), run ``interval_s``, observe."""
@@ -272,7 +276,7 @@ class ColoEnv(ParallelEnv, EzPickle):
         granted = self._apply(self._check(actions))
         sim.step(self._ticks)
         self._steps += 1
-        phases = sim.phases
+        phases = self._counters[:, _STATE].tolist()  # the State counter: the phases after the tick, no copy made
         index = self._index
         ended = {a for a in self.agents if phases[index[a]] == ENDED}
         if ended:
@@ -287,6 +291,7 @@ class ColoEnv(ParallelEnv, EzPickle):
         new = self._arrive(phases)
         latency = self._counters[:, _LATENCY].tolist()
         obs = self._observe()
+        now = sim.now_s
         truncated = self._steps >= self.max_steps
         observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
         previous = self._latency
@@ -297,7 +302,7 @@ class ColoEnv(ParallelEnv, EzPickle):
             rewards[a] = 0.0 if a in new else osml_reward(latency[i], previous[i], g[0], g[1])
             terminations[a] = a in ended
             truncations[a] = truncated and a not in ended
-            infos[a] = self._info(a, g)
+            infos[a] = self._info(a, g, latency[i], now)
         self._latency = latency
         self.agents = [] if truncated else [a for a in self.agents if a not in ended]
         return observations, rewards, terminations, truncations, infos
@@ -392,6 +397,7 @@ class ColoEnv(ParallelEnv, EzPickle):
         if not deltas:
             return {}
         granted = {}
+        before = (list(cores), list(ways))
         for i, (dc, dw) in deltas:
             if dc < 0:
                 take = min(-dc, cores[i] - min(1, cores[i]))
@@ -410,10 +416,9 @@ class ColoEnv(ParallelEnv, EzPickle):
                 add = min(dw, idle[1])
                 ways[i] += add
                 idle[1] -= add
-        before_c, before_w = self.server.sim.cores, self.server.sim.ways
         for a in actions:
             i = index[a]
-            granted[a] = (cores[i] - int(before_c[i]), ways[i] - int(before_w[i]))
+            granted[a] = (cores[i] - before[0][i], ways[i] - before[1][i])
         self.server.sim.set_allocations(np.array(cores), np.array(ways))
         return granted
 
@@ -433,9 +438,8 @@ class ColoEnv(ParallelEnv, EzPickle):
             out[a] = {"observation": values[i], "action_mask": _MASKS[key]}
         return out
 
-    def _info(self, agent: str, granted: tuple[int, int]) -> dict[str, Any]:
+    def _info(self, agent: str, granted: tuple[int, int], latency: float, now: float) -> dict[str, Any]:
         i = self._index[agent]
-        latency = float(self._counters[i, _LATENCY])
         return {
             "granted": granted,
             "latency_ms": latency,
@@ -445,7 +449,7 @@ class ColoEnv(ParallelEnv, EzPickle):
             "ways": self._ways[i],
             "idle_cores": self._idle[0],
             "idle_ways": self._idle[1],
-            "sim_time_s": self.server.sim.now_s,
+            "sim_time_s": now,
         }
 
 
