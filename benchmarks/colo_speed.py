@@ -20,7 +20,8 @@ after a warm-up run; building the simulators is not timed):
   colo_v0    colo_v0 steps/s (1-s steps, 10 ticks) with 3 and 5 services, every
              agent acting each step (a fixed cycle of actions, some clipped),
              against the env-step loop above measured in the same run: the
-             ratio is what colo_v0's own Python work costs.
+             ratio is what colo_v0's own Python work costs; and the batched
+             form, ColoVectorEnv with 64 copies (env-steps/s).
   clite      one CLITE run on OSML's case A (180 s) under cProfile: the share of
              its time in the GP fit, the acquisition (SLSQP over the posterior)
              and the engine.
@@ -52,6 +53,7 @@ from dcgym.cpp_core import ColoSim, step_colo_batch  # noqa: E402
 from dcgym.envs.colo import catalog as cc  # noqa: E402
 from dcgym.envs.colo import colo_v0  # noqa: E402
 from dcgym.envs.colo.scenario import load_colo_scenario  # noqa: E402
+from dcgym.envs.colo.vector import ColoVectorEnv  # noqa: E402
 
 TARGET_SERVICE_TICKS = 1e6  # per second on one core (the issue's target)
 TARGET_ENV_STEPS = 20e3  # colo_v0 steps/s with 3-5 services (the issue's target)
@@ -208,6 +210,21 @@ def bench_colo_v0(n: int, steps: int, repeats: int) -> float:
     return best_of(repeats, run)
 
 
+def bench_colo_vector(n: int, envs: int, steps: int, repeats: int) -> float:
+    """Seconds for `steps` steps of ColoVectorEnv with `envs` copies (every service acting)."""
+    vec = ColoVectorEnv(envs, scenario=env_scenario(n))
+    plan = [np.full((envs, n), a) for a in ENV_ACTIONS]
+
+    def run() -> float:
+        vec.reset(seed=1)
+        t = time.perf_counter()
+        for k in range(steps):
+            vec.step(plan[k % len(plan)])
+        return time.perf_counter() - t
+
+    return best_of(repeats, run)
+
+
 def profile_clite() -> dict[str, float]:
     """Shares of one CLITE run's time (OSML case A, 180 s) in the GP fit, the acquisition and the engine."""
     import cProfile
@@ -321,6 +338,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
 
+    for n in (3, 5):
+        envs, steps = 64, max(50, int(300 * scale))
+        rate = envs * steps / bench_colo_vector(n, envs, steps, args.repeats)
+        results[f"colo_vector_{n}"] = rate
+        results[f"colo_v0_{n}"]["batched_64"] = rate
+        rows.append((f"ColoVectorEnv, 64 x {n} services", f"{rate:,.0f} env-steps/s", "", "", ""))
+
     prof = profile_clite()
     results["clite_profile"] = prof
     rows.append(
@@ -354,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"target >= {TARGET_SERVICE_TICKS:,.0f} service-ticks/s with 3-11 services: {'met' if ok else 'NOT met'}")
     env_ok = all(results[f"colo_v0_{n}"]["steps_per_s"] >= TARGET_ENV_STEPS for n in (3, 5))
     print(f"target colo_v0 >= {TARGET_ENV_STEPS:,.0f} steps/s with 3-5 services: {'met' if env_ok else 'NOT met'}")
+    vec_ok = all(results[f"colo_vector_{n}"] >= TARGET_ENV_STEPS for n in (3, 5))
+    print(f"  batched (ColoVectorEnv, 64 copies): {'met' if vec_ok else 'NOT met'}")
     if "comparison" in results:
         met = results["comparison"]["wall_s"] <= TARGET_COMPARISON_S
         print(f"target OSML comparison within {TARGET_COMPARISON_S} s on 2 cores: {'met' if met else 'NOT met'}")

@@ -8,6 +8,7 @@
 | ``server`` | the interface a scheduler acts through: observe counters, set allocations, steady states |
 | ``colo_v0`` | the per-service game as a PettingZoo ParallelEnv (OSML's Model-C actions and reward) |
 | ``wrappers`` | a central single-agent Gymnasium environment over colo_v0 |
+| ``vector`` | B copies of colo_v0 stepped together with arrays and one engine call |
 
 The engine model is :class:`dcgym.cpp_core.ColoSim` (docs/colo.md).
 """
