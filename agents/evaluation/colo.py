@@ -258,6 +258,10 @@ class ColoEvaluation(EvaluationFamily):
     def default_work_for(self, scenario: Any) -> int:
         return int(math.ceil(scenario.horizon_s))
 
+    def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+        """The summary metrics, less those no run of the cell has (convergence time and EMU when none converged)."""
+        return tuple(m for m in self.summary_metrics if any(r.get(m) is not None for r in rows))
+
     def default_policies(self, scenario: Any) -> list[Any]:
         return [str(scenario.scheduler)]
 

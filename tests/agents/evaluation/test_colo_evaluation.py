@@ -34,6 +34,8 @@ def test_schedulers_on_case_a_give_rows_the_row_model_accepts(tmp_path):
         assert (equal["cores_used"], equal["ways_used"]) == (36, 20)
     cell = {c["policy"]: c for c in doc["summary"]}
     assert cell["oracle"]["converged"]["mean"] == 1.0 and cell["equal"]["converged"]["mean"] == 0.0
+    assert cell["oracle"]["convergence_s"]["mean"] <= 15
+    assert "convergence_s" not in cell["equal"] and "emu" not in cell["equal"]  # no run converged: no statistic
     assert len(doc["timelines"]) == 2  # the first seed of the first mix, per scheduler
     paths = write_plots(doc, tmp_path)
     assert set(paths) == {"convergence_cdf", "latency", "allocation"} and all(
