@@ -152,8 +152,10 @@ class ColoServer:
         cores: Sequence[int] | np.ndarray,
         ways: Sequence[int] | np.ndarray,
         freq_mhz: Sequence[float] | np.ndarray | None = None,
+        mba: Sequence[float] | np.ndarray | None = None,
     ) -> bool:
-        """Set every service's private cores and ways (and frequency); services not running get none.
+        """Set every service's private cores and ways (and frequency, and MBA share of the peak bandwidth where the
+        platform has MBA); services not running get none.
 
         Dissolves any share group first. Raises ValueError (changing nothing) when the platform's cores or
         ways would be exceeded. Returns whether anything changed (one action, counted).
@@ -161,15 +163,17 @@ class ColoServer:
         cores = np.where(self.running, np.asarray(cores, dtype=np.int64), 0)
         ways = np.where(self.running, np.asarray(ways, dtype=np.int64), 0)
         freq = None if freq_mhz is None else np.asarray(freq_mhz, dtype=np.float64)
+        share = None if mba is None else np.asarray(mba, dtype=np.float64)
         dc = not np.array_equal(cores, self.cores)
         dw = not np.array_equal(ways, self.ways)
         df = freq is not None and not np.array_equal(freq, self.freq_mhz)
+        dm = share is not None and not np.array_equal(share, np.asarray(self.sim.mba))
         was_shared = self.shared
-        if not (dc or dw or df or was_shared):
+        if not (dc or dw or df or dm or was_shared):
             return False
         if was_shared:
             self.unshare()
-        self.sim.set_allocations(cores, ways, None, freq)
+        self.sim.set_allocations(cores, ways, share, freq)
         self.actions += 1
         self.core_actions += dc
         self.way_actions += dw

@@ -179,7 +179,11 @@ class Clite(Scheduler):
         cores = np.zeros(server.num_services, dtype=np.int64)
         ways = np.zeros(server.num_services, dtype=np.int64)
         cores[self.members], ways[self.members] = x[:m], x[m : 2 * m]
-        server.allocate(cores, ways)  # MBA shares (x[2m:]) take effect only on platforms with MBA (not modelled here)
+        mba = None
+        if len(x) > 2 * m:  # the platform has MBA: shares in 10% units of the peak bandwidth
+            mba = np.ones(server.num_services)
+            mba[self.members] = x[2 * m :] / MBA_UNITS
+        server.allocate(cores, ways, mba=mba)
 
     # ------------------------------------------------------------------ Bayesian optimisation
 

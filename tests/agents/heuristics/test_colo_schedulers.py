@@ -172,3 +172,22 @@ def test_registry_and_refusals():
         make_scheduler({"policy": "parties", "variant": "both"})
     with pytest.raises(InvalidConfigError, match="^margin: got 1.5"):
         make_scheduler("oracle:margin=1.5")
+
+
+def test_clite_partitions_memory_bandwidth_where_the_platform_has_mba():
+    scenario = load_colo_scenario(
+        "osml_case_a",
+        {
+            "platform": "silver_4114",
+            "mixes": [[{"service": "img-dnn", "load": 0.3}, {"service": "xapian", "load": 0.3}]],
+        },
+    )
+    server = ColoServer(scenario.engine_config(mix=0, seed=1))
+    clite = Clite()
+    clite.reset(server, np.random.default_rng(0))
+    clite.act(server)
+    assert clite.totals == [20, 11, 10]  # CLITE's server: 20 threads, 11 ways, MBA in 10% steps
+    assert server.cores.tolist() == [10, 10] and np.asarray(server.sim.mba).tolist() == [0.5, 0.5]
+    clite._apply(server, clite.bootstrap[1])  # the first service at its maximum, one unit to the other
+    assert server.cores.tolist() == [19, 1] and server.ways.tolist() == [10, 1]
+    assert np.asarray(server.sim.mba) == pytest.approx([0.9, 0.1])
