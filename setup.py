@@ -83,6 +83,7 @@ setup(
     package_data={
         "dcgym.cpp_core": ["*.pyi", "py.typed"],
         "dcgym.configs": ["scenarios/*/*.yaml", "experiments/*.yaml"],
+        "dcgym.envs.colo": ["catalog.yaml"],
         "dcgym.zoo": ["*.dcpol", "*.md"],
     },
     # DCGYM_SKIP_EXTENSION=1: metadata and pure-Python packages only; `make build` then compiles the

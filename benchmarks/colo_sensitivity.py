@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import colo_catalog as cc  # noqa: E402
 import reproduce_osml_fig1 as fig1  # noqa: E402
+
+from dcgym.envs.colo import catalog as cc  # noqa: E402
 
 VARIANTS = [  # (label, where, key, value)
     ("as catalogued", None, None, None),

@@ -17,6 +17,17 @@ after a warm-up run; building the simulators is not timed):
   steady     steady_state_batch over 10,000 allocations of 3 services (the
              Oracle's and search-based schedulers' query).
   fig1       one 36 x 20 grid of OSML's Fig. 1 protocol (reproduce_osml_fig1.grid).
+  colo_v0    colo_v0 steps/s (1-s steps, 10 ticks) with 3 and 5 services, every
+             agent acting each step (a fixed cycle of actions, some clipped),
+             against the env-step loop above measured in the same run: the
+             ratio is what colo_v0's own Python work costs; and the batched
+             form, ColoVectorEnv with 64 copies (env-steps/s).
+  clite      one CLITE run on OSML's case A (180 s) under cProfile: the share of
+             its time in the GP fit, the acquisition (SLSQP over the posterior)
+             and the engine.
+  comparison (with --comparison) the whole OSML comparison: osml_mixes x
+             PARTIES, CLITE, Oracle, Unmanaged x 180 s on 2 processes, wall time
+             and each scheduler's CPU seconds (about 10 minutes).
 
     python benchmarks/colo_speed.py            # about 1 minute
     python benchmarks/colo_speed.py --quick    # about 10 s
@@ -35,13 +46,19 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import colo_catalog as cc  # noqa: E402
 import colo_reference  # noqa: E402
 import reproduce_osml_fig1 as fig1  # noqa: E402
 
 from dcgym.cpp_core import ColoSim, step_colo_batch  # noqa: E402
+from dcgym.envs.colo import catalog as cc  # noqa: E402
+from dcgym.envs.colo import colo_v0  # noqa: E402
+from dcgym.envs.colo.scenario import load_colo_scenario  # noqa: E402
+from dcgym.envs.colo.vector import ColoVectorEnv  # noqa: E402
 
 TARGET_SERVICE_TICKS = 1e6  # per second on one core (the issue's target)
+TARGET_ENV_STEPS = 20e3  # colo_v0 steps/s with 3-5 services (the issue's target)
+TARGET_COMPARISON_S = 600  # the whole OSML comparison on 2 cores (the issue's target)
+ENV_ACTIONS = (24, 31, 17, 25, 23, 32, 16, 24)  # (0,0), (+1,0), (-1,0), (0,+1), (0,-1), (+1,+1), (-1,-1), (0,0)
 MIX = [
     ("moses", 40),
     ("img-dnn", 60),
@@ -170,11 +187,90 @@ def bench_steady(catalog: dict, count: int, repeats: int) -> float:
     return best_of(repeats, run)
 
 
+def env_scenario(n: int):
+    """colo_v0 on the first n services of MIX (loads as fractions of OSML's code's max loads)."""
+    mix = [{"service": name, "load": pct / 100} for name, pct in MIX[:n]]
+    return load_colo_scenario("osml_case_a", {"mixes": [mix]})
+
+
+def bench_colo_v0(n: int, steps: int, repeats: int) -> float:
+    """Seconds for `steps` colo_v0 steps (episodes of 180 steps, resets included)."""
+    env = colo_v0.parallel_env(scenario=env_scenario(n))
+
+    def run() -> float:
+        t = time.perf_counter()
+        env.reset(seed=1)
+        for k in range(steps):
+            if not env.agents:
+                env.reset(seed=k)
+            a = ENV_ACTIONS[k % len(ENV_ACTIONS)]
+            env.step({agent: a for agent in env.agents})
+        return time.perf_counter() - t
+
+    return best_of(repeats, run)
+
+
+def bench_colo_vector(n: int, envs: int, steps: int, repeats: int) -> float:
+    """Seconds for `steps` steps of ColoVectorEnv with `envs` copies (every service acting)."""
+    vec = ColoVectorEnv(envs, scenario=env_scenario(n))
+    plan = [np.full((envs, n), a) for a in ENV_ACTIONS]
+
+    def run() -> float:
+        vec.reset(seed=1)
+        t = time.perf_counter()
+        for k in range(steps):
+            vec.step(plan[k % len(plan)])
+        return time.perf_counter() - t
+
+    return best_of(repeats, run)
+
+
+def profile_clite() -> dict[str, float]:
+    """Shares of one CLITE run's time (OSML case A, 180 s) in the GP fit, the acquisition and the engine."""
+    import cProfile
+    import pstats
+
+    from dcgym.agents.evaluation.colo import run as run_scheduler
+
+    scenario = load_colo_scenario("osml_case_a")
+    profiler = cProfile.Profile()
+    t = time.perf_counter()
+    profiler.enable()
+    row, _ = run_scheduler(scenario.engine_config(mix=0, seed=1), "clite", 1, 180.0, scenario.hold_s)
+    profiler.disable()
+    total = time.perf_counter() - t
+    stats = pstats.Stats(profiler).stats
+
+    def cumulative(name: str, file_part: str) -> float:
+        return sum(v[3] for (f, _, fn), v in stats.items() if fn == name and file_part in f)
+
+    return {
+        "total_s": total,
+        "samples": row["actions"],
+        "gp_fit_s": cumulative("fit", "_gpr.py"),
+        "acquisition_s": cumulative("minimize", "_minimize.py"),
+    }
+
+
+def comparison() -> dict[str, float]:
+    """The whole OSML comparison on 2 processes: wall time and each scheduler's CPU seconds."""
+    from dcgym.agents.evaluation import evaluate
+
+    t = time.perf_counter()
+    doc = evaluate("osml_mixes", ["parties", "clite", "oracle", "unmanaged"], workers=2, progress=False)
+    wall = time.perf_counter() - t
+    cpu = {}
+    for r in doc["results"]:
+        cpu[r["policy"]] = cpu.get(r["policy"], 0.0) + r["wall_s"]
+    return {"wall_s": wall, "runs": len(doc["results"]), **{f"cpu_{k}_s": v for k, v in cpu.items()}}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="a smoke run (about 10 s)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
+    ap.add_argument("--comparison", action="store_true", help="also time the whole OSML comparison (10 minutes)")
     args = ap.parse_args(argv)
     scale = 0.1 if args.quick else 1.0
     catalog = cc.load_catalog()
@@ -227,6 +323,45 @@ def main(argv: list[str] | None = None) -> int:
     results["steady_state_per_s"] = count / t
     rows.append(("steady_state_batch, 3 services", f"{count / t:,.0f} allocations/s", "", "", ""))
 
+    for n in (3, 5):
+        steps = max(1000, int(20000 * scale))
+        env_rate = steps / bench_colo_v0(n, steps, args.repeats)
+        bare = results[f"env_step_{n}"]
+        results[f"colo_v0_{n}"] = {"steps_per_s": env_rate, "bare_loop": bare, "ratio": env_rate / bare}
+        rows.append(
+            (
+                f"colo_v0, {n} services",
+                f"{env_rate:,.0f} steps/s",
+                f"bare loop {bare:,.0f}",
+                f"x{env_rate / bare:.2f}",
+                "",
+            )
+        )
+
+    for n in (3, 5):
+        envs, steps = 64, max(50, int(300 * scale))
+        rate = envs * steps / bench_colo_vector(n, envs, steps, args.repeats)
+        results[f"colo_vector_{n}"] = rate
+        results[f"colo_v0_{n}"]["batched_64"] = rate
+        rows.append((f"ColoVectorEnv, 64 x {n} services", f"{rate:,.0f} env-steps/s", "", "", ""))
+
+    prof = profile_clite()
+    results["clite_profile"] = prof
+    rows.append(
+        (
+            "CLITE run, case A (180 s)",
+            f"{prof['total_s']:.2f} s, {prof['samples']} samples",
+            f"GP fit {prof['gp_fit_s'] / prof['total_s']:.0%}",
+            f"acquisition {prof['acquisition_s'] / prof['total_s']:.0%}",
+            "",
+        )
+    )
+    if args.comparison:
+        comp = comparison()
+        results["comparison"] = comp
+        cpu = ", ".join(f"{k[4:-2]} {v:,.0f} s" for k, v in comp.items() if k.startswith("cpu_"))
+        rows.append(("OSML comparison, 2 processes", f"{comp['wall_s']:,.0f} s wall", f"{comp['runs']} runs", cpu, ""))
+
     t0 = time.perf_counter()
     fig1.grid(catalog, "moses", 800.0)
     results["fig1_grid_s"] = time.perf_counter() - t0
@@ -241,6 +376,13 @@ def main(argv: list[str] | None = None) -> int:
         print("  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)))
     ok = all(results[f"tick_{n}"]["service_ticks_per_s"] >= TARGET_SERVICE_TICKS for n in (3, 5, 11))
     print(f"target >= {TARGET_SERVICE_TICKS:,.0f} service-ticks/s with 3-11 services: {'met' if ok else 'NOT met'}")
+    env_ok = all(results[f"colo_v0_{n}"]["steps_per_s"] >= TARGET_ENV_STEPS for n in (3, 5))
+    print(f"target colo_v0 >= {TARGET_ENV_STEPS:,.0f} steps/s with 3-5 services: {'met' if env_ok else 'NOT met'}")
+    vec_ok = all(results[f"colo_vector_{n}"] >= TARGET_ENV_STEPS for n in (3, 5))
+    print(f"  batched (ColoVectorEnv, 64 copies): {'met' if vec_ok else 'NOT met'}")
+    if "comparison" in results:
+        met = results["comparison"]["wall_s"] <= TARGET_COMPARISON_S
+        print(f"target OSML comparison within {TARGET_COMPARISON_S} s on 2 cores: {'met' if met else 'NOT met'}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0

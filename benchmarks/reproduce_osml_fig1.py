@@ -30,10 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import colo_catalog as cc  # noqa: E402
-
-from dcgym.cpp_core import ColoSim  # noqa: E402
+from dcgym.cpp_core import ColoSim
+from dcgym.envs.colo import catalog as cc
+from dcgym.envs.colo.dataset import cell_seed
 
 LATENCY = ColoSim.counter_names.index("Latency")
 SAMPLES = 10  # collect_single.py: ten 1-s samples
@@ -61,11 +60,6 @@ def make_sim(
 ) -> ColoSim:
     svc = cc.service_config(catalog, service, rps=rps, variant=variant, threads=threads)
     return ColoSim(cc.sim_config(catalog, [svc], platform=platform, seed=seed))
-
-
-def cell_seed(seed: int, cores: int, ways: int) -> int:
-    """Each cell its own noise streams, as each of OSML's measurements is a separate run."""
-    return seed * 1_000_003 + cores * 1_000 + ways
 
 
 def osml_sample(sim: ColoSim, cores: int, ways: int, seed: int = 0) -> float:

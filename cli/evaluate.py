@@ -52,12 +52,15 @@ def main(
             "(FILE.dcpol or zoo:NAME); repeatable; default: the scenario's"
         ),
     ] = None,
-    loads: Annotated[str | None, typer.Option(help="comma-separated loads (default: the scenario's grid)")] = None,
+    loads: Annotated[
+        str | None,
+        typer.Option(help="comma-separated loads (default: the scenario's grid; on a colo scenario, mix indices)"),
+    ] = None,
     tasks: Annotated[
         int | None,
         typer.Option(
             help="units of work per run, warm-up included: tasks on a rack (default 1000000), flows on a multi-LB "
-            "cluster (default 5000)"
+            "cluster (default 5000), seconds of simulated time on a colo server (default: the scenario's horizon_s)"
         ),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="one seed of every random stream (default 1)")] = None,
@@ -67,7 +70,11 @@ def main(
     ] = None,
     address: Annotated[str | None, typer.Option(help="HOST:PORT of a running Ray cluster to use")] = None,
     timeline: Annotated[
-        float | None, typer.Option(help="sample every node's load every US microseconds for load_over_time.png (rack)")
+        float | None,
+        typer.Option(
+            help="sample every node's load every US microseconds for load_over_time.png (rack); each service's "
+            "latency and allocation in every run (colo)"
+        ),
     ] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("out/evaluate"),
     json_out: Annotated[bool, typer.Option("--json", help="print the results document on stdout")] = False,

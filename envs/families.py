@@ -47,6 +47,13 @@ FAMILIES: dict[str, Family] = {
         {"lb_v0": "dcgym.envs.lb.lb_v0"},
         legacy_kinds=("multistage",),
     ),
+    "colo": Family(
+        "colo",
+        "resource partitioning on one server: latency-critical services sharing cores, LLC ways and memory "
+        "bandwidth under a scheduler (OSML, PARTIES, CLITE)",
+        "dcgym.envs.colo.scenario:ColoScenario",
+        {"colo_v0": "dcgym.envs.colo.colo_v0"},
+    ),
 }
 """Every family, by name (the ``kind`` of its scenario files)."""
 

@@ -25,6 +25,7 @@ GYMNASIUM_IDS: dict[str, dict[str, object]] = {
         "max_episode_steps": 1000,
     },
     "dcgym/RackDispatch-v0": {"entry_point": "dcgym.envs.rack.wrappers:RackDispatchEnv", "max_episode_steps": 1000},
+    "dcgym/ColoCentral-v0": {"entry_point": "dcgym.envs.colo.wrappers:ColoCentralEnv", "max_episode_steps": 180},
 }
 """Every single-agent id with its (lazy) entry points and episode length (the environments' max_steps default)."""
 

@@ -78,7 +78,7 @@ def evaluate(
     if isinstance(scenario, (str, Path)):
         scenario = load_scenario(scenario)
     family = family_of(scenario.kind)
-    work = family.default_work if tasks is None else validate(Tasks, tasks, "tasks")
+    work = family.default_work_for(scenario) if tasks is None else validate(Tasks, tasks, "tasks")
     seeds_ = seed_list(seed, seeds)
     workers = None if workers is None else validate(Workers, workers, "workers")
     if sample_period_us is not None:
@@ -87,7 +87,7 @@ def evaluate(
         policies = family.default_policies(scenario)
     elif isinstance(policies, (str, Mapping, Path)) or not isinstance(policies, Sequence):
         policies = [policies]
-    grid = list(scenario.loads) if loads is None else validate(Loads, list(loads), "loads")
+    grid = list(scenario.loads) if loads is None else validate(family.load_grid, list(loads), "loads")
     if len(set(grid)) != len(grid):
         raise InvalidConfigError("loads", grid, "distinct values (a repeated one would repeat its runs)")
     specs = [classify(p) for p in policies]

@@ -22,12 +22,13 @@ import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.families import family as env_family
+from dcgym.envs.schema import Load
 
 __all__ = [
     "FAMILIES",
@@ -121,6 +122,14 @@ class EvaluationFamily:
     """One line under the console table on what the percentiles leave out (shown when a cell is censored)."""
     headline: ClassVar[tuple[str, str, int]]
     """The leaderboard's metric: (dotted path in a summary cell, its label with unit, digits); lower is better."""
+    load_grid: ClassVar[Any] = Annotated[list[Load], Field(min_length=1)]
+    """What a caller's ``loads`` may hold (fractions of capacity; a family whose load axis is something else, such
+    as the colo family's mix indices, says so here)."""
+
+    def default_work_for(self, scenario: Any) -> int:
+        """Units of work per run on ``scenario`` when the caller gives none: :attr:`default_work` unless the
+        family reads it from the scenario."""
+        return self.default_work
 
     def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The metrics of a summary cell over ``rows`` (one cell's runs): :attr:`summary_metrics` by default."""
@@ -159,6 +168,7 @@ class EvaluationFamily:
 FAMILIES: dict[str, str] = {
     "rack": "dcgym.agents.evaluation.rack:RackEvaluation",
     "lb": "dcgym.agents.evaluation.lb:LbEvaluation",
+    "colo": "dcgym.agents.evaluation.colo:ColoEvaluation",
 }
 """The evaluation of each family: ``module:class``, imported when first needed."""
 

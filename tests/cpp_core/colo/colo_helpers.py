@@ -1,8 +1,7 @@
 """Config builders shared by the colo tests.
 
-The catalog helper lives in benchmarks/colo_catalog.py (the benchmarks and
-reproductions use it too; conftest.py puts that folder on the path); this
-module adds the tests' own configs: a bare multi-server queue for the
+The catalog helpers live in dcgym.envs.colo.catalog; this module adds the
+tests' own configs: a bare multi-server queue for the
 fidelity checks and its request-level twin on the rack kernel.
 """
 
@@ -10,8 +9,9 @@ from __future__ import annotations
 
 import math
 
-import colo_catalog as cc
 import numpy as np
+
+from dcgym.envs.colo import catalog as cc
 
 CATALOG = cc.load_catalog()
 QUIET = {"latency": 0.0, "counters": 0.0}

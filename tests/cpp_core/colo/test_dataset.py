@@ -1,4 +1,4 @@
-"""The OSML data-set tools (benchmarks/colo_dataset.py): the layout round-trips and the fit
+"""The OSML data-set tools (dcgym.envs.colo.dataset): the layout round-trips and the fit
 recovers the parameters of data the model itself generated with its noise on.
 
 Each case writes a reduced grid (every second core count, all 20 ways, two RPS
@@ -12,10 +12,11 @@ mlp is barely identifiable and not checked.
 
 from __future__ import annotations
 
-import colo_dataset as ds
 import colo_helpers as h
 import numpy as np
 import pytest
+
+from dcgym.envs.colo import dataset as ds
 
 CASES = {
     "moses": {"rps": [400.0, 800.0], "threads": [36, 20]},

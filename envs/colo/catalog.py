@@ -1,8 +1,9 @@
-"""Engine config dicts for the colo model, built from envs/colo/catalog.yaml.
+"""The colo catalog (``catalog.yaml`` beside this module): platforms and services, and the engine dicts built from it.
 
-A small helper for the colo benchmarks, reproductions and tests until the
-colo family's loader module exists; it reads the catalog with PyYAML and
-resolves `{value, source}` entries and paper/code variants::
+The catalog is the one place where the colo model's defaults live, each with
+its source (docs/colo.md generates its parameter table from it). This module
+reads it with PyYAML, resolves ``{value, source}`` entries and paper/code
+variants, and builds the dicts :class:`dcgym.cpp_core.ColoSim` takes::
 
     catalog = load_catalog()
     moses = service_config(catalog, "moses", rps=800)
@@ -16,13 +17,36 @@ service's max load, truncated to an integer as OSML does).
 
 from __future__ import annotations
 
+import functools
 import math
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-CATALOG = Path(__file__).resolve().parent.parent / "envs" / "colo" / "catalog.yaml"
+from dcgym.envs.error import InvalidConfigError, did_you_mean
+
+__all__ = [
+    "CATALOG",
+    "PLATFORM_FIELDS",
+    "SERVICE_FIELDS",
+    "VARIANTS",
+    "load_catalog",
+    "markdown_parameters",
+    "max_rps",
+    "parse_workload",
+    "pct_to_rps",
+    "platform_config",
+    "qos_ms",
+    "rps_levels",
+    "service_config",
+    "sim_config",
+    "value",
+]
+
+CATALOG = resources.files("dcgym.envs.colo") / "catalog.yaml"
+"""The packaged catalog."""
 
 PLATFORM_FIELDS = (
     "logical_cores",
@@ -55,9 +79,14 @@ SERVICE_FIELDS = (
 VARIANTS = ("paper", "code")
 
 
-def load_catalog(path: str | Path = CATALOG) -> dict[str, Any]:
-    with open(path) as f:
-        return yaml.safe_load(f)
+def load_catalog(path: str | Path | None = None) -> dict[str, Any]:
+    """The catalog as a mapping (the packaged one by default; it is read once and shared: do not modify it)."""
+    return _packaged() if path is None else yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _packaged() -> dict[str, Any]:
+    return yaml.safe_load(CATALOG.read_text(encoding="utf-8"))
 
 
 def value(entry: Any, variant: str = "paper") -> Any:
@@ -71,13 +100,15 @@ def value(entry: Any, variant: str = "paper") -> Any:
 
 def _check_variant(variant: str) -> None:
     if variant not in VARIANTS:
-        raise ValueError(f"variant: must be one of {', '.join(VARIANTS)}, got {variant!r}")
+        raise InvalidConfigError("variant", variant, "one of " + ", ".join(VARIANTS))
 
 
 def _service(catalog: dict, name: str) -> dict:
     services = catalog["services"]
     if name not in services:
-        raise ValueError(f"service: unknown {name!r}; known: {', '.join(services)}")
+        raise InvalidConfigError(
+            "service", name, "one of " + ", ".join(services), suggestion=did_you_mean(str(name), services)
+        )
     return services[name]
 
 
@@ -85,7 +116,8 @@ def platform_config(catalog: dict, name: str | None = None, **overrides: Any) ->
     """The engine's platform dict of a preset (default: the catalog's default platform)."""
     name = name or catalog["default_platform"]
     if name not in catalog["platforms"]:
-        raise ValueError(f"platform: unknown {name!r}; known: {', '.join(catalog['platforms'])}")
+        known = catalog["platforms"]
+        raise InvalidConfigError("platform", name, "one of " + ", ".join(known), suggestion=did_you_mean(name, known))
     entry = catalog["platforms"][name]
     out = {"name": name, **{k: value(entry[k]) for k in PLATFORM_FIELDS}}
     out.update(overrides)
@@ -93,16 +125,19 @@ def platform_config(catalog: dict, name: str | None = None, **overrides: Any) ->
 
 
 def max_rps(catalog: dict, name: str, variant: str = "paper") -> float:
+    """A service's maximum load (requests/s) in OSML's paper (Table 1) or code (MAX_LOAD)."""
     _check_variant(variant)
     return float(value(_service(catalog, name)["max_rps"], variant))
 
 
 def rps_levels(catalog: dict, name: str, variant: str = "paper") -> list[float]:
+    """A service's RPS levels (requests/s): OSML Table 1 (paper) or RPS_COLLECTED (code)."""
     _check_variant(variant)
     return [float(r) for r in value(_service(catalog, name)["rps_levels"], variant)]
 
 
 def qos_ms(catalog: dict, name: str) -> float:
+    """A service's QoS target (p99 latency, ms)."""
     return float(value(_service(catalog, name)["qos_ms"]))
 
 
@@ -133,7 +168,7 @@ def service_config(
     _check_variant(variant)
     entry = _service(catalog, name)
     if rps is not None and pct is not None:
-        raise ValueError("give rps or pct, not both")
+        raise InvalidConfigError("pct", pct, f"nothing when rps ({rps:g}) is given: one or the other")
     if pct is not None:
         rps = pct_to_rps(catalog, name, pct, variant)
     out: dict[str, Any] = {"name": name, **{k: value(entry[k]) for k in SERVICE_FIELDS}}
@@ -249,4 +284,5 @@ def markdown_parameters(catalog: dict) -> str:
 
 
 def finite_or_none(x: float) -> float | None:
+    """``x``, or None if it is NaN or infinite (for JSON)."""
     return x if math.isfinite(x) else None

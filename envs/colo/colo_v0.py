@@ -1,0 +1,488 @@
+"""colo_v0: the services of one server resize their own partitions, as OSML's Model-C does (FAST'23 §4.3).
+
+## Description
+
+Latency-critical services share one server's logical cores and LLC ways
+(:class:`dcgym.cpp_core.ColoSim`, docs/colo.md). Each service present is an
+agent: every ``interval_s`` of simulated time (OSML 1 s; PARTIES 0.5 s,
+CLITE 2 s) it adds or removes up to three cores and three ways, and is
+rewarded by OSML's Model-C reward. Services arrive and leave with the
+scenario's workload (launch and end times): an agent appears in
+``env.agents`` at the first step after its service launches and is
+terminated at the step its service ends.
+
+    env = parallel_env(scenario="osml_case_a", interval_s=1.0)
+    obs, infos = env.reset(seed=1)
+    while env.agents:
+        actions = {a: env.action_space(a).sample(mask=obs[a]["action_mask"]) for a in env.agents}
+        obs, rewards, terminations, truncations, infos = env.step(actions)
+
+## Agents
+
+One per service of the scenario's mix ``mix``, named after it (``moses``,
+``img-dnn``; a repeated service gets ``_2``, ``_3``).
+
+## Observation Space
+
+``Dict(observation=Box(0, FLOAT32_MAX, (8,), float32), action_mask=Box(0, 1, (49,), int8))``:
+OSML's Model-C state (``models/Model_C.py``), in OSML's units, of the last tick:
+
+| index | counter | unit |
+|---|---|---|
+| 0 | CPU_Utilization | % of one logical core |
+| 1 | Frequency | MHz |
+| 2 | IPC | instructions per cycle |
+| 3 | Misses | LLC misses, thousands per second |
+| 4 | MBL | memory traffic, MB/s |
+| 5 | Allocated_Cache | MB of LLC (ways x MB per way) |
+| 6 | Allocated_Core | logical cores |
+| 7 | Latency | p99 of the last latency window with sampling error, ms |
+
+``action_mask[k]`` is 1 where action k keeps the service's cores and ways
+within [1, what it holds + what is idle] (and action 24, no change, always).
+
+## Action Space
+
+``Discrete(49)``: action k is (dcores, dways) = (k // 7 - 3, k % 7 - 3), OSML's
+Action_Function {<m, n> | m, n in [-3, 3]} (:func:`decode`). Actions apply
+together: every removal first (a service keeps at least one core and one
+way), then every addition, in agent order, granted up to what is idle then (a
+masked action is clipped, not refused; ``info["granted"]`` says what was
+applied). An action outside the space (not an integer in [0, 48], a missing
+or unknown agent) raises :class:`dcgym.envs.error.InvalidActionError` naming
+the agent and the value.
+
+## Rewards
+
+OSML §4.3 (``program_mgr.py`` model_C_reward), with d = Latency_t -
+Latency_{t-1} in ms and the granted changes:
+
+    d < 0: log(1 - d) - (dcores + dways);  d > 0: -log(1 + d) - (dcores + dways);  d = 0: -(dcores + dways)
+
+## Termination/Truncation
+
+An agent is terminated at the step its service ends (``end_s``). Every
+agent is truncated after ``max_steps`` (default: the scenario's
+``horizon_s`` / ``interval_s``). When no service is present the simulation
+runs on to the next launch within the same step.
+
+## Info
+
+Per agent: ``granted`` (dcores, dways), ``latency_ms``, ``qos_ms``,
+``qos_met`` (Latency <= target), ``cores``, ``ways``, ``idle_cores``,
+``idle_ways``, ``sim_time_s``.
+
+## Arguments
+
+| argument | default | meaning |
+|---|---|---|
+| ``scenario`` | ``"osml_case_a"`` | a packaged ``kind: colo`` scenario name, a YAML path, or a ``ColoScenario`` |
+| ``mix`` | 0 | which of the scenario's mixes runs (``options={"mix": k}`` in reset changes it for an episode with the same services) |
+| ``interval_s`` | 1.0 | seconds of simulated time per step (a whole number of ticks) |
+| ``max_steps`` | None | steps per episode; None = horizon_s / interval_s |
+| ``overrides`` | None | dotted scenario overrides, as ``load_colo_scenario`` |
+| ``render_mode`` | None | ``"ansi"``: one line per service |
+
+At reset the services present share the server equally (PARTIES' start); a
+service launching later receives an equal share of the server, taken from
+what is idle (at least one core and one way: from the service holding the
+most when nothing is idle). ``reset(seed=s)`` runs the engine with seed s (common random
+numbers with the schedulers of :mod:`dcgym.agents.heuristics.colo`).
+
+## Version History
+
+- v0: initial version.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import EzPickle, seeding
+from pettingzoo import ParallelEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+
+from dcgym.envs.colo.scenario import ColoScenario, load_colo_scenario
+from dcgym.envs.colo.server import COUNTERS, ENDED, PENDING, RUNNING, WARMING, ColoServer
+from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
+
+__all__ = [
+    "ACTIONS",
+    "MAX_DELTA",
+    "NO_CHANGE",
+    "OBSERVATION_FEATURES",
+    "FLOAT32_MAX",
+    "ColoEnv",
+    "decode",
+    "env",
+    "osml_reward",
+    "parallel_env",
+    "raw_env",
+]
+
+MAX_DELTA = 3
+"""Largest change of cores or ways in one action (OSML: m, n in [-3, 3])."""
+
+ACTIONS = (2 * MAX_DELTA + 1) ** 2
+"""49 actions."""
+
+NO_CHANGE = ACTIONS // 2
+"""Action 24: (0, 0)."""
+
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""The observations' upper bound: counters are finite (a starved service's latency is the model's cap)."""
+
+OBSERVATION_FEATURES: tuple[str, ...] = (
+    "CPU_Utilization",
+    "Frequency",
+    "IPC",
+    "Misses",
+    "MBL",
+    "Allocated_Cache",
+    "Allocated_Core",
+    "Latency",
+)
+"""OSML's Model-C state, in order."""
+
+_COLUMNS = np.array([COUNTERS.index(f) for f in OBSERVATION_FEATURES])
+_LATENCY = COUNTERS.index("Latency")
+_STATE = COUNTERS.index("State")
+_DELTAS = np.arange(-MAX_DELTA, MAX_DELTA + 1)
+
+
+def decode(action: int) -> tuple[int, int]:
+    """(dcores, dways) of action ``action`` in [0, 48]."""
+    return action // (2 * MAX_DELTA + 1) - MAX_DELTA, action % (2 * MAX_DELTA + 1) - MAX_DELTA
+
+
+def osml_reward(latency_ms: float, previous_ms: float, dcores: int, dways: int) -> float:
+    """OSML's Model-C reward (§4.3): the log of the latency change (ms) minus the resources added."""
+    d = latency_ms - previous_ms
+    cost = dcores + dways
+    if d < 0:
+        return math.log1p(-d) - cost
+    if d > 0:
+        return -math.log1p(d) - cost
+    return float(-cost)
+
+
+def _load(scenario: str | Path | ColoScenario, overrides: Mapping[str, Any] | None) -> ColoScenario:
+    if isinstance(scenario, ColoScenario):
+        if overrides:
+            raise InvalidConfigError("overrides", dict(overrides), "none when scenario is a ColoScenario object")
+        return scenario
+    return load_colo_scenario(scenario, overrides)
+
+
+class ColoEnv(ParallelEnv, EzPickle):
+    """colo_v0 as a PettingZoo ParallelEnv (module docstring)."""
+
+    metadata = {"name": "colo_v0", "render_modes": ["ansi"], "is_parallelizable": True, "render_fps": 1}
+
+    def __init__(
+        self,
+        scenario: str | Path | ColoScenario = "osml_case_a",
+        mix: int = 0,
+        interval_s: float = 1.0,
+        max_steps: int | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        EzPickle.__init__(self, scenario, mix, interval_s, max_steps, overrides, render_mode)
+        self.scenario = _load(scenario, overrides)
+        self.scenario.mix(mix)
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise InvalidConfigError("render_mode", render_mode, "one of " + ", ".join(self.metadata["render_modes"]))
+        self.render_mode = render_mode
+        self.mix = mix
+        tick = self.scenario.tick_s
+        if not (isinstance(interval_s, (int, float)) and interval_s > 0 and interval_s <= self.scenario.horizon_s):
+            raise InvalidConfigError("interval_s", interval_s, f"a time in (0, {self.scenario.horizon_s:g}] s")
+        if abs(interval_s / tick - round(interval_s / tick)) > 1e-9 * interval_s / tick:
+            raise InvalidConfigError("interval_s", interval_s, f"a whole number of ticks of {tick:g} s")
+        self.interval_s = float(interval_s)
+        self._ticks = round(interval_s / tick)
+        if max_steps is None:
+            max_steps = max(1, round(self.scenario.horizon_s / self.interval_s))
+        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+            raise InvalidConfigError("max_steps", max_steps, "a positive integer (steps per episode)")
+        self.max_steps = int(max_steps)
+        self.possible_agents = self.scenario.agent_names(mix)
+        self._index = {a: i for i, a in enumerate(self.possible_agents)}
+        obs_space = spaces.Dict(
+            {
+                "observation": spaces.Box(0.0, FLOAT32_MAX, (len(OBSERVATION_FEATURES),), np.float32),
+                "action_mask": spaces.Box(0, 1, (ACTIONS,), np.int8),
+            }
+        )
+        self.observation_spaces = {a: obs_space for a in self.possible_agents}
+        self.action_spaces = {a: spaces.Discrete(ACTIONS) for a in self.possible_agents}
+        self.agents: list[str] = []
+        self.server: ColoServer | None = None
+        self._np_random: np.random.Generator | None = None
+        self.engine_seed: int | None = None
+        self._steps = 0
+        self._latency = np.zeros(len(self.possible_agents))
+
+    # ------------------------------------------------------------- PettingZoo API
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        return self.action_spaces[agent]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        """A new episode: the engine rebuilt with ``seed`` (or the next of the episode generator), equal shares."""
+        mix = (options or {}).get("mix", self.mix)
+        if self.scenario.agent_names(mix) != self.possible_agents:
+            raise InvalidConfigError("mix", mix, f"a mix of the same services as mix {self.mix}")
+        if seed is not None:
+            self._np_random, _ = seeding.np_random(int(seed))
+        elif self._np_random is None:
+            self._np_random, _ = seeding.np_random()
+        if seed is None:
+            seed = int(self._np_random.integers(2**63))
+        self.server = ColoServer(self.scenario.engine_config(mix=mix, seed=seed))
+        self._counters = self.server.counters
+        self._qos = self.server.qos_ms.tolist()
+        self.engine_seed = int(seed)
+        self._steps = 0
+        self.agents = []
+        n = len(self.possible_agents)
+        self._cores, self._ways = [0] * n, [0] * n
+        self._idle = [self.server.total_cores, self.server.total_ways]
+        self._wait_for_services()
+        self._arrive(self.server.phases)
+        self._latency = self._counters[:, _LATENCY].tolist()
+        obs = self._observe()
+        now, latency = self.server.now_s, self._latency
+        return {a: obs[a] for a in self.agents}, {
+            a: self._info(a, (0, 0), latency[self._index[a]], now) for a in self.agents
+        }
+
+    def step(self, actions: Mapping[str, Any]):
+        """Apply every agent's (dcores, dways), run ``interval_s``, observe."""
+        if self.server is None:
+            raise ResetNeededError("Call reset() before step()")
+        if not self.agents:
+            raise ResetNeededError("The episode ended (every agent terminated or truncated); call reset()")
+        sim = self.server.sim
+        granted = self._apply(self._check(actions))
+        sim.step(self._ticks)
+        self._steps += 1
+        phases = self._counters[:, _STATE].tolist()  # the State counter: the phases after the tick, no copy made
+        index = self._index
+        ended = {a for a in self.agents if phases[index[a]] == ENDED}
+        if ended:
+            for a in ended:
+                i = index[a]
+                self._idle[0] += self._cores[i]
+                self._idle[1] += self._ways[i]
+                self._cores[i] = self._ways[i] = 0
+            if len(ended) == len(self.agents):
+                self._wait_for_services()
+                phases = sim.phases
+        new = self._arrive(phases)
+        latency = self._counters[:, _LATENCY].tolist()
+        obs = self._observe()
+        now = sim.now_s
+        truncated = self._steps >= self.max_steps
+        observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
+        previous = self._latency
+        for a in self.agents:
+            i = index[a]
+            g = granted.get(a, (0, 0))
+            observations[a] = obs[a]
+            rewards[a] = 0.0 if a in new else osml_reward(latency[i], previous[i], g[0], g[1])
+            terminations[a] = a in ended
+            truncations[a] = truncated and a not in ended
+            infos[a] = self._info(a, g, latency[i], now)
+        self._latency = latency
+        self.agents = [] if truncated else [a for a in self.agents if a not in ended]
+        return observations, rewards, terminations, truncations, infos
+
+    def render(self) -> str | None:
+        if self.render_mode is None:
+            return None
+        if self.server is None:
+            raise ResetNeededError("Call reset() before render()")
+        s = self.server
+        lines = [
+            f"colo_v0 {self.scenario.name} mix {self.mix}  t = {s.now_s:.1f} s  step {self._steps}/{self.max_steps}"
+        ]
+        lines.append(f"idle: {s.idle_cores} cores, {s.idle_ways} ways")
+        lat, cores, ways = s.latency_ms, s.cores, s.ways
+        for a, i in self._index.items():
+            state = "present" if a in self.agents else "absent"
+            lines.append(
+                f"{a:<12} {state:<8} cores {cores[i]:3d}  ways {ways[i]:3d}  "
+                f"p99 {lat[i]:10.2f} ms  target {s.qos_ms[i]:g} ms"
+            )
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        self.server = None
+
+    # ------------------------------------------------------------- internals
+
+    def _wait_for_services(self) -> None:
+        """Run on, a tick at a time, until some service is launched (or none ever will be)."""
+        server = self.server
+        while not server.running.any() and (server.phases == PENDING).any():
+            server.sim.step(1)
+
+    def _arrive(self, phases: np.ndarray) -> set[str]:
+        """Agents whose services are running but not yet agents: added, with their share of what is idle."""
+        agents = set(self.agents)
+        new = [a for a, i in self._index.items() if (phases[i] == WARMING or phases[i] == RUNNING) and a not in agents]
+        if not new:
+            return set()
+        server = self.server
+        share = len(agents) + len(new)
+        for a in new:
+            i = self._index[a]
+            for held, r, total in ((self._cores, 0, server.total_cores), (self._ways, 1, server.total_ways)):
+                held[i] = min(self._idle[r], total // share)
+                self._idle[r] -= held[i]
+                if held[i] == 0:  # nothing idle: one unit from the service holding the most (if it can spare one)
+                    donor = max(range(len(held)), key=held.__getitem__)
+                    if held[donor] > 1:
+                        held[donor] -= 1
+                        held[i] = 1
+        server.sim.set_allocations(np.array(self._cores), np.array(self._ways))
+        self.agents = [a for a in self.possible_agents if a in agents or a in new]
+        return set(new)
+
+    def _check(self, actions: Mapping[str, Any]) -> dict[str, int]:
+        if not isinstance(actions, Mapping):
+            raise InvalidActionError(f"actions must be a dict from agent to action, got {type(actions).__name__}")
+        if len(actions) != len(self.agents) or any(a not in actions for a in self.agents):
+            missing = [a for a in self.agents if a not in actions]
+            if missing:
+                raise InvalidActionError(
+                    f"no action for {', '.join(missing)}; step() takes one action per agent in env.agents "
+                    f"({', '.join(self.agents)})"
+                )
+            unknown = [str(a) for a in actions if a not in self.agents]
+            raise InvalidActionError(
+                f"actions for unknown agents {', '.join(unknown)}; the agents are {', '.join(self.agents)}"
+            )
+        out = {}
+        for a in self.agents:
+            k = actions[a]
+            if type(k) is not int:
+                if isinstance(k, np.ndarray) and k.shape == ():
+                    k = k.item()
+                if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+                    k = None
+            if k is None or not 0 <= k < ACTIONS:
+                raise InvalidActionError(
+                    f"{a}: action {actions[a]!r} is not an action index; allowed: an integer in [0, {ACTIONS - 1}] "
+                    f"(k = 7 x (dcores + 3) + (dways + 3))"
+                )
+            out[a] = int(k)
+        return out
+
+    def _apply(self, actions: dict[str, int]) -> dict[str, tuple[int, int]]:
+        """Removals first, then additions in agent order up to what is idle; returns what each got."""
+        cores, ways, idle = self._cores, self._ways, self._idle
+        index = self._index
+        deltas = [(index[a], _DECODED[k]) for a, k in actions.items() if k != NO_CHANGE]
+        if not deltas:
+            return {}
+        granted = {}
+        before = (list(cores), list(ways))
+        for i, (dc, dw) in deltas:
+            if dc < 0:
+                take = min(-dc, cores[i] - min(1, cores[i]))
+                cores[i] -= take
+                idle[0] += take
+            if dw < 0:
+                take = min(-dw, ways[i] - min(1, ways[i]))
+                ways[i] -= take
+                idle[1] += take
+        for i, (dc, dw) in deltas:
+            if dc > 0:
+                add = min(dc, idle[0])
+                cores[i] += add
+                idle[0] -= add
+            if dw > 0:
+                add = min(dw, idle[1])
+                ways[i] += add
+                idle[1] -= add
+        for a in actions:
+            i = index[a]
+            granted[a] = (cores[i] - before[0][i], ways[i] - before[1][i])
+        self.server.sim.set_allocations(np.array(cores), np.array(ways))
+        return granted
+
+    def _observe(self) -> dict[str, dict[str, np.ndarray]]:
+        values = self._counters[:, _COLUMNS].astype(np.float32)
+        idle_c, idle_w = self._idle
+        out = {}
+        for a in self.agents:
+            i = self._index[a]
+            c, w = self._cores[i], self._ways[i]
+            key = (
+                max(-MAX_DELTA, min(1, c) - c),
+                min(MAX_DELTA, idle_c),
+                max(-MAX_DELTA, min(1, w) - w),
+                min(MAX_DELTA, idle_w),
+            )
+            out[a] = {"observation": values[i], "action_mask": _MASKS[key]}
+        return out
+
+    def _info(self, agent: str, granted: tuple[int, int], latency: float, now: float) -> dict[str, Any]:
+        i = self._index[agent]
+        return {
+            "granted": granted,
+            "latency_ms": latency,
+            "qos_ms": self._qos[i],
+            "qos_met": latency <= self._qos[i],
+            "cores": self._cores[i],
+            "ways": self._ways[i],
+            "idle_cores": self._idle[0],
+            "idle_ways": self._idle[1],
+            "sim_time_s": now,
+        }
+
+
+def _mask(low_c: int, high_c: int, low_w: int, high_w: int) -> np.ndarray:
+    """The action mask for core changes in [low_c, high_c] and way changes in [low_w, high_w] (read-only)."""
+    core_ok = (_DELTAS >= low_c) & (_DELTAS <= high_c)
+    way_ok = (_DELTAS >= low_w) & (_DELTAS <= high_w)
+    mask = (core_ok[:, None] & way_ok[None, :]).ravel().astype(np.int8)
+    mask.flags.writeable = False
+    return mask
+
+
+_DECODED = [decode(k) for k in range(ACTIONS)]
+_MASKS = {
+    key: _mask(*key)
+    for key in (
+        (lc, hc, lw, hw)
+        for lc in range(-MAX_DELTA, 1)
+        for hc in range(MAX_DELTA + 1)
+        for lw in range(-MAX_DELTA, 1)
+        for hw in range(MAX_DELTA + 1)
+    )
+}
+
+
+raw_env = ColoEnv
+
+
+def parallel_env(**kwargs: Any) -> ColoEnv:
+    """The parallel environment (the native form); arguments as in the module docstring."""
+    return ColoEnv(**kwargs)
+
+
+def env(**kwargs: Any):
+    """The AEC form (services act in turn; the interval runs once all have acted)."""
+    return parallel_to_aec(ColoEnv(**kwargs))

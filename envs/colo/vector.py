@@ -1,0 +1,246 @@
+"""B copies of colo_v0 stepped together: arrays of shape (B, N, ...) and one engine call per step.
+
+:class:`ColoVectorEnv` holds B copies of one colo_v0 game (same scenario, mix
+and interval). Its arrays have one row per copy and one column per service of
+the mix (``possible_agents``), present or not:
+
+| array | shape | what |
+|---|---|---|
+| observations | (B, N, 9) float32 | colo_v0's 8 counters and a flag, 1 for a service present (or ending at this step); zeros otherwise |
+| ``info["action_mask"]`` | (B, N, 49) int8 | colo_v0's masks (an absent service: only 24, no change) |
+| actions | (B, N) integers in [0, 48] | colo_v0's actions (an absent service's entry is ignored) |
+| rewards | (B, N) float64 | colo_v0's rewards (0 for an absent service and at arrival) |
+| terminations | (B, N) bool | the service ended at this step |
+| truncations | (B, N) bool | the copy's episode reached max_steps (present services) |
+
+Every step applies the actions with colo_v0's rules (removals first, then
+additions in agent order up to what is idle) as array operations over the
+copies, advances every engine with one :func:`dcgym.cpp_core.step_colo_batch`
+call (GIL released), and reads the counters; arrivals and departures, rare,
+go through colo_v0's own code. So copy k after ``reset(seed=s)`` follows
+exactly ``colo_v0.parallel_env(...).reset(seed=s + k)`` under the same
+actions (a test checks it).
+
+**Autoreset** is Gymnasium 1.x's next-step mode, as ``RackVectorEnv``: the
+step that ends a copy's episode (truncation, or every service ended) returns
+its last arrays; the next ``step`` ignores that copy's actions, resets it with
+an engine seed drawn from the copy's generator and returns its first
+observation with zero rewards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from dcgym.cpp_core import step_colo_batch
+from dcgym.envs.colo.colo_v0 import (
+    _COLUMNS,
+    _DECODED,
+    _LATENCY,
+    _MASKS,
+    _STATE,
+    ACTIONS,
+    MAX_DELTA,
+    NO_CHANGE,
+    OBSERVATION_FEATURES,
+    ColoEnv,
+)
+from dcgym.envs.colo.server import ENDED, RUNNING, WARMING
+from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
+
+__all__ = ["ColoVectorEnv"]
+
+_DC = np.array([d[0] for d in _DECODED], dtype=np.int64)
+_DW = np.array([d[1] for d in _DECODED], dtype=np.int64)
+_TABLE = np.zeros((MAX_DELTA + 1, MAX_DELTA + 1, MAX_DELTA + 1, MAX_DELTA + 1, ACTIONS), dtype=np.int8)
+for (_lc, _hc, _lw, _hw), _m in _MASKS.items():
+    _TABLE[-_lc, _hc, -_lw, _hw] = _m
+_ABSENT = np.zeros(ACTIONS, dtype=np.int8)
+_ABSENT[NO_CHANGE] = 1
+
+
+class ColoVectorEnv:
+    """B copies of colo_v0 (module docstring); keyword arguments are colo_v0's."""
+
+    metadata = {"name": "colo_v0", "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int, **kwargs: Any) -> None:
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
+            raise InvalidConfigError("num_envs", num_envs, "a positive integer")
+        self.envs = [ColoEnv(**kwargs) for _ in range(num_envs)]
+        self.num_envs = num_envs
+        first = self.envs[0]
+        self.possible_agents = list(first.possible_agents)
+        self.num_agents = len(self.possible_agents)
+        self.max_steps = first.max_steps
+        self._ticks = first._ticks
+        self._ready = False
+
+    # ------------------------------------------------------------------ API
+
+    def reset(self, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
+        """Reset every copy: copy k with ``seed + k`` (or ``seed[k]``, or a fresh seed)."""
+        seeds = self._seeds(seed)
+        for b, env in enumerate(self.envs):
+            env.reset(seed=seeds[b], options=options)
+        self._rebuild()
+        self._done = np.zeros(self.num_envs, dtype=bool)
+        self._ready = True
+        return self._observe(), self._info(np.zeros((self.num_envs, self.num_agents, 2), dtype=np.int64))
+
+    def step(self, actions: Any):
+        """Apply every copy's actions (B, N), advance every engine by one interval in one call, observe."""
+        if not self._ready:
+            raise ResetNeededError("Call reset() before step()")
+        a = np.asarray(actions)
+        b_, n = self.num_envs, self.num_agents
+        if a.shape != (b_, n) or a.dtype.kind not in "iu":
+            raise InvalidActionError(
+                f"actions must be integer indices of shape ({b_}, {n}) (copies x services), got "
+                f"{a.dtype} of shape {a.shape}"
+            )
+        bad = np.argwhere(self.present & ((a < 0) | (a >= ACTIONS)))
+        if len(bad):
+            b, i = bad[0]
+            raise InvalidActionError(
+                f"copy {b}, {self.possible_agents[i]}: action {a[b, i]} is not an action index; allowed: an "
+                f"integer in [0, {ACTIONS - 1}]"
+            )
+        restart = np.flatnonzero(self._done)
+        for b in restart:
+            self.envs[b].reset()
+        if len(restart):
+            self._rebuild(restart)
+        active = ~self._done
+        granted = self._apply(np.where(self.present & active[:, None], a, NO_CHANGE))
+        step_colo_batch([env.server.sim for k, env in enumerate(self.envs) if active[k]], self._ticks)
+        self._steps[active] += 1
+        counters = self._read()
+        phases = counters[:, :, _STATE]
+        ended = self.present & (phases == ENDED) & active[:, None]
+        arrived = np.zeros_like(ended)
+        for b in np.flatnonzero(
+            ended.any(axis=1) | (((phases == WARMING) | (phases == RUNNING)) & ~self.present).any(1)
+        ):
+            if active[b]:
+                arrived[b] = self._lifecycle(b, ended[b])
+        counters = self._read() if arrived.any() or ended.any() else counters
+        latency = counters[:, :, _LATENCY]
+        d = latency - self._latency
+        reward = np.where(d < 0, np.log1p(np.abs(d)), np.where(d > 0, -np.log1p(np.abs(d)), 0.0))
+        reward = reward - granted.sum(axis=2)
+        was = self.present | ended
+        rewards = np.where(was & ~arrived & active[:, None], reward, 0.0)
+        self._latency = np.where(active[:, None], latency, self._latency)
+        truncated = (self._steps >= self.max_steps) & active
+        truncations = (self.present | ended) & truncated[:, None] & ~ended
+        everyone_left = ~self.present.any(axis=1) & active
+        self._done = truncated | everyone_left
+        obs = self._observe(counters, self.present | ended)
+        info = self._info(granted)
+        self.present &= ~self._done[:, None]
+        return obs, rewards, ended, truncations, info
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, (int, np.integer)):
+            return [int(seed) + k for k in range(self.num_envs)]
+        seeds = [int(s) for s in seed]
+        if len(seeds) != self.num_envs:
+            raise InvalidConfigError("seed", seeds, f"one seed, or a list of {self.num_envs} (one per copy)")
+        return seeds
+
+    def _rebuild(self, copies: Sequence[int] | None = None) -> None:
+        """Arrays from the copies' colo_v0 state (all copies, or those listed)."""
+        b_, n = self.num_envs, self.num_agents
+        if copies is None:
+            self.cores = np.zeros((b_, n), dtype=np.int64)
+            self.ways = np.zeros((b_, n), dtype=np.int64)
+            self.idle = np.zeros((b_, 2), dtype=np.int64)
+            self.present = np.zeros((b_, n), dtype=bool)
+            self._latency = np.zeros((b_, n))
+            self._steps = np.zeros(b_, dtype=np.int64)
+            self._buffer = np.zeros((b_, n, len(self.envs[0].server.counters[0])))
+            copies = range(b_)
+        for b in copies:
+            env = self.envs[b]
+            self.cores[b], self.ways[b], self.idle[b] = env._cores, env._ways, env._idle
+            self.present[b] = [a in env.agents for a in self.possible_agents]
+            self._latency[b] = env._latency
+            self._steps[b] = env._steps
+
+    def _sync(self, b: int) -> ColoEnv:
+        """Copy b's arrays into its colo_v0 state (before colo_v0's own code handles an arrival or departure)."""
+        env = self.envs[b]
+        env._cores, env._ways, env._idle = self.cores[b].tolist(), self.ways[b].tolist(), self.idle[b].tolist()
+        env.agents = [a for i, a in enumerate(self.possible_agents) if self.present[b, i]]
+        return env
+
+    def _apply(self, actions: np.ndarray) -> np.ndarray:
+        """colo_v0's rules over every copy at once; the granted (dcores, dways), shape (B, N, 2)."""
+        dc, dw = _DC[actions], _DW[actions]
+        before_c, before_w = self.cores.copy(), self.ways.copy()
+        for held, delta, r in ((self.cores, dc, 0), (self.ways, dw, 1)):
+            take = np.minimum(np.maximum(-delta, 0), held - np.minimum(1, held))
+            held -= take
+            self.idle[:, r] += take.sum(axis=1)
+            for i in range(self.num_agents):  # additions in agent order, up to what is idle then
+                add = np.minimum(np.maximum(delta[:, i], 0), self.idle[:, r])
+                held[:, i] += add
+                self.idle[:, r] -= add
+        granted = np.stack([self.cores - before_c, self.ways - before_w], axis=2)
+        for b in np.flatnonzero(granted.any(axis=(1, 2))):
+            self.envs[b].server.sim.set_allocations(self.cores[b], self.ways[b])
+        return granted
+
+    def _lifecycle(self, b: int, ended: np.ndarray) -> np.ndarray:
+        """Departures and arrivals of copy b through colo_v0's code; which services arrived."""
+        env = self._sync(b)
+        for i in np.flatnonzero(ended):
+            env._idle[0] += env._cores[i]
+            env._idle[1] += env._ways[i]
+            env._cores[i] = env._ways[i] = 0
+        env.agents = [a for i, a in enumerate(self.possible_agents) if self.present[b, i] and not ended[i]]
+        if not env.agents:
+            env._wait_for_services()
+        new = env._arrive(env.server.counters[:, _STATE].tolist() if env.agents else env.server.phases)
+        self.cores[b], self.ways[b], self.idle[b] = env._cores, env._ways, env._idle
+        arrived = np.array([a in new for a in self.possible_agents])
+        self.present[b] = [a in env.agents for a in self.possible_agents]
+        return arrived
+
+    def _read(self) -> np.ndarray:
+        for b, env in enumerate(self.envs):
+            self._buffer[b] = env.server.counters
+        return self._buffer
+
+    def _observe(self, counters: np.ndarray | None = None, shown: np.ndarray | None = None) -> np.ndarray:
+        """(B, N, 9): the counters of the services present (or ending at this step) and a 1 for them; zeros else."""
+        counters = self._read() if counters is None else counters
+        shown = self.present if shown is None else shown
+        obs = np.zeros((self.num_envs, self.num_agents, len(OBSERVATION_FEATURES) + 1), dtype=np.float32)
+        obs[:, :, :-1] = counters[:, :, _COLUMNS]
+        obs[:, :, -1] = shown
+        obs[~shown] = 0.0
+        return obs
+
+    def _info(self, granted: np.ndarray) -> dict[str, np.ndarray]:
+        c, w = self.cores, self.ways
+        low_c = np.minimum(MAX_DELTA, c - np.minimum(1, c))
+        low_w = np.minimum(MAX_DELTA, w - np.minimum(1, w))
+        high_c = np.minimum(MAX_DELTA, self.idle[:, 0])[:, None].repeat(self.num_agents, axis=1)
+        high_w = np.minimum(MAX_DELTA, self.idle[:, 1])[:, None].repeat(self.num_agents, axis=1)
+        mask = _TABLE[low_c, high_c, low_w, high_w]
+        mask[~self.present] = _ABSENT
+        return {"action_mask": mask, "granted": granted, "cores": c.copy(), "ways": w.copy(), "idle": self.idle.copy()}

@@ -1,0 +1,103 @@
+"""evaluate.py on colo scenarios: schedulers x mixes x seeds, the rows' fields, plots, and one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dcgym.agents.evaluation import evaluate, write_plots
+from dcgym.agents.evaluation.colo import ColoRow
+from dcgym.envs.error import InvalidConfigError
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_schedulers_on_case_a_give_rows_the_row_model_accepts(tmp_path):
+    doc = evaluate("osml_case_a", ["oracle", "equal"], tasks=30, seeds=[1, 2], workers=0, progress=False)
+    assert doc["family"] == "colo" and doc["seconds"] == 30 and len(doc["results"]) == 4
+    rows = {(r["policy"], r["seed"]): r for r in doc["results"]}
+    for row in doc["results"]:
+        ColoRow.model_validate(row)
+        assert row["load"] == 0 and row["services"] == ["moses", "img-dnn", "xapian"]
+        assert row["sim_time_s"] == pytest.approx(30.0)
+    for seed in (1, 2):
+        oracle, equal = rows[("oracle", seed)], rows[("equal", seed)]
+        # The Oracle's allocation meets every target within seconds with less than the server (OSML §6.2:
+        # OSML itself saves 3 cores and 9 ways on this case); an equal split starves Img-dnn.
+        assert oracle["converged"] and oracle["convergence_s"] <= 15 and oracle["emu"] == pytest.approx(1.5)
+        assert oracle["cores_used"] <= 34 and oracle["ways_used"] <= 14 and oracle["actions"] == 1
+        assert not equal["converged"] and equal["emu"] is None and equal["p99_over_target"]["img-dnn"] > 10
+        assert (equal["cores_used"], equal["ways_used"]) == (36, 20)
+    cell = {c["policy"]: c for c in doc["summary"]}
+    assert cell["oracle"]["converged"]["mean"] == 1.0 and cell["equal"]["converged"]["mean"] == 0.0
+    assert cell["oracle"]["convergence_s"]["mean"] <= 15
+    assert "convergence_s" not in cell["equal"] and "emu" not in cell["equal"]  # no run converged: no statistic
+    assert len(doc["timelines"]) == 2  # the first seed of the first mix, per scheduler
+    paths = write_plots(doc, tmp_path)
+    assert set(paths) == {"convergence_cdf", "latency", "allocation"} and all(
+        p.stat().st_size > 0 for p in paths.values()
+    )
+
+
+def test_same_seed_same_rows():
+    a = evaluate("osml_case_a", ["parties"], tasks=20, seed=3, workers=0, progress=False)
+    b = evaluate("osml_case_a", ["parties"], tasks=20, seed=3, workers=0, progress=False)
+    strip = lambda d: [{k: v for k, v in r.items() if k != "wall_s"} for r in d["results"]]
+    assert strip(a) == strip(b)
+
+
+def test_loads_are_mix_indices():
+    doc = evaluate("parties_scaling", ["equal"], loads=[0, 56], tasks=10, workers=0, progress=False)
+    assert [r["load"] for r in doc["results"]] == [0, 56]
+    assert len(doc["results"][1]["services"]) == 6
+    with pytest.raises(InvalidConfigError, match=r"^mix: got 57; allowed: a mix index in \[0, 56\]"):
+        evaluate("parties_scaling", ["equal"], loads=[57], tasks=10, workers=0, progress=False)
+    with pytest.raises(InvalidConfigError, match=r"^loads.0: got 0.5"):
+        evaluate("parties_scaling", ["equal"], loads=[0.5], tasks=10, workers=0, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("partie", 'policy: got "partie"; did you mean "parties"?'),
+        ("clite:samples=3", "policy.samples: got 3; allowed: a parameter of clite"),
+        ("osml", 'policy: got "osml"; allowed: a scheduler implemented so far'),
+        ("zoo:malcolm_homog_exp", 'policy: got "zoo:malcolm_homog_exp"; allowed: a colo scheduler'),
+    ],
+)
+def test_bad_policies_are_refused_before_any_run(policy, message):
+    with pytest.raises(InvalidConfigError) as info:
+        evaluate("osml_case_a", [policy], tasks=10, workers=0, progress=False)
+    assert str(info.value).startswith(message), str(info.value)
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "evaluate.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_evaluate_cli_end_to_end_and_one_line_errors(tmp_path):
+    proc = cli(
+        "--scenario", "osml_case_a", "--policy", "oracle", "--policy", "unmanaged", "--tasks", "20", "--workers", "0",
+        "--out", "out", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [r["policy"] for r in doc["results"]] == ["oracle", "unmanaged"]
+    assert doc["results"][1]["cores_used"] == 36 and not doc["results"][1]["converged"]
+    assert {p.name for p in (tmp_path / "out").iterdir()} >= {"results.json", "convergence_cdf.png"}
+    for args, message in [
+        (("--policy", "parties:variant=both"), 'error: policy.variant: got "both"; allowed: one of paper, code'),
+        (("--loads", "3"), "error: mix: got 3; allowed: a mix index in [0, 0]"),
+        (
+            ("--tasks", "4"),
+            "error: tasks: got 4; allowed: seconds of simulated time per run > the scenario's hold_s (5)",
+        ),
+    ]:
+        proc = cli("--scenario", "osml_case_a", "--workers", "0", "--out", "bad", *args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [message.strip()], proc.stderr
