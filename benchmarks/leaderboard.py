@@ -72,14 +72,16 @@ def cell(summary: Mapping[str, Any], path: str, digits: int) -> tuple[float | No
 
 def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
     """One family's Markdown table: a row per scenario and load, the best cell of each row bold."""
-    path, label, digits = family_of(kind).headline
+    family = family_of(kind)
+    path, label, digits = family.headline
+    pick = max if family.headline_higher_is_better else min
     columns = list(dict.fromkeys(s["policy"] for doc in docs for s in doc["summary"]))
     lines = [f"| scenario | load | {' | '.join(columns)} |", "|---|---:|" + "---:|" * len(columns)]
     for doc in docs:
         for load in dict.fromkeys(s["load"] for s in doc["summary"]):
             row = {s["policy"]: cell(s, path, digits) for s in doc["summary"] if s["load"] == load}
             values = [v for v, _ in row.values() if v is not None]
-            best = min(values) if values else None
+            best = pick(values) if values else None
             texts = [
                 ("**" + row[c][1] + "**" if row[c][0] is not None and row[c][0] == best else row[c][1])
                 if c in row
@@ -87,7 +89,8 @@ def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
                 for c in columns
             ]
             lines.append(f"| {doc['scenario']} | {load:g} | {' | '.join(texts)} |")
-    return f"Cells: {label}, mean ± 95% interval over seeds; lower is better.\n\n" + "\n".join(lines)
+    better = "higher" if family.headline_higher_is_better else "lower"
+    return f"Cells: {label}, mean ± 95% interval over seeds; {better} is better.\n\n" + "\n".join(lines)
 
 
 def run(

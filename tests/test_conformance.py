@@ -53,6 +53,9 @@ SMALL_ENVS: dict[str, dict[str, Any]] = {
     # 2 LBs over 8 servers, 6 decision periods of 0.5 s (about 3.5 flows per period at the default load, each of
     # about 1 s): flows start and end within the episode, so observations, rewards and infos carry numbers.
     "lb_v0": {"scenario": "lb_sim", "max_steps": 6},
+    # OSML case A's three services, 6 decisions of 1 s (10 engine ticks each): services start under-provisioned
+    # and violate QoS, so rewards, masks and the sampled resizes all move; the episode truncates.
+    "colo_v0": {"scenario": "osml_case_a", "max_steps": 6},
 }
 """Keyword arguments making each versioned environment small: every one of known_envs() needs an entry."""
 
@@ -61,6 +64,9 @@ SMALL_GYMNASIUM: dict[str, dict[str, Any]] = {
     # and for two autoresets of the vector form within 12 steps.
     "dcgym/RackCentral-v0": {"scenario": "malcolm_homog_exp", "max_steps": 5},
     "dcgym/RackDispatch-v0": {"scenario": "malcolm_homog_exp", "max_steps": 5},
+    # colo_v0's small budget: 6 decisions of 1 s, enough for check_env's determinism checks and for two
+    # autoresets of the vector form within 12 steps.
+    "dcgym/ColoCentral-v0": {"scenario": "osml_case_a", "max_steps": 6},
 }
 """Keyword arguments making each Gymnasium id small: every id of GYMNASIUM_IDS needs an entry."""
 
@@ -71,6 +77,10 @@ SMALL_FAMILIES: dict[str, dict[str, Any]] = {
     # 300 flows, 10% warm-up: about 260 measured flows ended over 50 s of simulated time (100 decision periods),
     # enough for the mean, the percentiles and the served-flow statistics to hold numbers, at about 10 ms per run.
     "lb": {"tasks": 300, "scenario": "lb_sim"},
+    # 12 s of simulated time (> the default hold_s of 5 s, the least a run may last): 120 ticks and 12 one-second
+    # QoS samples, enough for every scheduler to act and for the row's fractions to be measured, in well under a
+    # second per run (the Oracle's search included).
+    "colo": {"tasks": 12, "scenario": "osml_case_a"},
 }
 """Per family: the units of work of a tiny evaluation and the small scenario its baselines run on."""
 

@@ -244,6 +244,8 @@ class ColoEvaluation(EvaluationFamily):
     default_work = 180
     row_model = ColoRow
     load_grid = MixIndices
+    headline = ("qos_met_fraction", "share of (1-s sample, running service) pairs within QoS", 3)
+    headline_higher_is_better = True
     summary_metrics: ClassVar[tuple[str, ...]] = (
         "converged",
         "convergence_s",

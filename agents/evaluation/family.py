@@ -121,7 +121,9 @@ class EvaluationFamily:
     censoring_note: ClassVar[str] = ""
     """One line under the console table on what the percentiles leave out (shown when a cell is censored)."""
     headline: ClassVar[tuple[str, str, int]]
-    """The leaderboard's metric: (dotted path in a summary cell, its label with unit, digits); lower is better."""
+    """The leaderboard's metric: (dotted path in a summary cell, its label with unit, digits)."""
+    headline_higher_is_better: ClassVar[bool] = False
+    """Whether the leaderboard's best cell is the largest headline value (default: the smallest)."""
     load_grid: ClassVar[Any] = Annotated[list[Load], Field(min_length=1)]
     """What a caller's ``loads`` may hold (fractions of capacity; a family whose load axis is something else, such
     as the colo family's mix indices, says so here)."""
