@@ -7,8 +7,9 @@ the family's baselines (``python -m dcgym list policies``), the scenario's own
 policy, and every zoo policy trained on that scenario, through
 :func:`dcgym.agents.evaluation.evaluate` (in parallel on Ray). The page has one
 table per family: a row per scenario and load, a column per policy, each cell
-the family's headline metric (rack: p99 latency in µs; lb: mean flow
-completion time in s; lower is better) with its 95% interval over seeds; the
+the family's headline metric (rack: p99 latency in µs, lb: mean flow
+completion time in s, lower is better; colo: the share of one-second samples
+with every running service within QoS, higher is better) with its 95% interval over seeds; the
 best cell of each row is bold, and a censored cell (its percentiles leave out
 dropped, unfinished or timed-out work) carries ``*``. Rows compare policies:
 a row's scenario and load fix the workload, the same for every policy (common
@@ -157,7 +158,11 @@ def _machine() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", action="append", choices=list(FAMILIES), help="only these families (repeatable)")
-    parser.add_argument("--tasks", type=int, help="units of work per run (default: rack 200000, lb 5000)")
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        help="units of work per run (default: rack 200000 tasks, lb 5000 flows, colo the scenario's horizon in s)",
+    )
     parser.add_argument("--seeds", type=int, default=2, help="seeds 1..N per cell (default 2)")
     parser.add_argument("--workers", type=int, help="parallel runs (default: every core)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md", help="the page to write")
