@@ -47,6 +47,13 @@ FAMILIES: dict[str, Family] = {
         {"lb_v0": "dcgym.envs.lb.lb_v0"},
         legacy_kinds=("multistage",),
     ),
+    "flow": Family(
+        "flow",
+        "datacenter flow scheduling: flows share links by strict priority and max-min fairness, MLFQ thresholds "
+        "and per-flow priority, rate cap and path (PIAS, AuTO)",
+        "dcgym.envs.flow.scenario:FlowScenario",
+        {"flow_v0": "dcgym.envs.flow.flow_v0"},
+    ),
 }
 """Every family, by name (the ``kind`` of its scenario files)."""
 
