@@ -53,6 +53,9 @@ SMALL_ENVS: dict[str, dict[str, Any]] = {
     # 2 LBs over 8 servers, 6 decision periods of 0.5 s (about 3.5 flows per period at the default load, each of
     # about 1 s): flows start and end within the episode, so observations, rewards and infos carry numbers.
     "lb_v0": {"scenario": "lb_sim", "max_steps": 6},
+    # AuTO's testbed at load 0.8, 5 intervals of 10 ms (about 95 flows arrive, half of them finish, a few become
+    # long): both agents observe flows and get rewards other than the neutral 1, and the episode truncates.
+    "flow_v0": {"scenario": "auto_websearch", "max_steps": 5},
 }
 """Keyword arguments making each versioned environment small: every one of known_envs() needs an entry."""
 
@@ -61,6 +64,9 @@ SMALL_GYMNASIUM: dict[str, dict[str, Any]] = {
     # and for two autoresets of the vector form within 12 steps.
     "dcgym/RackCentral-v0": {"scenario": "malcolm_homog_exp", "max_steps": 5},
     "dcgym/RackDispatch-v0": {"scenario": "malcolm_homog_exp", "max_steps": 5},
+    # flow_v0's small budget: 5 intervals of 10 ms, flows finishing in each; two autoresets within 12 steps.
+    "dcgym/FlowSrla-v0": {"scenario": "auto_websearch", "max_steps": 5},
+    "dcgym/FlowLrla-v0": {"scenario": "auto_websearch", "max_steps": 5},
 }
 """Keyword arguments making each Gymnasium id small: every id of GYMNASIUM_IDS needs an entry."""
 
@@ -71,6 +77,9 @@ SMALL_FAMILIES: dict[str, dict[str, Any]] = {
     # 300 flows, 10% warm-up: about 260 measured flows ended over 50 s of simulated time (100 decision periods),
     # enough for the mean, the percentiles and the served-flow statistics to hold numbers, at about 10 ms per run.
     "lb": {"tasks": 300, "scenario": "lb_sim"},
+    # 2000 web-search flows on one 1 Gbps link (every baseline runs there, LAS included), 10% warm-up, run to
+    # completion: about 50 measured large flows, so every bucket's mean holds a number, at a few ms per run.
+    "flow": {"tasks": 2000, "scenario": "single_link_websearch"},
 }
 """Per family: the units of work of a tiny evaluation and the small scenario its baselines run on."""
 
