@@ -159,6 +159,7 @@ class EvaluationFamily:
 FAMILIES: dict[str, str] = {
     "rack": "dcgym.agents.evaluation.rack:RackEvaluation",
     "lb": "dcgym.agents.evaluation.lb:LbEvaluation",
+    "flow": "dcgym.agents.evaluation.flow:FlowEvaluation",
 }
 """The evaluation of each family: ``module:class``, imported when first needed."""
 
