@@ -123,14 +123,36 @@ class FlowVectorEnv:
             raise InvalidActionError(
                 f"{agent}: actions must have a leading axis of {self.num_envs} copies, got shape {stacked.shape}"
             )
+        fast = self._fast_check(stacked, agent)
+        if fast is not None:
+            return fast
+        # Some copy's action is bad (or of an unusual type): check copy by copy for the message naming it.
         return np.stack([check(stacked[k], f"{agent} (copy {k})") for k in range(self.num_envs)])
+
+    def _fast_check(self, stacked: np.ndarray, agent: str) -> np.ndarray | None:
+        """The whole batch checked at once when every action is valid; None otherwise (the slow path names it)."""
+        game = self.game
+        if agent == "srla":
+            if stacked.shape != (self.num_envs, game.levels - 1) or stacked.dtype.kind not in "fiu":
+                return None
+            a = stacked.astype(np.float64)
+            return a if bool(np.all((a >= -1) & (a <= 1))) else None
+        if stacked.shape != (self.num_envs, len(game.nvec)) or stacked.dtype.kind not in "iu":
+            return None
+        if not bool(np.all((stacked >= 0) & (stacked < game.nvec))):
+            return None
+        return stacked.astype(np.int64).reshape(self.num_envs, -1, 3)
 
     def _infos(self) -> dict[str, np.ndarray]:
         out: dict[str, list] = {key: [] for key in INFO_KEYS}
         for k in range(self.num_envs):
-            info = self.game.info(k)
-            for key in INFO_KEYS:
-                out[key].append(info[key])
+            sim = self.game.sims[k]
+            interval = sim.interval()
+            finished = int(interval["finished"])
+            out["sim_time_s"].append(float(sim.now_s))
+            out["flows_finished"].append(finished)
+            out["mean_fct_ms"].append(float(interval["mean_fct_s"]) * 1e3 if finished else 0.0)
+            out["active_flows"].append(int(sim.active_flows))
         return {key: np.asarray(values) for key, values in out.items()}
 
     def _seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:

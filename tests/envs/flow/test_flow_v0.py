@@ -255,3 +255,18 @@ def test_ansi_render_names_levels_and_links_and_rgb_is_an_image():
         env.step(ZERO)
     image = env.render()
     assert image.ndim == 3 and image.shape[2] == 3 and image.dtype == np.uint8 and image.std() > 0
+
+
+def test_a_bad_action_in_a_batch_is_refused_naming_the_agent_copy_and_index():
+    vec = FlowVectorEnv(3, **SMALL)
+    vec.reset(seed=1)
+    lrla = np.zeros((3, 33), np.int64)
+    lrla[2, 4] = 9
+    with pytest.raises(InvalidActionError, match=r"^lrla \(copy 2\): action\[4\] = 9 is not a rate cap index"):
+        vec.step({"srla": np.zeros((3, 3)), "lrla": lrla})
+    srla = np.zeros((3, 3))
+    srla[1, 0] = -1.5
+    with pytest.raises(InvalidActionError, match=r"^srla \(copy 1\): action\[0\] = -1\.5"):
+        vec.step({"srla": srla})
+    with pytest.raises(InvalidActionError, match=r"^srla: actions must have a leading axis of 3 copies"):
+        vec.step({"srla": np.zeros((2, 3))})
