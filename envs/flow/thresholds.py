@@ -6,21 +6,24 @@ by size) and on the number of priority levels K (K - 1 thresholds):
 
 | preset | MLFQ, K = 8 | MLFQ, K = 4 | QSJF, K = 4 and 8 |
 |---|---|---|---|
-| ``pias_ws`` | PIAS's web-search set (its simulation scripts) | search in the simulator, web search at 0.8 | search, web search at 0.8 |
-| ``pias_dm`` | PIAS's data-mining set at load 0.8 | search, data mining at 0.8 | search, data mining at 0.8 |
+| ``pias_ws`` | PIAS's web-search set (its simulation scripts) | PIAS's model, web search at 0.8 | PIAS's model, web search at 0.8 |
+| ``pias_dm`` | PIAS's data-mining set at load 0.8 | PIAS's model, data mining at 0.8 | PIAS's model, data mining at 0.8 |
 | ``pias_ws_0.8`` | PIAS's web-search set at load 0.8 | | |
 | ``pias_dm_0.5`` ... ``pias_dm_0.9`` | PIAS's data-mining sets at loads 0.5 ... 0.9 | | |
 
 PIAS (Bai et al., NSDI 2015; the journal version, ToN 2017) publishes its
 8-queue sets in 1460-byte packets. AuTO's 4-queue QSJF and QLAS baselines
 use "thresholds from PIAS's method at 80% load" (§6) without giving numbers;
-the sets marked *search* were found by
-:func:`dcgym.agents.heuristics.flow.search_thresholds` (coordinate descent
-on a log grid of packets, mean FCT of AuTO's testbed at load 0.8 in this
-simulator, common random numbers) because PIAS's M/M/1-per-queue model
-collapses to 2-3 distinct thresholds at the CDF's breakpoints
-(:func:`dcgym.agents.heuristics.flow.model_thresholds`; docs/flow.md gives both
-and the command that recomputes them). Every set is stored in packets.
+the sets marked *model* are PIAS's method: its M/M/1-per-queue model
+minimised over a log grid of packets
+(:func:`dcgym.agents.heuristics.flow.model_thresholds`, 4 points per
+octave, load 0.8). Where the model collapses (two thresholds equal: data
+mining's MLFQ set uses 3 of its 4 queues) the set is kept as the model gives
+it. ``benchmarks/flow_thresholds.py`` recomputes them and compares each with
+a search in the simulator (:func:`dcgym.agents.heuristics.flow.search_thresholds`,
+coordinate descent on the mean FCT of AuTO's testbed): the search improves
+the mean FCT by 0.01-0.7% only (docs/flow.md, "Baselines"), so the model's
+sets stand. Every set is stored in packets.
 """
 
 from __future__ import annotations
@@ -48,20 +51,20 @@ class ThresholdSet:
 
 
 _PIAS = "PIAS (NSDI 2015) published 8-queue set"
-_SEARCH = "search_thresholds on AuTO's testbed at load 0.8 (docs/flow.md)"
+_MODEL = "PIAS's M/M/1-per-queue model at load 0.8 (model_thresholds, 4 grid points per octave; docs/flow.md)"
 
 THRESHOLD_PRESETS: dict[str, dict[tuple[str, int], ThresholdSet]] = {
     "pias_ws": {
         ("mlfq", 8): ThresholdSet((46, 1084, 1717, 1943, 1989, 1999, 2001), _PIAS + ", web search"),
-        ("mlfq", 4): ThresholdSet((41, 147, 1489), _SEARCH + ", web search"),
-        ("qsjf", 4): ThresholdSet((33, 137, 2048), _SEARCH + ", web search"),
-        ("qsjf", 8): ThresholdSet((14, 33, 60, 137, 685, 2048, 6850), _SEARCH + ", web search"),
+        ("mlfq", 4): ThresholdSet((1448, 6889, 55109), _MODEL + ", web search"),
+        ("qsjf", 4): ThresholdSet((609, 3444, 9742), _MODEL + ", web search"),
+        ("qsjf", 8): ThresholdSet((91, 724, 1448, 2896, 4871, 8192, 16384), _MODEL + ", web search"),
     },
     "pias_dm": {
         ("mlfq", 8): ThresholdSet((745, 1083, 1391, 13689, 14936, 21149, 27245), _PIAS + ", data mining at 0.8"),
-        ("mlfq", 4): ThresholdSet((7, 274, 2169), _SEARCH + ", data mining"),
-        ("qsjf", 4): ThresholdSet((7, 274, 2169), _SEARCH + ", data mining"),
-        ("qsjf", 8): ThresholdSet((1, 2, 7, 274, 2169, 68493, 684932), _SEARCH + ", data mining"),
+        ("mlfq", 4): ThresholdSet((2435, 65536, 65536), _MODEL + ", data mining (collapsed: 3 queues used)"),
+        ("qsjf", 4): ThresholdSet((108, 9742, 65536), _MODEL + ", data mining"),
+        ("qsjf", 8): ThresholdSet((16, 256, 1218, 5793, 27554, 46341, 65536), _MODEL + ", data mining"),
     },
     "pias_ws_0.8": {
         ("mlfq", 8): ThresholdSet((909, 1329, 1648, 1960, 2143, 2337, 2484), _PIAS + ", web search at 0.8")
@@ -82,7 +85,7 @@ THRESHOLD_PRESETS: dict[str, dict[tuple[str, int], ThresholdSet]] = {
         ("mlfq", 8): ThresholdSet((750, 1083, 1416, 13705, 14952, 21125, 28253), _PIAS + ", data mining at 0.9")
     },
 }
-"""Every preset: name -> {(discipline, K): the set}. The *search* entries are placeholders until recomputed."""
+"""Every preset: name -> {(discipline, K): the set} (each set's ``source`` says where it comes from)."""
 
 
 def preset_thresholds(name: str, discipline: str, levels: int, field: str = "thresholds") -> ThresholdSet:
