@@ -200,7 +200,8 @@ class FlowEnv(ParallelEnv, EzPickle):
         obs = self.game.reset(0, engine_seed, (options or {}).get("load"))
         self.agents = list(self.possible_agents)
         self._history.clear()
-        self._history.add(self.game.sims[0])
+        if self.render_mode == "rgb_array":  # the only mode that draws the history
+            self._history.add(self.game.sims[0])
         info = self.game.info(0)
         return dict(obs), {a: info for a in self.agents}
 
@@ -225,7 +226,8 @@ class FlowEnv(ParallelEnv, EzPickle):
         srla = self.game.check_srla(actions["srla"])
         lrla = self.game.check_lrla(actions["lrla"])
         obs, rewards, truncated = self.game.step(srla[None], lrla[None], [0])
-        self._history.add(self.game.sims[0])
+        if self.render_mode == "rgb_array":  # the only mode that draws the history
+            self._history.add(self.game.sims[0])
         ended = bool(truncated[0])
         info = self.game.info(0, episode_end=ended)
         observations = {"srla": obs["srla"][0], "lrla": obs["lrla"][0]}

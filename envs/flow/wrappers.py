@@ -61,7 +61,8 @@ class _FlowSingleAgent(gymnasium.Env, EzPickle):
         engine_seed = seed if seed is not None else int(self.np_random.integers(2**63))
         obs = self.game.reset(0, engine_seed, (options or {}).get("load"))
         self._history.clear()
-        self._history.add(self.game.sims[0])
+        if self.render_mode == "rgb_array":  # the only mode that draws the history
+            self._history.add(self.game.sims[0])
         self._ended = False
         return obs[self.agent], self.game.info(0)
 
@@ -74,7 +75,8 @@ class _FlowSingleAgent(gymnasium.Env, EzPickle):
             obs, rewards, truncated = self.game.step(self.game.check_srla(action, "action")[None], None, [0])
         else:
             obs, rewards, truncated = self.game.step(None, self.game.check_lrla(action, "action")[None], [0])
-        self._history.add(self.game.sims[0])
+        if self.render_mode == "rgb_array":  # the only mode that draws the history
+            self._history.add(self.game.sims[0])
         self._ended = bool(truncated[0])
         info = self.game.info(0, episode_end=self._ended)
         return obs[self.agent][0], float(rewards[0, self._index]), False, self._ended, info
