@@ -317,7 +317,18 @@ class FlowEvaluation(EvaluationFamily):
     )
 
     def default_policies(self, scenario: Any) -> list[Any]:
-        return [scenario.policy().label]
+        """The scenario's policy, by its bare name when that names the same policy there (``qlas`` on a scenario
+        running QLAS with its own thresholds), so it is one column beside the baselines."""
+        own = scenario.policy()
+        return [own.name if scenario.policy(own.name).params == own.params else own.label]
+
+    def runs_on(self, scenario: Any, policy: str) -> bool:
+        """Every baseline but ``las`` off ``single_link`` (exact LAS has one link)."""
+        try:
+            scenario.policy(policy)
+        except InvalidConfigError:
+            return False
+        return True
 
     def work_to_cover(self, scenario: Any, load: float) -> int:
         changes = scenario.workload.dynamics
