@@ -273,6 +273,11 @@ class FlowScenario(ScenarioBase):
         policy.scheduling(self.priorities, field)  # thresholds resolve for this scenario's levels
         return policy
 
+    def check_policy(self, policy: str | Mapping[str, Any]) -> FlowPolicy:
+        """:meth:`policy` for a policy given by a caller (train.py's evaluation heuristics): InvalidConfigError
+        naming ``policy`` if it does not run here."""
+        return self.policy(policy)
+
     # ------------------------------------------------------------------ engine
 
     def engine_config(

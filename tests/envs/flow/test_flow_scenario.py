@@ -171,3 +171,10 @@ def test_load_flow_scenario_refuses_another_family_naming_the_scenario():
     with pytest.raises(InvalidConfigError, match=r"^scenario: got \"lb_sim\"; allowed: a flow scenario"):
         load_flow_scenario("lb_sim")
     assert load_flow_scenario("auto_websearch", {"priorities": 8, "scheduling.thresholds": "pias_ws"}).priorities == 8
+
+
+def test_check_policy_is_the_callers_form_of_policy():
+    s = load_scenario("auto_websearch")
+    assert s.check_policy("qsjf").label == "qsjf"
+    with pytest.raises(InvalidConfigError, match=r"^policy: got \"las\""):
+        s.check_policy("las")
