@@ -8,8 +8,9 @@ policy, and every zoo policy trained on that scenario, through
 :func:`dcgym.agents.evaluation.evaluate` (in parallel on Ray). The page has one
 table per family: a row per scenario and load, a column per policy, each cell
 the family's headline metric (rack: p99 latency in µs, lb: mean flow
-completion time in s, lower is better; colo: the share of one-second samples
-with every running service within QoS, higher is better) with its 95% interval over seeds; the
+completion time in s, flow: mean flow completion time in ms, lower is better;
+colo: the share of one-second samples with every running service within QoS,
+higher is better) with its 95% interval over seeds; the
 best cell of each row is bold, and a censored cell (its percentiles leave out
 dropped, unfinished or timed-out work) carries ``*``. Rows compare policies:
 a row's scenario and load fix the workload, the same for every policy (common
@@ -36,7 +37,7 @@ from dcgym.envs.families import FAMILIES
 from dcgym.envs.scenario import list_scenarios, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_WORK = {"rack": 200_000, "lb": 5_000}
+DEFAULT_WORK = {"rack": 200_000, "lb": 5_000, "flow": 20_000}
 """Units of work per run by default: enough for a p99 within a few percent at the grids' loads."""
 
 
@@ -53,7 +54,7 @@ def zoo_policies(scenario: str) -> list[str]:
 def policies(kind: str, scenario: Any) -> list[Any]:
     """The family's baselines, the scenario's own policy, and the zoo policies trained on the scenario."""
     family = family_of(kind)
-    chosen = list(baselines(kind))
+    chosen = [name for name in baselines(kind) if family.runs_on(scenario, name)]
     for own in family.default_policies(scenario):
         label = str(getattr(own, "label", own))
         if label not in chosen:
@@ -161,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--tasks",
         type=int,
-        help="units of work per run (default: rack 200000 tasks, lb 5000 flows, colo the scenario's horizon in s)",
+        help="units of work per run (default: rack 200000 tasks, lb 5000 flows, flow 20000 flows, colo the "
+        "scenario's horizon in s)",
     )
     parser.add_argument("--seeds", type=int, default=2, help="seeds 1..N per cell (default 2)")
     parser.add_argument("--workers", type=int, help="parallel runs (default: every core)")

@@ -4,7 +4,8 @@
                    --loads 0.4,0.7,0.85 --tasks 1000000 --seeds 5 --out out/demo [--json]
 
 (also ``python evaluate.py`` or ``python -m dcgym evaluate``). A ``--policy`` is a heuristic of the
-scenario's family (``po2``, ``jbt:threshold=30``; ``ecmp`` on a multi-LB scenario), a checkpoint or
+scenario's family (``po2``, ``jbt:threshold=30``; ``ecmp`` on a multi-LB scenario; ``qlas:thresholds=pias_dm``
+on a flow scenario), a checkpoint or
 run folder written by train.py (evaluated through its environment; the scenario then defaults to the
 one it was trained on), or a policy file (``FILE.dcpol``, or ``zoo:NAME`` for ``zoo/NAME.dcpol``) run
 inside the engine; ``FILE:heartbeat_us=US,load_metric=M`` sets what a file does not store.
@@ -60,7 +61,8 @@ def main(
         int | None,
         typer.Option(
             help="units of work per run, warm-up included: tasks on a rack (default 1000000), flows on a multi-LB "
-            "cluster (default 5000), seconds of simulated time on a colo server (default: the scenario's horizon_s)"
+            "cluster (default 5000), flows on a flow scenario (default 100000), seconds of simulated time on a colo "
+            "server (default: the scenario's horizon_s)"
         ),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="one seed of every random stream (default 1)")] = None,

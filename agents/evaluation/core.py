@@ -1,7 +1,7 @@
 """Evaluate policies on a scenario of any family: the library behind ``evaluate.py``.
 
 Every policy runs at every load with every seed for ``tasks`` units of work
-(the family's: tasks on a rack, flows on a multi-LB cluster) in the C++
+(the family's: tasks on a rack, flows on a multi-LB cluster or a flow network) in the C++
 engine; the family's warm-up is excluded from the statistics and reported.
 The runs are independent jobs: serial in this process (``workers=0``) or in
 parallel on Ray (a local cluster, or an existing one at ``address``), with

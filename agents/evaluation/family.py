@@ -162,6 +162,10 @@ class EvaluationFamily:
         """The policies evaluated when none is given: the scenario's own."""
         raise NotImplementedError
 
+    def runs_on(self, scenario: Any, policy: str) -> bool:
+        """Whether the baseline named ``policy`` runs on ``scenario`` (the leaderboard skips those that do not)."""
+        return True
+
     def refuse(self, spec: Spec, why: str) -> InvalidConfigError:
         """The error for a policy this family cannot run."""
         return InvalidConfigError("policy", str(spec.given), f"{why} (scenario kind {self.kind})")
@@ -171,6 +175,7 @@ FAMILIES: dict[str, str] = {
     "rack": "dcgym.agents.evaluation.rack:RackEvaluation",
     "lb": "dcgym.agents.evaluation.lb:LbEvaluation",
     "colo": "dcgym.agents.evaluation.colo:ColoEvaluation",
+    "flow": "dcgym.agents.evaluation.flow:FlowEvaluation",
 }
 """The evaluation of each family: ``module:class``, imported when first needed."""
 

@@ -18,7 +18,7 @@ PIAS_WS = [46, 1084, 1717, 1943, 1989, 1999, 2001]
 
 
 def auto_testbed(load: float = 0.8, seed: int = 1, **extra) -> dict:
-    """AuTO's testbed (seed 003 §6): 32 hosts, 3 planes of 1 Gbps, web search; 8 levels with PIAS's thresholds."""
+    """AuTO's testbed (Chen et al. SIGCOMM 2018 §6): 32 hosts, 3 planes of 1 Gbps, web search; 8 levels with PIAS's thresholds."""
     return {
         "topology": {"kind": "planes", "hosts": 32, "planes": 3, "link_gbps": 1.0},
         "scheduling": {"discipline": "pias", "levels": 8, "thresholds_packets": PIAS_WS},
