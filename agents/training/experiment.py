@@ -94,7 +94,7 @@ class Evaluation(_Schema):
 
 
 class Resources(_Schema):
-    """Where training runs. The defaults suit a 2-core machine (docs/training.md, RLLIB_NOTES speed table)."""
+    """Where training runs. The defaults suit a 2-core machine (docs/training.md has the measured speeds)."""
 
     num_env_runners: int | None = Field(None, ge=0)
     """Remote env runners; null = 0 on the local Ray, every CPU but one on a cluster (``--address``)."""
