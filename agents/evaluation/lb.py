@@ -18,7 +18,9 @@ levels (K = 3 N). A file with one network over every LB's observation (M N
 12 inputs, K = 3 M N or M N) is a centralized policy and gets lb_v0's
 ``state()``. A file does not store how the LBs apply the weights: the spec's
 options say it, with lb_v0's default ``weights``:
-``zoo:NAME:dispatch=sed``.
+``zoo:NAME:dispatch=sed``; a bare ``zoo:NAME`` takes the options of its
+card's evaluate command (how it was trained), so the leaderboard's
+``zoo:NAME`` runs it right.
 
 Rows (:class:`LbRow`) hold flow completion times in seconds: the mean and
 the 50th, 90th, 95th, 99th and 99.9th percentiles (p95 from the engine's
@@ -305,12 +307,14 @@ def lb_policy_file_jobs(
 ) -> list[LbPolicyFileJob]:
     """The runs of one policy file on ``scenario``: the file and its shapes checked against lb_v0 first."""
     from dcgym.agents.export.format import MlpPolicy, from_bytes
-    from dcgym.agents.export.zoo import ZOO_PREFIX, resolve_zoo, split_options
+    from dcgym.agents.export.zoo import ZOO_PREFIX, card_options, resolve_zoo, split_options
     from dcgym.cpp_core._engine import RuntimePolicy
     from dcgym.envs.lb import lb_v0
 
     where, option_text = split_options(str(spec))
     path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
+    if where.startswith(ZOO_PREFIX) and not option_text:  # a bare zoo:NAME runs as its card says
+        option_text = card_options(where.removeprefix(ZOO_PREFIX), path.parent)
     label = f"{path.stem} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})"
     options = dict(POLICY_FILE_OPTIONS)
     for item in filter(None, option_text.split(",")):

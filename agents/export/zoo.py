@@ -32,6 +32,7 @@ __all__ = [
     "ZOO_PREFIX",
     "ZooEntry",
     "build_entry",
+    "card_options",
     "evaluation_table",
     "experiment_name",
     "is_policy_file_spec",
@@ -150,6 +151,7 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, c
         "",
         _provenance(run, info, experiment, meta, checkpoint, commit),
         "",
+        *_training_command(info),
         f"Policy: `{name}{SUFFIX}`, {policy.kind}, {policy.num_agents} agents.",
         "",
         _usage(name, experiment),
@@ -222,6 +224,8 @@ def _provenance(
     env_args = dict(experiment.get("env_args") or {})
     overrides = env_args.get("overrides")
     scenario = f"`{experiment['scenario']}`" + (f" with overrides `{json.dumps(overrides)}`" if overrides else "")
+    if env_args.get("reward"):
+        scenario += f", reward `{env_args['reward']}`"
     trained = _count(meta.get("iteration", info.get("iteration")))
     return (
         f"Provenance: config `{config or 'config.yaml'}` ({experiment['algorithm']} on {experiment['env']}, "
@@ -249,6 +253,25 @@ def _usage(name: str, experiment: Mapping[str, Any]) -> str:
     scenario = str(experiment["scenario"])
     note = " (the scenario with the overrides above, as a YAML file)" if env_args.get("overrides") else ""
     return f"Evaluate in the engine: `python evaluate.py --policy {spec} --scenario {scenario} --policy po2`{note}."
+
+
+def _training_command(info: Mapping[str, Any]) -> list[str]:
+    """The card's ``Trained with`` paragraph: run.json's first command (train.py's, with its ``--set``
+    overrides), or nothing for a run started from Python."""
+    commands = info.get("commands") or []
+    if not commands:
+        return []
+    return [f"Trained with: `python {commands[0]}`.", ""]
+
+
+def card_options(name: str, folder: str | Path | None = None) -> str:
+    """The options the card of ``zoo:NAME`` evaluates it with (``zoo:NAME:dispatch=sed`` -> ``dispatch=sed``):
+    what a policy file does not store, so that a bare ``zoo:NAME`` runs as it was trained; ``""`` if none."""
+    card = zoo_dir(folder) / f"{name}.md"
+    if not card.is_file():
+        return ""
+    found = re.search(rf"--policy {re.escape(ZOO_PREFIX + name)}:(\S+?)[`\s]", card.read_text(encoding="utf-8"))
+    return "" if found is None else found.group(1)
 
 
 def _config_path(info: Mapping[str, Any]) -> str | None:

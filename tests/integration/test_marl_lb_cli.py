@@ -70,9 +70,14 @@ TINY = {
 }
 
 
-def cli(script: str, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def cli(script: str, *args: str, timeout: float = 240, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(ROOT / script), *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=ENV
+        [sys.executable, str(ROOT / script), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**ENV, **env},
     )
 
 
@@ -103,8 +108,20 @@ def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path):
     assert exported.returncode == 0, exported.stderr[-2000:]
     card = (tmp_path / "zoo/distr_lb_sim.md").read_text()
     assert "mlp, 2 agents" in card and "zoo:distr_lb_sim:dispatch=sed" in card
+    assert "scenario `lb_sim`, reward `vbf`" in card  # the provenance names the reward
+    assert "Trained with: `python train.py --config " in card and "--set env_args.max_steps=10" in card
+    renamed = cli("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"), "--name", "renamed")
+    assert renamed.returncode == 0 and (tmp_path / "zoo/renamed.md").read_text().startswith("# renamed\n")
+    assert "zoo:renamed:dispatch=sed" in (tmp_path / "zoo/renamed.md").read_text()
+    two = cli("benchmarks/build_zoo.py", str(run), str(run), "--out", str(tmp_path / "zoo"), "--name", "x")
+    assert two.returncode == 2 and two.stderr.startswith("error: --name: got")
     results = {}
-    for name, spec in (("file", str(tmp_path / "zoo/distr_lb_sim.dcpol") + ":dispatch=sed"), ("checkpoint", str(run))):
+    specs = (
+        ("file", str(tmp_path / "zoo/distr_lb_sim.dcpol") + ":dispatch=sed"),
+        ("checkpoint", str(run)),
+        ("zoo", "zoo:distr_lb_sim"),  # bare: the card's dispatch=sed, as the leaderboard names it
+    )
+    for name, spec in specs:
         out = tmp_path / name
         proc = cli(
             "evaluate.py",
@@ -120,11 +137,13 @@ def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path):
             "0",
             "--out",
             str(out),
+            DCGYM_ZOO=str(tmp_path / "zoo"),
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         results[name] = json.loads((out / "results.json").read_text())["results"][0]
     assert results["file"]["policy"] == "distr_lb_sim (file)"
     assert results["file"]["fct_s"] == results["checkpoint"]["fct_s"]  # the C++ runtime acts as the torch module
+    assert results["zoo"]["fct_s"] == results["file"]["fct_s"]
 
 
 @pytest.mark.parametrize(
@@ -154,3 +173,16 @@ def test_malformed_experiments_exit_2_with_one_line(config, sets, message, tmp_p
     assert status == 2
     assert len(err.splitlines()) == 1 and err.startswith("error: ") and message in err, err
     assert not list(tmp_path.iterdir())  # no run folder
+
+
+def test_the_multi_lb_zoo_entries_are_small_and_say_how_they_were_made():
+    from dcgym.agents.export.zoo import card_options, list_zoo, zoo_dir
+
+    names = [n for n in list_zoo() if n.startswith("multilb_")]
+    assert names, "no multi-LB zoo entries"
+    for name in names:
+        card = (zoo_dir() / f"{name}.md").read_text()
+        assert (zoo_dir() / f"{name}.dcpol").stat().st_size < 300_000, name  # no large data in git
+        assert "Trained with: `python train.py --config configs/experiments/" in card, name
+        assert "seed " in card and "budget " in card and "± " in card, name
+        assert card_options(name) == "dispatch=sed", name  # a bare zoo:NAME (the leaderboard's) runs as trained
