@@ -13,7 +13,9 @@ pattern is the FCT's best.
 ``ceiling``: the best a learner that only sets SED weights from {1.0, 1.5,
 2.0} could do on the static scenarios and on lb_capacity_change: every
 pattern (per server group), fixed or switched at the capacity change
-(25 s), against the heuristics, on the evaluation's 60 s episodes.
+(25 s), against the heuristics, on the evaluation's 60 s episodes;
+``--scenario NAME`` for one (lb_sim, its Table 10 mixes, lb_capacity_change,
+lb_large).
 
 ``--quick``: one seed and the first two patterns only (a smoke run).
 """
@@ -94,10 +96,27 @@ def _episode(scenario, load: float, seed: int, policy: str, weights=None, switch
 
 
 @app.command()
-def ceiling(seeds: Annotated[int, typer.Option(help="episodes per policy")] = 20, quick: QUICK = False) -> None:
+def ceiling(
+    seeds: Annotated[int, typer.Option(help="episodes per policy")] = 20,
+    scenario: Annotated[list[str] | None, typer.Option(help="only these scenarios (repeatable)")] = None,
+    quick: QUICK = False,
+) -> None:
     """The heuristics and the best fixed (or switched) SED weight patterns per scenario."""
     seeds = 1 if quick else seeds
-    cases = [("lb_sim", 0.845), ("lb_sim_cpu50_io50", 0.845), ("lb_sim_cpu25_io75", 0.845), ("lb_capacity_change", 0.6)]
+    cases = [
+        ("lb_sim", 0.845),
+        ("lb_sim_cpu50_io50", 0.845),
+        ("lb_sim_cpu25_io75", 0.845),
+        ("lb_capacity_change", 0.6),
+        ("lb_large", 0.833),
+    ]
+    if scenario:
+        unknown = sorted(set(scenario) - {name for name, _ in cases})
+        if unknown:
+            raise typer.BadParameter(f"{unknown}: not one of {[name for name, _ in cases]}", param_hint="--scenario")
+        cases = [(name, load) for name, load in cases if name in scenario]
+    elif quick:
+        cases = cases[:4]  # lb_large's 120,000-flow runs are not a smoke test
     for name, load in cases:
         scenario = load_lb_scenario(name)
         small = np.array([g.workers for g in scenario.servers for _ in range(g.count)])
