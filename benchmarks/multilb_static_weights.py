@@ -105,6 +105,7 @@ def ceiling(
     seeds = 1 if quick else seeds
     cases = [
         ("lb_sim", 0.845),
+        ("lb_sim_cpu75_io25", 0.845),
         ("lb_sim_cpu50_io50", 0.845),
         ("lb_sim_cpu25_io75", 0.845),
         ("lb_capacity_change", 0.6),
@@ -116,7 +117,7 @@ def ceiling(
             raise typer.BadParameter(f"{unknown}: not one of {[name for name, _ in cases]}", param_hint="--scenario")
         cases = [(name, load) for name, load in cases if name in scenario]
     elif quick:
-        cases = cases[:4]  # lb_large's 120,000-flow runs are not a smoke test
+        cases = cases[:5]  # lb_large's 120,000-flow runs are not a smoke test
     for name, load in cases:
         scenario = load_lb_scenario(name)
         small = np.array([g.workers for g in scenario.servers for _ in range(g.count)])

@@ -22,6 +22,7 @@ def test_ceiling_quick_names_every_scenario_and_the_switch():
     lines = run("ceiling", "--quick").strip().splitlines()
     assert [line.split(":")[0] for line in lines] == [
         "lb_sim",
+        "lb_sim_cpu75_io25",
         "lb_sim_cpu50_io50",
         "lb_sim_cpu25_io75",
         "lb_capacity_change",
