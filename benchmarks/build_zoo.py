@@ -10,7 +10,9 @@ budget and what was trained) and the p99 table of the run's final
 evaluation (``evaluation/results.json``). Prints one line per entry. Two
 runs of one experiment, a folder that is not a run, or a policy the
 exporter cannot write print one ``error: ...`` line on standard error and
-exit with status 2. The logic is :mod:`dcgym.agents.export.zoo`.
+exit with status 2. ``--name NAME`` names the entry of one run instead
+(a run of an experiment with ``--set`` overrides: ``distr_lb_sim_cpu50_io50``).
+The logic is :mod:`dcgym.agents.export.zoo`.
 """
 
 from __future__ import annotations
@@ -34,12 +36,22 @@ def main(
     runs: Annotated[list[Path], typer.Argument(help="run folders written by train.py")],
     out: Annotated[Path, typer.Option(help="the zoo folder to write into")] = Path("zoo"),
     commit: Annotated[str | None, typer.Option(help="the commit to record (default: git rev-parse HEAD)")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="the entry's name instead of the experiment's (one run only)")
+    ] = None,
 ) -> None:
     """Export each run's final checkpoint into the zoo, with its card."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    from dcgym.agents.export.zoo import build_zoo
+    from dcgym.agents.export.zoo import build_entry, build_zoo
+    from dcgym.envs.error import InvalidConfigError
 
-    for entry in build_zoo(runs, out, commit=commit):
+    if name is not None:
+        if len(runs) != 1:
+            raise InvalidConfigError("--name", name, "one run folder (the name of its entry)")
+        entries = [build_entry(runs[0], out, name=name, commit=commit)]
+    else:
+        entries = build_zoo(runs, out, commit=commit)
+    for entry in entries:
         print(f"wrote {entry.policy} and {entry.card}")
 
 

@@ -44,7 +44,7 @@ FAMILIES: dict[str, Family] = {
         "multi-LB network load balancing: several load balancers over servers whose flows alternate CPU and IO "
         "stages (Yao et al., multi-agent RL for network load balancing)",
         "dcgym.envs.lb.scenario:LbScenario",
-        {"lb_v0": "dcgym.envs.lb.lb_v0"},
+        {"lb_v0": "dcgym.envs.lb.lb_v0", "lb_central_v0": "dcgym.envs.lb.lb_central_v0"},
         legacy_kinds=("multistage",),
     ),
     "colo": Family(

@@ -53,6 +53,8 @@ SMALL_ENVS: dict[str, dict[str, Any]] = {
     # 2 LBs over 8 servers, 6 decision periods of 0.5 s (about 3.5 flows per period at the default load, each of
     # about 1 s): flows start and end within the episode, so observations, rewards and infos carry numbers.
     "lb_v0": {"scenario": "lb_sim", "max_steps": 6},
+    # lb_v0's budget played by its one central agent: the same flows start and end within the episode.
+    "lb_central_v0": {"scenario": "lb_sim", "max_steps": 6},
     # OSML case A's three services, 6 decisions of 1 s (10 engine ticks each): services start under-provisioned
     # and violate QoS, so rewards, masks and the sampled resizes all move; the episode truncates.
     "colo_v0": {"scenario": "osml_case_a", "max_steps": 6},

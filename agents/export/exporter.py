@@ -15,11 +15,18 @@ environment:
   of the logits before its softmax, and so does the runtime.
 - RLlib's default PPO and SAC torch modules -> an ``mlp`` file: the actor's
   layers (encoder, then pi head) and the deterministic action: the argmax of
-  a categorical (``softmax`` head: probabilities, action = argmax), the mean
+  a categorical (``softmax`` head: probabilities, action = argmax), the
+  argmax of each block of a multi-categorical's logits (``identity`` head:
+  the concatenated logits, one block per dimension of a ``MultiDiscrete``
+  action such as lb_v0's weight levels, in the action space's order), the mean
   of a diagonal Gaussian mapped to the action bounds as RLlib's
   ``unsquash_action`` does (``unsquash`` head; ``identity`` without bounds),
   or the tanh-squashed mean of SAC's squashed Gaussian (``tanh`` head). The
   network input is the environment's observation (flattened).
+
+- The multi-LB Q-learners (Distr-LB, Centr-LB; ``dcgym.agents.marl_lb``),
+  feed-forward -> an ``mlp`` file with the ``identity`` head: the Q-values
+  of each server's weight levels, the action each block's argmax.
 
 The exported and original policies agree to float32 rounding
 (tests/agents/test_export.py).
@@ -35,7 +42,14 @@ import numpy as np
 
 from dcgym.agents.export.format import InputSpec, Layer, LinearPairPolicy, MlpPolicy, Policy, write_policy
 
-__all__ = ["demo_policy", "export_policy", "linear_pair_from_modules", "mlp_from_modules", "policy_from_checkpoint"]
+__all__ = [
+    "demo_policy",
+    "export_policy",
+    "linear_pair_from_modules",
+    "mlp_from_modules",
+    "mlp_from_q_modules",
+    "policy_from_checkpoint",
+]
 
 _ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "SiLU": "silu", "ELU": "elu"}
 
@@ -72,6 +86,10 @@ def policy_from_checkpoint(run_or_checkpoint: str | Path) -> Policy:
             obs_clip=game.config.obs_clip,
             max_logit=game.config.max_logit,
         )
+    from dcgym.agents.marl_lb.qmix_rl_module import QmixAgentRLModule
+
+    if all(isinstance(m, QmixAgentRLModule) for m in modules.values()):
+        return mlp_from_q_modules([modules[a] for a in agents])
     module_ids = [trained.agent_to_module[a] for a in agents]
     return mlp_from_modules(
         {m: trained.modules[m] for m in module_ids},
@@ -180,7 +198,10 @@ def mlp_from_modules(
         head = module_head
     num_inputs = int(networks[0][0].weight.shape[1])
     low = high = None
-    if head == "softmax":
+    if head == "identity" and isinstance(action_space, gym.spaces.MultiDiscrete):
+        if int(np.sum(action_space.nvec)) != int(networks[0][-1].weight.shape[0]):
+            raise ValueError(f"action space: got {action_space}; its blocks do not add up to the network's outputs")
+    elif head == "softmax":
         if not isinstance(action_space, gym.spaces.Discrete) or int(action_space.start) != 0:
             raise ValueError(f"action space: got {action_space}; expected Discrete(n) starting at 0")
     else:
@@ -207,11 +228,43 @@ def mlp_from_modules(
     )
 
 
+def mlp_from_q_modules(modules: Sequence[Any]) -> MlpPolicy:
+    """An ``mlp`` policy from the multi-LB Q-networks of agents 0 .. M-1 (Distr-LB, Centr-LB), in agent order.
+
+    Each network is ReLU, ReLU, then the per-server heads: the ``identity``
+    head outputs the Q-values, one block of weight levels per server, and the
+    greedy action is each block's argmax. Recurrent networks (QMIX-LB's GRUs)
+    and log1p inputs have no policy-file form: ValueError.
+    """
+    networks = []
+    for i, m in enumerate(modules):
+        net = m.q_net
+        if net.gru is not None or net.log_inputs:
+            why = "a GRU" if net.gru is not None else "log1p inputs"
+            raise ValueError(
+                f"agent {i}: its Q-network has {why}, which a policy file cannot hold (dense layers only); "
+                "evaluate the checkpoint instead"
+            )
+        networks.append(
+            [
+                Layer(_numpy(net.fc.weight), _numpy(net.fc.bias), "relu"),
+                Layer(_numpy(net.fc2.weight), _numpy(net.fc2.bias), "relu"),
+                Layer(_numpy(net.head.weight), _numpy(net.head.bias), "identity"),
+            ]
+        )
+    return MlpPolicy(int(networks[0][0].weight.shape[1]), networks, list(range(len(modules))), "identity")
+
+
+def _numpy(tensor: Any) -> np.ndarray:
+    return tensor.detach().cpu().numpy().astype(np.float64)
+
+
 def _actor_network(module: Any, module_id: str) -> tuple[list[Layer], str]:
     """The actor's dense layers (encoder, then pi head; a Gaussian's mean rows only) and its head kind."""
     from ray.rllib.core.distribution.torch.torch_distribution import (
         TorchCategorical,
         TorchDiagGaussian,
+        TorchMultiCategorical,
         TorchSquashedGaussian,
     )
     from torch import nn
@@ -251,6 +304,8 @@ def _actor_network(module: Any, module_id: str) -> tuple[list[Layer], str]:
     dist = module.get_inference_action_dist_cls()
     if dist is TorchCategorical:
         return layers, "softmax"
+    if isinstance(dist, type) and issubclass(dist, TorchMultiCategorical):  # RLlib's partial subclass
+        return layers, "identity"  # one block of logits per dimension; the action is each block's argmax
     if dist in (TorchDiagGaussian, TorchSquashedGaussian):  # inputs are [mean, log_std]: keep the mean rows
         last = layers[-1]
         half = last.weight.shape[0] // 2

@@ -32,6 +32,7 @@ __all__ = [
     "ZOO_PREFIX",
     "ZooEntry",
     "build_entry",
+    "card_options",
     "evaluation_table",
     "experiment_name",
     "is_policy_file_spec",
@@ -150,6 +151,7 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, c
         "",
         _provenance(run, info, experiment, meta, checkpoint, commit),
         "",
+        *_training_command(info),
         f"Policy: `{name}{SUFFIX}`, {policy.kind}, {policy.num_agents} agents.",
         "",
         _usage(name, experiment),
@@ -166,18 +168,26 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, c
     return ZooEntry(name, policy_path, card)
 
 
+def _metric(doc: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The p99 the card shows: (summary key, what it is, number format): rack latency in us, multi-LB FCT in s."""
+    if doc["summary"] and "fct_s" in doc["summary"][0]:
+        return "fct_s", "p99 flow completion time (s)", ",.3f"
+    return "latency_us", "p99 latency (us)", ",.1f"
+
+
 def evaluation_table(doc: Mapping[str, Any]) -> str:
-    """A Markdown table of the results document's p99 latency (us): one row per policy, one column per load;
-    ``mean ± ci95`` over seeds when there are several."""
+    """A Markdown table of the results document's p99 (rack latency in us, multi-LB FCT in s): one row per
+    policy, one column per load; ``mean ± ci95`` over seeds when there are several."""
+    key, _, fmt = _metric(doc)
     loads: list[float] = []
     cells: dict[str, dict[float, str]] = {}
     for s in doc["summary"]:
         if s["load"] not in loads:
             loads.append(s["load"])
-        p99 = s["latency_us"]["p99"]
-        text = "-" if p99["mean"] is None else f"{p99['mean']:,.1f}"
+        p99 = s[key]["p99"]
+        text = "-" if p99["mean"] is None else format(p99["mean"], fmt)
         if p99["mean"] is not None and p99.get("ci95") is not None:
-            text += f" ± {p99['ci95']:,.1f}"
+            text += f" ± {format(p99['ci95'], fmt)}"
         cells.setdefault(s["policy"], {})[s["load"]] = text
     head = "| policy | " + " | ".join(f"load {load:g}" for load in loads) + " |"
     rule = "|---|" + "---:|" * len(loads)
@@ -188,9 +198,11 @@ def evaluation_table(doc: Mapping[str, Any]) -> str:
 def _table_caption(doc: Mapping[str, Any]) -> str:
     seeds = doc.get("seeds") or [doc.get("seed")]
     which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
+    what = _metric(doc)[1]
+    work = "flows" if "flows" in doc else "tasks"  # the document names its unit of work (document.py)
     return (
-        f"p99 latency (us) of the run's final evaluation on `{doc['scenario']}` ({which}, "
-        f"{doc['tasks']:,} tasks per run, the trained policy through its environment):"
+        f"{what} of the run's final evaluation on `{doc['scenario']}` ({which}, "
+        f"{doc[work]:,} {work} per run, the trained policy through its environment):"
     )
 
 
@@ -212,6 +224,8 @@ def _provenance(
     env_args = dict(experiment.get("env_args") or {})
     overrides = env_args.get("overrides")
     scenario = f"`{experiment['scenario']}`" + (f" with overrides `{json.dumps(overrides)}`" if overrides else "")
+    if env_args.get("reward"):
+        scenario += f", reward `{env_args['reward']}`"
     trained = _count(meta.get("iteration", info.get("iteration")))
     return (
         f"Provenance: config `{config or 'config.yaml'}` ({experiment['algorithm']} on {experiment['env']}, "
@@ -224,6 +238,12 @@ def _provenance(
 
 def _usage(name: str, experiment: Mapping[str, Any]) -> str:
     env_args = dict(experiment.get("env_args") or {})
+    if str(experiment.get("env", "")).startswith("lb_"):  # a multi-LB policy: lb_v0 driven by the C++ runtime
+        spec = f"zoo:{name}" + (f":dispatch={env_args['dispatch']}" if env_args.get("dispatch") else "")
+        return (
+            f"Evaluate (lb_v0 driven by the C++ runtime each decision period): `python evaluate.py --policy {spec} "
+            f"--scenario {experiment['scenario']} --policy sed`."
+        )
     options = [
         f"{k}={env_args[k]}"
         for k in ("heartbeat_us", "load_metric")
@@ -233,6 +253,25 @@ def _usage(name: str, experiment: Mapping[str, Any]) -> str:
     scenario = str(experiment["scenario"])
     note = " (the scenario with the overrides above, as a YAML file)" if env_args.get("overrides") else ""
     return f"Evaluate in the engine: `python evaluate.py --policy {spec} --scenario {scenario} --policy po2`{note}."
+
+
+def _training_command(info: Mapping[str, Any]) -> list[str]:
+    """The card's ``Trained with`` paragraph: run.json's first command (train.py's, with its ``--set``
+    overrides), or nothing for a run started from Python."""
+    commands = info.get("commands") or []
+    if not commands:
+        return []
+    return [f"Trained with: `python {commands[0]}`.", ""]
+
+
+def card_options(name: str, folder: str | Path | None = None) -> str:
+    """The options the card of ``zoo:NAME`` evaluates it with (``zoo:NAME:dispatch=sed`` -> ``dispatch=sed``):
+    what a policy file does not store, so that a bare ``zoo:NAME`` runs as it was trained; ``""`` if none."""
+    card = zoo_dir(folder) / f"{name}.md"
+    if not card.is_file():
+        return ""
+    found = re.search(rf"--policy {re.escape(ZOO_PREFIX + name)}:(\S+?)[`\s]", card.read_text(encoding="utf-8"))
+    return "" if found is None else found.group(1)
 
 
 def _config_path(info: Mapping[str, Any]) -> str | None:

@@ -6,7 +6,10 @@ and the environment's keyword arguments into an RLlib ``AlgorithmConfig``::
     config = ALGORITHMS["ppo"](experiment, experiment.env_config)
     algo = config.build_algo()
 
-``ALGORITHMS`` maps each name to its builder. ``malcolm`` is registered
+``ALGORITHMS`` maps each name to its builder. The multi-LB learners
+(``distr_lb``, ``centr_lb``, ``qmix_lb``, ``rlb_sac``, ``distr_lb_ppo``, :mod:`dcgym.agents.marl_lb`)
+are registered as lazy ``module:attribute`` strings, builder and
+hyperparameter schema alike, imported when first used. ``malcolm`` is registered
 lazily: its builder imports :mod:`dcgym.agents.malcolm` only when called, so
 this module (and ``train.py``) works before or without that package. The
 builder uses the package's ``build(experiment, env_config)`` if it has one,
@@ -38,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.training.rllib_envs import env_id, make_rllib_env
 from dcgym.envs.error import InvalidConfigError, did_you_mean
-from dcgym.envs.families import env_module, known_envs
+from dcgym.envs.families import env_module, known_envs, load_entry_point
 from dcgym.envs.validation import validate
 
 if TYPE_CHECKING:
@@ -58,6 +61,8 @@ __all__ = [
     "build_config",
     "check_algorithm",
     "check_env",
+    "hyperparameter_schema",
+    "lazy_builder",
     "make_env",
     "own_module",
     "register_algorithm",
@@ -260,8 +265,9 @@ class SACHyperparameters(Hyperparameters):
     """Hidden-layer activation."""
 
 
-HYPERPARAMETERS: dict[str, type[Hyperparameters]] = {"ppo": PPOHyperparameters, "sac": SACHyperparameters}
-"""The schema of each algorithm's hyperparameters (an algorithm without one checks them in its builder)."""
+HYPERPARAMETERS: dict[str, type[Hyperparameters] | str] = {"ppo": PPOHyperparameters, "sac": SACHyperparameters}
+"""The schema of each algorithm's hyperparameters, or its ``module:Class`` (imported when first needed); an
+algorithm without one checks them in its builder."""
 
 
 # ------------------------------------------------------------------------------ builders
@@ -376,11 +382,33 @@ def _training(config: AlgorithmConfig, hyperparameters: Mapping[str, Any]) -> No
     config.training(**hyperparameters)
 
 
+def lazy_builder(entry_point: str) -> Builder:
+    """A builder that imports ``module:function`` only when an experiment is built."""
+
+    def build(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
+        return load_entry_point(entry_point)(experiment, env_config)
+
+    build.__doc__ = f"The builder {entry_point}, imported when called."
+    return build
+
+
 ALGORITHMS: dict[str, Builder] = {"malcolm": build_malcolm, "ppo": build_ppo, "sac": build_sac}
 """Algorithm name -> builder ``build(experiment, env_config) -> AlgorithmConfig``."""
 
 ALGORITHM_ENVS: dict[str, tuple[str, ...]] = {"malcolm": ("rack_v0",), "ppo": (), "sac": ()}
 """The environments each algorithm can train on; empty: every environment (the generic baselines)."""
+
+_MARL_LB = "dcgym.agents.marl_lb"
+for _name, _builder, _schema, _envs in (
+    ("distr_lb", "qmix:build_distr_lb", "DistrLbHyperparameters", ("lb_v0",)),
+    ("centr_lb", "qmix:build_centr_lb", "CentrLbHyperparameters", ("lb_central_v0",)),
+    ("qmix_lb", "qmix:build_qmix_lb", "QmixLbHyperparameters", ("lb_v0",)),
+    ("rlb_sac", "builders:build_rlb_sac", "RlbSacHyperparameters", ("lb_v0",)),
+    ("distr_lb_ppo", "builders:build_distr_lb_ppo", "DistrLbPpoHyperparameters", ("lb_v0",)),
+):
+    ALGORITHMS[_name] = lazy_builder(f"{_MARL_LB}.{_builder}")
+    ALGORITHM_ENVS[_name] = _envs
+    HYPERPARAMETERS[_name] = f"{_MARL_LB}.hyperparameters:{_schema}"
 
 
 def register_algorithm(
@@ -412,10 +440,18 @@ def check_env(algorithm: str, env: str) -> None:
 
 def resolve_hyperparameters(algorithm: str, raw: Mapping[str, Any]) -> dict[str, Any]:
     """The hyperparameters with every default filled in (for schemas); raises InvalidConfigError naming the key."""
-    schema = HYPERPARAMETERS.get(algorithm)
+    schema = hyperparameter_schema(algorithm)
     if schema is None:
         return dict(raw)
     return validate(schema, dict(raw)).model_dump(mode="json")
+
+
+def hyperparameter_schema(algorithm: str) -> type[Hyperparameters] | None:
+    """The hyperparameter schema of ``algorithm`` (imported if registered as ``module:Class``), or None."""
+    schema = HYPERPARAMETERS.get(algorithm)
+    if isinstance(schema, str):
+        schema = HYPERPARAMETERS[algorithm] = load_entry_point(schema)
+    return schema
 
 
 def build_config(experiment: Experiment, env_config: dict[str, Any] | None = None) -> AlgorithmConfig:

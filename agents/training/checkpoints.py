@@ -145,6 +145,11 @@ class TrainedPolicy:
         for agent, module in self.agent_to_module.items():
             self._groups.setdefault(module, []).append(agent)
         self._torch = torch
+        self._states: dict[str, Any] = {}  # recurrent modules: each agent's state, carried from step to step
+
+    def reset(self) -> None:
+        """Forget the recurrent modules' states: the next :meth:`act` starts an episode."""
+        self._states.clear()
 
     def check_env(self, env) -> None:
         """Raise InvalidConfigError if ``env``'s agents or observation sizes differ from the trained modules'."""
@@ -163,17 +168,27 @@ class TrainedPolicy:
                 continue
             module = self.modules[module_id]
             batch = np.stack([np.asarray(observations[a], np.float32).reshape(-1) for a in live])
+            stateful = module.is_stateful()
             with self._torch.no_grad():
                 obs = {Columns.OBS: self._torch.from_numpy(batch)}
-                if self.explore:
-                    out, dist_cls = module.forward_exploration(obs), module.get_exploration_action_dist_cls()
-                else:
-                    out, dist_cls = module.forward_inference(obs), module.get_inference_action_dist_cls()
-                if Columns.ACTIONS in out:
+                if stateful:  # one time step per agent, from the state the agent's previous step left
+                    obs[Columns.OBS] = obs[Columns.OBS][:, None]
+                    obs[Columns.STATE_IN] = self._recurrent_state(module, live)
+                out = module.forward_exploration(obs) if self.explore else module.forward_inference(obs)
+                if Columns.ACTIONS in out:  # the module acts itself (Q-networks: argmax, epsilon-greedy)
                     chosen = out[Columns.ACTIONS]
                 else:
+                    dist_cls = (
+                        module.get_exploration_action_dist_cls()
+                        if self.explore
+                        else module.get_inference_action_dist_cls()
+                    )
                     dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS])
                     chosen = dist.sample() if self.explore else deterministic_action(dist)
+                if stateful:
+                    for k, agent in enumerate(live):
+                        self._states[agent] = {key: x[k] for key, x in out[Columns.STATE_OUT].items()}
+                    chosen = chosen[:, 0]
             for agent, action in zip(live, chosen.numpy()):
                 space = action_spaces[agent]
                 if self.meta.get("normalize_actions", True):
@@ -182,6 +197,13 @@ class TrainedPolicy:
                     action = clip_action(action, space)
                 actions[agent] = action
         return actions
+
+    def _recurrent_state(self, module, agents: Sequence[str]):
+        """The batched recurrent state of ``agents`` (the module's initial state for an agent's first step): a
+        mapping of tensors, as RLlib's recurrent modules keep it."""
+        initial = module.get_initial_state()
+        states = [self._states.get(a, initial) for a in agents]
+        return {key: self._torch.stack([s[key] for s in states]) for key in initial}
 
 
 def deterministic_action(dist):

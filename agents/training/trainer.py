@@ -507,10 +507,12 @@ def _postfix(metrics: Mapping[str, float]) -> str:
     def show(key: str, fmt: str) -> str:
         return format(metrics[key], fmt) if key in metrics else "-"
 
-    return (
-        f"return={show('charts/return', '.4g')} imbalance={show('charts/imbalance', '.3g')} "
-        f"p99={show('charts/p99_us', '.0f')}us"
+    p99 = (
+        f"p99={show('charts/p99_fct_s', '.3g')}s"
+        if "charts/p99_fct_s" in metrics
+        else f"p99={show('charts/p99_us', '.0f')}us"
     )
+    return f"return={show('charts/return', '.4g')} imbalance={show('charts/imbalance', '.3g')} {p99}"
 
 
 # ------------------------------------------------------------------------------ entry points

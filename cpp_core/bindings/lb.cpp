@@ -50,6 +50,20 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
     c.groups.push_back(sg);
   }
 
+  if (d.contains("capacity_changes") && !d["capacity_changes"].is_none()) {
+    i = 0;
+    for (auto item : GetListField(d, "capacity_changes", "config")) {
+      const std::string f = "capacity_changes[" + std::to_string(i++) + "]";
+      if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
+      const auto ch = item.cast<py::dict>();
+      ms::CapacityChange cc;
+      cc.at_us = Get<double>(ch, "at_us", f);
+      cc.group = GetRanged(ch, "group", f, 0, (1 << 16) - 1, -1);
+      cc.speed = Get<double>(ch, "speed", f);
+      c.capacity_changes.push_back(cc);
+    }
+  }
+
   const auto app = GetDict(d, "application", "config");
   c.app.stages = GetRanged(app, "stages", "application", 1, 64, -1);
   c.app.cpu = ParseDistribution(GetDict(app, "cpu", "application"), "application.cpu");

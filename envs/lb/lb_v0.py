@@ -1,4 +1,4 @@
-"""lb_v0: the multi-LB game of *Multi-Agent RL for Network Load Balancing in Data Center* (seed 002).
+"""lb_v0: the multi-LB game of *Multi-Agent RL for Network Load Balancing in Data Center* (Yao et al., CIKM 2022).
 
 ## Description
 
@@ -12,8 +12,8 @@ reservoir samples of their flow durations and completion times (App. C.2.4).
 Every ``decision_period_us`` of simulated time (Table 9: 0.5 s in simulation,
 0.25 s at large scale) each agent sets its LB's weights for the next period.
 The engine is :class:`dcgym.cpp_core._engine.MultistageSim` with every LB on
-its ``weights`` policy (docs/lb.md); one step runs a whole decision
-period in C++.
+its ``weights`` policy (or ``sed``, argument ``dispatch``; docs/lb.md); one
+step runs a whole decision period in C++.
 
     env = parallel_env(scenario="lb_large", reward="vbf", action_type="discrete")
     obs, infos = env.reset(seed=1)
@@ -53,8 +53,19 @@ is all zeros: episodes start empty.
 
 ## Action Space
 
-One weight per server; the LB then sends each flow to server j with
-probability w_j / sum(w). ``action_type`` chooses:
+One weight per server. ``dispatch`` says how the LB uses the weights for
+the flows of the next period:
+
+- ``"weights"`` (default): each flow goes to server j with probability
+  w_j / sum(w) (weighted random, as WCMP).
+- ``"sed"``: each flow goes to the server with the least (local count + 1) /
+  w_j, ties at random: the weights are SED's divisors. This is how the
+  authors' load balancers apply their agents' weights (their testbed's RL
+  methods run the data plane's SED with the agents' weights; their
+  simulator's RL balancers score servers the same way), so SED's own
+  weights (workers x speed) are one point of the action space.
+
+``action_type`` chooses:
 
 - ``"discrete"`` (default, the paper's and the authors' ``DISCRETE_ACTION_SPACE``):
   ``MultiDiscrete([3] * N)``; index 0, 1, 2 = weight 1.0, 1.5, 2.0 (``WEIGHT_LEVELS``).
@@ -112,8 +123,9 @@ rejected flow counts with its 40 s timeout; 0.0 when none ended);
 ``fct_us`` (the episode so far, all LBs: count, mean, min, p50, p90, p99,
 p999, max, as ``MultistageSim.results()``); ``lb_fct_samples`` /
 ``lb_fct_mean_us`` (this LB's own FCT reservoir samples of the period);
-``load_estimate`` (x, the reward's input); ``weights`` (the dispatch
-probabilities in force during the step); ``metrics`` (what training logs
+``load_estimate`` (x, the reward's input); ``weights`` (the weights in
+force during the step, normalized to sum 1: the dispatch probabilities with
+``dispatch="weights"``); ``metrics`` (what training logs
 per step: ``imbalance``, the mean over LBs of Var(x), and ``rejected``); at
 the episode's last step ``episode_metrics`` (``p99_fct_s``, ``mean_fct_s``
 of the episode's flows).
@@ -127,6 +139,7 @@ of the episode's flows).
 | ``reward`` | ``"vbf"`` | one of ``REWARDS`` (table above) |
 | ``action_type`` | ``"discrete"`` | ``"discrete"`` or ``"continuous"`` |
 | ``load_estimate`` | ``"fd_decayed"`` | the observation column the reward reads (one of ``OBSERVATION_FEATURES``) |
+| ``dispatch`` | ``"weights"`` | how an LB uses its weights: ``"weights"`` (probability proportional) or ``"sed"`` (SED's divisors); Action Space |
 | ``max_steps`` | None | steps per episode; None = from the scenario's ``episode_us`` |
 | ``overrides`` | None | dotted scenario overrides, as ``load_lb_scenario`` |
 | ``render_mode`` | None | ``"ansi"`` (one line per server) or ``"rgb_array"`` (server load over the last steps) |
@@ -140,7 +153,7 @@ other option keys are ignored.
 
 ## Version History
 
-- v0: initial version.
+- v0: initial version; ``dispatch`` added (default unchanged).
 """
 
 from __future__ import annotations
@@ -162,6 +175,7 @@ from dcgym.envs.lb.scenario import LbScenario, load_lb_scenario
 
 __all__ = [
     "ACTION_TYPES",
+    "DISPATCHES",
     "DEFAULT_LOAD_TARGET",
     "LOG_VBF_EPS",
     "OBSERVATION_FEATURES",
@@ -185,6 +199,9 @@ WEIGHT_LEVELS = np.array([1.0, 1.5, 2.0])
 """The weights a discrete action picks from, per server (the paper's QMIX heads; the authors' env)."""
 
 ACTION_TYPES = ("discrete", "continuous")
+
+DISPATCHES = {"weights": "weights", "sed": "sed"}
+"""How an LB applies its agent's weights -> the engine policy that does it (module docstring, Action Space)."""
 
 LOG_VBF_EPS = 1e-6
 """Added to Var(x) (in D^2) before the logarithm of ``log_vbf``, so equal estimates give a finite reward."""
@@ -295,12 +312,17 @@ class LbEnv(ParallelEnv, EzPickle):
         max_steps: int | None = None,
         overrides: Mapping[str, Any] | None = None,
         render_mode: str | None = None,
+        dispatch: str = "weights",
     ) -> None:
-        EzPickle.__init__(self, scenario, load, reward, action_type, load_estimate, max_steps, overrides, render_mode)
+        EzPickle.__init__(
+            self, scenario, load, reward, action_type, load_estimate, max_steps, overrides, render_mode, dispatch
+        )
         self.scenario = _load_scenario(scenario, overrides)
         self.reward_name = _choice("reward", reward, REWARDS)
         self.action_type = _choice("action_type", action_type, ACTION_TYPES)
         self.load_estimate = _choice("load_estimate", load_estimate, OBSERVATION_FEATURES)
+        self.dispatch = _choice("dispatch", dispatch, tuple(DISPATCHES))
+        self._policy = DISPATCHES[self.dispatch]
         if render_mode is not None:
             _choice("render_mode", render_mode, tuple(self.metadata["render_modes"]))
         self.render_mode = render_mode
@@ -309,7 +331,7 @@ class LbEnv(ParallelEnv, EzPickle):
             load = min(sc.loads, key=lambda x: abs(x - DEFAULT_LOAD_TARGET))
         self.period_us = sc.decision_period_us
         self.max_steps = self._check_max_steps(max_steps)
-        probe = MultistageSim(sc.engine_config(load=load, seed=0, policy="weights"))  # validates everything once
+        probe = MultistageSim(sc.engine_config(load=load, seed=0, policy=self._policy))  # validates everything once
         self.load = float(load)
         self.num_servers, self.num_lbs = probe.num_servers, probe.num_lbs
         self.workers = np.array([g.workers for g in sc.servers for _ in range(g.count)], dtype=np.int64)
@@ -387,13 +409,13 @@ class LbEnv(ParallelEnv, EzPickle):
         """Rebuild the engine, empty, with ``seed`` (or the next seed of the episode generator)."""
         load = (options or {}).get("load", self.load)
         if seed is not None:
-            config = self.scenario.engine_config(load=load, seed=seed, policy="weights")  # validates seed, load
+            config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)  # validates seed, load
             self._np_random, _ = seeding.np_random(int(seed))
         else:
             if self._np_random is None:
                 self._np_random, _ = seeding.np_random()
             seed = int(self._np_random.integers(2**63))
-            config = self.scenario.engine_config(load=load, seed=seed, policy="weights")
+            config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)
         self._sim = MultistageSim(config)
         self._engine_seed, self._episode_load = int(seed), float(load)
         self.agents = list(self.possible_agents)

@@ -1,7 +1,7 @@
 """Multi-LB scenario files (``kind: lb``): schema and engine config.
 
 A multi-LB scenario describes the network load-balancing setting of the
-multi-LB paper (seed 002, App. C.1 and Table 9): M load balancers, each with
+multi-LB paper (Yao et al., CIKM 2022, App. C.1 and Table 9): M load balancers, each with
 its own share of the Poisson traffic and its own dispatch policy, over server
 groups whose flows alternate CPU and IO stages. Times are in microseconds,
 like the rack model; every field names its unit. The C++ model is
@@ -130,6 +130,21 @@ class Observation(_Schema):
     )
 
 
+class CapacityChange(_Schema):
+    """From ``at_us`` on, the CPU workers of server group ``group`` run at ``speed`` (App. E.2.3).
+
+    The paper applies extra CPU-bound work to one server group from 25 s; the
+    engine models it as the group's CPU speed dropping to the share the
+    co-located work leaves (IO is unaffected). The policies' static weights
+    (WCMP, SED: workers x speed) keep the initial speed, as a configured
+    balancer would; the Oracle sees the new speed.
+    """
+
+    at_us: float = Field(ge=0, allow_inf_nan=False, description="when the change happens (us from the start)")
+    group: int = Field(ge=0, description="index of the server group in ``servers``")
+    speed: float = Field(gt=0, allow_inf_nan=False, description="the group's CPU speed per worker from then on")
+
+
 class LbScenario(ScenarioBase):
     """A multi-LB scenario file (``kind: lb``)."""
 
@@ -164,6 +179,9 @@ class LbScenario(ScenarioBase):
     episode_us: float | None = Field(
         None, gt=0, allow_inf_nan=False, description="an episode lasts this long (Table 9: 60 s), from empty"
     )
+    capacity_changes: list[CapacityChange] = Field(
+        [], description="changes of a server group's CPU speed during a run (App. E.2.3), in time order"
+    )
 
     @model_validator(mode="after")
     def _lengths(self) -> LbScenario:
@@ -175,6 +193,12 @@ class LbScenario(ScenarioBase):
             if not sum(self.split) > 0:
                 raise InvalidConfigError("split", self.split, "shares with a positive sum")
         self.check_policy(self.policy)
+        for k, change in enumerate(self.capacity_changes):
+            if change.group >= len(self.servers):
+                allowed = f"a server group index in [0, {len(self.servers) - 1}]"
+                raise InvalidConfigError(f"capacity_changes.{k}.group", change.group, allowed)
+            if k and change.at_us < self.capacity_changes[k - 1].at_us:
+                raise InvalidConfigError(f"capacity_changes.{k}.at_us", change.at_us, "changes in time order")
         if self.weights is not None:
             if len(self.weights) != self.num_servers:
                 allowed = f"a list of {self.num_servers} weights, one per server"
@@ -221,6 +245,7 @@ class LbScenario(ScenarioBase):
             "cpu_wait_order": self.cpu_wait_order,
             "observation": self.observation.model_dump(),
             "warmup_flows": validate(WarmupFlows, warmup_flows, "warmup_flows"),
+            "capacity_changes": [c.model_dump() for c in self.capacity_changes],
         }
 
 

@@ -70,6 +70,15 @@ void MultistageConfig::Validate() const {
     total += g.count;
   }
   if (total > kMaxServers) Fail("servers", "at most " + Str(kMaxServers) + " servers, got " + Str(total));
+  for (size_t i = 0; i < capacity_changes.size(); ++i) {
+    const auto& c = capacity_changes[i];
+    const std::string f = "capacity_changes[" + Str(i) + "]";
+    RequireNonNegativeFinite(c.at_us, f + ".at_us");
+    if (c.group >= groups.size())
+      Fail(f + ".group", "must be a server group index in [0, " + Str(groups.size() - 1) + "], got " + Str(c.group));
+    if (!(c.speed > 0) || !std::isfinite(c.speed))
+      Fail(f + ".speed", "must be a positive finite number, got " + Str(c.speed));
+  }
   const auto n = static_cast<uint32_t>(total);
   if (app.stages < 1 || app.stages > kMaxStages)
     Fail("application.stages", "must be in [1, " + Str(kMaxStages) + "], got " + Str(app.stages));
@@ -121,8 +130,10 @@ MultistageSim::MultistageSim(const MultistageConfig& config)
       hop_min_(config.hop_min_us),
       hop_span_(config.hop_max_us - config.hop_min_us),
       server_counters_(config.NumServers()) {
-  for (const auto& g : config_.groups)
+  for (const auto& g : config_.groups) {
+    group_start_.push_back(static_cast<uint32_t>(servers_.size()));
     for (uint32_t k = 0; k < g.count; ++k) servers_.emplace_back(g.workers, g.speed, g.mp_level);
+  }
   const uint32_t n = NumServers();
   double shares = 0;
   for (uint32_t i = 0; i < config_.lbs.size(); ++i) {
@@ -147,6 +158,9 @@ MultistageSim::MultistageSim(const MultistageConfig& config)
   for (auto& c : lb_cumulative_) c /= shares;
   lb_cumulative_.back() = 1.0;
   next_arrival_ = arrival_rng_.Exp1() / rate_;
+  // Scheduled like any event; at equal times they follow the file's order.
+  for (uint32_t c = 0; c < config_.capacity_changes.size(); ++c)
+    queue_.Push(config_.capacity_changes[c].at_us, Event{kCapacityChange, c});
 }
 
 void MultistageSim::BuildCumulative(Lb& lb) {
@@ -289,6 +303,16 @@ void MultistageSim::OnEvent(const Event& e) {
     case kReachServer: ReachServer(e.slot); break;
     case kClientReceive: ClientReceive(e.slot); break;
     case kLbNotify: LbNotify(e.slot); break;
+    case kCapacityChange: ChangeCapacity(e.slot); break;
+  }
+}
+
+void MultistageSim::ChangeCapacity(uint32_t change) {
+  const CapacityChange& c = config_.capacity_changes[change];
+  const uint32_t first = group_start_[c.group];
+  for (uint32_t j = first; j < first + config_.groups[c.group].count; ++j) {
+    servers_[j].SetCpuSpeed(now_, c.speed);
+    Refresh(j);
   }
 }
 

@@ -1,4 +1,4 @@
-"""The multi-stage multi-LB engine (seed 002, App. C.1) against theory, a Python reference and the paper.
+"""The multi-stage multi-LB engine (Yao et al., CIKM 2022, App. C.1) against theory, a Python reference and the paper.
 
 Statistical checks follow tests/cpp_core/test_theory.py: a config runs under
 R independent seeds, and the mean of the per-run estimates must be within

@@ -13,7 +13,15 @@ SCENARIOS = list_scenarios("lb")
 
 
 def test_packaged_multistage_scenarios_are_the_papers_settings():
-    assert SCENARIOS == ["lb_large", "lb_reference", "lb_sim"]
+    assert SCENARIOS == [
+        "lb_capacity_change",
+        "lb_large",
+        "lb_reference",
+        "lb_sim",
+        "lb_sim_cpu25_io75",
+        "lb_sim_cpu50_io50",
+        "lb_sim_cpu75_io25",
+    ]
     sim, large = load_lb_scenario("lb_sim"), load_lb_scenario("lb_large")
     assert (sim.lbs, [(g.count, g.workers) for g in sim.servers]) == (2, [(4, 1), (4, 2)])
     assert (large.lbs, [(g.count, g.workers) for g in large.servers]) == (6, [(10, 2), (10, 4)])
@@ -84,6 +92,7 @@ def test_engine_config_is_exactly_the_engine_dict():
             "decay_half_life_us": 1_000_000.0,
         },
         "warmup_flows": 5,
+        "capacity_changes": [],
     }
 
 

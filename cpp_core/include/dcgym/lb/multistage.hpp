@@ -92,8 +92,18 @@ struct ObservationConfig {
   double decay_half_life_us = 1e6;  // freshness weight 2^(-age / half life): the code's base 0.5 per second
 };
 
+// From `at_us` on, every server of group `group` runs its CPU workers at
+// `speed` (App. E.2.3: extra CPU-bound work on one server group from 25 s).
+// The policies' static weights (workers x speed) keep the initial speed.
+struct CapacityChange {
+  double at_us = 0;
+  uint32_t group = 0;
+  double speed = 1.0;
+};
+
 struct MultistageConfig {
   std::vector<ServerGroup> groups;
+  std::vector<CapacityChange> capacity_changes;
   Application app;
   std::vector<LbConfig> lbs;
   double load = 0.5;
@@ -189,7 +199,7 @@ class MultistageSim {
     double last_arrival = 0;
     kernel::Rng rng, obs_rng;
   };
-  enum EventKind : uint32_t { kReachServer, kClientReceive, kLbNotify };
+  enum EventKind : uint32_t { kReachServer, kClientReceive, kLbNotify, kCapacityChange };
   struct Event {
     EventKind kind;
     uint32_t slot;
@@ -203,6 +213,7 @@ class MultistageSim {
   void Finish(uint32_t slot, bool rejected);
   void ClientReceive(uint32_t slot);
   void LbNotify(uint32_t slot);
+  void ChangeCapacity(uint32_t change);
   void After(double delay, EventKind kind, uint32_t slot);
   void Refresh(uint32_t j);
   uint32_t Pick(Lb& lb, uint32_t slot);
@@ -217,6 +228,7 @@ class MultistageSim {
 
   MultistageConfig config_;
   std::vector<Server> servers_;
+  std::vector<uint32_t> group_start_;           // index of each group's first server
   std::vector<double> future_cpu_, future_io_;  // work of stages not yet started, per server
   std::vector<uint32_t> committed_;             // flows dispatched to a server and not ended
   kernel::IndexedMinHeap server_events_;

@@ -66,6 +66,13 @@ class PsResource {
     return std::max(0.0, tag_sum_ - static_cast<double>(jobs_.size()) * v);
   }
 
+  // From `now` on, `parallel` jobs run at `speed` (a capacity change): the
+  // clock is brought to `now` at the old rate, so the work done so far stays.
+  void SetSpeed(double now, double speed) {
+    Advance(now);
+    s_ = speed;
+  }
+
   // Integral over time of min(l, parallel) / parallel: the busy fraction.
   double BusyTime(double now) const {
     const double n = static_cast<double>(jobs_.size());
@@ -104,6 +111,12 @@ class Server {
   uint32_t Waiting() const { return static_cast<uint32_t>(wait_.Size()); }
   uint32_t IoJobs() const { return io_.Size(); }
   double NextEventTime() const { return std::min(cpu_.NextTime(), io_.NextTime()); }
+  // The CPU speed per worker from `now` on (co-located work taking a share of
+  // each CPU, App. E.2.3); IO is unaffected.
+  void SetCpuSpeed(double now, double speed) {
+    speed_ = speed;
+    cpu_.SetSpeed(now, speed);
+  }
 
   // A job starts a CPU stage of `work`; it waits if all slots are taken.
   // Waiting jobs are served in increasing `key` (ties first come first

@@ -1,0 +1,151 @@
+"""What the multi-LB rewards prefer, and what fixed SED weights can reach: the analysis behind docs/results/multilb.md.
+
+    python benchmarks/multilb_static_weights.py rewards   [--seeds 8]  [--quick]
+    python benchmarks/multilb_static_weights.py ceiling   [--seeds 20] [--quick]
+
+``rewards``: on lb_sim (2 LBs, 4 x 1 + 4 x 2 CPU servers, load 0.845, SED
+dispatch), every LB holds the same fixed weights for a whole 60 s episode;
+for each weight pattern, the mean FCT and the episode return of every
+fairness reward lb_v0 computes (mean over LBs and seeds, the same engine runs
+scored by every reward). A reward is aligned with the FCT when its best
+pattern is the FCT's best.
+
+``ceiling``: the best a learner that only sets SED weights from {1.0, 1.5,
+2.0} could do on the static scenarios and on lb_capacity_change: every
+pattern (per server group), fixed or switched at the capacity change
+(25 s), against the heuristics, on the evaluation's 60 s episodes;
+``--scenario NAME`` for one (lb_sim, its Table 10 mixes, lb_capacity_change,
+lb_large).
+
+``--quick``: one seed and the first two patterns only (a smoke run).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from dcgym.cpp_core import MultistageSim
+from dcgym.envs import lb_v0
+from dcgym.envs.lb.scenario import load_lb_scenario
+
+app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
+
+REWARDS = ("vbf", "log_vbf", "vbf_log_vbf", "pbf_normalized", "makespan", "cv", "jain")
+LEVELS = {0: 1.0, 1: 1.5, 2: 2.0}
+
+
+QUICK = Annotated[bool, typer.Option("--quick", help="one seed, the first two patterns: a smoke run")]
+
+
+def _levels(quick: bool) -> list[tuple[int, int]]:
+    """The (slow-server, fast-server) weight-level pairs tried."""
+    pairs = list(itertools.product(LEVELS, repeat=2))
+    return pairs[:2] if quick else pairs
+
+
+def _patterns(env, quick: bool = False) -> dict[str, np.ndarray]:
+    small = env.workers == env.workers.min()
+    return {f"{LEVELS[a]:g} / {LEVELS[b]:g}": np.where(small, a, b) for a, b in _levels(quick)}
+
+
+@app.command()
+def rewards(seeds: Annotated[int, typer.Option(help="episodes per pattern")] = 8, quick: QUICK = False) -> None:
+    """Episode returns of every reward and mean FCT for fixed weight patterns (slow-server / fast-server)."""
+    seeds = 1 if quick else seeds
+    estimate = lb_v0.OBSERVATION_FEATURES.index("fd_decayed")
+    print("| weights (1-CPU / 2-CPU) | mean FCT (s) | " + " | ".join(REWARDS) + " |")
+    print("|---|---:|" + "---:|" * len(REWARDS))
+    env = lb_v0.parallel_env(scenario="lb_sim", dispatch="sed")
+    for name, action in _patterns(env, quick).items():
+        returns = {r: [] for r in REWARDS}
+        fct = []
+        for seed in range(1, seeds + 1):
+            obs, _ = env.reset(seed=seed)
+            total = dict.fromkeys(REWARDS, 0.0)
+            while env.agents:
+                obs, _, _, _, infos = env.step({a: action for a in env.agents})
+                for r in REWARDS:
+                    f = lb_v0.REWARDS[r]
+                    total[r] += float(np.mean([f(obs[a][:, estimate].astype(np.float64)) for a in obs]))
+            for r in REWARDS:
+                returns[r].append(total[r])
+            fct.append(infos["lb_0"]["fct_us"]["mean"] / 1e6)
+        cells = " | ".join(f"{np.mean(returns[r]):.1f}" for r in REWARDS)
+        print(f"| {name} | {np.mean(fct):.3f} | {cells} |")
+
+
+def _episode(scenario, load: float, seed: int, policy: str, weights=None, switch=None) -> float:
+    """Mean FCT (s) of one 60 s episode, the first 10% of its flows excluded, as the evaluation does."""
+    sim = MultistageSim(scenario.engine_config(load, seed=seed, policy=policy, warmup_flows=0))
+    warmup = int(0.1 * sim.arrival_rate_per_us * 60e6)
+    sim = MultistageSim(scenario.engine_config(load, seed=seed, policy=policy, warmup_flows=warmup))
+    if weights is not None:
+        for i in range(sim.num_lbs):
+            sim.set_weights(i, weights)
+    if switch is not None:
+        sim.run_until(switch[0])
+        for i in range(sim.num_lbs):
+            sim.set_weights(i, switch[1])
+    sim.run_until(60e6)
+    return sim.results()["fct_us"]["mean"] / 1e6
+
+
+@app.command()
+def ceiling(
+    seeds: Annotated[int, typer.Option(help="episodes per policy")] = 20,
+    scenario: Annotated[list[str] | None, typer.Option(help="only these scenarios (repeatable)")] = None,
+    quick: QUICK = False,
+) -> None:
+    """The heuristics and the best fixed (or switched) SED weight patterns per scenario."""
+    seeds = 1 if quick else seeds
+    cases = [
+        ("lb_sim", 0.845),
+        ("lb_sim_cpu75_io25", 0.845),
+        ("lb_sim_cpu50_io50", 0.845),
+        ("lb_sim_cpu25_io75", 0.845),
+        ("lb_capacity_change", 0.6),
+        ("lb_large", 0.833),
+    ]
+    if scenario:
+        unknown = sorted(set(scenario) - {name for name, _ in cases})
+        if unknown:
+            raise typer.BadParameter(f"{unknown}: not one of {[name for name, _ in cases]}", param_hint="--scenario")
+        cases = [(name, load) for name, load in cases if name in scenario]
+    elif quick:
+        cases = cases[:5]  # lb_large's 120,000-flow runs are not a smoke test
+    for name, load in cases:
+        scenario = load_lb_scenario(name)
+        small = np.array([g.workers for g in scenario.servers for _ in range(g.count)])
+        small = small == small.min()
+        runs = range(101, 101 + seeds)
+        rows = {p: np.mean([_episode(scenario, load, s, p) for s in runs]) for p in ("lsq", "sed", "oracle")}
+        best_fixed, best_switch = None, None
+        for a, b in _levels(quick):
+            w = np.where(small, LEVELS[a], LEVELS[b]).tolist()
+            m = np.mean([_episode(scenario, load, s, "sed", w) for s in runs])
+            if best_fixed is None or m < best_fixed[0]:
+                best_fixed = (m, f"{LEVELS[a]:g} / {LEVELS[b]:g}")
+            if scenario.capacity_changes:
+                at = scenario.capacity_changes[0].at_us
+                for c, d in _levels(quick):
+                    w2 = np.where(small, LEVELS[c], LEVELS[d]).tolist()
+                    m = np.mean([_episode(scenario, load, s, "sed", w, (at, w2)) for s in runs])
+                    if best_switch is None or m < best_switch[0]:
+                        best_switch = (m, f"{LEVELS[a]:g} / {LEVELS[b]:g} then {LEVELS[c]:g} / {LEVELS[d]:g}")
+        heuristic = min(rows["lsq"], rows["sed"])
+        line = (
+            f"{name}: LSQ {rows['lsq']:.4f}  SED {rows['sed']:.4f}  Oracle {rows['oracle']:.4f}  "
+            f"best fixed {best_fixed[1]} {best_fixed[0]:.4f} ({100 * (1 - best_fixed[0] / heuristic):+.1f}% vs best heuristic)"
+        )
+        if best_switch is not None:
+            line += f"  best switched {best_switch[1]} {best_switch[0]:.4f} ({100 * (1 - best_switch[0] / heuristic):+.1f}%)"
+        print(line)
+
+
+if __name__ == "__main__":
+    sys.exit(app())

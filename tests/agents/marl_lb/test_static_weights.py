@@ -1,0 +1,41 @@
+"""benchmarks/multilb_static_weights.py (the analysis behind docs/results/multilb.md) runs in its smoke mode and
+its ceiling never loses to the heuristics it contains (SED's own weights and LSQ's equal ones are patterns)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+SCRIPT = ROOT / "benchmarks/multilb_static_weights.py"
+
+
+def run(*args: str) -> str:
+    proc = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_ceiling_quick_names_every_scenario_and_the_switch():
+    lines = run("ceiling", "--quick").strip().splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "lb_sim",
+        "lb_sim_cpu75_io25",
+        "lb_sim_cpu50_io50",
+        "lb_sim_cpu25_io75",
+        "lb_capacity_change",
+    ]
+    assert "best switched" in lines[-1]
+    # 1 / 1 is LSQ with SED's divisors all equal: the best fixed pattern is never worse than LSQ.
+    for line in lines:
+        lsq = float(re.search(r"LSQ (\S+)", line).group(1))
+        best = float(re.search(r"best fixed \S+ / \S+ (\S+)", line).group(1))
+        assert best <= lsq + 1e-12, line
+
+
+def test_rewards_quick_is_a_table_of_every_reward():
+    lines = run("rewards", "--quick").strip().splitlines()
+    assert lines[0].startswith("| weights (1-CPU / 2-CPU) | mean FCT (s) | vbf | log_vbf |")
+    assert len(lines) == 2 + 2 and all(line.count("|") == 10 for line in lines)
