@@ -178,9 +178,10 @@ void BindLb(py::module_& m) {
       "check_multistage_config", [](const py::dict& d) { b::ParseMultistageConfig(d); }, py::arg("config"),
       "Validate a multistage config dict in the engine; raises ValueError naming the bad field.");
 
-  py::class_<MultistageSim>(m, "MultistageSim",
-                            "The multi-stage server model of the multi-LB paper (seed 002, App. C.1): M load "
-                            "balancers over N servers with blocked-PS CPU and PS IO queues.")
+  py::class_<MultistageSim>(
+      m, "MultistageSim",
+      "The multi-stage server model of the multi-LB paper (Yao et al., CIKM 2022, App. C.1): M load "
+      "balancers over N servers with blocked-PS CPU and PS IO queues.")
       .def(py::init([](const py::dict& d) { return std::make_unique<MultistageSim>(b::ParseMultistageConfig(d)); }),
            py::arg("config"))
       .def(

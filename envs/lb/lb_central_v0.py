@@ -33,11 +33,18 @@ The M LBs' lb_v0 actions concatenated, LB 0 first: ``MultiDiscrete([3] *
 The mean over the LBs of their lb_v0 rewards (each LB's fairness F over its
 own load estimates): the team reward a single controller maximizes.
 
-## Termination/Truncation, Info, Arguments
+## Termination
 
-As lb_v0 (the same arguments). The info of ``central`` is lb_v0's info of
-``lb_0`` (the fields every LB shares: FCTs, rejections, metrics), with
-``weights`` and ``load_estimate`` of every LB, shape (M, N).
+As lb_v0: never terminated, truncated after ``max_steps``.
+
+## Info
+
+lb_v0's info of ``lb_0`` (the fields every LB shares: FCTs, rejections,
+metrics), with ``weights`` and ``load_estimate`` of every LB, shape (M, N).
+
+## Arguments
+
+lb_v0's (the same names, defaults and errors).
 
 ## Version History
 

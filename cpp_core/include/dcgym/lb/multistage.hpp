@@ -1,4 +1,4 @@
-// The multi-stage server model of the multi-LB paper (seed 002), the lb
+// The multi-stage server model of the multi-LB paper (Yao et al., CIKM 2022), the lb
 // family's engine: M load balancers, each receiving its own share of open-loop
 // Poisson traffic and dispatching it with its own policy over N servers whose
 // jobs alternate CPU and IO stages (App. C.1, Fig. 5).

@@ -1,6 +1,6 @@
 // One application server of the multi-LB model: a CPU queue and an IO queue.
 //
-// Multi-LB paper (seed 002), App. C.1, eq. (42). CPU is blocked processor
+// Multi-LB paper (Yao et al., CIKM 2022), App. C.1, eq. (42). CPU is blocked processor
 // sharing: at most p x mp_level jobs are in CPU service, each progressing at
 // speed x min(p / l, 1) with p workers and l jobs in service; the others wait
 // in a backlog queue until a CPU slot frees up. IO is processor sharing over

@@ -1,6 +1,6 @@
 // Per-period reservoir samples, the load balancer's passive measurements.
 //
-// Multi-LB paper (seed 002), App. C.2.4, Algorithm 3 "reservoir sampling with
+// Multi-LB paper (Yao et al., CIKM 2022), App. C.2.4, Algorithm 3 "reservoir sampling with
 // no rejection": every new sample overwrites a uniformly random slot of a
 // k-slot buffer, so the buffer holds a recency-biased sample of the stream in
 // O(1) per insertion and O(k) memory. Here a buffer first fills its k slots
