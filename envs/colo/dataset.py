@@ -114,7 +114,7 @@ def cell_seed(seed: int, cores: int, ways: int) -> int:
 
 
 def cell_path(root: Path, service: str, threads: int, rps: float, cores: int, ways: int) -> Path:
-    r = f"{rps:g}"
+    r = f"{rps:.15g}"  # no exponent: "1.31072e+06" would put a "+" in the name
     return Path(root) / service / str(threads) / r / f"{service}+{threads}+{r}+{cores - 1}+{ways - 1}"
 
 

@@ -83,3 +83,10 @@ def test_collect_command_refuses_bad_input(tmp_path, capsys, args, field):
     assert ds.main(["collect", str(tmp_path), "--no-progress", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and field in err[0]
+
+
+def test_large_rps_levels_keep_their_digits_in_the_file_names(tmp_path):
+    # memcached's levels are x1024: "%g" would write 1.31072e+06, whose "+" splits OSML's name wrongly
+    path = ds.cell_path(tmp_path, "memcached", 36, 1310720.0, 4, 2)
+    assert path.name == "memcached+36+1310720+3+1"
+    assert ds.cell_path(tmp_path, "sphinx", 36, 2.5, 1, 1).name == "sphinx+36+2.5+0+0"
