@@ -253,11 +253,17 @@ def _keys(data: dict[str, np.ndarray], sel: np.ndarray) -> np.ndarray:
 
 
 def deprivations(
-    cores: np.ndarray, ways: np.ndarray, latency: np.ndarray, qos_ms: float, at: int, slowdown: float
+    cores: np.ndarray,
+    ways: np.ndarray,
+    latency: np.ndarray,
+    qos_ms: float,
+    at: int,
+    slowdown: float,
+    surface: dict[tuple[int, int], float] | None = None,
 ) -> list[int]:
     """Model-B's labels for the cell ``at`` of one (threads, RPS) group's surface: (cores, ways) that can be given
     up along each of :data:`B_DIRECTIONS` with the mean latency within (1 + slowdown) x the current one and QoS."""
-    where = {(int(c), int(w)): float(v) for c, w, v in zip(cores, ways, latency)}
+    where = surface if surface is not None else _surface(cores, ways, latency)
     c0, w0 = int(cores[at]), int(ways[at])
     bound = min((1 + slowdown) * float(latency[at]), qos_ms)
     out = []
@@ -274,6 +280,10 @@ def deprivations(
     return out
 
 
+def _surface(cores: np.ndarray, ways: np.ndarray, latency: np.ndarray) -> dict[tuple[int, int], float]:
+    return {(int(c), int(w)): float(v) for c, w, v in zip(cores, ways, latency)}
+
+
 def build_b(catalog: dict, root: str | Path, services: list[str]) -> dict[str, np.ndarray]:
     """Model-B's rows: every sample of a cell meeting QoS, once per allowed slowdown, with its B-Points."""
     xs, ys, groups, names = [], [], [], []
@@ -281,19 +291,26 @@ def build_b(catalog: dict, root: str | Path, services: list[str]) -> dict[str, n
         qos = cc.qos_ms(catalog, s)
         data = ds.read_dataset(root, s)
         cells = ds._cells(data)
-        for i in np.flatnonzero(cells["Latency"] < qos):
-            t, r, c, w = cells["threads"][i], cells["rps"][i], cells["cores"][i], cells["ways"][i]
-            grp = (cells["threads"] == t) & (cells["rps"] == r)
-            idx = np.flatnonzero(grp)
-            sel = (data["threads"] == t) & (data["rps"] == r) & (data["cores"] == c) & (data["ways"] == w)
-            at = int(np.flatnonzero(idx == i)[0])
-            feats = _rows(data, sel)
-            for sd in B_SLOWDOWNS:
-                lab = deprivations(cells["cores"][grp], cells["ways"][grp], cells["Latency"][grp], qos, at, sd)
-                xs.append(np.concatenate([feats, np.full((len(feats), 1), sd)], axis=1))
-                ys.append(np.tile(lab, (len(feats), 1)))
-                groups.append(np.full(len(feats), f"{s}/{t:.15g}/{r:.15g}/{c:.15g}/{w:.15g}"))
-                names.append(np.full(len(feats), s))
+        order = np.lexsort((cells["ways"], cells["cores"], cells["rps"], cells["threads"]))
+        cells = {k: v[order] for k, v in cells.items()}
+        # the samples in the same (threads, rps, cores, ways) order: ten rows a cell
+        sorder = np.lexsort((data["ways"], data["cores"], data["rps"], data["threads"]))
+        feats_all = _rows(data, sorder)
+        start = np.concatenate([[0], np.cumsum(np.unique(_keys(data, sorder), axis=0, return_counts=True)[1])])
+        for t, r in sorted({(float(a), float(b)) for a, b in zip(cells["threads"], cells["rps"])}):
+            idx = np.flatnonzero((cells["threads"] == t) & (cells["rps"] == r))
+            c, w, lat = cells["cores"][idx], cells["ways"][idx], cells["Latency"][idx]
+            surface = _surface(c, w, lat)
+            for at in np.flatnonzero(lat < qos):
+                i = idx[at]
+                feats = feats_all[start[i] : start[i + 1]]
+                name = f"{s}/{t:.15g}/{r:.15g}/{c[at]:.15g}/{w[at]:.15g}"
+                for sd in B_SLOWDOWNS:
+                    lab = deprivations(c, w, lat, qos, int(at), sd, surface)
+                    xs.append(np.concatenate([feats, np.full((len(feats), 1), sd)], axis=1))
+                    ys.append(np.tile(lab, (len(feats), 1)))
+                    groups.append(np.full(len(feats), name))
+                    names.append(np.full(len(feats), s))
     if not xs:
         raise ValueError(f"no cell meeting QoS in {root} for {services}")
     return {
