@@ -4,16 +4,17 @@ Every ``interval_s`` (1 s) it reads each service's counters and its last five la
 takes at most one step:
 
 1. **Arrival** (Algorithm 1): a service that is running with no allocation first gets what is idle (at least one
-   core and one way, from the neighbour holding most) for one interval, so its counters exist; then Model-A
+   core and one way, from the neighbour holding most; services arriving together split it equally) for one
+   interval, so its counters exist; then Model-A
    predicts its OAA from them. If the idle pool covers OAA it gets OAA; if the server is short, Model-B gives
    each neighbour's B-Point (cores and ways it can give up within the allowed ``slowdown``), and the neighbours
    with the largest B-Points give until the shortfall is covered (or they have nothing more to give).
 2. **Revert**: a Model-C downsize that left its service violating QoS is undone (Algorithm 3's withdrawal).
-3. **Under-provisioned** (Algorithm 2): among services violating QoS - by the paper's rule any violation
+3. **Under-provisioned** (Algorithm 2, after step 4 in the same decision, as OSML's loop): among services violating QoS - by the paper's rule any violation
    (the mean of the last five samples and the latest both above target); by the code's (``rule: code``) only a
    mean of at least 3x the target - and not improving (latest / mean > 0.95), the worst gets Model-C's best
    action among the additions that the idle pool allows.
-4. **Over-provisioned** (Algorithm 3): otherwise the service furthest below target (mean / target - 1 < -0.2)
+4. **Over-provisioned** (Algorithm 3): the service furthest below target (mean / target - 1 < -0.2)
    gets Model-C's best action among the removals (at least one core and one way kept), registered for revert.
 5. **Give-up**: a service that has not met QoS ``give_up_s`` (180 s, §6.1) after it arrived is left as it is.
 
@@ -127,14 +128,14 @@ class OSML(Scheduler):
         # 1. arrivals: a probe allocation, then Model-A's OAA (Model-B when short)
         fresh = [i for i in np.flatnonzero(running) if cores[i] == 0]
         if fresh:
-            for i in fresh:
-                self._probe(server, i, cores, ways)
-                self.probing[i] = True
+            self._probe(server, fresh, cores, ways)
+            self.probing[fresh] = True
             server.allocate(cores, ways)
             self.decisions.append("probe")
             return
         probing = [i for i in np.flatnonzero(self.probing & running)]
         if probing and self.model_a is not None:
+            cores[probing], ways[probing] = 0, 0  # every probe's holdings back to the pool, then one by one
             for i in probing:
                 self._place(server, i, cores, ways)
                 self.probing[i] = False
@@ -158,7 +159,6 @@ class OSML(Scheduler):
         if self.q_values is None:
             return
         live = [i for i in np.flatnonzero(running) if len(self.history[i])]
-        # 3. under-provisioned: the worst violating service that is not improving (and not given up on)
         under = [
             i
             for i in live
@@ -166,18 +166,9 @@ class OSML(Scheduler):
             and self.history[i][-1] / max(np.mean(self.history[i]), 1e-12) > 0.95
             and not (server.now_s - np.nan_to_num(self.arrived_s[i], nan=server.now_s) > self.give_up_s)
         ]
-        if under:
-            i = max(under, key=lambda j: np.mean(self.history[j]) / qos[j])
-            allowed = (
-                (_DELTAS[:, 0] >= 0)
-                & (_DELTAS[:, 1] >= 0)
-                & (_DELTAS[:, 0] <= server.idle_cores)
-                & (_DELTAS[:, 1] <= server.idle_ways)
-            )
-            self._apply_c(server, i, allowed, cores, ways, "upsize")
-            return
-        # 4. over-provisioned: the service furthest below target
         over = [i for i in live if self._met(i, qos[i]) and np.mean(self.history[i]) / qos[i] - 1 < -0.2]
+        # 4. over-provisioned first (as OSML's loop: SUB on the most over-provisioned, ADD on the worst), so what
+        # it gives up is idle for the upsize
         if over:
             i = min(over, key=lambda j: np.mean(self.history[j]) / qos[j])
             allowed = (
@@ -189,20 +180,34 @@ class OSML(Scheduler):
             before = (int(i), int(cores[i]), int(ways[i]))
             if self._apply_c(server, i, allowed, cores, ways, "downsize"):
                 self.revert = before
+        # 3. under-provisioned: the worst violating service that is not improving (and not given up on)
+        if under:
+            i = max(under, key=lambda j: np.mean(self.history[j]) / qos[j])
+            allowed = (
+                (_DELTAS[:, 0] >= 0)
+                & (_DELTAS[:, 1] >= 0)
+                & (_DELTAS[:, 0] <= server.idle_cores)
+                & (_DELTAS[:, 1] <= server.idle_ways)
+            )
+            self._apply_c(server, i, allowed, cores, ways, "upsize")
 
     # ------------------------------------------------------------------ the steps
 
-    def _probe(self, server: ColoServer, i: int, cores: np.ndarray, ways: np.ndarray) -> None:
-        free_c = server.total_cores - int(cores.sum())
-        free_w = server.total_ways - int(ways.sum())
-        for held, free in ((cores, free_c), (ways, free_w)):
-            if free > 0:
-                held[i] = free
-            else:
-                donor = int(np.argmax(held))
-                if held[donor] > 1:
-                    held[donor] -= 1
-                    held[i] = 1
+    def _probe(self, server: ColoServer, fresh: list[int], cores: np.ndarray, ways: np.ndarray) -> None:
+        """The services that just arrived share what is idle equally (at least one core and one way each, from the
+        neighbour holding most): a service probed on one core while others hold the rest would build a backlog
+        that outlasts the probe by tens of seconds."""
+        for held, total in ((cores, server.total_cores), (ways, server.total_ways)):
+            free = total - int(held.sum())
+            for k, i in enumerate(fresh):
+                share = free // len(fresh) + (1 if k < free % len(fresh) else 0)
+                if share > 0:
+                    held[i] = share
+                else:
+                    donor = int(np.argmax(held))
+                    if held[donor] > 1:
+                        held[donor] -= 1
+                        held[i] = 1
 
     def _features(self, server: ColoServer, i: int) -> np.ndarray:
         global _A_COLS
@@ -216,8 +221,6 @@ class OSML(Scheduler):
         oaa = self.model_a.predict(self._features(server, i)[None])[0]
         want_c = int(np.clip(round(oaa[0]), 1, server.total_cores))
         want_w = int(np.clip(round(oaa[1]), 1, server.total_ways))
-        # the probe's holdings go back to the pool first
-        cores[i], ways[i] = 0, 0
         short_c = want_c - (server.total_cores - int(cores.sum()))
         short_w = want_w - (server.total_ways - int(ways.sum()))
         if (short_c > 0 or short_w > 0) and self.model_b is not None:
