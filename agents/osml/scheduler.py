@@ -13,7 +13,8 @@ takes at most one step:
 3. **Under-provisioned** (Algorithm 2, after step 4 in the same decision, as OSML's loop): among services violating QoS - by the paper's rule any violation
    (the mean of the last five samples and the latest both above target); by the code's (``rule: code``) only a
    mean of at least 3x the target - and not improving (latest / mean > 0.95), the worst gets Model-C's best
-   action among the additions that the idle pool allows.
+   action among the additions that the idle pool and the neighbours' B-Points allow (Figure 7: when the idle
+   pool is short, Model-B's B-Points from the neighbours).
 4. **Over-provisioned** (Algorithm 3): the service furthest below target (mean / target - 1 < -0.2)
    gets Model-C's best action among the removals (at least one core and one way kept), registered for revert.
 5. **Give-up**: a service that has not met QoS ``give_up_s`` (180 s, §6.1) after it arrived is left as it is.
@@ -183,13 +184,23 @@ class OSML(Scheduler):
         # 3. under-provisioned: the worst violating service that is not improving (and not given up on)
         if under:
             i = max(under, key=lambda j: np.mean(self.history[j]) / qos[j])
+            idle_c, idle_w = server.idle_cores, server.idle_ways
+            if self.model_b is not None:  # Figure 7: not available -> Model-B's B-Points from the neighbours
+                give_c, give_w = self._b_points(server, i, cores)
+                idle_c, idle_w = idle_c + give_c.sum(), idle_w + give_w.sum()
             allowed = (
-                (_DELTAS[:, 0] >= 0)
-                & (_DELTAS[:, 1] >= 0)
-                & (_DELTAS[:, 0] <= server.idle_cores)
-                & (_DELTAS[:, 1] <= server.idle_ways)
+                (_DELTAS[:, 0] >= 0) & (_DELTAS[:, 1] >= 0) & (_DELTAS[:, 0] <= idle_c) & (_DELTAS[:, 1] <= idle_w)
             )
-            self._apply_c(server, i, allowed, cores, ways, "upsize")
+            k = self._best(server, i, allowed)
+            dc, dw = (int(x) for x in _DELTAS[k])
+            short_c, short_w = dc - server.idle_cores, dw - server.idle_ways
+            if (short_c > 0 or short_w > 0) and self.model_b is not None:
+                self._deprive(server, i, cores, ways, short_c, short_w, give_c, give_w)
+            if dc or dw:
+                cores[i] += dc
+                ways[i] += dw
+                server.allocate(cores, ways)
+                self.decisions.append("upsize")
 
     # ------------------------------------------------------------------ the steps
 
@@ -224,19 +235,8 @@ class OSML(Scheduler):
         short_c = want_c - (server.total_cores - int(cores.sum()))
         short_w = want_w - (server.total_ways - int(ways.sum()))
         if (short_c > 0 or short_w > 0) and self.model_b is not None:
-            neighbours = [j for j in np.flatnonzero(server.running) if j != i and cores[j] > 0]
-            if neighbours:
-                x = np.stack([np.append(self._features(server, j), self.slowdown) for j in neighbours])
-                b = np.maximum(np.round(self.model_b.predict(x)), 0)  # columns: see supervised.B_TARGETS
-                give_c, give_w = b[:, 2], b[:, 3]  # <cores, ways> together
-                for k in np.argsort(-(give_c + give_w)):
-                    j = neighbours[k]
-                    tc = int(min(max(short_c, 0), give_c[k], cores[j] - 1))
-                    tw = int(min(max(short_w, 0), give_w[k], ways[j] - 1))
-                    cores[j] -= tc
-                    ways[j] -= tw
-                    short_c -= tc
-                    short_w -= tw
+            give_c, give_w = self._b_points(server, i, cores)
+            self._deprive(server, i, cores, ways, short_c, short_w, give_c, give_w)
         cores[i] = max(1, min(want_c, server.total_cores - int(cores.sum())))
         ways[i] = max(1, min(want_w, server.total_ways - int(ways.sum())))
         if cores.sum() > server.total_cores or ways.sum() > server.total_ways:  # nothing idle at all: one unit
@@ -246,11 +246,14 @@ class OSML(Scheduler):
                     donor = max(others, key=lambda j: held[j])
                     held[donor] -= 1
 
-    def _apply_c(self, server: ColoServer, i: int, allowed: np.ndarray, cores, ways, what: str) -> bool:
+    def _best(self, server: ColoServer, i: int, allowed: np.ndarray) -> int:
+        """Model-C's best action for service ``i`` among ``allowed``."""
         obs = server.counters[i, _OBS_COLS].astype(np.float32)
         q = np.where(allowed, self.q_values(obs[None], allowed[None].astype(np.int8))[0], -np.inf)
-        k = int(np.argmax(q))
-        dc, dw = _DELTAS[k]
+        return int(np.argmax(q))
+
+    def _apply_c(self, server: ColoServer, i: int, allowed: np.ndarray, cores, ways, what: str) -> bool:
+        dc, dw = _DELTAS[self._best(server, i, allowed)]
         if dc == 0 and dw == 0:
             return False
         cores[i] += dc
@@ -258,6 +261,29 @@ class OSML(Scheduler):
         server.allocate(cores, ways)
         self.decisions.append(what)
         return True
+
+    def _b_points(self, server: ColoServer, i: int, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per service, the (cores, ways) Model-B says it can give up at ``slowdown``; 0 for ``i`` and idle ones."""
+        n = len(cores)
+        give_c, give_w = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        neighbours = [j for j in np.flatnonzero(server.running) if j != i and cores[j] > 0]
+        if neighbours:
+            x = np.stack([np.append(self._features(server, j), self.slowdown) for j in neighbours])
+            b = np.maximum(np.round(self.model_b.predict(x)), 0).astype(np.int64)  # supervised.B_TARGETS
+            give_c[neighbours], give_w[neighbours] = b[:, 2], b[:, 3]  # <cores, ways> together
+        return give_c, give_w
+
+    def _deprive(self, server, i, cores, ways, short_c, short_w, give_c, give_w) -> None:
+        """Take ``short_c`` cores and ``short_w`` ways from the neighbours, the largest B-Points first."""
+        for j in np.argsort(-(give_c + give_w), kind="stable"):
+            if j == i:
+                continue
+            tc = int(min(max(short_c, 0), give_c[j], cores[j] - 1))
+            tw = int(min(max(short_w, 0), give_w[j], ways[j] - 1))
+            cores[j] -= tc
+            ways[j] -= tw
+            short_c -= tc
+            short_w -= tw
 
 
 def _load_model_c(path: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:

@@ -149,3 +149,15 @@ def test_make_scheduler_builds_osml_and_refuses_bad_parameters(tmp_path):
         make_scheduler("osml:rule=both")
     with pytest.raises(InvalidConfigError, match="models"):
         make_scheduler({"policy": "osml", "models": str(tmp_path)})
+
+
+def test_upsize_with_nothing_idle_takes_model_b_points_from_neighbours():
+    server, s = _server(), _osml(q=prefer(3, 0), bpoint=(0, 0, 2, 2, 0, 0))
+    _placed(s, server, cores=(12, 12, 12), ways=(7, 7, 6))
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.9 * qos[i]] * 5)
+    _hist(s, 1, [2.0 * qos[1]] * 5)
+    s.decide(server)
+    # 3 cores wanted, none idle: 2 from Moses (the first of equal B-Points), 1 from Xapian
+    assert s.decisions == ["upsize"] and server.cores.tolist() == [10, 15, 11] and server.ways.tolist() == [7, 7, 6]
