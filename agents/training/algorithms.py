@@ -23,6 +23,8 @@ a 2-core machine (0 env runners, 0 learners: a remote runner is slower than none
 
 - ``ppo``: multi-agent PPO, one network shared by every agent or one per agent
   (``policy_sharing``); rack_v0 or lb_v0 (discrete or continuous actions).
+- ``osml_dqn``: OSML's Model-C (:mod:`dcgym.agents.osml.model_c`), RLlib's DQN with OSML's network, loss and
+  RMSProp, on colo_v0; imported lazily like ``malcolm``.
 - ``sac``: multi-agent SAC for continuous actions (lb_v0 with
   ``action_type: continuous``, or rack_v0).
 
@@ -382,6 +384,17 @@ def _training(config: AlgorithmConfig, hyperparameters: Mapping[str, Any]) -> No
     config.training(**hyperparameters)
 
 
+def build_osml_dqn(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
+    """OSML's Model-C (``dcgym.agents.osml.model_c``) on RLlib's DQN, imported only now."""
+    from dcgym.agents.osml import model_c
+
+    try:
+        validate(model_c.ModelCHyperparameters, dict(experiment.hyperparameters))
+    except InvalidConfigError as exc:
+        raise exc.under("hyperparameters") from None
+    return model_c.build(experiment, env_config)
+
+
 def lazy_builder(entry_point: str) -> Builder:
     """A builder that imports ``module:function`` only when an experiment is built."""
 
@@ -392,10 +405,15 @@ def lazy_builder(entry_point: str) -> Builder:
     return build
 
 
-ALGORITHMS: dict[str, Builder] = {"malcolm": build_malcolm, "ppo": build_ppo, "sac": build_sac}
+ALGORITHMS: dict[str, Builder] = {
+    "malcolm": build_malcolm,
+    "osml_dqn": build_osml_dqn,
+    "ppo": build_ppo,
+    "sac": build_sac,
+}
 """Algorithm name -> builder ``build(experiment, env_config) -> AlgorithmConfig``."""
 
-ALGORITHM_ENVS: dict[str, tuple[str, ...]] = {"malcolm": ("rack_v0",), "ppo": (), "sac": ()}
+ALGORITHM_ENVS: dict[str, tuple[str, ...]] = {"malcolm": ("rack_v0",), "osml_dqn": ("colo_v0",), "ppo": (), "sac": ()}
 """The environments each algorithm can train on; empty: every environment (the generic baselines)."""
 
 _MARL_LB = "dcgym.agents.marl_lb"

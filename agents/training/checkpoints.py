@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,6 +103,9 @@ def find_checkpoint(run_or_checkpoint: str | Path) -> Path:
     )
 
 
+_PARAMETERIZED = re.compile(r"^[A-Za-z_][\w-]*:[A-Za-z_]\w*=")
+
+
 def is_checkpoint_spec(spec: Any) -> bool:
     """Whether a policy spec names a checkpoint or run folder (a path) rather than a heuristic."""
     if isinstance(spec, Path):
@@ -109,6 +113,8 @@ def is_checkpoint_spec(spec: Any) -> bool:
     if not isinstance(spec, str):
         return False
     path = Path(spec)
+    if _PARAMETERIZED.match(spec) and not path.exists():
+        return False  # a policy with parameters whose values are paths: osml:models=/tmp/m,model_c=/tmp/c
     return "/" in spec or "\\" in spec or (path / META_FILE).is_file() or (path / CHECKPOINTS_DIR).is_dir()
 
 

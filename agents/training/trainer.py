@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import shutil
 import sys
@@ -40,6 +39,8 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+
+from gymnasium.spaces import flatdim
 
 from dcgym.agents import ray_session
 from dcgym.agents.training.checkpoints import CHECKPOINTS_DIR, list_checkpoints, write_meta
@@ -194,7 +195,8 @@ class Trainer:
         wandb = _wandb_module() if self.use_wandb else None
         self.agents = check_experiment(self.experiment)
         env = make_env(self.experiment.env, self.experiment.env_config)
-        self._observation_sizes = {a: int(math.prod(env.observation_space(a).shape)) for a in self.agents}
+        # flatdim: a Box's size, and a Dict's (colo_v0: counters and action mask) flattened
+        self._observation_sizes = {a: int(flatdim(env.observation_space(a))) for a in self.agents}
         if self.resuming and not list_checkpoints(self.run_dir):
             raise InvalidConfigError(
                 "--resume", str(self.run_dir), "a run folder with a checkpoint (this one has none)"

@@ -82,6 +82,7 @@ Per agent: ``granted`` (dcores, dways), ``latency_ms``, ``qos_ms``,
 | ``max_steps`` | None | steps per episode; None = horizon_s / interval_s |
 | ``overrides`` | None | dotted scenario overrides, as ``load_colo_scenario`` |
 | ``render_mode`` | None | ``"ansi"``: one line per service |
+| ``start`` | ``"equal"`` | what an arriving service receives: an equal share, or ``[cores, ways]`` (as far as idle) |
 
 At reset the services present share the server equally (PARTIES' start); a
 service launching later receives an equal share of the server, taken from
@@ -97,7 +98,7 @@ numbers with the schedulers of :mod:`dcgym.agents.heuristics.colo`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -192,14 +193,26 @@ class ColoEnv(ParallelEnv, EzPickle):
         max_steps: int | None = None,
         overrides: Mapping[str, Any] | None = None,
         render_mode: str | None = None,
+        start: str | Sequence[int] = "equal",
     ) -> None:
-        EzPickle.__init__(self, scenario, mix, interval_s, max_steps, overrides, render_mode)
+        EzPickle.__init__(self, scenario, mix, interval_s, max_steps, overrides, render_mode, start)
         self.scenario = _load(scenario, overrides)
         self.scenario.mix(mix)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidConfigError("render_mode", render_mode, "one of " + ", ".join(self.metadata["render_modes"]))
         self.render_mode = render_mode
         self.mix = mix
+        if start == "equal":
+            self.start: tuple[int, int] | None = None
+        elif (
+            isinstance(start, Sequence)
+            and not isinstance(start, str)
+            and len(start) == 2
+            and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 1 for x in start)
+        ):
+            self.start = (int(start[0]), int(start[1]))
+        else:
+            raise InvalidConfigError("start", start, "equal, or [cores, ways] (positive integers) for each arrival")
         tick = self.scenario.tick_s
         if not (isinstance(interval_s, (int, float)) and interval_s > 0 and interval_s <= self.scenario.horizon_s):
             raise InvalidConfigError("interval_s", interval_s, f"a time in (0, {self.scenario.horizon_s:g}] s")
@@ -348,7 +361,7 @@ class ColoEnv(ParallelEnv, EzPickle):
         for a in new:
             i = self._index[a]
             for held, r, total in ((self._cores, 0, server.total_cores), (self._ways, 1, server.total_ways)):
-                held[i] = min(self._idle[r], total // share)
+                held[i] = min(self._idle[r], total // share if self.start is None else self.start[r])
                 self._idle[r] -= held[i]
                 if held[i] == 0:  # nothing idle: one unit from the service holding the most (if it can spare one)
                     donor = max(range(len(held)), key=held.__getitem__)

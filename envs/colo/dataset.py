@@ -29,6 +29,14 @@ Only allocations the service does not saturate (CPU below 90% of its
 cores) enter stages 2-4. Platform constants (SMT gain, memory latency and
 bandwidth) and ctx_overhead come from the catalog.
 
+`collect` runs OSML's whole sweep (services x threads x RPS levels x cores x
+ways) in a pool of processes with a progress bar, skips the cells already on
+disk (so a killed run resumes), and labels every (service, threads, RPS) by
+OSML's rule (data/scripts/annotation.py): RCliff = the allocation with the
+fewest cores + ways whose mean latency over the ten samples is below QoS,
+OAA = RCliff + 2 cores + 2 ways, in ``<root>/<service>/labels.csv``.
+
+    python -m dcgym.envs.colo.dataset collect /tmp/osml_data --workers 2
     python -m dcgym.envs.colo.dataset generate /tmp/osml_data --service moses --rps 400 800 --threads 36 20
     python -m dcgym.envs.colo.dataset fit /tmp/osml_data --service moses
 """
@@ -38,16 +46,36 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from scipy import optimize
+from tqdm import tqdm
 
 from dcgym.cpp_core import ColoSim
 from dcgym.envs.colo import catalog as cc
+from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["COLUMNS", "cell_path", "cell_seed", "fit", "fit_mrc", "generate", "main", "read_dataset"]
+__all__ = [
+    "COLUMNS",
+    "LABEL_COLUMNS",
+    "cell_path",
+    "cell_seed",
+    "collect",
+    "fit",
+    "fit_mrc",
+    "generate",
+    "label",
+    "labels",
+    "main",
+    "rcliff",
+    "read_dataset",
+    "read_labels",
+]
 
 COLUMNS = [
     "CPU_Utilization",
@@ -62,6 +90,20 @@ COLUMNS = [
     "Latency",
 ]
 SAMPLES = 10
+OSML_SERVICES = (
+    "img-dnn",
+    "xapian",
+    "moses",
+    "sphinx",
+    "specjbb",
+    "masstree",
+    "mongodb",
+    "memcached",
+    "login",
+    "nginx",
+    "ads",
+)
+"""The services of OSML's data set (configs.py NAMES, without the unseen ones)."""
 SATURATED = 0.9  # CPU utilization above this fraction of the cores: the allocation is saturated
 HOT_WIDTH_MB = 1.0  # the cliff's ramp width is not identifiable from whole ways; fixed
 
@@ -72,7 +114,7 @@ def cell_seed(seed: int, cores: int, ways: int) -> int:
 
 
 def cell_path(root: Path, service: str, threads: int, rps: float, cores: int, ways: int) -> Path:
-    r = f"{rps:g}"
+    r = f"{rps:.15g}"  # no exponent: "1.31072e+06" would put a "+" in the name
     return Path(root) / service / str(threads) / r / f"{service}+{threads}+{r}+{cores - 1}+{ways - 1}"
 
 
@@ -86,6 +128,8 @@ def read_dataset(root: str | Path, service: str) -> dict[str, np.ndarray]:
     if not base.is_dir():
         raise FileNotFoundError(f"no data for {service!r} under {root}")
     for path in sorted(base.glob("*/*/*")):
+        if path.name.endswith(".part"):
+            continue
         name, threads, rps, core_idx, way_idx = path.name.split("+")
         with open(path, newline="") as f:
             for record in csv.DictReader(f):
@@ -100,6 +144,26 @@ def read_dataset(root: str | Path, service: str) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
+def _complete(path: Path) -> bool:
+    """A cell file written in full (a header and ten samples): a resumed collection skips it."""
+    try:
+        with open(path) as f:
+            return sum(1 for line in f if line.strip()) == SAMPLES + 1
+    except OSError:
+        return False
+
+
+def _write_cell(path: Path, samples: list[np.ndarray]) -> None:
+    """Write to a temporary name, then rename: a killed collection never leaves half a cell behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    with open(tmp, "w", newline="") as f:
+        out = csv.writer(f)
+        out.writerow(COLUMNS)
+        out.writerows([[repr(float(x)) for x in row] for row in samples])
+    tmp.replace(path)
+
+
 def generate(
     catalog: dict,
     service: str,
@@ -112,35 +176,189 @@ def generate(
     seed: int = 0,
     platform: str | None = None,
     overrides: dict | None = None,
+    resume: bool = False,
 ) -> int:
-    """Writes the model's data set in OSML's layout with its collection protocol; returns the files written."""
+    """Writes the model's data set in OSML's layout with its collection protocol; returns the files written.
+
+    With ``resume``, cells already written in full are left alone (and not counted).
+    """
     written = 0
     warmup = float(cc.value(catalog["services"][service]["warmup_s"]))
     for t in threads:
         for rps in rps_levels:
+            todo = [(c, w) for c in cores for w in ways]
+            if resume:
+                todo = [(c, w) for c, w in todo if not _complete(cell_path(root, service, t, rps, c, w))]
+            if not todo:
+                continue
             svc = cc.service_config(catalog, service, rps=rps, threads=t, **(overrides or {}))
             sim = ColoSim(cc.sim_config(catalog, [svc], platform=platform, seed=seed))
             names = ColoSim.counter_names
             columns = [names.index(k) for k in COLUMNS]
-            for c in cores:
-                for w in ways:
-                    sim.reset(cell_seed(seed, c, w) + 7919 * t + int(rps))
-                    sim.set_allocation(0, sim.idle_cores, sim.idle_ways)
-                    sim.step(round(warmup / sim.dt_s))
-                    sim.set_allocation(0, c, w)
+            for c, w in todo:
+                sim.reset(cell_seed(seed, c, w) + 7919 * t + int(rps))
+                sim.set_allocation(0, sim.idle_cores, sim.idle_ways)
+                sim.step(round(warmup / sim.dt_s))
+                sim.set_allocation(0, c, w)
+                sim.step(round(1.0 / sim.dt_s))
+                samples = []
+                for _ in range(SAMPLES):
                     sim.step(round(1.0 / sim.dt_s))
-                    samples = []
-                    for _ in range(SAMPLES):
-                        sim.step(round(1.0 / sim.dt_s))
-                        samples.append(sim.counters[0, columns].copy())
-                    path = cell_path(root, service, t, rps, c, w)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    with open(path, "w", newline="") as f:
-                        out = csv.writer(f)
-                        out.writerow(COLUMNS)
-                        out.writerows([[repr(float(x)) for x in row] for row in samples])
-                    written += 1
+                    samples.append(sim.counters[0, columns].copy())
+                _write_cell(cell_path(root, service, t, rps, c, w), samples)
+                written += 1
     return written
+
+
+# ----------------------------------------------------------------------------- the sweep, in parallel
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One unit of a sweep: a service at one thread count and RPS level, one core count, every way count."""
+
+    service: str
+    threads: int
+    rps: float
+    cores: int
+
+
+def _run_chunk(args: tuple) -> tuple[Chunk, int]:
+    chunk, root, ways, seed, platform = args
+    n = generate(
+        cc.load_catalog(),
+        chunk.service,
+        root,
+        rps_levels=[chunk.rps],
+        threads=[chunk.threads],
+        cores=[chunk.cores],
+        ways=ways,
+        seed=seed,
+        platform=platform,
+        resume=True,
+    )
+    return chunk, n
+
+
+def collect(
+    catalog: dict,
+    root: str | Path,
+    *,
+    services: list[str],
+    threads: list[int],
+    rps: dict[str, list[float]],
+    cores: list[int],
+    ways: list[int],
+    seed: int = 0,
+    platform: str | None = None,
+    workers: int = 1,
+    progress: bool = True,
+) -> dict[str, int]:
+    """OSML's sweep (every service x threads x RPS level x cores x ways) in ``workers`` processes, resumable.
+
+    Cells already on disk are skipped, so a killed collection continues where it stopped. Each cell's
+    samples depend only on (seed, service, threads, RPS, cores, ways), never on the order or the number of
+    workers. Then every service is labelled (:func:`label`). Returns the cells written and skipped.
+    """
+    root = Path(root)
+    for name in services:
+        cc.qos_ms(catalog, name)  # unknown names fail here, before any work
+    chunks = [Chunk(s, t, r, c) for s in services for t in threads for r in rps[s] for c in cores]
+    total = len(chunks) * len(ways)
+    done = sum(_complete(cell_path(root, k.service, k.threads, k.rps, k.cores, w)) for k in chunks for w in ways)
+    todo = [
+        k for k in chunks if not all(_complete(cell_path(root, k.service, k.threads, k.rps, k.cores, w)) for w in ways)
+    ]
+    bar = tqdm(total=total, initial=done, desc="osml data", unit="cell", disable=not progress, file=sys.stderr)
+    written = 0
+    jobs = [(k, root, list(ways), seed, platform) for k in todo]
+    if workers <= 1:
+        results = map(_run_chunk, jobs)
+        for _, n in results:
+            written += n
+            bar.update(n)
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            for _, n in pool.map(_run_chunk, jobs, chunksize=1):
+                written += n
+                bar.update(n)
+    bar.close()
+    for name in services:
+        label(catalog, root, name, platform=platform)
+    return {"written": written, "skipped": done, "cells": total}
+
+
+# ----------------------------------------------------------------------------- labels
+
+LABEL_COLUMNS = ["threads", "rps", "RCliff_Core", "RCliff_Cache", "OAA_Core", "OAA_Cache", "OAA_Bandwidth"]
+OAA_MARGIN = 2
+"""OAA = RCliff + 2 cores + 2 ways (OSML data/scripts/annotation.py), capped at the platform."""
+
+
+def cell_means(data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Means over the ten samples of each (threads, rps, cores, ways) cell."""
+    return _cells(data)
+
+
+def rcliff(cores: np.ndarray, ways: np.ndarray, latency_ms: np.ndarray, qos_ms: float) -> tuple[int, int] | None:
+    """The allocation with the fewest cores + ways whose mean latency is below QoS (ties: fewer cores); None if none."""
+    ok = np.flatnonzero(latency_ms < qos_ms)
+    if not len(ok):
+        return None
+    key = np.lexsort((ways[ok], cores[ok], cores[ok] + ways[ok]))
+    i = ok[key[0]]
+    return int(cores[i]), int(ways[i])
+
+
+def labels(catalog: dict, data: dict[str, np.ndarray], service: str, *, platform: str | None = None) -> list[dict]:
+    """RCliff and OAA (cores, ways) and OAA bandwidth (MB/s, the MBL measured at OAA) per (threads, rps).
+
+    Ways are counted in ways (Allocated_Cache in the samples is in MB). A group where no allocation meets QoS
+    gets no row.
+    """
+    pf = cc.platform_config(catalog, platform)
+    qos = cc.qos_ms(catalog, service)
+    cells = _cells(data)
+    rows = []
+    for t, r in sorted({(int(a), float(b)) for a, b in zip(cells["threads"], cells["rps"])}):
+        sel = (cells["threads"] == t) & (cells["rps"] == r)
+        c, w, lat, mbl = cells["cores"][sel], cells["ways"][sel], cells["Latency"][sel], cells["MBL"][sel]
+        cliff = rcliff(c, w, lat, qos)
+        if cliff is None:
+            continue
+        oaa = (min(cliff[0] + OAA_MARGIN, pf["logical_cores"]), min(cliff[1] + OAA_MARGIN, pf["ways"]))
+        at = np.flatnonzero((c == oaa[0]) & (w == oaa[1]))
+        if not len(at):  # OAA outside the sweep: the nearest swept allocation at or below it
+            near = np.flatnonzero((c <= oaa[0]) & (w <= oaa[1]))
+            at = near[np.lexsort((w[near], c[near]))][-1:]
+        rows.append(
+            {
+                "threads": t,
+                "rps": r,
+                "RCliff_Core": cliff[0],
+                "RCliff_Cache": cliff[1],
+                "OAA_Core": oaa[0],
+                "OAA_Cache": oaa[1],
+                "OAA_Bandwidth": float(mbl[at[0]]),
+            }
+        )
+    return rows
+
+
+def label(catalog: dict, root: str | Path, service: str, *, platform: str | None = None) -> Path:
+    """Write ``<root>/<service>/labels.csv`` (:data:`LABEL_COLUMNS`) from the service's samples."""
+    rows = labels(catalog, read_dataset(root, service), service, platform=platform)
+    path = Path(root) / service / "labels.csv"
+    with open(path, "w", newline="") as f:
+        out = csv.DictWriter(f, fieldnames=LABEL_COLUMNS)
+        out.writeheader()
+        out.writerows(rows)
+    return path
+
+
+def read_labels(root: str | Path, service: str) -> list[dict]:
+    with open(Path(root) / service / "labels.csv", newline="") as f:
+        return [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -302,12 +520,38 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--ways", type=int, nargs="+", default=None, help="default: every way count")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--platform", default=None)
+    k = sub.add_parser("collect", help="OSML's whole sweep over services, in parallel and resumable, then the labels")
+    k.add_argument("root", type=Path)
+    k.add_argument("--services", nargs="+", default=None, help="default: OSML's eleven services")
+    k.add_argument("--threads", type=int, nargs="+", default=[36], help="thread counts (OSML: 36 down to 1)")
+    k.add_argument("--rps-variant", default="code", help="RPS levels: code (RPS_COLLECTED) or paper (Table 1)")
+    k.add_argument("--cores", type=int, nargs="+", default=None, help="default: every core count")
+    k.add_argument("--ways", type=int, nargs="+", default=None, help="default: every way count")
+    k.add_argument("--seed", type=int, default=0)
+    k.add_argument("--platform", default=None)
+    k.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (default: every CPU)")
+    k.add_argument("--quick", action="store_true", help="a small sweep: two services, cores and ways in steps of 4")
+    k.add_argument("--no-progress", action="store_true")
     f = sub.add_parser("fit", help="fit a service's parameters to a data set in OSML's layout")
     f.add_argument("root", type=Path)
     f.add_argument("--service", required=True)
     f.add_argument("--platform", default=None)
     f.add_argument("--json", type=Path, default=None, help="also write the fitted parameters here")
     args = ap.parse_args(argv)
+    try:
+        return _run(args)
+    except InvalidConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _positive(field: str, values: list[int] | None, top: int) -> None:
+    for v in values or []:
+        if not 1 <= v <= top:
+            raise InvalidConfigError(field, v, f"integers in [1, {top}]")
+
+
+def _run(args: argparse.Namespace) -> int:
     catalog = cc.load_catalog()
     if args.command == "generate":
         pf = cc.platform_config(catalog, args.platform)
@@ -323,6 +567,41 @@ def main(argv: list[str] | None = None) -> int:
             platform=args.platform,
         )
         print(f"wrote {n} files under {args.root / args.service}")
+        return 0
+    if args.command == "collect":
+        pf = cc.platform_config(catalog, args.platform)
+        _positive("cores", args.cores, pf["logical_cores"])
+        _positive("ways", args.ways, pf["ways"])
+        _positive("threads", args.threads, 1024)
+        if args.workers < 1:
+            raise InvalidConfigError("workers", args.workers, "a positive number of processes")
+        services = args.services or list(OSML_SERVICES)
+        cores = args.cores or list(range(1, pf["logical_cores"] + 1))
+        ways = args.ways or list(range(1, pf["ways"] + 1))
+        if args.quick:
+            services = args.services or ["img-dnn", "moses"]
+            cores = args.cores or list(range(2, pf["logical_cores"] + 1, 4))
+            ways = args.ways or list(range(2, pf["ways"] + 1, 4))
+        rps = {s: cc.rps_levels(catalog, s, args.rps_variant) for s in services}
+        if args.quick:
+            rps = {s: v[1::2] for s, v in rps.items()}
+        out = collect(
+            catalog,
+            args.root,
+            services=services,
+            threads=args.threads,
+            rps=rps,
+            cores=cores,
+            ways=ways,
+            seed=args.seed,
+            platform=args.platform,
+            workers=args.workers,
+            progress=not args.no_progress,
+        )
+        print(
+            f"{out['cells']} cells under {args.root}: {out['written']} written, {out['skipped']} already there;"
+            f" labels in {args.root}/<service>/labels.csv"
+        )
         return 0
     fitted = fit(read_dataset(args.root, args.service), catalog, args.service, platform=args.platform)
     print(json.dumps(fitted, indent=2))

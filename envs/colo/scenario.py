@@ -59,7 +59,7 @@ SCHEDULERS: dict[str, str] = {
     "parties": "PARTIES (ASPLOS'19 Alg. 1): one unit of one resource at a time, by slack, with wheels and reverts",
     "clite": "CLITE (HPCA'20): Bayesian optimisation of the partition (GP, Matern kernel, expected improvement)",
     "oracle": "the cheapest allocation meeting every QoS target, by exhaustive search over the steady state",
-    "osml": "OSML (FAST'23): Models A, B and C (not implemented yet: a later issue)",
+    "osml": "OSML (FAST'23): Models A and B place a service, Model-C corrects (dcgym.agents.osml.scheduler)",
 }
 """The schedulers a scenario may name (``agents/heuristics/colo.py`` implements them), with one line each."""
 

@@ -49,6 +49,7 @@ _CLASSES: dict[str, str] = {
     "parties": "dcgym.agents.heuristics.colo.parties:Parties",
     "clite": "dcgym.agents.heuristics.colo.clite:Clite",
     "oracle": "dcgym.agents.heuristics.colo.oracle:Oracle",
+    "osml": "dcgym.agents.osml.scheduler:OSML",
 }
 """Each implemented scheduler's class, imported when first used (CLITE imports scikit-learn)."""
 
@@ -71,9 +72,7 @@ def make_scheduler(spec: str | Mapping[str, Any] | SchedulerSpec) -> Scheduler:
     """
     parsed = parse_scheduler(spec)
     if parsed.policy not in _CLASSES:
-        raise InvalidConfigError(
-            "policy", parsed.policy, "a scheduler implemented so far: " + ", ".join(_CLASSES) + " (osml is not yet)"
-        )
+        raise InvalidConfigError("policy", parsed.policy, "a scheduler implemented so far: " + ", ".join(_CLASSES))
     cls = scheduler_class(parsed.policy)
     params = parsed.params
     unknown = [k for k in params if k not in cls.PARAMS]

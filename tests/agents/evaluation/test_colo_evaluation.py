@@ -65,7 +65,7 @@ def test_loads_are_mix_indices():
     [
         ("partie", 'policy: got "partie"; did you mean "parties"?'),
         ("clite:samples=3", "policy.samples: got 3; allowed: a parameter of clite"),
-        ("osml", 'policy: got "osml"; allowed: a scheduler implemented so far'),
+        ("osml:rule=both", 'policy.rule: got "both"; allowed: one of paper, code'),
         ("zoo:malcolm_homog_exp", 'policy: got "zoo:malcolm_homog_exp"; allowed: a colo scheduler'),
     ],
 )

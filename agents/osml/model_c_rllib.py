@@ -1,0 +1,127 @@
+"""Model-C's RLlib pieces (imports Ray): the Q-network module and the learner with OSML's loss and RMSProp.
+
+See :mod:`dcgym.agents.osml.model_c` for what they compute and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS, QF_TARGET_NEXT_PREDS
+from ray.rllib.algorithms.dqn.dqn_learner import QF_LOSS_KEY, QF_MEAN_KEY, TD_ERROR_MEAN_KEY
+from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
+from ray.rllib.algorithms.dqn.torch.dqn_torch_learner import DQNTorchLearner
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.utils import make_target_network
+from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
+from ray.rllib.utils.metrics import TD_ERROR_KEY
+from ray.rllib.utils.schedules.scheduler import Scheduler
+from torch import nn
+
+from dcgym.agents.osml.model_c import normalize, osml_dqn_loss
+
+__all__ = ["ModelCLearner", "ModelCModule", "q_network"]
+
+
+def q_network(n_in: int, n_out: int, hidden: list[int], init_std: float) -> nn.Sequential:
+    """ReLU MLP with OSML's initialization: weights N(0, init_std), biases 0.1."""
+    mods: list[nn.Module] = []
+    width = n_in
+    for h in [*hidden, n_out]:
+        lin = nn.Linear(width, h)
+        nn.init.normal_(lin.weight, 0.0, init_std)
+        nn.init.constant_(lin.bias, 0.1)
+        mods += [lin, nn.ReLU()]
+        width = h
+    return nn.Sequential(*mods[:-1])  # no activation on the Q-values
+
+
+class ModelCModule(DefaultDQNTorchRLModule):
+    """OSML's policy network (and, on the learner, its target network): masked Q-values of the 49 actions."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.pop("catalog_class", None)
+        TorchRLModule.__init__(self, *args, catalog_class=None, **kwargs)
+
+    def setup(self) -> None:
+        self.uses_dueling = False
+        self.uses_double_q = False
+        self.num_atoms = 1
+        self.epsilon_schedule = Scheduler(fixed_value_or_schedule=self.model_config["epsilon"], framework="torch")
+        space = (
+            self.observation_space["observation"]
+            if hasattr(self.observation_space, "spaces")
+            else self.observation_space
+        )
+        torch.manual_seed(int(self.model_config.get("seed", 0)))
+        self.qnet = q_network(
+            int(space.shape[0]),
+            int(self.action_space.n),
+            list(self.model_config["hidden"]),
+            self.model_config["init_std"],
+        )
+
+    def get_non_inference_attributes(self) -> list[str]:
+        return ["_target_qnet"]
+
+    def make_target_networks(self) -> None:
+        self._target_qnet = make_target_network(self.qnet)
+
+    def get_target_network_pairs(self):
+        return [(self.qnet, self._target_qnet)]
+
+    def forward_target(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return self._qf_forward_helper(batch, None, self._target_qnet)
+
+    def compute_q_values(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return self._qf_forward_helper(batch, None, self.qnet)
+
+    def get_initial_state(self) -> dict:
+        return {}
+
+    def _qf_forward_helper(self, batch: dict[str, Any], encoder: Any, head: nn.Module) -> dict[str, Any]:
+        obs = batch[Columns.OBS]
+        if isinstance(obs, dict):
+            q = head(normalize(obs["observation"].float()))
+            q = torch.where(obs["action_mask"] > 0, q, torch.full_like(q, float("-inf")))
+        else:
+            q = head(normalize(obs.float()))
+        return {QF_PREDS: q}
+
+
+class ModelCLearner(DQNTorchLearner):
+    """RLlib's DQN learner with OSML's loss (:func:`osml_dqn_loss`) and RMSProp."""
+
+    def configure_optimizers_for_module(self, module_id, config=None) -> None:
+        module = self._module[module_id]
+        params = self.get_parameters(module)
+        self.register_optimizer(
+            module_id=module_id,
+            optimizer=torch.optim.RMSprop(params),
+            params=params,
+            lr_or_lr_schedule=config.lr,
+        )
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        loss, td = osml_dqn_loss(
+            fwd_out[QF_PREDS],
+            fwd_out[QF_TARGET_NEXT_PREDS],
+            batch[Columns.ACTIONS],
+            batch[Columns.REWARDS],
+            batch[Columns.TERMINATEDS],
+            config.gamma,
+            batch.get("n_step"),
+        )
+        self.metrics.log_value(key=(module_id, TD_ERROR_KEY), value=td.detach(), reduce="item_series")
+        q = torch.nan_to_num(fwd_out[QF_PREDS], neginf=0.0)
+        self.metrics.log_dict(
+            {
+                QF_LOSS_KEY: loss.detach(),
+                QF_MEAN_KEY: q.mean().detach(),
+                TD_ERROR_MEAN_KEY: td.mean().detach(),
+            },
+            key=module_id,
+            window=1,
+        )
+        return loss

@@ -1,0 +1,305 @@
+"""OSML's central control logic (FAST'23 §5.1, Figure 7) as a colo scheduler: ``osml`` for evaluate.py.
+
+Every ``interval_s`` (1 s) it reads each service's counters and its last five latency samples (HISTORY_LEN) and
+takes at most one step:
+
+1. **Arrival** (Algorithm 1): a service that is running with no allocation first gets what is idle (at least one
+   core and one way, from the neighbour holding most; services arriving together split it equally) for one
+   interval, so its counters exist; then Model-A
+   predicts its OAA from them. If the idle pool covers OAA it gets OAA; if the server is short, Model-B gives
+   each neighbour's B-Point (cores and ways it can give up within the allowed ``slowdown``), and the neighbours
+   with the largest B-Points give until the shortfall is covered (or they have nothing more to give).
+2. **Revert**: a Model-C downsize that left its service violating QoS is undone (Algorithm 3's withdrawal).
+3. **Under-provisioned** (Algorithm 2, after step 4 in the same decision, as OSML's loop): among services violating QoS - by the paper's rule any violation
+   (the mean of the last five samples and the latest both above target); by the code's (``rule: code``) only a
+   mean of at least 3x the target - and not improving (latest / mean > 0.95), the worst gets Model-C's best
+   action among the additions that the idle pool and the neighbours' B-Points allow (Figure 7: when the idle
+   pool is short, Model-B's B-Points from the neighbours).
+4. **Over-provisioned** (Algorithm 3): the service furthest below target (mean / target - 1 < -0.2)
+   gets Model-C's best action among the removals (at least one core and one way kept), registered for revert.
+5. **Give-up**: a service that has not met QoS ``give_up_s`` (180 s, §6.1) after it arrived is left as it is.
+
+Not yet: Algorithm 4's way sharing and bandwidth partitioning (MBA), Models A' and B'.
+
+The models: ``models`` is a folder holding ``model_a.pt`` and ``model_b.pt`` (``benchmarks/osml_models.py``);
+``model_c`` is a trained Model-C module folder (a train.py checkpoint's
+``learner_group/learner/rl_module/shared``). Without ``model_c`` the steps 3-4 do nothing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from dcgym.agents.heuristics.colo.base import Scheduler
+from dcgym.envs.colo.colo_v0 import ACTIONS, MAX_DELTA, OBSERVATION_FEATURES
+from dcgym.envs.colo.server import COUNTERS, ColoServer
+from dcgym.envs.error import InvalidConfigError
+
+__all__ = ["HISTORY_LEN", "OSML", "RULES"]
+
+HISTORY_LEN = 5
+RULES = ("paper", "code")
+_A_COLS = None  # filled on first use (the supervised module imports torch)
+_OBS_COLS = [COUNTERS.index(k) for k in OBSERVATION_FEATURES]
+_DELTAS = np.array([(k // 7 - MAX_DELTA, k % 7 - MAX_DELTA) for k in range(ACTIONS)])
+
+
+class OSML(Scheduler):
+    """OSML's controller (module docstring)."""
+
+    name = "osml"
+    PARAMS = {
+        "interval_s": "seconds between decisions (1, OSML's SCHEDULING_INTERVAL)",
+        "models": "folder with model_a.pt and model_b.pt (benchmarks/osml_models.py writes them)",
+        "model_c": "folder of a trained Model-C module (a checkpoint's learner_group/learner/rl_module/shared)",
+        "rule": "paper (default): Model-C on any QoS violation; code: only past 3x the target",
+        "slowdown": "QoS slowdown a neighbour may be asked to accept when it gives resources up (0.20)",
+        "give_up_s": "a service short of QoS this long after arriving is left as it is (180)",
+    }
+
+    def __init__(
+        self,
+        interval_s: float | None = None,
+        models: str | None = None,
+        model_c: str | None = None,
+        rule: str = "paper",
+        slowdown: float = 0.20,
+        give_up_s: float = 180.0,
+    ) -> None:
+        super().__init__(1.0 if interval_s is None else interval_s)
+        if rule not in RULES:
+            raise InvalidConfigError("rule", rule, "one of " + ", ".join(RULES))
+        if not (isinstance(slowdown, (int, float)) and 0 < slowdown < 1):
+            raise InvalidConfigError("slowdown", slowdown, "a fraction in (0, 1)")
+        if not (isinstance(give_up_s, (int, float)) and give_up_s > 0):
+            raise InvalidConfigError("give_up_s", give_up_s, "a positive time in seconds")
+        self.rule, self.slowdown, self.give_up_s = rule, float(slowdown), float(give_up_s)
+        self.model_a = self.model_b = None
+        self.q_values: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+        if models is not None:
+            from dcgym.agents.osml.supervised import Model
+
+            folder = Path(str(models))
+            for f in ("model_a.pt", "model_b.pt"):
+                if not (folder / f).is_file():
+                    raise InvalidConfigError("models", str(models), f"a folder holding {f} (benchmarks/osml_models.py)")
+            self.model_a = Model.load(folder / "model_a.pt")
+            self.model_b = Model.load(folder / "model_b.pt")
+        if model_c is not None:
+            self.q_values = _load_model_c(str(model_c))
+
+    # ------------------------------------------------------------------ state
+
+    def reset(self, server: ColoServer, rng: np.random.Generator) -> None:
+        super().reset(server, rng)
+        n = server.num_services
+        self.history = [deque(maxlen=HISTORY_LEN) for _ in range(n)]
+        self.probing = np.zeros(n, dtype=bool)
+        self.arrived_s = np.full(n, np.nan)
+        self.revert: tuple[int, int, int] | None = None  # (service, cores, ways) before a downsize
+        self.decisions: list[str] = []
+
+    def _met(self, i: int, qos: float) -> bool:
+        h = self.history[i]
+        return bool(np.mean(h) <= qos or h[-1] <= qos)
+
+    def _needs_c(self, i: int, qos: float) -> bool:
+        h = self.history[i]
+        if self.rule == "code":
+            return bool(np.mean(h) >= 3 * qos)
+        return not self._met(i, qos)
+
+    # ------------------------------------------------------------------ the loop
+
+    def act(self, server: ColoServer) -> None:
+        latency = server.latency_ms
+        for i in np.flatnonzero(server.running):
+            self.history[i].append(float(latency[i]))
+        self.decide(server)
+
+    def decide(self, server: ColoServer) -> None:
+        """One decision on the histories as they stand (:meth:`act` appends the latest latency first)."""
+        running = server.running
+        cores, ways = server.cores.copy(), server.ways.copy()
+        qos = server.qos_ms
+        # 1. arrivals: a probe allocation, then Model-A's OAA (Model-B when short)
+        fresh = [i for i in np.flatnonzero(running) if cores[i] == 0]
+        if fresh:
+            self._probe(server, fresh, cores, ways)
+            self.probing[fresh] = True
+            server.allocate(cores, ways)
+            self.decisions.append("probe")
+            return
+        probing = [i for i in np.flatnonzero(self.probing & running)]
+        if probing and self.model_a is not None:
+            cores[probing], ways[probing] = 0, 0  # every probe's holdings back to the pool, then one by one
+            for i in probing:
+                self._place(server, i, cores, ways)
+                self.probing[i] = False
+                self.arrived_s[i] = server.now_s
+            server.allocate(cores, ways)
+            self.decisions.append("place")
+            return
+        self.probing[:] = False
+        # 2. revert a downsize that broke QoS
+        if self.revert is not None:
+            i, c0, w0 = self.revert
+            self.revert = None
+            if running[i] and not self._met(i, qos[i]):
+                extra_c = min(c0 - cores[i], server.idle_cores)
+                extra_w = min(w0 - ways[i], server.idle_ways)
+                cores[i] += max(extra_c, 0)
+                ways[i] += max(extra_w, 0)
+                server.allocate(cores, ways)
+                self.decisions.append("revert")
+                return
+        if self.q_values is None:
+            return
+        live = [i for i in np.flatnonzero(running) if len(self.history[i])]
+        under = [
+            i
+            for i in live
+            if self._needs_c(i, qos[i])
+            and self.history[i][-1] / max(np.mean(self.history[i]), 1e-12) > 0.95
+            and not (server.now_s - np.nan_to_num(self.arrived_s[i], nan=server.now_s) > self.give_up_s)
+        ]
+        over = [i for i in live if self._met(i, qos[i]) and np.mean(self.history[i]) / qos[i] - 1 < -0.2]
+        # 4. over-provisioned first (as OSML's loop: SUB on the most over-provisioned, ADD on the worst), so what
+        # it gives up is idle for the upsize
+        if over:
+            i = min(over, key=lambda j: np.mean(self.history[j]) / qos[j])
+            allowed = (
+                (_DELTAS[:, 0] <= 0)
+                & (_DELTAS[:, 1] <= 0)
+                & (cores[i] + _DELTAS[:, 0] >= 1)
+                & (ways[i] + _DELTAS[:, 1] >= 1)
+            )
+            before = (int(i), int(cores[i]), int(ways[i]))
+            if self._apply_c(server, i, allowed, cores, ways, "downsize"):
+                self.revert = before
+        # 3. under-provisioned: the worst violating service that is not improving (and not given up on)
+        if under:
+            i = max(under, key=lambda j: np.mean(self.history[j]) / qos[j])
+            idle_c, idle_w = server.idle_cores, server.idle_ways
+            if self.model_b is not None:  # Figure 7: not available -> Model-B's B-Points from the neighbours
+                give_c, give_w = self._b_points(server, i, cores)
+                idle_c, idle_w = idle_c + give_c.sum(), idle_w + give_w.sum()
+            allowed = (
+                (_DELTAS[:, 0] >= 0) & (_DELTAS[:, 1] >= 0) & (_DELTAS[:, 0] <= idle_c) & (_DELTAS[:, 1] <= idle_w)
+            )
+            k = self._best(server, i, allowed)
+            dc, dw = (int(x) for x in _DELTAS[k])
+            short_c, short_w = dc - server.idle_cores, dw - server.idle_ways
+            if (short_c > 0 or short_w > 0) and self.model_b is not None:
+                self._deprive(server, i, cores, ways, short_c, short_w, give_c, give_w)
+            if dc or dw:
+                cores[i] += dc
+                ways[i] += dw
+                server.allocate(cores, ways)
+                self.decisions.append("upsize")
+
+    # ------------------------------------------------------------------ the steps
+
+    def _probe(self, server: ColoServer, fresh: list[int], cores: np.ndarray, ways: np.ndarray) -> None:
+        """The services that just arrived share what is idle equally (at least one core and one way each, from the
+        neighbour holding most): a service probed on one core while others hold the rest would build a backlog
+        that outlasts the probe by tens of seconds."""
+        for held, total in ((cores, server.total_cores), (ways, server.total_ways)):
+            free = total - int(held.sum())
+            for k, i in enumerate(fresh):
+                share = free // len(fresh) + (1 if k < free % len(fresh) else 0)
+                if share > 0:
+                    held[i] = share
+                else:
+                    donor = int(np.argmax(held))
+                    if held[donor] > 1:
+                        held[donor] -= 1
+                        held[i] = 1
+
+    def _features(self, server: ColoServer, i: int) -> np.ndarray:
+        global _A_COLS
+        if _A_COLS is None:
+            from dcgym.agents.osml.supervised import A_FEATURES
+
+            _A_COLS = [COUNTERS.index(k) for k in A_FEATURES]
+        return server.counters[i, _A_COLS].astype(np.float64)
+
+    def _place(self, server: ColoServer, i: int, cores: np.ndarray, ways: np.ndarray) -> None:
+        oaa = self.model_a.predict(self._features(server, i)[None])[0]
+        want_c = int(np.clip(round(oaa[0]), 1, server.total_cores))
+        want_w = int(np.clip(round(oaa[1]), 1, server.total_ways))
+        short_c = want_c - (server.total_cores - int(cores.sum()))
+        short_w = want_w - (server.total_ways - int(ways.sum()))
+        if (short_c > 0 or short_w > 0) and self.model_b is not None:
+            give_c, give_w = self._b_points(server, i, cores)
+            self._deprive(server, i, cores, ways, short_c, short_w, give_c, give_w)
+        cores[i] = max(1, min(want_c, server.total_cores - int(cores.sum())))
+        ways[i] = max(1, min(want_w, server.total_ways - int(ways.sum())))
+        if cores.sum() > server.total_cores or ways.sum() > server.total_ways:  # nothing idle at all: one unit
+            for held, total in ((cores, server.total_cores), (ways, server.total_ways)):
+                while held.sum() > total:
+                    others = [j for j in range(len(held)) if j != i]
+                    donor = max(others, key=lambda j: held[j])
+                    held[donor] -= 1
+
+    def _best(self, server: ColoServer, i: int, allowed: np.ndarray) -> int:
+        """Model-C's best action for service ``i`` among ``allowed``."""
+        obs = server.counters[i, _OBS_COLS].astype(np.float32)
+        q = np.where(allowed, self.q_values(obs[None], allowed[None].astype(np.int8))[0], -np.inf)
+        return int(np.argmax(q))
+
+    def _apply_c(self, server: ColoServer, i: int, allowed: np.ndarray, cores, ways, what: str) -> bool:
+        dc, dw = _DELTAS[self._best(server, i, allowed)]
+        if dc == 0 and dw == 0:
+            return False
+        cores[i] += dc
+        ways[i] += dw
+        server.allocate(cores, ways)
+        self.decisions.append(what)
+        return True
+
+    def _b_points(self, server: ColoServer, i: int, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per service, the (cores, ways) Model-B says it can give up at ``slowdown``; 0 for ``i`` and idle ones."""
+        n = len(cores)
+        give_c, give_w = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        neighbours = [j for j in np.flatnonzero(server.running) if j != i and cores[j] > 0]
+        if neighbours:
+            x = np.stack([np.append(self._features(server, j), self.slowdown) for j in neighbours])
+            b = np.maximum(np.round(self.model_b.predict(x)), 0).astype(np.int64)  # supervised.B_TARGETS
+            give_c[neighbours], give_w[neighbours] = b[:, 2], b[:, 3]  # <cores, ways> together
+        return give_c, give_w
+
+    def _deprive(self, server, i, cores, ways, short_c, short_w, give_c, give_w) -> None:
+        """Take ``short_c`` cores and ``short_w`` ways from the neighbours, the largest B-Points first."""
+        for j in np.argsort(-(give_c + give_w), kind="stable"):
+            if j == i:
+                continue
+            tc = int(min(max(short_c, 0), give_c[j], cores[j] - 1))
+            tw = int(min(max(short_w, 0), give_w[j], ways[j] - 1))
+            cores[j] -= tc
+            ways[j] -= tw
+            short_c -= tc
+            short_w -= tw
+
+
+def _load_model_c(path: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Q-values of a trained Model-C module folder, as a function of (observations, masks)."""
+    if not Path(path).is_dir():
+        raise InvalidConfigError("model_c", path, "a trained Model-C module folder")
+    import torch
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    module = RLModule.from_checkpoint(path)
+
+    def q_values(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            out = module.compute_q_values(
+                {"obs": {"observation": torch.as_tensor(obs), "action_mask": torch.as_tensor(mask)}}
+            )
+        return out["qf_preds"].numpy()
+
+    return q_values

@@ -1,0 +1,163 @@
+"""OSML's control logic (dcgym.agents.osml.scheduler), each rule on a small case with stub models whose answers
+are fixed, so what is checked is the rule, not a model."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+import pytest
+
+from dcgym.agents.heuristics.colo import make_scheduler
+from dcgym.agents.osml.scheduler import _DELTAS, OSML
+from dcgym.envs.colo.scenario import load_colo_scenario
+from dcgym.envs.colo.server import ColoServer
+from dcgym.envs.error import InvalidConfigError
+
+
+class Fixed:
+    """A model whose prediction is the same row for every input."""
+
+    def __init__(self, row):
+        self.row = np.asarray(row, dtype=float)
+
+    def predict(self, x):
+        return np.tile(self.row, (len(x), 1))
+
+
+def prefer(dc, dw):
+    """Q-values that rank (dc, dw) first, then by closeness to it."""
+    score = -np.abs(_DELTAS[:, 0] - dc) - np.abs(_DELTAS[:, 1] - dw)
+    return lambda obs, mask: np.tile(score.astype(float), (len(obs), 1))
+
+
+def _server():
+    server = ColoServer(load_colo_scenario("osml_case_a").engine_config(mix=0, seed=1))
+    server.advance(1.0)  # the three launch at 0
+    assert server.running.all()
+    return server
+
+
+def _osml(oaa=(8, 4), bpoint=(0, 0, 2, 2, 0, 0), q=None, **kw):
+    s = OSML(**kw)
+    s.model_a = Fixed([*oaa, *oaa, 0.0])
+    s.model_b = Fixed(bpoint)
+    s.q_values = q
+    return s
+
+
+def test_arrival_probes_then_places_at_model_a_oaa():
+    server, s = _server(), _osml()
+    s.reset(server, np.random.default_rng(0))
+    s.act(server)
+    assert s.decisions == ["probe"] and (server.cores >= 1).all() and (server.ways >= 1).all()
+    server.advance(1.0)
+    s.act(server)
+    assert s.decisions == ["probe", "place"]
+    assert server.cores.tolist() == [8, 8, 8] and server.ways.tolist() == [4, 4, 4]
+
+
+def test_short_server_takes_model_b_points_from_neighbours():
+    # OAA 16 cores x 3 services > 36: the third is short by 12 cores; each neighbour's B-Point gives up 5
+    server = _server()
+    s = _osml(oaa=(16, 4), bpoint=(0, 0, 5, 5, 0, 0))
+    s.reset(server, np.random.default_rng(0))
+    s.act(server)
+    server.advance(1.0)
+    s.act(server)
+    cores = server.cores
+    assert cores.sum() <= 36
+    # two services placed at 16 then deprived of 5 each for the last, which gets 36 - 22 = 14
+    assert sorted(cores.tolist()) == [11, 11, 14]
+
+
+def _placed(s, server, cores=(10, 10, 10), ways=(5, 5, 5)):
+    s.reset(server, np.random.default_rng(0))
+    server.allocate(list(cores), list(ways))
+    s.probing[:] = False
+    s.arrived_s[:] = server.now_s
+
+
+def _hist(s, i, values):
+    s.history[i] = deque(values, maxlen=5)
+
+
+def test_violation_gets_model_c_upsize_within_the_idle_pool():
+    server, s = _server(), _osml(q=prefer(3, 3))
+    _placed(s, server)
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.5 * qos[i]] * 5)
+    _hist(s, 1, [2.0 * qos[1]] * 5)  # img-dnn violating, not improving
+    s.decide(server)
+    assert s.decisions == ["upsize"] and server.cores.tolist() == [10, 13, 10] and server.ways[1] == 8
+
+
+def test_code_rule_waits_for_three_times_the_target():
+    server = _server()
+    for rule, acted in (("paper", True), ("code", False)):
+        s = _osml(q=prefer(3, 0), rule=rule)
+        _placed(s, server)
+        qos = server.qos_ms
+        for i in range(3):
+            _hist(s, i, [0.9 * qos[i]] * 5)
+        _hist(s, 0, [2.0 * qos[0]] * 5)  # 2x: a violation, below the code's 3x
+        s.decide(server)
+        assert ("upsize" in s.decisions) is acted, rule
+
+
+def test_improving_service_is_left_alone():
+    server, s = _server(), _osml(q=prefer(3, 3))
+    _placed(s, server)
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.9 * qos[i]] * 5)
+    _hist(s, 0, [4.0 * qos[0]] * 4 + [1.5 * qos[0]])  # latest well below the mean: improving
+    s.decide(server)
+    assert s.decisions == []
+
+
+def test_over_provisioned_service_is_downsized_and_reverted_on_violation():
+    server, s = _server(), _osml(q=prefer(-2, -1))
+    _placed(s, server)
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.9 * qos[i]] * 5)
+    _hist(s, 2, [0.3 * qos[2]] * 5)  # xapian far below target
+    s.decide(server)
+    assert s.decisions == ["downsize"] and server.cores[2] == 8 and server.ways[2] == 4
+    _hist(s, 2, [1.5 * qos[2]] * 5)  # the downsize broke QoS
+    s.decide(server)
+    assert s.decisions == ["downsize", "revert"] and server.cores[2] == 10 and server.ways[2] == 5
+
+
+def test_give_up_after_the_limit():
+    server, s = _server(), _osml(q=prefer(3, 3), give_up_s=5.0)
+    _placed(s, server)
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.9 * qos[i]] * 5)
+    _hist(s, 1, [2.0 * qos[1]] * 5)
+    s.arrived_s[1] = server.now_s - 6.0
+    s.decide(server)
+    assert "upsize" not in s.decisions
+
+
+def test_make_scheduler_builds_osml_and_refuses_bad_parameters(tmp_path):
+    assert isinstance(make_scheduler("osml:rule=code"), OSML)
+    with pytest.raises(InvalidConfigError, match="rule"):
+        make_scheduler("osml:rule=both")
+    with pytest.raises(InvalidConfigError, match="models"):
+        make_scheduler({"policy": "osml", "models": str(tmp_path)})
+
+
+def test_upsize_with_nothing_idle_takes_model_b_points_from_neighbours():
+    server, s = _server(), _osml(q=prefer(3, 0), bpoint=(0, 0, 2, 2, 0, 0))
+    _placed(s, server, cores=(12, 12, 12), ways=(7, 7, 6))
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.9 * qos[i]] * 5)
+    _hist(s, 1, [2.0 * qos[1]] * 5)
+    s.decide(server)
+    # 3 cores wanted, none idle: 2 from Moses (the first of equal B-Points), 1 from Xapian
+    assert s.decisions == ["upsize"] and server.cores.tolist() == [10, 15, 11] and server.ways.tolist() == [7, 7, 6]
