@@ -6,6 +6,7 @@ re-exports what users need. Configs are the plain dicts produced by
 """
 
 from dcgym.cpp_core._engine import (
+    AutoAgents,
     ColoSim,
     Distribution,
     FlowSim,
@@ -19,10 +20,12 @@ from dcgym.cpp_core._engine import (
     check_flow_config,
     check_multistage_config,
     check_rack_config,
+    flow_thresholds_from_action,
     flow_workloads,
     observe_flow_batch,
     rack_imbalance,
     rack_reward_costs,
+    step_auto_batch,
     step_colo_batch,
     step_flow_batch,
     step_rack_batch,
@@ -30,6 +33,7 @@ from dcgym.cpp_core._engine import (
 )
 
 __all__ = [
+    "AutoAgents",
     "ColoSim",
     "Distribution",
     "FlowSim",
@@ -43,10 +47,12 @@ __all__ = [
     "check_flow_config",
     "check_multistage_config",
     "check_rack_config",
+    "flow_thresholds_from_action",
     "flow_workloads",
     "observe_flow_batch",
     "rack_imbalance",
     "rack_reward_costs",
+    "step_auto_batch",
     "step_colo_batch",
     "step_flow_batch",
     "step_rack_batch",

@@ -54,6 +54,13 @@ FAMILIES: dict[str, Family] = {
         "dcgym.envs.colo.scenario:ColoScenario",
         {"colo_v0": "dcgym.envs.colo.colo_v0"},
     ),
+    "flow": Family(
+        "flow",
+        "datacenter flow scheduling: flows share links by strict priority and max-min fairness, MLFQ thresholds "
+        "and per-flow priority, rate cap and path (PIAS, AuTO)",
+        "dcgym.envs.flow.scenario:FlowScenario",
+        {"flow_v0": "dcgym.envs.flow.flow_v0"},
+    ),
 }
 """Every family, by name (the ``kind`` of its scenario files)."""
 

@@ -26,6 +26,16 @@ GYMNASIUM_IDS: dict[str, dict[str, object]] = {
     },
     "dcgym/RackDispatch-v0": {"entry_point": "dcgym.envs.rack.wrappers:RackDispatchEnv", "max_episode_steps": 1000},
     "dcgym/ColoCentral-v0": {"entry_point": "dcgym.envs.colo.wrappers:ColoCentralEnv", "max_episode_steps": 180},
+    "dcgym/FlowSrla-v0": {
+        "entry_point": "dcgym.envs.flow.wrappers:FlowSrlaEnv",
+        "vector_entry_point": "dcgym.envs.flow.vector:FlowSrlaVectorEnv",
+        "max_episode_steps": 1000,
+    },
+    "dcgym/FlowLrla-v0": {
+        "entry_point": "dcgym.envs.flow.wrappers:FlowLrlaEnv",
+        "vector_entry_point": "dcgym.envs.flow.vector:FlowLrlaVectorEnv",
+        "max_episode_steps": 1000,
+    },
 }
 """Every single-agent id with its (lazy) entry points and episode length (the environments' max_steps default)."""
 

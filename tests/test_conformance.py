@@ -56,6 +56,9 @@ SMALL_ENVS: dict[str, dict[str, Any]] = {
     # OSML case A's three services, 6 decisions of 1 s (10 engine ticks each): services start under-provisioned
     # and violate QoS, so rewards, masks and the sampled resizes all move; the episode truncates.
     "colo_v0": {"scenario": "osml_case_a", "max_steps": 6},
+    # AuTO's testbed at load 0.8, 5 intervals of 10 ms (about 95 flows arrive, half of them finish, a few become
+    # long): both agents observe flows and get rewards other than the neutral 1, and the episode truncates.
+    "flow_v0": {"scenario": "auto_websearch", "max_steps": 5},
 }
 """Keyword arguments making each versioned environment small: every one of known_envs() needs an entry."""
 
@@ -67,6 +70,9 @@ SMALL_GYMNASIUM: dict[str, dict[str, Any]] = {
     # colo_v0's small budget: 6 decisions of 1 s, enough for check_env's determinism checks and for two
     # autoresets of the vector form within 12 steps.
     "dcgym/ColoCentral-v0": {"scenario": "osml_case_a", "max_steps": 6},
+    # flow_v0's small budget: 5 intervals of 10 ms, flows finishing in each; two autoresets within 12 steps.
+    "dcgym/FlowSrla-v0": {"scenario": "auto_websearch", "max_steps": 5},
+    "dcgym/FlowLrla-v0": {"scenario": "auto_websearch", "max_steps": 5},
 }
 """Keyword arguments making each Gymnasium id small: every id of GYMNASIUM_IDS needs an entry."""
 
@@ -81,6 +87,9 @@ SMALL_FAMILIES: dict[str, dict[str, Any]] = {
     # QoS samples, enough for every scheduler to act and for the row's fractions to be measured, in well under a
     # second per run (the Oracle's search included).
     "colo": {"tasks": 12, "scenario": "osml_case_a"},
+    # 2000 web-search flows on one 1 Gbps link (every baseline runs there, LAS included), 10% warm-up, run to
+    # completion: about 50 measured large flows, so every bucket's mean holds a number, at a few ms per run.
+    "flow": {"tasks": 2000, "scenario": "single_link_websearch"},
 }
 """Per family: the units of work of a tiny evaluation and the small scenario its baselines run on."""
 

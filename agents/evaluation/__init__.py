@@ -4,7 +4,7 @@
 |---|---|
 | ``core`` | :func:`evaluate`: policies x loads x seeds on one scenario, checked before any run |
 | ``family`` | what a family declares (jobs, row model, metrics, table, plots) and the registry of families |
-| ``rack``, ``lb``, ``colo`` | the families' evaluations |
+| ``rack``, ``lb``, ``colo``, ``flow`` | the families' evaluations |
 | ``runner`` | running the jobs serially or on Ray, with progress |
 | ``document`` | the results document, its CSV tables and files |
 | ``stats``, ``plots`` | confidence intervals and merged histograms; the plots |

@@ -171,6 +171,7 @@ FAMILIES: dict[str, str] = {
     "rack": "dcgym.agents.evaluation.rack:RackEvaluation",
     "lb": "dcgym.agents.evaluation.lb:LbEvaluation",
     "colo": "dcgym.agents.evaluation.colo:ColoEvaluation",
+    "flow": "dcgym.agents.evaluation.flow:FlowEvaluation",
 }
 """The evaluation of each family: ``module:class``, imported when first needed."""
 

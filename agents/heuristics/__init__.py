@@ -5,6 +5,7 @@
 | rack | :mod:`dcgym.agents.heuristics.rack` | the rack engine's dispatch policies (RAND, RR, power-of-d, JSQ, JBT, ...) |
 | lb | :mod:`dcgym.agents.heuristics.lb` | the multi-LB engine's balancer policies (ECMP, WCMP, LSQ, SED, Oracle) |
 | colo | :mod:`dcgym.agents.heuristics.colo` | schedulers of one server (Unmanaged, equal split, PARTIES, CLITE, Oracle) |
+| flow | :mod:`dcgym.agents.heuristics.flow` | the flow engine's scheduling policies (fair, QSJF, QLAS, PIAS, LAS, SRPT) and PIAS's threshold optimizer |
 
 Each module has ``BASELINES``: the policy specs the family's leaderboard and
 ``evaluate.py --list policies`` show, by name, with a one-line summary. The
@@ -43,6 +44,7 @@ FAMILY_MODULES: dict[str, str] = {
     "rack": "dcgym.agents.heuristics.rack",
     "lb": "dcgym.agents.heuristics.lb",
     "colo": "dcgym.agents.heuristics.colo",
+    "flow": "dcgym.agents.heuristics.flow",
 }
 """The heuristics module of each family."""
 

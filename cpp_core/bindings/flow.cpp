@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "convert.hpp"
+#include "dcgym/flow/auto_agents.hpp"
 #include "dcgym/flow/flow_sim.hpp"
 
 namespace py = pybind11;
@@ -149,8 +151,8 @@ std::vector<double> ParseThresholds(const py::dict& d, const std::string& f) {
 
 fl::FlowConfig ParseFlowConfig(const py::dict& d) {
   OnlyKeys(d, "config",
-           {"topology", "scheduling", "workload", "base_rtt_us", "seed", "warmup_flows", "long_flow_bytes",
-            "observation", "solver", "record_flows"});
+           {"topology", "scheduling", "workload", "base_rtt_us", "seed", "warmup_flows", "measure_flows",
+            "long_flow_bytes", "observation", "solver", "record_flows"});
   fl::FlowConfig c;
   c.topology = ParseTopology(Sub(d, "topology", ""));
 
@@ -242,6 +244,9 @@ fl::FlowConfig ParseFlowConfig(const py::dict& d) {
   const int64_t warmup = Opt<int64_t>(d, "warmup_flows", "", 0);
   if (warmup < 0) throw std::invalid_argument("warmup_flows: must be >= 0, got " + std::to_string(warmup));
   c.warmup_flows = static_cast<uint64_t>(warmup);
+  const int64_t measure = Opt<int64_t>(d, "measure_flows", "", 0);
+  if (measure < 0) throw std::invalid_argument("measure_flows: must be >= 0, got " + std::to_string(measure));
+  c.measure_flows = static_cast<uint64_t>(measure);
   c.long_flow_bytes = Opt<double>(d, "long_flow_bytes", "", 0.0);
   const auto o = Sub(d, "observation", "");
   OnlyKeys(o, "observation", {"short_finished", "long_active", "long_finished"});
@@ -298,8 +303,8 @@ py::array_t<T> View(std::vector<T>& v, py::ssize_t rows, py::ssize_t cols, py::h
                         v.data(), owner);
 }
 
-template <typename T>
-T* Checked(py::array_t<T, py::array::c_style>& a, std::vector<py::ssize_t> shape, const char* name) {
+template <typename T, int Flags>
+T* Checked(py::array_t<T, Flags>& a, std::vector<py::ssize_t> shape, const char* name) {
   bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
   for (size_t i = 0; ok && i < shape.size(); ++i) ok = a.shape(i) == shape[i];
   if (!ok) {
@@ -328,6 +333,10 @@ py::dict Results(const fl::FlowSim& s) {
   r["flows_completed"] = c.completed;
   r["flows_active"] = s.NumActive();
   r["flows_measured"] = c.measured;
+  // Measured arrivals (past the warm-up, within measure_flows) not completed yet.
+  const uint64_t warm = s.Config().warmup_flows, window = s.Config().measure_flows;
+  const uint64_t arrived = c.arrived > warm ? c.arrived - warm : 0;
+  r["flows_measured_pending"] = (window ? std::min(arrived, window) : arrived) - c.measured;
   r["long_flows_active"] = s.NumLongActive();
   r["events"] = c.events;
   r["sim_time_s"] = s.Now();
@@ -581,6 +590,22 @@ void BindFlow(py::module_& m) {
           "Counters, FCT (with and without the base RTT) and slowdown summaries overall and per size bucket, "
           "time averages since the warm-up.")
       .def(
+          "histogram",
+          [](const PyFlowSim& s, const std::string& what, const std::string& bucket) {
+            static const char* kBuckets[] = {"all", "small", "medium", "large"};
+            uint32_t k = 0;
+            while (k < fl::kNumBuckets && bucket != kBuckets[k]) ++k;
+            if (k == fl::kNumBuckets)
+              throw std::invalid_argument("bucket: one of all, small, medium, large, got '" + bucket + "'");
+            const auto b = static_cast<fl::Bucket>(k);
+            if (what == "fct_fluid_us") return b::HistogramArrays(s.sim.Histograms().Fct(b));
+            if (what == "slowdown") return b::HistogramArrays(s.sim.Histograms().Slowdown(b));
+            throw std::invalid_argument("what: one of fct_fluid_us, slowdown, got '" + what + "'");
+          },
+          py::arg("what") = "fct_fluid_us", py::arg("bucket") = "all",
+          "(lower bucket edges, counts) of the measured flows' fluid FCTs in microseconds (base RTT not "
+          "included) or slowdowns, overall or in one size bucket.")
+      .def(
           "records", [](const PyFlowSim& s) { return b::Records(s.sim); },
           "Every completed flow as numpy arrays (config record_flows only).")
       .def_property_readonly("now_s", [](const PyFlowSim& s) { return s.sim.Now(); })
@@ -623,6 +648,142 @@ void BindFlow(py::module_& m) {
       py::arg("sims"), py::arg("seconds"), py::arg("threads") = 1,
       "step_interval(seconds) on every simulation in one call, the GIL released; each simulation runs on one "
       "thread, so results do not depend on `threads`.");
+
+  using F32 = py::array_t<float, py::array::c_style>;
+  using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
+  using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+  m.def(
+      "flow_thresholds_from_action",
+      [](F64 action, double lo_bytes, double hi_bytes) {
+        if (action.ndim() != 1) throw std::invalid_argument("action: must be 1-D (levels - 1 numbers in [-1, 1])");
+        fl::AutoSpec spec;
+        spec.threshold_lo_bytes = lo_bytes;
+        spec.threshold_hi_bytes = hi_bytes;
+        spec.cap_fractions = {1.0};
+        spec.srla_reward_cap = spec.lrla_reward_cap = 1.0;
+        spec.Validate();
+        py::array_t<double> out(action.size());
+        fl::ThresholdsFromAction(action.data(), static_cast<uint32_t>(action.size()), lo_bytes, hi_bytes,
+                                 out.mutable_data());
+        return out;
+      },
+      py::arg("action"), py::arg("lo_bytes"), py::arg("hi_bytes"),
+      "sRLA's map (flow/auto_agents.hpp): K - 1 numbers in [-1, 1] (clipped) to K - 1 non-decreasing thresholds in "
+      "bytes in [lo_bytes, hi_bytes], cumulative in log bytes.");
+
+  py::class_<fl::AutoAgents>(m, "AutoAgents",
+                             "AuTO's two agents on a FlowSim (flow/auto_agents.hpp): scaled observations, the "
+                             "maps of sRLA's thresholds and lRLA's per-flow choices, and the ratio rewards.")
+      .def(py::init([](const PyFlowSim& s, double lo, double hi, std::vector<double> caps, double srla_cap,
+                       double lrla_cap) {
+             fl::AutoSpec spec;
+             spec.threshold_lo_bytes = lo;
+             spec.threshold_hi_bytes = hi;
+             spec.cap_fractions = std::move(caps);
+             spec.srla_reward_cap = srla_cap;
+             spec.lrla_reward_cap = lrla_cap;
+             return std::make_unique<fl::AutoAgents>(s.sim, spec);
+           }),
+           py::arg("sim"), py::arg("threshold_lo_bytes"), py::arg("threshold_hi_bytes"), py::arg("cap_fractions"),
+           py::arg("srla_reward_cap"), py::arg("lrla_reward_cap"))
+      .def_property_readonly("srla_actions", &fl::AutoAgents::SrlaActions)
+      .def_property_readonly("srla_observations", &fl::AutoAgents::SrlaObservations)
+      .def_property_readonly("lrla_flows", &fl::AutoAgents::LrlaFlows)
+      .def_property_readonly("lrla_observations", &fl::AutoAgents::LrlaObservations)
+      .def_property_readonly("levels", &fl::AutoAgents::Levels)
+      .def_property_readonly("caps", &fl::AutoAgents::Caps)
+      .def_property_readonly("paths", &fl::AutoAgents::Paths)
+      .def_property_readonly(
+          "flows",
+          [](const fl::AutoAgents& a) {
+            const auto& f = a.Flows();
+            py::array_t<int64_t> out(static_cast<py::ssize_t>(f.size()));
+            std::copy(f.begin(), f.end(), out.mutable_data());
+            return out;
+          },
+          "Handles of the long flows the last observation listed (-1: none): the targets of lRLA's next action.")
+      .def("reset", &fl::AutoAgents::Reset, "Forget the last means (a new episode) and the listed flows.")
+      .def(
+          "check_lrla",
+          [](const fl::AutoAgents& a, I64 choices) {
+            b::Checked(choices, {a.LrlaFlows(), fl::kLrlaChoices}, "lrla");
+            a.CheckLrla(choices.data());
+          },
+          py::arg("choices"), "Raise ValueError naming the first index out of range.")
+      .def(
+          "observe",
+          [](fl::AutoAgents& a, const PyFlowSim& s, F32 srla_obs, F32 lrla_obs) {
+            float* so = b::Checked(srla_obs, {a.SrlaObservations()}, "srla_obs");
+            float* lo = b::Checked(lrla_obs, {a.LrlaObservations()}, "lrla_obs");
+            a.Observe(s.sim, so, lo);
+          },
+          py::arg("sim"), py::arg("srla_obs"), py::arg("lrla_obs"),
+          "Write both scaled observations (float32) and remember the long flows listed.")
+      .def(
+          "step",
+          [](fl::AutoAgents& a, PyFlowSim& s, std::optional<F64> srla, std::optional<I64> lrla, double seconds,
+             F32 srla_obs, F32 lrla_obs, py::array_t<double, py::array::c_style> rewards) {
+            if (!(seconds > 0) || !std::isfinite(seconds))
+              throw std::invalid_argument("seconds: must be a positive finite number, got " + std::to_string(seconds));
+            const double* sa = nullptr;
+            const int64_t* la = nullptr;
+            if (srla) {
+              if (srla->ndim() != 1 || srla->size() != a.SrlaActions())
+                throw std::invalid_argument("srla: must have shape (" + std::to_string(a.SrlaActions()) + ",)");
+              sa = srla->data();
+            }
+            if (lrla) la = b::Checked(*lrla, {a.LrlaFlows(), fl::kLrlaChoices}, "lrla");
+            float* so = b::Checked(srla_obs, {a.SrlaObservations()}, "srla_obs");
+            float* lo = b::Checked(lrla_obs, {a.LrlaObservations()}, "lrla_obs");
+            double* r = b::Checked(rewards, {2}, "rewards");
+            py::gil_scoped_release release;
+            a.Step(s.sim, sa, la, seconds, so, lo, r);
+          },
+          py::arg("sim"), py::arg("srla"), py::arg("lrla"), py::arg("seconds"), py::arg("srla_obs"),
+          py::arg("lrla_obs"), py::arg("rewards"),
+          "Apply the actions (None: that agent does not act), run one interval, write the observations and the "
+          "rewards (sRLA, lRLA). Releases the GIL.");
+
+  m.def(
+      "step_auto_batch",
+      [](const std::vector<PyFlowSim*>& sims, const std::vector<fl::AutoAgents*>& agents, std::optional<F64> srla,
+         std::optional<I64> lrla, double seconds, F32 srla_obs, F32 lrla_obs,
+         py::array_t<double, py::array::c_style> rewards, int64_t threads) {
+        if (!(seconds > 0) || !std::isfinite(seconds))
+          throw std::invalid_argument("seconds: must be a positive finite number, got " + std::to_string(seconds));
+        if (threads < 1) throw std::invalid_argument("threads: must be >= 1, got " + std::to_string(threads));
+        if (sims.size() != agents.size() || sims.empty())
+          throw std::invalid_argument("agents: one per simulation, at least one");
+        const auto n = static_cast<py::ssize_t>(sims.size());
+        const fl::AutoAgents& a0 = *agents[0];
+        std::vector<fl::FlowSim*> raw;
+        for (size_t i = 0; i < sims.size(); ++i) {
+          if (sims[i] == nullptr || agents[i] == nullptr)
+            throw std::invalid_argument("sims[" + std::to_string(i) + "]: None");
+          for (size_t j = 0; j < i; ++j)
+            if (sims[j] == sims[i] || agents[j] == agents[i])
+              throw std::invalid_argument("sims[" + std::to_string(i) + "]: the same as sims[" + std::to_string(j) +
+                                          "]");
+          const fl::AutoAgents& ai = *agents[i];
+          if (ai.SrlaActions() != a0.SrlaActions() || ai.SrlaObservations() != a0.SrlaObservations() ||
+              ai.LrlaObservations() != a0.LrlaObservations())
+            throw std::invalid_argument("agents[" + std::to_string(i) + "]: sizes differ from agents[0]");
+          raw.push_back(&sims[i]->sim);
+        }
+        const double* sa = nullptr;
+        const int64_t* la = nullptr;
+        if (srla) sa = b::Checked(*srla, {n, a0.SrlaActions()}, "srla");
+        if (lrla) la = b::Checked(*lrla, {n, a0.LrlaFlows(), fl::kLrlaChoices}, "lrla");
+        float* so = b::Checked(srla_obs, {n, a0.SrlaObservations()}, "srla_obs");
+        float* lo = b::Checked(lrla_obs, {n, a0.LrlaObservations()}, "lrla_obs");
+        double* r = b::Checked(rewards, {n, 2}, "rewards");
+        py::gil_scoped_release release;
+        fl::StepAutoBatch(raw, agents, sa, la, seconds, so, lo, r, static_cast<uint32_t>(threads));
+      },
+      py::arg("sims"), py::arg("agents"), py::arg("srla"), py::arg("lrla"), py::arg("seconds"), py::arg("srla_obs"),
+      py::arg("lrla_obs"), py::arg("rewards"), py::arg("threads") = 1,
+      "AutoAgents.step on every (simulation, agents) pair in one call, arrays stacked on a leading axis; the GIL "
+      "released; results do not depend on `threads`.");
 
   m.def(
       "observe_flow_batch",

@@ -236,7 +236,8 @@ void FlowSim::Complete(uint32_t f) {
   const double reported = fct + base_rtt_s_;
   ++counters_.completed;
   counters_.bytes_completed += fl.size;
-  if (fl.index >= config_.warmup_flows) {
+  if (fl.index >= config_.warmup_flows &&
+      (config_.measure_flows == 0 || fl.index - config_.warmup_flows < config_.measure_flows)) {
     ++counters_.measured;
     counters_.measured_bytes += fl.size;
     hist_.Record(fl.size, fct, reported / (fl.ideal + base_rtt_s_));

@@ -104,6 +104,7 @@ struct FlowConfig {
   double base_rtt_us = 0;  // added to every FCT (reported beside the fluid FCT)
   uint64_t seed = 1;
   uint64_t warmup_flows = 0;   // the first arrivals are left out of the statistics
+  uint64_t measure_flows = 0;  // then this many arrivals are measured (0: every later one)
   double long_flow_bytes = 0;  // 0: the last threshold (mlfq), else 1 MiB
   ObservationConfig observation;
   bool incremental = true;    // false: the solver recomputes everything at every event

@@ -51,7 +51,7 @@ struct FctHistograms {
 struct Counters {
   uint64_t arrived = 0;
   uint64_t completed = 0;
-  uint64_t measured = 0;  // completed and past the warm-up
+  uint64_t measured = 0;  // completed, past the warm-up and within the measured arrivals
   uint64_t events = 0;    // arrivals, marks (completions, demotions, long), load changes
   double bytes_arrived = 0, bytes_completed = 0;
   double measured_bytes = 0;  // of measured completions
