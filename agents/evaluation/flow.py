@@ -241,8 +241,18 @@ def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
     spaces = {a: env.action_space(a) for a in env.possible_agents}
     state = {"obs": observations}
 
+    trained = set(policy.agent_to_module)
+
     def step() -> None:
-        state["obs"], *_ = env.step(policy.act(state["obs"], spaces))
+        if trained >= set(env.possible_agents):
+            state["obs"], *_ = env.step(policy.act(state["obs"], spaces))
+            return
+        # one of AuTO's agents trained alone: the other held by the environment's rules, as in training
+        acts = policy.act({a: o for a, o in state["obs"].items() if a in trained}, spaces)
+        srla = env.game.check_srla(acts["srla"])[None] if "srla" in acts else None
+        lrla = env.game.check_lrla(acts["lrla"])[None] if "lrla" in acts else None
+        obs, _, _ = env.game.step(srla, lrla, [0])
+        state["obs"] = {a: obs[a][0] for a in env.possible_agents}
 
     left = measure(env.sim, job.tasks, job.warmup, step=step)
     out = row(job.policy, job.load, job.seed, env.sim, job.warmup, left, time.perf_counter() - start)

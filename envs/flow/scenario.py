@@ -244,6 +244,10 @@ class FlowScenario(ScenarioBase):
 
     # ------------------------------------------------------------------ policies
 
+    def check_policy(self, spec: str | Mapping[str, Any] | FlowPolicy) -> None:
+        """Raise InvalidConfigError if ``spec`` cannot run on this scenario (as :meth:`policy`)."""
+        self.policy(spec)
+
     def policy(self, spec: str | Mapping[str, Any] | FlowPolicy | None = None) -> FlowPolicy:
         """A policy as it runs on this scenario (``spec`` None: the scenario's own), checked against it.
 
