@@ -175,6 +175,26 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
         family_of("flow").row_model.model_validate(r)
         assert r["load"] == 0.8 and r["flows_completed"] > 0
 
+    # exported (the increasing or multi_categorical head) and evaluated from the file like a heuristic
+    policy_file = tmp_path / f"{agent}.dcpol"
+    proc = subprocess.run(
+        [sys.executable, "-m", "dcgym.export", str(run), "--out", str(policy_file)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "from_file"
+    proc = evaluate(
+        "--scenario", "auto_websearch", "--policy", str(policy_file), "--policy", str(run), "--loads", "0.8",
+        "--tasks", "300", "--workers", "0", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["policy"]: r for r in json.loads((out / "results.json").read_text())["results"]}
+    from_file, trained = rows[f"{agent} (file)"], rows[f"{algorithm} (trained)"]
+    assert from_file["flows_completed"] == trained["flows_completed"]
+
 
 @pytest.mark.parametrize(
     "algorithm",
