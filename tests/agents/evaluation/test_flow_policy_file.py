@@ -94,3 +94,40 @@ def test_policy_file_run_equals_python_stepping_with_the_same_network(tmp_path, 
     from dcgym.cpp_core import RuntimePolicy
 
     _same(from_file, _python_run(agent, decide, RuntimePolicy.from_file(str(path))), exact=agent == "lrla")
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        ("zoo:malcolm_homog_exp", 'error: policy: got "zoo:malcolm_homog_exp"; allowed: an AuTO agent exported with'),
+        ("no/such.dcpol", 'error: policy: got "no/such.dcpol"; allowed: an existing policy file'),
+    ],
+)
+def test_a_policy_file_that_is_not_an_auto_agent_exits_2_with_one_line(tmp_path, policy, message):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(root / "evaluate.py"),
+            "--scenario",
+            "auto_websearch",
+            "--policy",
+            policy,
+            "--tasks",
+            "100",
+        ]
+        + ["--workers", "0", "--out", str(tmp_path)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+    )
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(message), line
