@@ -20,7 +20,10 @@ rates use the thread's CPU time (time.thread_time), which other processes
 sharing the core do not inflate, best of --repeats. Also: flow_v0's steps
 per second at 10 ms decision intervals on AuTO's testbed (target >= 5 K), alone
 and as 8 vector copies, each as a ratio to 10 ms intervals of the bare engine
-(step_flow_batch + observe(), no agents, no Python per step) in the same run;
+(step_flow_batch + observe(), no agents, no Python per step) in the same run,
+and 10 ms intervals with an exported sRLA of the paper's size deciding the
+thresholds every interval through the C++ runtime (as ``evaluate.py --policy
+FILE.dcpol`` runs it), as a ratio to the same reference;
 and the process's peak RSS before and after 5 x 10^6 more single-link flows
 (memory flat in flows simulated).
 
@@ -196,6 +199,42 @@ def machine() -> dict:
     }
 
 
+def timed_policy_file_steps(steps: int, repeats: int) -> float:
+    """10 ms intervals per CPU second of flow_v0's engine on AuTO's testbed at load 0.8 with an exported sRLA at
+    the paper's size (600-600, random weights; the increasing head) deciding the thresholds every interval
+    through the C++ runtime, as evaluate.py --policy FILE.dcpol runs it (lRLA held by the rules)."""
+    import types
+
+    import torch
+
+    from dcgym.agents.export.auto_policies import srla_policy
+    from dcgym.agents.export.format import to_bytes
+    from dcgym.cpp_core import RuntimePolicy
+    from dcgym.envs.flow.flow_v0 import parallel_env
+
+    env = parallel_env(scenario="auto_websearch", load=0.8, max_steps=10**9, warmup_s=1.0)
+    n_obs, k = int(np.prod(env.observation_space("srla").shape)), env.action_space("srla").shape[0]
+    torch.manual_seed(0)
+    actor = torch.nn.Sequential(
+        torch.nn.Linear(n_obs, 600), torch.nn.ReLU(), torch.nn.Linear(600, 600), torch.nn.ReLU(),
+        torch.nn.Linear(600, k), torch.nn.Tanh(),
+    )  # fmt: skip
+    policy = RuntimePolicy.from_bytes(
+        to_bytes(srla_policy(types.SimpleNamespace(actor=actor, num_obs=n_obs), env.game.config.threshold_range_bytes))
+    )
+    best = None
+    for _ in range(repeats):
+        obs, _ = env.reset(seed=1)
+        state = obs["srla"]
+        cpu = time.thread_time()
+        for _ in range(steps):
+            env.sim.set_thresholds([float(t) for t in policy.act(state)])
+            state = env.game.step(None, None, [0])[0]["srla"][0]
+        cpu = time.thread_time() - cpu
+        best = cpu if best is None else min(best, cpu)
+    return steps / best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a tenth of the flows, one repeat")
@@ -241,13 +280,16 @@ def main() -> None:
     steps = timed_steps(CASES["auto"][1], n, repeats)
     env_steps = timed_env_steps(n, repeats)
     vec_steps = timed_env_steps(max(20, n // 8), repeats, copies=8)
+    file_steps = timed_policy_file_steps(n, repeats)
     verdict = "met" if env_steps >= 5000 else "MISSED"
     console.print(
         f"AuTO's testbed (load 0.8, 10 ms intervals), per CPU second:\n"
         f"  reference: step_flow_batch + observe() (engine only, PIAS's 8 levels): {steps:,.0f} intervals\n"
         f"  flow_v0 (4 levels, both agents act, observations, rewards, infos): {env_steps:,.0f} steps "
         f"= {env_steps / steps:.2f}x the reference; target >= 5,000: {verdict}\n"
-        f"  FlowVectorEnv, 8 copies in one engine call: {vec_steps:,.0f} copy-steps = {vec_steps / steps:.2f}x"
+        f"  FlowVectorEnv, 8 copies in one engine call: {vec_steps:,.0f} copy-steps = {vec_steps / steps:.2f}x\n"
+        f"  an exported sRLA (600-600) deciding every interval in the C++ runtime (evaluate.py --policy FILE): "
+        f"{file_steps:,.0f} intervals = {file_steps / steps:.2f}x the reference"
     )
     mem = memory(CASES["single"][1], int(5_000_000 * scale))
     console.print(
@@ -258,6 +300,7 @@ def main() -> None:
     out["steps_per_s"] = steps
     out["flow_v0_steps_per_s"] = env_steps
     out["flow_v0_vector8_steps_per_s"] = vec_steps
+    out["srla_file_intervals_per_s"] = file_steps
     out["memory"] = mem
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

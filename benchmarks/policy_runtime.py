@@ -30,8 +30,17 @@ RackController running the linear policy vs RackSim with fixed tables over
 the same simulated tasks (tasks per CPU second, best of 3), and RackController
 with a random policy and learning online.
 
+Then AuTO's two networks (SIGCOMM 2018 §5.2; §6.3: the central system
+answers within 10 ms): sRLA's actor (700 inputs, 600-600, 3 thresholds
+through the ``increasing`` head) and lRLA's policy (136 inputs, 10 x 300,
+11 flows x (4 + 4 + 3) choices through the ``multi_categorical`` head), one
+decision each, exported policy file in the C++ runtime (``RuntimePolicy.act``,
+the Python call included) against the same torch module (``torch.no_grad``,
+one thread).
+
     python benchmarks/policy_runtime.py            # about a minute
     python benchmarks/policy_runtime.py --quick    # smoke run
+    python benchmarks/policy_runtime.py --auto-only --quick   # AuTO's networks only
 """
 
 from __future__ import annotations
@@ -155,11 +164,55 @@ def in_engine_overhead(heartbeats: int, repeats: int) -> dict[str, float]:
     return rates
 
 
+def auto_decision_us(repeats: int) -> dict[str, tuple[float, float]]:
+    """us per decision of AuTO's sRLA and lRLA networks: (C++ runtime, PyTorch), best of 5 trials each."""
+    import gymnasium as gym
+    from ray.rllib.core.columns import Columns
+
+    from dcgym.agents.auto import DDPGConfig, DDPGRLModule, PGConfig, PGRLModule
+    from dcgym.agents.export.auto_policies import lrla_policy, srla_policy
+    from dcgym.agents.export.format import to_bytes
+
+    torch.manual_seed(0)
+    srla = DDPGRLModule(
+        observation_space=gym.spaces.Box(0.0, 1.0, (700,), np.float32),
+        action_space=gym.spaces.Box(-1.0, 1.0, (3,), np.float32),
+        inference_only=True,
+        model_config=DDPGConfig()._model_config_auto_includes,
+    )
+    lrla = PGRLModule(
+        observation_space=gym.spaces.Box(0.0, 1.0, (136,), np.float32),
+        action_space=gym.spaces.MultiDiscrete([4, 4, 3] * 11),
+        model_config=PGConfig()._model_config_auto_includes,
+    )
+    out = {}
+    for name, module, policy, torch_call in (
+        ("sRLA 700-600-600-3", srla, srla_policy(srla, (1460.0, 1460.0 * 65536)), "actor"),
+        ("lRLA 136-10x300-121", lrla, lrla_policy(lrla), "greedy"),
+    ):
+        runtime = _engine.RuntimePolicy.from_bytes(to_bytes(policy))
+        obs = np.random.default_rng(1).random(policy.num_inputs, dtype=np.float32)
+        x = torch.as_tensor(obs[None])
+
+        def torch_decision(module=module, x=x, how=torch_call):
+            with torch.no_grad():
+                if how == "actor":
+                    return module.forward_inference({Columns.OBS: x})[Columns.ACTION_DIST_INPUTS]
+                return module.greedy(x)
+
+        out[name] = (_best_us(lambda r=runtime, o=obs: r.act(o), repeats), _best_us(torch_decision, repeats))
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="few repetitions (smoke run)")
+    parser.add_argument("--auto-only", action="store_true", help="only AuTO's networks")
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.auto_only:
+        _print_auto(20 if args.quick else 300)
+        return
     reps = 200 if args.quick else 4000
     torch_reps = 20 if args.quick else 300
     print(
@@ -195,6 +248,13 @@ def main() -> None:
     base = rates["RackSim, uniform tables"]
     for name, rate in rates.items():
         print(f"  {name:26s} {rate / 1e6:6.2f} M tasks/s   cost over fixed tables {base / rate - 1:+6.1%}")
+    _print_auto(20 if args.quick else 300)
+
+
+def _print_auto(repeats: int) -> None:
+    print("\nAuTO's networks, us per decision (best of 5; ratio = PyTorch / C++; §6.3's budget: 10 ms)")
+    for name, (cpp, torch_us) in auto_decision_us(repeats).items():
+        print(f"  {name:22s} C++ runtime {cpp:9.1f}   PyTorch {torch_us:9.1f}   ratio {torch_us / cpp:5.1f}")
 
 
 def _cpu_model() -> str:

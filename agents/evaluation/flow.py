@@ -15,9 +15,13 @@ measured large flows, are left out (:data:`CENSORED_ABOVE`).
 
 A heuristic (``fair``, ``qsjf``, ``qlas``, ``pias``, ``las``, ``srpt``, with
 parameters: docs/flow.md) runs in :class:`dcgym.cpp_core.FlowSim` directly; a
-trained flow_v0 policy runs through the environment, acting every interval.
-Policy files are refused for now: AuTO's exported agents will run in the
-engine.
+trained flow_v0 policy runs through the environment, acting every interval
+(a checkpoint of one of AuTO's agents acts for that agent only, the other
+held by the environment's rules, as in its training). A policy file of one
+exported AuTO agent (FILE.dcpol: sRLA with the ``increasing`` head, lRLA
+with ``multi_categorical``) runs on flow_v0's engine with the C++ runtime
+deciding every interval (:class:`FlowFileJob`); the loop over the intervals
+is still Python's.
 
 Rows (:class:`FlowRow`) hold FCTs in milliseconds (base RTT included),
 overall and per size bucket (small <= 100 KB, medium <= 10 MB, large above;
@@ -49,6 +53,7 @@ __all__ = [
     "DRAIN_FACTOR",
     "WARMUP_FRACTION",
     "FlowEvaluation",
+    "FlowFileJob",
     "FlowJob",
     "FlowRow",
     "expected_arrivals",
@@ -241,12 +246,94 @@ def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
     spaces = {a: env.action_space(a) for a in env.possible_agents}
     state = {"obs": observations}
 
+    trained = set(policy.agent_to_module)
+
     def step() -> None:
-        state["obs"], *_ = env.step(policy.act(state["obs"], spaces))
+        if trained >= set(env.possible_agents):
+            state["obs"], *_ = env.step(policy.act(state["obs"], spaces))
+            return
+        # one of AuTO's agents trained alone: the other held by the environment's rules, as in training
+        acts = policy.act({a: o for a, o in state["obs"].items() if a in trained}, spaces)
+        srla = env.game.check_srla(acts["srla"])[None] if "srla" in acts else None
+        lrla = env.game.check_lrla(acts["lrla"])[None] if "lrla" in acts else None
+        obs, _, _ = env.game.step(srla, lrla, [0])
+        state["obs"] = {a: obs[a][0] for a in env.possible_agents}
 
     left = measure(env.sim, job.tasks, job.warmup, step=step)
     out = row(job.policy, job.load, job.seed, env.sim, job.warmup, left, time.perf_counter() - start)
     return {"result": out, "histogram": histogram(env.sim), "timeline": None}
+
+
+def _auto_policy_file(spec: Any, scenario_spec: Any, load: float) -> tuple[Path, str, str]:
+    """An exported AuTO agent (agents/export/auto_policies.py): its path, label and agent (``srla`` for the
+    ``increasing`` head, ``lrla`` for ``multi_categorical``), checked against flow_v0's observation size."""
+    from dcgym.agents.export.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
+    from dcgym.agents.training.algorithms import make_env
+    from dcgym.cpp_core import RuntimePolicy
+
+    where = str(spec.given)
+    path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
+    if not path.is_file():
+        raise InvalidConfigError("policy", where, "an existing policy file (FILE.dcpol or zoo:NAME)")
+    try:
+        policy = RuntimePolicy.from_file(str(path))
+    except ValueError as exc:
+        raise InvalidConfigError("policy", where, f"a valid policy file ({exc})") from None
+    head = policy.head if policy.kind == "mlp" else None
+    agent = {"increasing": "srla", "multi_categorical": "lrla"}.get(head or "")
+    if agent is None:
+        raise InvalidConfigError(
+            "policy",
+            where,
+            f"an AuTO agent exported with the increasing or multi_categorical head, not {head or policy.kind}",
+        )
+    env = make_env("flow_v0", {"scenario": str(scenario_spec), "load": load})
+    size = int(np.prod(env.observation_space(agent).shape))
+    if policy.num_inputs != size:
+        raise InvalidConfigError(
+            "policy", where, f"an {agent} policy for {size} observations on this scenario; it takes {policy.num_inputs}"
+        )
+    stem = where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX)
+    return path, f"{stem} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})", agent
+
+
+@dataclass(frozen=True)
+class FlowFileJob:
+    """One run of an exported AuTO agent (sRLA's thresholds or lRLA's choices) on flow_v0's engine, deciding
+    every interval through the C++ runtime; the other agent is held by the environment's rules."""
+
+    policy: str
+    load: float
+    seed: int
+    env_config: dict[str, Any]
+    path: str
+    agent: str
+    flows: int
+    warmup: int
+
+    def run(self) -> dict[str, Any]:
+        from dcgym.agents.training.algorithms import make_env
+        from dcgym.cpp_core import RuntimePolicy
+
+        start = time.perf_counter()
+        policy = RuntimePolicy.from_file(self.path)
+        env = make_env("flow_v0", {**self.env_config, "max_steps": 2**62, "warmup_s": 0.0})
+        env.game.scenario = _Measured(env.game.scenario, self.warmup, self.flows)
+        observations, _ = env.reset(seed=self.seed)
+        state = {"obs": observations[self.agent]}
+
+        def step() -> None:
+            decided = np.asarray(policy.act(np.asarray(state["obs"], np.float32)))
+            if self.agent == "srla":  # the increasing head gives the thresholds in bytes, as flow_v0 maps them
+                env.sim.set_thresholds([float(t) for t in decided])
+                obs, _, _ = env.game.step(None, None, [0])
+            else:
+                obs, _, _ = env.game.step(None, env.game.check_lrla(decided.astype(np.int64))[None], [0])
+            state["obs"] = obs[self.agent][0]
+
+        left = measure(env.sim, self.flows, self.warmup, step=step)
+        out = row(self.policy, self.load, self.seed, env.sim, self.warmup, left, time.perf_counter() - start)
+        return {"result": out, "histogram": histogram(env.sim), "timeline": None}
 
 
 # ------------------------------------------------------------------ scenarios that change over time
@@ -362,11 +449,12 @@ class FlowEvaluation(EvaluationFamily):
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.POLICY_FILE:
-                raise self.refuse(
-                    spec,
-                    "a heuristic or a flow_v0 checkpoint: policy files do not run on flow scenarios yet (AuTO's "
-                    "exported agents will run inside the engine)",
-                )
+                path, label, agent = _auto_policy_file(spec, scenario_spec, loads[0])
+                for load in loads:
+                    for s in seeds:
+                        env_config = {"scenario": str(scenario_spec), "load": load}
+                        jobs.append(FlowFileJob(label, load, s, env_config, str(path), agent, work, warmup))
+                continue
             if spec.source is Source.CHECKPOINT:
                 jobs += checkpoint_jobs(
                     spec.given,

@@ -13,6 +13,9 @@ environment:
   ``x = clip(load * scale * load_scale, 0, obs_clip * load_scale)``. The
   environment's ``max_logit`` is kept: rack_v0 centres and clips each half
   of the logits before its softmax, and so does the runtime.
+- AuTO's sRLA (``auto_srla``) -> an ``mlp`` file with the ``increasing`` head
+  (thresholds in bytes), lRLA (``auto_lrla``) -> ``multi_categorical``
+  (:mod:`.auto_policies`);
 - RLlib's default PPO and SAC torch modules -> an ``mlp`` file: the actor's
   layers (encoder, then pi head) and the deterministic action: the argmax of
   a categorical (``softmax`` head: probabilities, action = argmax), the
@@ -71,6 +74,14 @@ def policy_from_checkpoint(run_or_checkpoint: str | Path) -> Policy:
     trained = TrainedPolicy(run_or_checkpoint)
     env = make_env(trained.experiment.env, _env_config(trained.meta))
     trained.check_env(env)
+    if trained.meta.get("partial_agents") and trained.experiment.env == "flow_v0":  # one of AuTO's agents
+        from dcgym.agents.export.auto_policies import lrla_policy, srla_policy
+
+        ((agent, module_id),) = trained.agent_to_module.items()
+        module = trained.modules[module_id]
+        if agent == "srla":  # the thresholds in bytes, as flow_v0 maps the actor's action
+            return srla_policy(module, env.game.config.threshold_range_bytes)
+        return lrla_policy(module)
     agents = list(env.possible_agents)
     modules = {a: trained.modules[trained.agent_to_module[a]] for a in agents}
     if all(isinstance(m, MalcolmRLModule) for m in modules.values()):

@@ -32,6 +32,7 @@ __all__ = [
     "HEADS",
     "KINDS",
     "MAGIC",
+    "NEW_HEADS_VERSION",
     "VERSION",
     "InputSpec",
     "Layer",
@@ -48,19 +49,23 @@ __all__ = [
 
 MAGIC = b"DCGYMPOL"
 """The first 8 bytes of every policy file."""
-VERSION = 1
-"""The format version this module writes and reads."""
+VERSION = 2
+"""The newest format version: this module reads versions 1 and 2 and writes 1 unless a version-2 head needs 2."""
+NEW_HEADS_VERSION = 2
+"""The version that added the ``increasing`` and ``multi_categorical`` heads."""
 KINDS = {"linear_pair": 1, "mlp": 2, "linear_value": 3}
 """Policy kind -> the number the header stores."""
 BASES = {"raw": 0, "sort": 1, "customized": 2, "quadratic": 3}
 """Basis function -> number (``dcgym::runtime::Basis``; the maps of ``dcgym.agents.malcolm.basis``)."""
 ACTIVATIONS = {"identity": 0, "relu": 1, "tanh": 2, "sigmoid": 3, "elu": 4, "silu": 5}
 """Layer activation -> number (``dcgym::runtime::Activation``)."""
-HEADS = {"identity": 0, "unsquash": 1, "tanh": 2, "softmax": 3, "argmax": 4}
+HEADS = {"identity": 0, "unsquash": 1, "tanh": 2, "softmax": 3, "argmax": 4, "increasing": 5, "multi_categorical": 6}
 """Output head -> number (``dcgym::runtime::Head``)."""
 NO_CRITIC = 0xFFFFFFFF
 """``critic_basis`` of a linear pair without a critic."""
 
+_BOUNDED_HEADS = ("unsquash", "tanh", "increasing")
+_NEW_HEADS = ("increasing", "multi_categorical")
 _HEADER = struct.Struct("<8sIIIIQ")  # magic, version, kind, num_agents, flags, body_size: 32 bytes
 _INPUT = struct.Struct("<II4f")  # num_loads, basis, scale, offset, lo, hi: 24 bytes
 _FLOAT_MAX = float(np.finfo(np.float32).max)
@@ -138,8 +143,11 @@ class Layer:
 class MlpPolicy:
     """Dense networks, agent a using ``networks[agent_network[a]]``, and the output head.
 
-    ``low`` and ``high`` (one per output) bound the ``unsquash`` and ``tanh``
-    heads and are absent for the others.
+    ``low`` and ``high`` (one per output) bound the ``unsquash``, ``tanh``
+    and ``increasing`` heads and are absent for the others (``increasing``:
+    one range, the same value in every entry, 0 < low). ``groups`` lists the
+    sizes of the ``multi_categorical`` head's categoricals (summing to the
+    outputs) and is None for the others.
     """
 
     num_inputs: int
@@ -148,6 +156,7 @@ class MlpPolicy:
     head: str
     low: np.ndarray | None = None
     high: np.ndarray | None = None
+    groups: list[int] | None = None
     num_outputs: int = field(init=False)
 
     kind = "mlp"
@@ -222,8 +231,21 @@ def _body(policy: Policy) -> bytes:
             struct.pack("<4I", policy.num_inputs, len(policy.networks), HEADS[policy.head], k),
             struct.pack(f"<{policy.num_agents}I", *policy.agent_network),
         ]
-        if policy.head in ("unsquash", "tanh"):
+        if policy.head in _BOUNDED_HEADS:
             parts += [_f32(policy.low, (k,), "mlp.low"), _f32(policy.high, (k,), "mlp.high")]
+        if policy.head == "increasing":
+            low, high = np.asarray(policy.low, np.float32), np.asarray(policy.high, np.float32)
+            if not (low[0] > 0 and (low == low[0]).all() and (high == high[0]).all() and high[0] >= low[0]):
+                raise ValueError(
+                    f"mlp.low, mlp.high: got {policy.low}, {policy.high}; expected one range 0 < low <= high in every entry"
+                )
+        if policy.head == "multi_categorical":
+            groups = list(policy.groups or [])
+            if not groups or min(groups) < 1 or sum(groups) != k:
+                raise ValueError(
+                    f"mlp.groups: got {policy.groups}; expected sizes >= 1 summing to {k} (mlp.num_outputs)"
+                )
+            parts.append(struct.pack(f"<{len(groups) + 1}I", len(groups), *groups))
         for m, layers in enumerate(policy.networks):
             parts.append(struct.pack("<I", len(layers)))
             for li, layer in enumerate(layers):
@@ -243,7 +265,10 @@ def _body(policy: Policy) -> bytes:
 def to_bytes(policy: Policy) -> bytes:
     """The policy file of ``policy``: header, body, CRC32."""
     body = _body(policy)
-    head = _HEADER.pack(MAGIC, VERSION, KINDS[policy.kind], policy.num_agents, 0, len(body)) + body
+    version = (
+        NEW_HEADS_VERSION if getattr(policy, "head", None) in _NEW_HEADS else 1
+    )  # old readers keep reading the rest
+    head = _HEADER.pack(MAGIC, version, KINDS[policy.kind], policy.num_agents, 0, len(body)) + body
     return head + struct.pack("<I", zlib.crc32(head))
 
 
@@ -304,8 +329,8 @@ def from_bytes(data: bytes) -> Policy:
     if len(data) < _HEADER.size + 4:
         raise ValueError(f"file size: got {len(data)} bytes; expected at least {_HEADER.size + 4}")
     _, version, kind, agents, flags, body_size = _HEADER.unpack_from(data)
-    if version != VERSION:
-        raise ValueError(f"header.version: got {version}; expected {VERSION}")
+    if not 1 <= version <= VERSION:
+        raise ValueError(f"header.version: got {version}; expected 1 .. {VERSION}")
     if body_size != len(data) - _HEADER.size - 4:
         raise ValueError(f"file size: got {len(data)} bytes; expected header.body_size ({body_size}) + 36")
     (stored,) = struct.unpack_from("<I", data, len(data) - 4)
@@ -344,12 +369,20 @@ def from_bytes(data: bytes) -> Policy:
     else:
         d, m, head_id, k = c.u32(4, "mlp")
         head = _name(HEADS, head_id, "mlp.head")
+        if head in _NEW_HEADS and version < NEW_HEADS_VERSION:
+            raise ValueError(f"mlp.head: got {head_id}; expected 0 .. 4 in a version-{version} file")
         agent_network = list(c.u32(agents, "mlp.agent_network"))
         if not all(0 <= a < m for a in agent_network):
             raise ValueError(f"mlp.agent_network: got {agent_network}; expected networks 0 .. {m - 1}")
         low = high = None
-        if head in ("unsquash", "tanh"):
+        if head in _BOUNDED_HEADS:
             low, high = c.f32((k,), "mlp.low"), c.f32((k,), "mlp.high")
+        groups = None
+        if head == "multi_categorical":
+            (g,) = c.u32(1, "mlp.num_groups")
+            groups = list(c.u32(g, "mlp.groups"))
+            if not groups or min(groups) < 1 or sum(groups) != k:
+                raise ValueError(f"mlp.groups: got {groups}; expected sizes >= 1 summing to {k} (mlp.num_outputs)")
         networks = []
         for net in range(m):
             (num_layers,) = c.u32(1, f"network[{net}].num_layers")
@@ -370,7 +403,7 @@ def from_bytes(data: bytes) -> Policy:
             if width != k:
                 raise ValueError(f"network[{net}].layer[{num_layers - 1}].out: got {width}; expected {k}")
             networks.append(layers)
-        policy = MlpPolicy(d, networks, agent_network, head, low, high)
+        policy = MlpPolicy(d, networks, agent_network, head, low, high, groups)
     if c.pos != c.end:
         raise ValueError(f"header.body_size: got {body_size}; the declared shapes end at {c.pos - _HEADER.size}")
     return policy

@@ -6,7 +6,12 @@ and the environment's keyword arguments into an RLlib ``AlgorithmConfig``::
     config = ALGORITHMS["ppo"](experiment, experiment.env_config)
     algo = config.build_algo()
 
-``ALGORITHMS`` maps each name to its builder. The multi-LB learners
+``ALGORITHMS`` maps each name to its builder. ``auto_srla`` and ``auto_lrla``
+(AuTO's two agents, :mod:`dcgym.agents.auto`) train one agent of flow_v0
+each, in its single-agent environment (``dcgym/FlowSrla-v0``,
+``dcgym/FlowLrla-v0``), the other agent held by the environment's rules;
+their hyperparameters are the settings of ``DDPGConfig.training`` /
+``PGConfig.training``. The multi-LB learners
 (``distr_lb``, ``centr_lb``, ``qmix_lb``, ``rlb_sac``, ``distr_lb_ppo``, :mod:`dcgym.agents.marl_lb`)
 are registered as lazy ``module:attribute`` strings, builder and
 hyperparameter schema alike, imported when first used. ``malcolm`` is registered
@@ -53,6 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALGORITHMS",
+    "ALGORITHM_AGENTS",
     "ALGORITHM_ENVS",
     "HYPERPARAMETERS",
     "RLLIB_ENV_IDS",
@@ -71,6 +77,7 @@ __all__ = [
     "register_envs",
     "resolve_hyperparameters",
     "shared_module",
+    "trained_agents",
 ]
 
 Builder = Callable[["Experiment", dict[str, Any]], "AlgorithmConfig"]
@@ -369,10 +376,51 @@ def build_malcolm(experiment: Experiment, env_config: dict[str, Any]) -> Algorit
     return config
 
 
+def _auto_module():
+    try:
+        import dcgym.agents.auto as auto
+    except ImportError as exc:
+        if exc.name is not None and not exc.name.startswith("dcgym.agents.auto"):
+            raise
+        raise InvalidConfigError(
+            "algorithm", "auto_srla", "an installed algorithm: dcgym.agents.auto is not available in this checkout"
+        ) from None
+    return auto
+
+
+AUTO_ENVS = {"auto_srla": "dcgym/FlowSrla-v0", "auto_lrla": "dcgym/FlowLrla-v0"}
+"""The single-agent environment each of AuTO's agents trains in (the other agent held by a rule; docs/auto.md)."""
+
+
+def _build_auto(name: str, experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
+    auto = _auto_module()
+    config = auto.DDPGConfig() if name == "auto_srla" else auto.PGConfig()
+    config = _common(config, experiment, env_config)
+    config.environment(AUTO_ENVS[name], env_config=env_config)  # gymnasium id: flow_v0 with one agent acting
+    _training(config, experiment.hyperparameters)
+    return config
+
+
+def build_auto_srla(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
+    """AuTO's sRLA (DDPG, ``dcgym.agents.auto``) on ``dcgym/FlowSrla-v0``: flow_v0 with lRLA held by MLFQ's rules."""
+    return _build_auto("auto_srla", experiment, env_config)
+
+
+def build_auto_lrla(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
+    """AuTO's lRLA (REINFORCE, ``dcgym.agents.auto``) on ``dcgym/FlowLrla-v0``: thresholds held at the scenario's."""
+    return _build_auto("auto_lrla", experiment, env_config)
+
+
 def _training(config: AlgorithmConfig, hyperparameters: Mapping[str, Any]) -> None:
     """``config.training(**hyperparameters)``, an unknown key named as ``hyperparameters.<key>``."""
-    parameters = inspect.signature(config.training).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+    parameters: dict[str, Any] = {}
+    for cls in type(config).__mro__:  # a subclass's training(**kwargs) passes the rest on to its bases'
+        if "training" in vars(cls):
+            parameters |= dict(inspect.signature(vars(cls)["training"]).parameters)
+            if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+                break
+    parameters = {k: p for k, p in parameters.items() if p.kind is not p.VAR_KEYWORD and k != "self"}
+    if parameters:
         for key, value in hyperparameters.items():
             if key not in parameters:
                 raise InvalidConfigError(
@@ -406,6 +454,8 @@ def lazy_builder(entry_point: str) -> Builder:
 
 
 ALGORITHMS: dict[str, Builder] = {
+    "auto_lrla": build_auto_lrla,
+    "auto_srla": build_auto_srla,
     "malcolm": build_malcolm,
     "osml_dqn": build_osml_dqn,
     "ppo": build_ppo,
@@ -413,8 +463,27 @@ ALGORITHMS: dict[str, Builder] = {
 }
 """Algorithm name -> builder ``build(experiment, env_config) -> AlgorithmConfig``."""
 
-ALGORITHM_ENVS: dict[str, tuple[str, ...]] = {"malcolm": ("rack_v0",), "osml_dqn": ("colo_v0",), "ppo": (), "sac": ()}
+ALGORITHM_ENVS: dict[str, tuple[str, ...]] = {
+    "auto_lrla": ("flow_v0",),
+    "auto_srla": ("flow_v0",),
+    "malcolm": ("rack_v0",),
+    "osml_dqn": ("colo_v0",),
+    "ppo": (),
+    "sac": (),
+}
 """The environments each algorithm can train on; empty: every environment (the generic baselines)."""
+
+ALGORITHM_AGENTS: dict[str, tuple[str, ...]] = {"auto_lrla": ("lrla",), "auto_srla": ("srla",)}
+"""The agents an algorithm trains when not all of the environment's (the others held by the environment's
+rules, in training and in evaluation); absent: every agent."""
+
+
+def trained_agents(algorithm: str, env: str, env_config: Mapping[str, Any]) -> list[str]:
+    """The agents ``algorithm`` trains on ``env`` (all of them unless :data:`ALGORITHM_AGENTS` says otherwise)."""
+    agents = agent_ids(env, env_config)
+    only = ALGORITHM_AGENTS.get(algorithm)
+    return [a for a in agents if a in only] if only else agents
+
 
 _MARL_LB = "dcgym.agents.marl_lb"
 for _name, _builder, _schema, _envs in (

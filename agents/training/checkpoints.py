@@ -160,7 +160,7 @@ class TrainedPolicy:
     def check_env(self, env) -> None:
         """Raise InvalidConfigError if ``env``'s agents or observation sizes differ from the trained modules'."""
         sizes = {a: int(np.prod(self.modules[m].observation_space.shape)) for a, m in self.agent_to_module.items()}
-        check_fits(self.path, sizes, env)
+        check_fits(self.path, sizes, env, partial=bool(self.meta.get("partial_agents")))
 
     def act(self, observations: Mapping[str, np.ndarray], action_spaces: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One action per agent in ``observations``, each from its own module, mapped into its action space."""
@@ -224,10 +224,13 @@ def deterministic_action(dist):
     return squash(chosen) if squash is not None else chosen
 
 
-def check_fits(path: str | Path, sizes: Mapping[str, int], env) -> None:
-    """Raise InvalidConfigError naming ``policy`` unless ``env`` has the agents and observation sizes ``sizes``."""
+def check_fits(path: str | Path, sizes: Mapping[str, int], env, *, partial: bool = False) -> None:
+    """Raise InvalidConfigError naming ``policy`` unless ``env`` has the agents and observation sizes ``sizes``
+    (``partial``: some of ``env``'s agents, the others held by its rules)."""
     agents = list(env.possible_agents)
-    if sorted(agents) != sorted(sizes):
+    if partial and set(sizes) <= set(agents):
+        agents = [a for a in agents if a in sizes]
+    elif sorted(agents) != sorted(sizes):
         raise InvalidConfigError(
             "policy",
             str(path),
@@ -311,7 +314,8 @@ def checkpoint_jobs(
     if meta.get("observation_sizes"):  # refuse a policy for another rack before any run
         from dcgym.agents.training.algorithms import make_env
 
-        check_fits(path, meta["observation_sizes"], make_env(experiment["env"], {**config, "load": loads[0]}))
+        env = make_env(experiment["env"], {**config, "load": loads[0]})
+        check_fits(path, meta["observation_sizes"], env, partial=bool(meta.get("partial_agents")))
     period = getattr(scenario, "sample_period_us", 0.0) if sample_period_us is None else sample_period_us
     return [
         CheckpointJob(

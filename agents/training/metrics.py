@@ -73,7 +73,10 @@ class DcgymMetrics(RLlibCallback):
         infos = episode.get_infos(-1)
         if not infos:
             return
-        first = next(iter(infos.values()))
+        # a multi-agent episode: one info per agent; a single-agent one (FlowSrla-v0): the info itself
+        first = infos if "metrics" in infos or "episode_metrics" in infos else next(iter(infos.values()))
+        if not isinstance(first, Mapping):
+            return
         data["steps"] += 1
         for name, value in (first.get("metrics") or {}).items():
             data["sums"][name] = data["sums"].get(name, 0.0) + float(value)

@@ -113,11 +113,11 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 def check_experiment(experiment: Experiment) -> list[str]:
     """Check what the schema cannot: the environment's arguments, the algorithm's config (RLlib's checks) and
     the heuristics, all before Ray starts. Returns the agents."""
-    from dcgym.agents.training.algorithms import agent_ids, build_config
+    from dcgym.agents.training.algorithms import build_config, trained_agents
     from dcgym.envs.scenario import load_scenario
 
     try:
-        agents = agent_ids(experiment.env, experiment.env_config)
+        agents = trained_agents(experiment.algorithm, experiment.env, experiment.env_config)
     except InvalidConfigError as exc:
         raise (exc if exc.field == "scenario" else exc.under("env_args")) from None
     try:
@@ -197,6 +197,7 @@ class Trainer:
         env = make_env(self.experiment.env, self.experiment.env_config)
         # flatdim: a Box's size, and a Dict's (colo_v0: counters and action mask) flattened
         self._observation_sizes = {a: int(flatdim(env.observation_space(a))) for a in self.agents}
+        self._partial_agents = len(self.agents) < len(env.possible_agents)  # the others held by the env's rules
         if self.resuming and not list_checkpoints(self.run_dir):
             raise InvalidConfigError(
                 "--resume", str(self.run_dir), "a run folder with a checkpoint (this one has none)"
@@ -371,6 +372,8 @@ class Trainer:
         if path.exists():
             shutil.rmtree(path)
         self.algo.save_to_path(str(path))
+        from ray.rllib.core import DEFAULT_MODULE_ID
+
         config = self.algo.config
         write_meta(
             path,
@@ -380,8 +383,12 @@ class Trainer:
                 "run_name": self.run_dir.name,
                 "experiment": self.experiment.model_dump(mode="json"),
                 "env_config": _jsonable(dict(config.env_config)),
-                "agent_to_module": {a: config.policy_mapping_fn(a, None) for a in self.agents},
+                "agent_to_module": {
+                    a: config.policy_mapping_fn(a, None) if config.is_multi_agent else DEFAULT_MODULE_ID
+                    for a in self.agents
+                },
                 "observation_sizes": self._observation_sizes,
+                "partial_agents": self._partial_agents,
                 "normalize_actions": bool(config.normalize_actions),
                 "clip_actions": bool(config.clip_actions),
                 "saved": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

@@ -108,7 +108,15 @@ class RuntimePolicy {
 
   py::object Act(const FloatArray& obs, std::size_t agent) {
     auto [outputs, actions] = Run(obs, agent);
-    if (!dcgym::runtime::HeadIsDiscrete(policy_.mlp()->head())) return std::move(outputs);
+    const auto* mlp = policy_.mlp();
+    if (mlp->head() == dcgym::runtime::Head::kMultiCategorical) {  // each group's argmax: (G,) or (B, G)
+      const std::size_t k = mlp->num_outputs(), g = mlp->groups().size();
+      const std::size_t rows = obs.ndim() == 1 ? 1 : static_cast<std::size_t>(obs.shape(0));
+      py::array_t<std::int64_t> choices(Shape(rows, g, obs.ndim() == 2));
+      for (std::size_t b = 0; b < rows; ++b) mlp->GroupArgmax(outputs.data() + b * k, choices.mutable_data() + b * g);
+      return std::move(choices);
+    }
+    if (!dcgym::runtime::HeadIsDiscrete(mlp->head())) return std::move(outputs);
     if (obs.ndim() == 1) return py::int_(actions.at(0));
     return std::move(actions);
   }
@@ -170,5 +178,6 @@ void BindRuntime(py::module_& m) {
           py::arg("obs"), py::arg("agent") = 0,
           "The mlp head's outputs (probabilities, Q-values or the continuous action) for obs (D,) or (B, D).")
       .def("act", &RuntimePolicy::Act, py::arg("obs"), py::arg("agent") = 0,
-           "The mlp's action: an int (array of B) for the discrete heads, the outputs for the continuous ones.");
+           "The mlp's action: an int (array of B) for the discrete heads, each group's argmax (G,) or (B, G) for "
+           "multi_categorical, the outputs for the continuous ones.");
 }

@@ -5,7 +5,8 @@
 //   fuzz_policy_file [ITERATIONS] [POLICY_FILE ...]
 //
 // Seeds: one valid file of each kind written here (linear_pair with a
-// critic, mlp with a bounded head and two networks, linear_value) plus any
+// critic, mlp with a bounded head and two networks, mlp with each of format
+// version 2's heads, linear_value) plus any
 // files given. Every iteration mutates a seed (bit flips, random bytes,
 // interesting 32-bit values at aligned offsets, truncation, appended bytes),
 // and half the time repairs body_size and the checksum so the mutation
@@ -113,6 +114,23 @@ std::vector<Bytes> Seeds(Rng& rng) {
     }
     seeds.push_back(Finish(2, 3, b));
   }
+  for (const rt::Head head : {rt::Head::kIncreasing, rt::Head::kMultiCategorical}) {  // format version 2's heads
+    Bytes b;  // one agent, 4 inputs -> 5 (relu) -> 5 (tanh)
+    for (std::uint32_t v : {4u, 1u, static_cast<std::uint32_t>(head), 5u, 0u}) PutU32(b, v);
+    if (head == rt::Head::kIncreasing) {
+      for (int i = 0; i < 5; ++i) PutF32(b, 1460.0f);
+      for (int i = 0; i < 5; ++i) PutF32(b, 1460.0f * 65536.0f);
+    } else {
+      for (std::uint32_t v : {2u, 2u, 3u}) PutU32(b, v);  // two groups, of 2 and 3 choices
+    }
+    PutU32(b, 2);
+    const std::uint32_t shapes[2][3] = {{4, 5, 1}, {5, 5, 2}};  // in, out, activation
+    for (const auto& s : shapes) {
+      for (std::uint32_t v : s) PutU32(b, v);
+      for (std::uint32_t i = 0; i < s[0] * s[1] + s[1]; ++i) PutF32(b, rng.Uniform(-1, 1));
+    }
+    seeds.push_back(Finish(2, 1, b));
+  }
   {  // linear_value, 2 agents, 4 loads, quadratic
     Bytes b;
     PutInput(b, 4, rt::Basis::kQuadratic);
@@ -172,6 +190,11 @@ void Exercise(rt::Policy& policy, Rng& rng) {
       for (auto& x : in) x = rng.Uniform(-5, 5);
       const std::int64_t action = m->Act(agent, in.data(), a.data());
       if (action >= static_cast<std::int64_t>(a.size())) std::abort();
+      std::vector<std::int64_t> choices(m->groups().size());
+      m->GroupArgmax(a.data(), choices.data());
+      for (std::size_t g = 0; g < choices.size(); ++g) {
+        if (choices[g] < 0 || choices[g] >= static_cast<std::int64_t>(m->groups()[g])) std::abort();
+      }
     }
   } else if (auto* v = policy.linear_value()) {
     in.resize(v->num_loads());

@@ -54,8 +54,14 @@ enum class Head : std::uint32_t {
                   // deterministic action (SAC)
   kSoftmax = 3,   // out = softmax(y): a categorical's probabilities; the action is the argmax
   kArgmax = 4,    // out = y (Q-values or logits); the action is the argmax
+  // Format version 2:
+  kIncreasing = 5,        // out_i = exp(log low + sum_{j <= i} (clip(y_j, -1, 1) + 1) / 2 (log high - log low) / K),
+                          // clipped to [low, high] and non-decreasing: K increasing thresholds (AuTO's sRLA)
+  kMultiCategorical = 6,  // out = softmax of each group of y (groups of listed sizes); the action is each
+                          // group's argmax (a MultiDiscrete action: AuTO's lRLA, per flow level, cap, path)
 };
-inline constexpr std::uint32_t kNumHeads = 5;
+inline constexpr std::uint32_t kNumHeads = 7;
+inline constexpr std::uint32_t kNumHeadsVersion1 = 5;  // heads 0 .. 4 exist in format version 1
 
 inline constexpr std::string_view HeadName(Head h) {
   switch (h) {
@@ -64,12 +70,16 @@ inline constexpr std::string_view HeadName(Head h) {
     case Head::kTanh: return "tanh";
     case Head::kSoftmax: return "softmax";
     case Head::kArgmax: return "argmax";
+    case Head::kIncreasing: return "increasing";
+    case Head::kMultiCategorical: return "multi_categorical";
   }
   return "?";
 }
 
 /// Whether a head bounds its outputs with per-output `low` and `high`.
-inline constexpr bool HeadHasBounds(Head h) { return h == Head::kUnsquash || h == Head::kTanh; }
+inline constexpr bool HeadHasBounds(Head h) {
+  return h == Head::kUnsquash || h == Head::kTanh || h == Head::kIncreasing;
+}
 /// Whether a head picks one discrete action (the argmax of its outputs).
 inline constexpr bool HeadIsDiscrete(Head h) { return h == Head::kSoftmax || h == Head::kArgmax; }
 
@@ -122,14 +132,16 @@ struct Network {
 class MlpPolicy {
  public:
   MlpPolicy() = default;
+  /// `groups`: the sizes of the multi_categorical head's groups (summing to K), empty for the other heads.
   MlpPolicy(std::size_t num_inputs, std::vector<Network> networks, std::vector<std::uint32_t> agent_network, Head head,
-            std::vector<float> low, std::vector<float> high)
+            std::vector<float> low, std::vector<float> high, std::vector<std::uint32_t> groups = {})
       : num_inputs_(num_inputs),
         networks_(std::move(networks)),
         agent_network_(std::move(agent_network)),
         head_(head),
         low_(std::move(low)),
-        high_(std::move(high)) {
+        high_(std::move(high)),
+        groups_(std::move(groups)) {
     std::size_t width = 0;
     for (const auto& n : networks_) width = std::max(width, n.MaxWidth());
     num_outputs_ = networks_.empty() ? 0 : networks_.front().layers.back().out;
@@ -146,10 +158,13 @@ class MlpPolicy {
   Head head() const { return head_; }
   const std::vector<float>& low() const { return low_; }    // K entries for bounded heads, else empty
   const std::vector<float>& high() const { return high_; }  // K entries for bounded heads, else empty
+  /// The multi_categorical head's group sizes (empty for the other heads).
+  const std::vector<std::uint32_t>& groups() const { return groups_; }
 
   /// Agent `agent`'s output for observation `obs` (num_inputs() floats) into
   /// `out` (num_outputs() floats): the head's output (see Head). Returns the
-  /// argmax of `out` (the action) for the discrete heads, -1 for the others.
+  /// argmax of `out` (the action) for the discrete heads, -1 for the others
+  /// (multi_categorical: GroupArgmax(out, ...) gives its action).
   /// Preconditions: agent < num_agents(); `obs` and `out` do not overlap.
   /// Never allocates; not thread-safe (one policy object per thread).
   std::int64_t Act(std::size_t agent, const float* obs, float* out) {
@@ -180,9 +195,39 @@ class MlpPolicy {
           out[i] = std::min(std::max(v, low_[i]), high_[i]);
         }
         break;
+      case Head::kIncreasing: {
+        const float log_lo = std::log(low_[0]);
+        const float step = (std::log(high_[0]) - log_lo) / static_cast<float>(k);
+        float log_t = log_lo;
+        for (std::size_t i = 0; i < k; ++i) {
+          const float a = std::min(std::max(x[i], -1.0f), 1.0f);
+          log_t += (a + 1.0f) / 2.0f * step;
+          out[i] = std::min(std::max(std::exp(log_t), low_[0]), high_[0]);  // rounding never leaves the range
+          if (i > 0) out[i] = std::max(out[i], out[i - 1]);
+        }
+        break;
+      }
+      case Head::kMultiCategorical: {
+        std::copy(x, x + k, out);
+        float* group = out;
+        for (const std::uint32_t size : groups_) {
+          Softmax(group, size);
+          group += size;
+        }
+        break;
+      }
     }
     if (!HeadIsDiscrete(head_)) return -1;
     return static_cast<std::int64_t>(std::max_element(out, out + k) - out);
+  }
+
+  /// The multi_categorical head's action: the argmax within each group of `out` (Act()'s output) into
+  /// `choices` (groups().size() entries; ties to the lowest index, as torch.argmax). Never allocates.
+  void GroupArgmax(const float* out, std::int64_t* choices) const {
+    for (const std::uint32_t size : groups_) {
+      *choices++ = static_cast<std::int64_t>(std::max_element(out, out + size) - out);
+      out += size;
+    }
   }
 
   /// Act() for agent 0 (a single-agent policy, or a network shared by every agent).
@@ -196,6 +241,7 @@ class MlpPolicy {
   Head head_ = Head::kIdentity;
   std::vector<float> low_;
   std::vector<float> high_;
+  std::vector<std::uint32_t> groups_;
   std::vector<float> scratch_a_;  // layer outputs, alternately
   std::vector<float> scratch_b_;
 };

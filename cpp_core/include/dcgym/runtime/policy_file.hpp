@@ -43,7 +43,8 @@ namespace dcgym::runtime {
 // ------------------------------------------------------------------ format constants
 
 inline constexpr char kPolicyMagic[8] = {'D', 'C', 'G', 'Y', 'M', 'P', 'O', 'L'};
-inline constexpr std::uint32_t kPolicyVersion = 1;
+inline constexpr std::uint32_t kPolicyVersion = 2;  // the newest version; every version from 1 up is read
+inline constexpr std::uint32_t kMinPolicyVersion = 1;
 inline constexpr std::size_t kHeaderSize = 32;           // magic, version, kind, num_agents, flags, body_size
 inline constexpr std::size_t kChecksumSize = 4;          // CRC32 after the body
 inline constexpr std::uint32_t kNoCritic = 0xFFFFFFFFu;  // linear_pair's critic_basis without a critic
@@ -446,7 +447,7 @@ inline bool ParseLinearValue(Reader& r, std::size_t end, std::uint64_t body_size
   return true;
 }
 
-inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, MlpPolicy* out) {
+inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, std::uint32_t version, MlpPolicy* out) {
   if (!r.Need(16, end, "mlp")) return false;
   const std::uint32_t d = r.U32();
   if (d < 1 || d > kMaxWidth) return r.Fail("mlp.num_inputs", std::to_string(d), "1 .. " + std::to_string(kMaxWidth));
@@ -455,8 +456,10 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, MlpPolicy
     return r.Fail("mlp.num_networks", std::to_string(m), "1 .. " + std::to_string(agents) + " (header.num_agents)");
   }
   const std::uint32_t head_id = r.U32();
-  if (head_id >= kNumHeads) {
-    return r.Fail("mlp.head", std::to_string(head_id), "0 .. 4 (identity, unsquash, tanh, softmax, argmax)");
+  if (head_id >= (version >= 2 ? kNumHeads : kNumHeadsVersion1)) {
+    return r.Fail("mlp.head", std::to_string(head_id),
+                  version >= 2 ? "0 .. 6 (identity, unsquash, tanh, softmax, argmax, increasing, multi_categorical)"
+                               : "0 .. 4 (identity, unsquash, tanh, softmax, argmax) in a version-1 file");
   }
   const Head head = static_cast<Head>(head_id);
   const std::uint32_t k = r.U32();
@@ -485,6 +488,37 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, MlpPolicy
         return r.Fail(Index("mlp.high", i), Num(high[i]),
                       "at least mlp.low[" + std::to_string(i) + "] (" + Num(low[i]) + ")");
       }
+    }
+    if (head == Head::kIncreasing) {  // one range [low, high] with 0 < low: thresholds in log space
+      for (std::size_t i = 0; i < k; ++i) {
+        if (!(low[i] > 0.0f)) return r.Fail(Index("mlp.low", i), Num(low[i]), "> 0 (the increasing head's range)");
+        if (low[i] != low[0]) {
+          return r.Fail(Index("mlp.low", i), Num(low[i]), "mlp.low[0] (" + Num(low[0]) + "): one range for all");
+        }
+        if (high[i] != high[0]) {
+          return r.Fail(Index("mlp.high", i), Num(high[i]), "mlp.high[0] (" + Num(high[0]) + "): one range for all");
+        }
+      }
+    }
+  }
+  std::vector<std::uint32_t> groups;
+  if (head == Head::kMultiCategorical) {
+    if (!r.Need(4, end, "mlp.num_groups")) return false;
+    const std::uint32_t g = r.U32();
+    if (g < 1 || g > k) return r.Fail("mlp.num_groups", std::to_string(g), "1 .. " + std::to_string(k));
+    if (!r.Need(4ull * g, end, "mlp.groups")) return false;
+    groups.resize(g);
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < g; ++i) {
+      groups[i] = r.U32();
+      if (groups[i] < 1 || groups[i] > k) {
+        return r.Fail(Index("mlp.groups", i), std::to_string(groups[i]), "1 .. " + std::to_string(k));
+      }
+      total += groups[i];
+    }
+    if (total != k) {
+      return r.Fail("mlp.groups", "sizes summing to " + std::to_string(total),
+                    std::to_string(k) + " (mlp.num_outputs)");
     }
   }
 
@@ -535,7 +569,8 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, MlpPolicy
     return r.Fail("header.body_size", std::to_string(end - kHeaderSize),
                   std::to_string(r.pos() - kHeaderSize) + " (the declared networks end there)");
   }
-  *out = MlpPolicy(d, std::move(networks), std::move(agent_network), head, std::move(low), std::move(high));
+  *out = MlpPolicy(d, std::move(networks), std::move(agent_network), head, std::move(low), std::move(high),
+                   std::move(groups));
   return true;
 }
 
@@ -564,9 +599,10 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
   }
   r.Skip(8);  // the magic, checked above
   const std::uint32_t version = r.U32();
-  if (version != kPolicyVersion) {
+  if (version < kMinPolicyVersion || version > kPolicyVersion) {
     return r.Fail("header.version", std::to_string(version),
-                  std::to_string(kPolicyVersion) + " (the version this reader reads)");
+                  std::to_string(kMinPolicyVersion) + " .. " + std::to_string(kPolicyVersion) +
+                      " (the versions this reader reads)");
   }
   const std::uint32_t kind = r.U32();
   const std::uint32_t agents = r.U32();
@@ -593,7 +629,7 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
   if (agents < 1 || agents > kMaxAgents) {
     return r.Fail("header.num_agents", std::to_string(agents), "1 .. " + std::to_string(kMaxAgents));
   }
-  if (flags != 0) return r.Fail("header.flags", std::to_string(flags), "0 (no flags are defined in version 1)");
+  if (flags != 0) return r.Fail("header.flags", std::to_string(flags), "0 (no flags are defined)");
 
   Policy loaded;
   loaded.kind_ = static_cast<PolicyKind>(kind);
@@ -603,7 +639,7 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
     case PolicyKind::kLinearPair:
       ok = detail::ParseLinearPair(r, end, body_size, agents, &loaded.policy_.emplace<LinearPairPolicy>());
       break;
-    case PolicyKind::kMlp: ok = detail::ParseMlp(r, end, agents, &loaded.policy_.emplace<MlpPolicy>()); break;
+    case PolicyKind::kMlp: ok = detail::ParseMlp(r, end, agents, version, &loaded.policy_.emplace<MlpPolicy>()); break;
     case PolicyKind::kLinearValue:
       ok = detail::ParseLinearValue(r, end, body_size, agents, &loaded.policy_.emplace<LinearValuePolicy>());
       break;

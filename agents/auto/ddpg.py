@@ -1,0 +1,152 @@
+"""AuTO's sRLA: DDPG for the MLFQ demotion thresholds (SIGCOMM 2018, §4.1, §5.2.1), on RLlib's new API stack.
+
+RLlib no longer ships DDPG; this is DDPG (Lillicrap et al., ICLR 2016) as
+AuTO's Algorithm 1 states it, built from RLlib's off-policy pieces: the
+episode replay buffer and DQN's ``training_step`` (sample, store, sample a
+mini-batch, update, soft target update, sync the EnvRunners), the
+networks in :mod:`.ddpg_rl_module`, the losses in :mod:`.ddpg_learner`.
+
+```python
+from dcgym.agents.auto import DDPGConfig
+config = DDPGConfig().environment("Pendulum-v1").training(actor_hiddens=[64, 64])
+algo = config.build_algo()
+result = algo.train()
+```
+
+The reward is the environment's: flow_v0 gives sRLA T_{t-1} / T_t, the
+ratio of the mean FCTs of two consecutive intervals (§4.1).
+
+Defaults: the paper gives the networks (actor 600-600 -> K - 1 outputs,
+critic 600-600 with the action merged at a third hidden layer) and says
+only that "γ and τ are small values"; everything else is DDPG's own
+(Adam, actor 1e-4, critic 1e-3, τ = 1e-3, mini-batch 64) except where an
+attribute docstring in :class:`DDPGConfig` says why not.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.dqn.dqn import DQN
+from ray.rllib.algorithms.sac.sac import SACConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+__all__ = ["DDPG", "DDPGConfig"]
+
+
+class DDPGConfig(SACConfig):
+    """Configuration of :class:`DDPG`; SAC's config supplies RLlib's replay, n-step and training-intensity settings.
+
+    SAC's entropy settings (``twin_q``, ``initial_alpha``, ``target_entropy``,
+    ``alpha_lr``) have no meaning here; ``twin_q`` must stay False.
+    """
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class or DDPG)
+        self.twin_q = False
+        self.actor_lr = 1e-4
+        """Adam learning rate of the actor (DDPG §7)."""
+        self.critic_lr = 1e-3
+        """Adam learning rate of the critic (DDPG §7)."""
+        self.tau = 1e-3
+        """Soft target update rate τ (Algorithm 1 line 5; DDPG §7's 0.001, "a small value" in AuTO)."""
+        self.gamma = 0.1
+        """Discount γ. AuTO: "γ and τ are small values for stable learning" (§4.1). Its reward T_{t-1} / T_t
+        already compares each interval with the one before, so a short horizon suffices: 0.1."""
+        self.train_batch_size_per_learner = 64
+        """N, transitions per mini-batch (DDPG §7)."""
+        self.replay_buffer_config = {"type": "EpisodeReplayBuffer", "capacity": 100_000}
+        # DDPG kept 10^6 transitions; flow_v0's sRLA observation is 700 floats, so 10^5 keeps the buffer near 0.6 GB.
+        self.num_steps_sampled_before_learning_starts = 256
+        self.rollout_fragment_length = 1
+        self.min_sample_timesteps_per_iteration = 100
+        self.min_time_s_per_iteration = 0
+        self.num_env_runners = 0
+        self.actor_hiddens = [600, 600]
+        """Hidden layers of the actor (§5.2.1: 600 and 600)."""
+        self.critic_hiddens = [600, 600]
+        """Hidden layers of the critic before the action joins (§5.2.1: the actor's two)."""
+        self.critic_merge_hidden = 600
+        """Width of the critic's third hidden layer over [h2, action] (§5.2.1 gives none; the others' 600)."""
+        self.critic_weight_decay = 0.0
+        """L2 weight decay of the critic's Adam (DDPG §7 used 1e-2; AuTO none)."""
+        self.exploration_noise = 0.1
+        """σ of the Gaussian noise added to μ(s) when sampling, in the normalised action space [-1, 1]
+        (AuTO names no noise; 0.1 as Fujimoto et al. 2018 §6)."""
+
+    def training(
+        self,
+        *,
+        actor_hiddens: list[int] = NotProvided,
+        critic_hiddens: list[int] = NotProvided,
+        critic_merge_hidden: int = NotProvided,
+        critic_weight_decay: float = NotProvided,
+        exploration_noise: float = NotProvided,
+        **kwargs: Any,
+    ) -> DDPGConfig:
+        """DDPG's own settings (see the attribute docstrings in ``__init__``) and SAC's / RLlib's."""
+        super().training(**kwargs)
+        for key, value in (
+            ("actor_hiddens", actor_hiddens),
+            ("critic_hiddens", critic_hiddens),
+            ("critic_merge_hidden", critic_merge_hidden),
+            ("critic_weight_decay", critic_weight_decay),
+            ("exploration_noise", exploration_noise),
+        ):
+            if value is not NotProvided:
+                setattr(self, key, list(value) if key.endswith("hiddens") else value)
+        return self
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return {
+            "actor_hiddens": list(self.actor_hiddens),
+            "critic_hiddens": list(self.critic_hiddens),
+            "critic_merge_hidden": self.critic_merge_hidden,
+            "exploration_noise": self.exploration_noise,
+        }
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        from dcgym.agents.auto.ddpg_rl_module import DDPGRLModule
+
+        return RLModuleSpec(module_class=DDPGRLModule)
+
+    def get_default_learner_class(self) -> type:
+        from dcgym.agents.auto.ddpg_learner import DDPGTorchLearner
+
+        return DDPGTorchLearner
+
+    def validate(self) -> None:
+        super().validate()
+        err = self._value_error
+        if self.framework_str != "torch":
+            err(f"`framework` ({self.framework_str!r}) must be 'torch'")
+        if self.twin_q:
+            err("`twin_q` (True) must be False: DDPG has one critic")
+        for key in ("actor_hiddens", "critic_hiddens"):
+            value = getattr(self, key)
+            if not (isinstance(value, list) and value and all(isinstance(h, int) and h >= 1 for h in value)):
+                err(f"`{key}` ({value!r}) must be a non-empty list of integers >= 1")
+        if not (isinstance(self.critic_merge_hidden, int) and self.critic_merge_hidden >= 1):
+            err(f"`critic_merge_hidden` ({self.critic_merge_hidden!r}) must be an integer >= 1")
+        if not self.exploration_noise >= 0:
+            err(f"`exploration_noise` ({self.exploration_noise}) must be >= 0")
+        if not self.critic_weight_decay >= 0:
+            err(f"`critic_weight_decay` ({self.critic_weight_decay}) must be >= 0")
+        if not 0.0 < self.tau <= 1.0:
+            err(f"`tau` ({self.tau}) must be in (0, 1]")
+        if not 0.0 <= self.gamma <= 1.0:
+            err(f"`gamma` ({self.gamma}) must be in [0, 1]")
+        for key in ("actor_lr", "critic_lr"):
+            value = getattr(self, key)
+            if isinstance(value, (int, float)) and not value > 0:
+                err(f"`{key}` ({value}) must be > 0")
+
+
+class DDPG(DQN):
+    """DDPG (AuTO's Algorithm 1): DQN's off-policy ``training_step`` with DDPG's module and learner."""
+
+    @classmethod
+    def get_default_config(cls) -> DDPGConfig:
+        return DDPGConfig()

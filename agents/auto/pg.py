@@ -1,0 +1,139 @@
+"""AuTO's lRLA: policy gradient for the long flows (SIGCOMM 2018, §2.2, §4.2, §5.2.2), on RLlib's new API stack.
+
+RLlib no longer ships PG/REINFORCE; this is REINFORCE with the baseline
+of AuTO's eq. (2), laid out as RLlib's own algorithms: :class:`PGConfig`
+and :class:`PG` (``training_step``: sample ``train_batch_size_per_learner``
+steps with the current policy, one gradient step on them, sync the
+EnvRunners), the network in :mod:`.pg_rl_module`, the update in
+:mod:`.pg_learner`.
+
+```python
+from dcgym.agents.auto import PGConfig
+config = PGConfig().environment("CartPole-v1").training(hiddens=[64, 64])
+algo = config.build_algo()
+result = algo.train()
+```
+
+The reward is the environment's: flow_v0 gives lRLA the ratio of the mean
+throughputs of the long flows finished in two consecutive intervals,
+capped (§4.2, eq. 3).
+
+Defaults: the network is the paper's (10 hidden layers of 300); the paper
+gives no learning rate, discount or batch size: Adam at 1e-3 (the rate of
+DeepRM, Mao et al., HotNets 2016, whose PG formulation AuTO's §2.2 follows),
+γ = 0.9 and 200 steps per update (2 s of flow_v0 at its 10 ms interval).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.rllib.algorithms.algorithm import Algorithm
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+)
+
+from dcgym.agents.auto.pg_rl_module import PAPER_HIDDENS
+
+__all__ = ["PG", "PGConfig"]
+
+
+class PGConfig(AlgorithmConfig):
+    """Configuration of :class:`PG` (REINFORCE with AuTO's cumulative-average baseline)."""
+
+    def __init__(self, algo_class: type | None = None):
+        super().__init__(algo_class=algo_class or PG)
+        self.lr = 1e-3
+        """Adam learning rate (DeepRM's; AuTO gives none)."""
+        self.gamma = 0.9
+        """Discount of the Monte Carlo returns v_t (AuTO gives none; 0.9 looks about 10 intervals, 100 ms, ahead)."""
+        self.train_batch_size_per_learner = 200
+        """Steps sampled with one policy and used for one gradient step."""
+        self.num_env_runners = 0
+        self.hiddens = list(PAPER_HIDDENS)
+        """Hidden layers of the policy network (§5.2.2: 10 of 300; e.g. [64, 64] for a small one)."""
+        self.use_baseline = True
+        """Subtract the cumulative average of the returns (eq. 2); False gives plain REINFORCE (eq. 1)."""
+
+    def training(
+        self, *, hiddens: list[int] = NotProvided, use_baseline: bool = NotProvided, **kwargs: Any
+    ) -> PGConfig:
+        """PG's own settings (see the attribute docstrings in ``__init__``) and RLlib's (``lr``, ``gamma``, ...)."""
+        super().training(**kwargs)
+        if hiddens is not NotProvided:
+            self.hiddens = list(hiddens)
+        if use_baseline is not NotProvided:
+            self.use_baseline = use_baseline
+        return self
+
+    @property
+    def _model_config_auto_includes(self) -> dict[str, Any]:
+        return super()._model_config_auto_includes | {"hiddens": list(self.hiddens)}
+
+    def get_default_rl_module_spec(self) -> RLModuleSpec:
+        from dcgym.agents.auto.pg_rl_module import PGRLModule
+
+        return RLModuleSpec(module_class=PGRLModule)
+
+    def get_default_learner_class(self) -> type:
+        from dcgym.agents.auto.pg_learner import PGTorchLearner
+
+        return PGTorchLearner
+
+    def validate(self) -> None:
+        super().validate()
+        err = self._value_error
+        if self.framework_str != "torch":
+            err(f"`framework` ({self.framework_str!r}) must be 'torch'")
+        if not (isinstance(self.hiddens, list) and all(isinstance(h, int) and h >= 1 for h in self.hiddens)):
+            err(f"`hiddens` ({self.hiddens!r}) must be a list of integers >= 1")
+        if not 0.0 <= self.gamma <= 1.0:
+            err(f"`gamma` ({self.gamma}) must be in [0, 1]")
+        if isinstance(self.lr, (int, float)) and not self.lr > 0:
+            err(f"`lr` ({self.lr}) must be > 0")
+        if not isinstance(self.use_baseline, bool):
+            err(f"`use_baseline` ({self.use_baseline!r}) must be true or false")
+
+
+class PG(Algorithm):
+    """REINFORCE with a baseline (AuTO's eq. 2) as an RLlib Algorithm."""
+
+    @classmethod
+    def get_default_config(cls) -> PGConfig:
+        return PGConfig()
+
+    def training_step(self) -> None:
+        """Sample `train_batch_size_per_learner` steps, take one gradient step on all of them, sync the weights."""
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            steps = self.config.train_batch_size_per_learner
+            sampled = self.env_runner_group.foreach_env_runner(
+                lambda runner: (runner.sample(num_timesteps=steps), runner.get_metrics()),
+                local_env_runner=self.env_runner_group.num_remote_workers() <= 0,
+            )
+            episodes = [e for s in sampled for e in s[0]]
+            self.metrics.aggregate([s[1] for s in sampled], key=ENV_RUNNER_RESULTS)
+
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            results = self.learner_group.update(
+                episodes=episodes,
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
+                        (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0
+                    ),
+                },
+                num_epochs=1,
+                minibatch_size=None,
+                shuffle_batch_per_epoch=False,
+            )
+            self.metrics.aggregate(results, key=LEARNER_RESULTS)
+
+        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
