@@ -133,6 +133,12 @@ class EvaluationFamily:
         family reads it from the scenario."""
         return self.default_work
 
+    def work_to_cover(self, scenario: Any, load: float) -> int:
+        """Units of work a run of ``scenario`` at ``load`` needs to see its changes over time twice over (the
+        leaderboard's minimum run length); 0 for a family whose scenarios do not change or whose runs cover
+        them anyway."""
+        return 0
+
     def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The metrics of a summary cell over ``rows`` (one cell's runs): :attr:`summary_metrics` by default."""
         return self.summary_metrics

@@ -279,10 +279,12 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
         else:
             pytest.fail("no training iterations within 90 s")
         proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=60)
+        # Writing the checkpoint and stopping Ray take a few seconds; minutes on a loaded machine.
+        _, stderr = proc.communicate(timeout=240)
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.communicate()  # reap it and close its pipes
     assert proc.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1].startswith("interrupted at iteration ")
     (run,) = tmp_path.glob("*__ppo__*")
@@ -482,4 +484,6 @@ def test_every_packaged_experiment_is_valid(name):
 
     experiment = load_experiment(name)
     agents = check_experiment(experiment)
-    assert len(agents) >= (1 if experiment.algorithm.startswith("auto_") else 2)  # AuTO: one agent per run
+    # check_experiment builds the environment and fits the algorithm to it; some runs train one agent (AuTO,
+    # Centr-LB, a single-service colo scenario).
+    assert agents, name
