@@ -268,6 +268,9 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
         env=ENV,
+        # A shell's background job inherits SIGINT ignored, and Python then keeps it ignored: give the child
+        # the default disposition so that it turns SIGINT into KeyboardInterrupt however pytest was started.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 90
