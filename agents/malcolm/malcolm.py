@@ -36,17 +36,9 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
-from ray.rllib.utils.metrics import (
-    ENV_RUNNER_RESULTS,
-    ENV_RUNNER_SAMPLING_TIMER,
-    LEARNER_RESULTS,
-    LEARNER_UPDATE_TIMER,
-    NUM_ENV_STEPS_SAMPLED_LIFETIME,
-    SYNCH_WORKER_WEIGHTS_TIMER,
-    TIMERS,
-)
 
 from dcgym.agents.malcolm.basis import BASES
+from dcgym.agents.on_policy import on_policy_training_step
 
 __all__ = ["Malcolm", "MalcolmConfig", "RackMultiAgentEnv", "rack_config", "rack_rollout"]
 
@@ -253,31 +245,7 @@ class Malcolm(Algorithm):
 
     def training_step(self) -> None:
         """Sample `train_batch_size_per_learner` heartbeats, update in mini-batches of D, sync the weights."""
-        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-            heartbeats = self.config.train_batch_size_per_learner
-            sampled = self.env_runner_group.foreach_env_runner(
-                lambda runner: (runner.sample(num_timesteps=heartbeats), runner.get_metrics()),
-                local_env_runner=self.env_runner_group.num_remote_workers() <= 0,
-            )
-            episodes = [e for s in sampled for e in s[0]]
-            self.metrics.aggregate([s[1] for s in sampled], key=ENV_RUNNER_RESULTS)
-
-        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-            results = self.learner_group.update(
-                episodes=episodes,
-                timesteps={
-                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
-                        (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0
-                    ),
-                },
-                num_epochs=1,
-                minibatch_size=self.config.minibatch_size,
-                shuffle_batch_per_epoch=False,  # mini-batches are consecutive heartbeats, in order
-            )
-            self.metrics.aggregate(results, key=LEARNER_RESULTS)
-
-        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
-            self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
+        on_policy_training_step(self, minibatch_size=self.config.minibatch_size)  # consecutive heartbeats, in order
 
 
 def _training_keys() -> frozenset[str]:
