@@ -44,6 +44,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.training.rllib_envs import env_id, make_rllib_env
@@ -178,7 +179,20 @@ def _common(config: AlgorithmConfig, experiment: Experiment, env_config: dict[st
         config.env_runners(env_to_module_connector=_flatten_observations)
     config.learners(num_learners=res.num_learners)
     config.debugging(seed=experiment.seed)
+    config.callbacks(on_algorithm_init=_seed_replay_buffer)
+    config.reporting(min_time_s_per_iteration=0)  # an iteration is a number of steps, never of seconds (SAC: 1 s)
     return config
+
+
+def _seed_replay_buffer(algorithm: Any, **_: Any) -> None:
+    """Seed the replay buffer's sampler from the experiment's seed.
+
+    RLlib's episode replay buffers draw their samples from ``np.random.default_rng(None)``, which
+    ``debugging(seed=...)`` does not reach: two runs of the same seed trained on different batches.
+    """
+    buffer = getattr(algorithm, "local_replay_buffer", None)
+    if buffer is not None and hasattr(buffer, "rng"):
+        buffer.rng = np.random.default_rng(algorithm.config.seed)
 
 
 def _policies(config: AlgorithmConfig, experiment: Experiment, env_config: dict[str, Any], sharing: str) -> None:
