@@ -18,7 +18,7 @@ demo: build
 	$(PY) train.py --config demo --out out/demo
 
 test: build cpp-test example asan-fuzz
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadgroup
 
 install: $(STAMP)
 

@@ -7,6 +7,14 @@ import os
 import pytest
 
 
+def pytest_configure(config):
+    """Under ``pytest -n 2`` (``make test``) each worker keeps to one core: two workers on two cores."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import torch
+
+        torch.set_num_threads(1)
+
+
 @pytest.fixture(scope="session")
 def ray_session():
     """One small local Ray cluster for the whole test session (starting one takes seconds)."""

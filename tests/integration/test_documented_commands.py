@@ -29,6 +29,10 @@ from pathlib import Path
 
 import pytest
 
+# One worker runs the pages, in order: a page's commands find "the newest run" under runs/, which
+# another page running beside it would change.
+pytestmark = pytest.mark.xdist_group("documented_commands")
+
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "zoo" / "README.md"]
 ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
