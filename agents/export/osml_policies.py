@@ -80,13 +80,13 @@ def export_osml(models: str | Path, model_c: str | Path | None, out: str | Path)
     for f in ("model_a.pt", "model_b.pt"):
         if not (folder / f).is_file():
             raise InvalidConfigError("models", str(models), f"a folder holding {f} (benchmarks/osml_models.py)")
-    out = Path(out)
-    written = {
-        "model_a": write_policy(supervised_policy(Model.load(folder / "model_a.pt")), out / FILES["model_a"]),
-        "model_b": write_policy(supervised_policy(Model.load(folder / "model_b.pt")), out / FILES["model_b"]),
+    policies = {  # every model read before any file is written
+        "model_a": supervised_policy(Model.load(folder / "model_a.pt")),
+        "model_b": supervised_policy(Model.load(folder / "model_b.pt")),
     }
     if model_c is not None:
-        written["model_c"] = write_policy(model_c_policy(load_model_c(model_c)), out / FILES["model_c"])
+        policies["model_c"] = model_c_policy(load_model_c(model_c))
+    written = {which: write_policy(policy, Path(out) / FILES[which]) for which, policy in policies.items()}
     return written
 
 

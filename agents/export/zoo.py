@@ -353,7 +353,7 @@ def build_osml_entry(
     """OSML's three models as the zoo folder ``out/NAME/`` (``model_a.dcpol``, ``model_b.dcpol`` from a folder of
     ``model_a.pt`` and ``model_b.pt``, ``model_c.dcpol`` from a Model-C run folder's final checkpoint) and the card
     ``out/NAME.md``: Model-C's provenance line (as :func:`build_entry`'s), Models A and B's rows and held-out errors
-    (their ``metrics.json``), the commands that made them (``made_with``, as given) and how to evaluate it."""
+    (their files' training metrics), the commands that made them (``made_with``, as given) and how to evaluate it."""
     from dcgym.agents.export.osml_policies import export_osml
     from dcgym.agents.training.checkpoints import find_checkpoint, read_meta
 
@@ -368,8 +368,9 @@ def build_osml_entry(
     checkpoint = find_checkpoint(run)
     folder = Path(out) / name
     written = export_osml(models, checkpoint, folder)
-    metrics_path = Path(models) / "metrics.json"
-    metrics = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else {}
+    from dcgym.agents.osml.supervised import Model
+
+    metrics = {kind: Model.load(Path(models) / f"model_{kind.lower()}.pt").metrics for kind in ("A", "B")}
     sizes = sum(p.stat().st_size for p in written.values())
     lines = [
         f"# {name}",
@@ -382,6 +383,9 @@ def build_osml_entry(
         ),
         "",
     ]
+    import datetime
+
+    lines += [f"Built {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.", ""]
     if made_with:
         lines += ["Made with:", "", "```text", *made_with, "```", ""]
     lines += [
@@ -414,7 +418,7 @@ def build_osml_entry(
 
 def _model_line(kind: str, metrics: Mapping[str, Any] | None) -> str:
     if not metrics:
-        return f"Model-{kind} (no metrics.json)"
+        return f"Model-{kind} (no training metrics)"
     return f"Model-{kind} trained on {metrics['train_rows']:,} rows, {metrics['test_rows']:,} held out"
 
 

@@ -251,3 +251,57 @@ def test_evaluate_refuses_a_bad_folder_with_one_line_and_exit_2(trained, tmp_pat
         assert proc.returncode == 2, (spec, proc.stderr[-2000:])
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and field in lines[0], (spec, proc.stderr)
+
+
+def _fake_model_c_run(root: Path, module_dir: Path) -> Path:
+    """A train.py run folder of osml_dqn around a saved Model-C module (what build_zoo.py reads of a run)."""
+    import json
+    import shutil
+
+    run = root / "osml_single__osml_dqn__1__123"
+    checkpoint = run / "checkpoints" / "iter_000003"
+    shutil.copytree(module_dir, checkpoint / "learner_group" / "learner" / "rl_module" / "shared")
+    (checkpoint / "dcgym_checkpoint.json").write_text(json.dumps({"iteration": 3, "timesteps": 600}))
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "commands": ["train.py --config configs/experiments/osml_dqn_single.yaml --out runs"],
+                "run_name": run.name,
+                "status": "finished",
+            }
+        )
+    )
+    (run / "config.yaml").write_text(
+        "env: colo_v0\nscenario: osml_single\nalgorithm: osml_dqn\nseed: 1\nbudget: {iterations: 3}\n"
+    )
+    return run
+
+
+def test_build_zoo_makes_an_osml_folder_with_its_card_and_the_leaderboard_runs_it(trained, tmp_path, monkeypatch):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import build_zoo
+        import leaderboard
+    finally:
+        sys.path.pop(0)
+    from dcgym.agents.export.zoo import ZOO_ENV, list_zoo, resolve_zoo
+
+    run = _fake_model_c_run(tmp_path, trained / "model_c")
+    zoo = tmp_path / "zoo"
+    args = ["--osml-models", str(trained / "models"), str(run), "--name", "osml_t", "--out", str(zoo)]
+    assert build_zoo.run([*args, "--commit", "0123abc", "--made-with", "python step_one.py"]) == 0
+    for f in ("model_a.dcpol", "model_b.dcpol", "model_c.dcpol"):
+        assert (zoo / "osml_t" / f).read_bytes() == (trained / "files" / f).read_bytes(), f
+        assert (zoo / "osml_t" / f).stat().st_size < 300_000  # the zoo is in git
+    card = (zoo / "osml_t.md").read_text()
+    for part in ("config `configs/experiments/osml_dqn_single.yaml`", "seed 1", "commit 0123abc", "iter_000003",
+                 "python step_one.py", "--policy zoo:osml_t", "Model-A trained on"):  # fmt: skip
+        assert part in card, part
+    monkeypatch.setenv(ZOO_ENV, str(zoo))
+    assert list_zoo() == [] and list_zoo(entry="folder") == ["osml_t"]
+    assert resolve_zoo("zoo:osml_t", entry="folder") == zoo / "osml_t"
+    assert leaderboard.zoo_policies("osml_case_a", "colo") == ["zoo:osml_t"]
+    assert leaderboard.zoo_policies("lb_sim", "lb") == []
+    # one run and a name, or one line and exit 2
+    assert build_zoo.run(["--osml-models", str(trained / "models"), str(run), "--out", str(zoo)]) == 2
+    assert build_zoo.run(["--osml-models", str(tmp_path), str(run), "--name", "x", "--out", str(zoo)]) == 2
