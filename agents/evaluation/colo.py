@@ -366,7 +366,8 @@ def _osml_files(given: Any) -> tuple[str, dict[str, Any]]:
         raise InvalidConfigError(
             "policy", str(given), f"{where} with OSML's parameters other than files, models, model_c"
         )
-    return f"{where.removeprefix(ZOO_PREFIX)} (zoo)", {**parsed, "files": str(path)}
+    name = where.removeprefix(ZOO_PREFIX) + (f":{options}" if options else "")
+    return f"{name} (zoo)", {**parsed, "files": str(path)}
 
 
 def _as_policy(exc: InvalidConfigError) -> InvalidConfigError:

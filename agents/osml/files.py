@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from dcgym.agents.osml.features import A_FEATURES, A_TARGETS, B_FEATURES, B_TARGETS
+from dcgym.envs.colo.colo_v0 import ACTIONS, OBSERVATION_FEATURES
 from dcgym.envs.error import InvalidConfigError
 
 __all__ = ["FILES", "SHAPES", "FileModel", "file_q_values", "load_files"]
@@ -30,7 +31,7 @@ FILES = {"model_a": "model_a.dcpol", "model_b": "model_b.dcpol", "model_c": "mod
 SHAPES = {
     "model_a": (len(A_FEATURES), len(A_TARGETS)),
     "model_b": (len(B_FEATURES), len(B_TARGETS)),
-    "model_c": (8, 49),
+    "model_c": (len(OBSERVATION_FEATURES), ACTIONS),
 }
 """(inputs, outputs) of each model's file."""
 
@@ -52,7 +53,8 @@ def file_q_values(runtime) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     from dcgym.agents.osml.model_c import normalize
 
     def q_values(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        q = runtime.outputs(normalize(np.asarray(obs, dtype=np.float32)).astype(np.float32).reshape(-1, 8))
+        x = normalize(np.asarray(obs, dtype=np.float32)).astype(np.float32)
+        q = runtime.outputs(x.reshape(-1, runtime.num_inputs))
         return np.where(np.asarray(mask) > 0, q, -np.inf)
 
     return q_values

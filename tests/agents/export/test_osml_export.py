@@ -335,3 +335,22 @@ def test_export_cli_writes_the_three_files_or_one_line_and_exit_2(trained, tmp_p
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: model_c: got "), proc.stderr
     assert not (tmp_path / "o3").exists()  # nothing written when a model is missing
+
+
+def test_the_zoo_entry_runs_with_the_schedulers_parameters():
+    from dcgym.agents.evaluation import evaluate
+
+    doc = evaluate(
+        "osml_case_a",
+        ["zoo:osml_colo:rule=code", "osml:files=zoo/osml_colo,rule=code", "zoo:osml_colo"],
+        tasks=30,
+        seeds=[2],
+        workers=0,
+        progress=False,
+    )
+    a, b, c = doc["results"]
+    assert (a["policy"], c["policy"]) == ("osml_colo:rule=code (zoo)", "osml_colo (zoo)")
+    same = ("final_cores", "final_ways", "actions", "qos_met_fraction")
+    assert all(a[k] == b[k] for k in same)  # the options are the scheduler's parameters
+    with pytest.raises(InvalidConfigError, match="other than files, models, model_c"):
+        evaluate("osml_case_a", ["zoo:osml_colo:files=x"], tasks=10, workers=0, progress=False)
