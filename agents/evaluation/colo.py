@@ -290,11 +290,16 @@ class ColoEvaluation(EvaluationFamily):
             if spec.source is Source.POLICY_FILE:
                 label, files = _osml_files(spec.given)
                 spec = Spec(files, Source.HEURISTIC)
+            elif spec.source is Source.CHECKPOINT and (Path(spec.given) / "model_a.dcpol").is_file():
+                # a folder of OSML's policy files, as osml:files=DIR
+                label = f"{Path(spec.given).name} (files)"
+                spec = Spec({"policy": "osml", "files": str(spec.given)}, Source.HEURISTIC)
             elif spec.source is not Source.HEURISTIC:
                 raise self.refuse(
                     spec,
                     "a colo scheduler (unmanaged, equal, parties, clite, oracle, osml, with :key=value parameters) "
-                    "or zoo:NAME of OSML's models; checkpoints do not run on colo scenarios yet",
+                    "or OSML's models as policy files (zoo:NAME or a folder of model_a/b/c.dcpol); checkpoints do not "
+                    "run on colo scenarios yet",
                 )
             given = spec.given
             if not isinstance(given, (str, Mapping)):

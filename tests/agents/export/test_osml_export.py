@@ -228,17 +228,17 @@ def test_evaluate_runs_a_folder_and_a_zoo_entry(trained, tmp_path):
     for f in ("model_a.dcpol", "model_b.dcpol", "model_c.dcpol"):
         (zoo / "osml_test" / f).write_bytes((trained / "files" / f).read_bytes())
     proc = _evaluate(
-        "--policy", f"osml:files={trained / 'files'}", "--policy", "zoo:osml_test", "--out", str(tmp_path / "o"),
-        "--json", zoo=zoo,
+        "--policy", f"osml:files={trained / 'files'}", "--policy", "zoo:osml_test", "--policy", str(trained / "files"),
+        "--out", str(tmp_path / "o"), "--json", zoo=zoo,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     import json
 
     doc = json.loads(proc.stdout)
     rows = {r["policy"]: r for r in doc["results"]}
-    assert set(rows) == {f"osml:files={trained / 'files'}", "osml_test (zoo)"}
-    a, b = rows.values()
-    assert a["final_cores"] == b["final_cores"] and a["actions"] == b["actions"] > 0
+    assert set(rows) == {f"osml:files={trained / 'files'}", "osml_test (zoo)", "files (files)"}
+    a, b, c = rows.values()
+    assert a["final_cores"] == b["final_cores"] == c["final_cores"] and a["actions"] == b["actions"] == c["actions"] > 0
 
 
 def test_evaluate_refuses_a_bad_folder_with_one_line_and_exit_2(trained, tmp_path):
