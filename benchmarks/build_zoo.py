@@ -12,6 +12,10 @@ runs of one experiment, a folder that is not a run, or a policy the
 exporter cannot write print one ``error: ...`` line on standard error and
 exit with status 2. ``--name NAME`` names the entry of one run instead
 (a run of an experiment with ``--set`` overrides: ``distr_lb_sim_cpu50_io50``).
+``--osml-models DIR RUN --name NAME`` makes OSML's entry instead: the folder
+``OUT/NAME/`` of Models A and B (DIR's ``model_a.pt``, ``model_b.pt``) and
+Model-C (RUN's final checkpoint) as policy files, and ``OUT/NAME.md``
+(docs/osml.md, "Export").
 The logic is :mod:`dcgym.agents.export.zoo`.
 """
 
@@ -39,13 +43,24 @@ def main(
     name: Annotated[
         str | None, typer.Option(help="the entry's name instead of the experiment's (one run only)")
     ] = None,
+    osml_models: Annotated[
+        Path | None,
+        typer.Option(help="OSML: the folder of model_a.pt and model_b.pt; RUN is Model-C's run, --name required"),
+    ] = None,
+    made_with: Annotated[
+        list[str] | None, typer.Option(help="OSML: a command that made the models, for the card (repeatable)")
+    ] = None,
 ) -> None:
     """Export each run's final checkpoint into the zoo, with its card."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    from dcgym.agents.export.zoo import build_entry, build_zoo
+    from dcgym.agents.export.zoo import build_entry, build_osml_entry, build_zoo
     from dcgym.envs.error import InvalidConfigError
 
-    if name is not None:
+    if osml_models is not None:
+        if len(runs) != 1 or name is None:
+            raise InvalidConfigError("--osml-models", str(osml_models), "one run folder (Model-C's) and --name")
+        entries = [build_osml_entry(osml_models, runs[0], out, name, commit=commit, made_with=made_with or [])]
+    elif name is not None:
         if len(runs) != 1:
             raise InvalidConfigError("--name", name, "one run folder (the name of its entry)")
         entries = [build_entry(runs[0], out, name=name, commit=commit)]

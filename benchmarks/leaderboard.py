@@ -4,7 +4,8 @@
 
 For each family, each packaged scenario runs at every load of its grid with
 the family's baselines (``python -m dcgym list policies``), the scenario's own
-policy, and every zoo policy trained on that scenario, through
+policy, and every zoo policy trained on that scenario (on a colo scenario, OSML's
+models from the zoo, which serve the whole family), through
 :func:`dcgym.agents.evaluation.evaluate` (in parallel on Ray). The page has one
 table per family: a row per scenario and load, a column per policy, each cell
 the family's headline metric (rack: p99 latency in µs, lb: mean flow
@@ -41,13 +42,16 @@ DEFAULT_WORK = {"rack": 200_000, "lb": 5_000, "flow": 20_000}
 """Units of work per run by default: enough for a p99 within a few percent at the grids' loads."""
 
 
-def zoo_policies(scenario: str) -> list[str]:
-    """``zoo:NAME`` of every zoo policy whose card says it was trained on ``scenario``."""
+def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:
+    """``zoo:NAME`` of every zoo policy whose card says it was trained on ``scenario``; on a colo scenario also every
+    zoo folder of OSML's models (Models A, B and C serve any mix of the family's services: docs/osml.md)."""
     found = []
     for name in list_zoo():
         card = (zoo_dir() / f"{name}.md").read_text(encoding="utf-8")
         if re.search(rf"--scenario {re.escape(scenario)}\b", card):
             found.append(f"zoo:{name}")
+    if kind == "colo":
+        found += [f"zoo:{name}" for name in list_zoo(entry="folder")]
     return found
 
 
@@ -59,7 +63,7 @@ def policies(kind: str, scenario: Any) -> list[Any]:
         label = str(getattr(own, "label", own))
         if label not in chosen:
             chosen.append(own)
-    return chosen + zoo_policies(scenario.name)
+    return chosen + zoo_policies(scenario.name, kind)
 
 
 def cell(summary: Mapping[str, Any], path: str, digits: int) -> tuple[float | None, str]:

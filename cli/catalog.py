@@ -70,10 +70,15 @@ def main(
     else:
         from dcgym.agents.export.zoo import list_zoo, zoo_dir
 
-        for name in list_zoo():
+        folders = list_zoo(entry="folder")  # OSML's models, a folder of policy files, for the colo scenarios
+        for name in sorted([*list_zoo(), *folders]):
             card = zoo_dir() / f"{name}.md"
-            first = next((line for line in card.read_text(encoding="utf-8").splitlines() if line.strip()), "")
-            print(f"zoo:{name}  {first.lstrip('# ')}")
+            text = card.read_text(encoding="utf-8") if card.is_file() else name
+            first = next((line for line in text.splitlines() if line.strip()), "")
+            print(
+                f"zoo:{name}  {first.lstrip('# ')}"
+                + ("  (a folder of OSML's models: colo scenarios)" if name in folders else "")
+            )
 
 
 def run(argv: list[str] | None = None, prog: str | None = None) -> int:

@@ -1,13 +1,17 @@
 """Export a trained policy as a policy file for the C++ runtime (docs/policy_format.md).
 
     dcgym-export RUN --out FILE
+    dcgym-export RUN --osml-models DIR --out FOLDER
     dcgym-export --demo-file FILE
 
 (also ``python -m dcgym export``).
 RUN is a checkpoint or a run folder written by train.py (its newest
-checkpoint). ``--demo-file`` writes a small Malcolm-shaped policy with random
+checkpoint). With ``--osml-models DIR`` (a folder of OSML's ``model_a.pt`` and
+``model_b.pt``), RUN is OSML's Model-C (a run, checkpoint or module folder) and
+``--out`` the folder that gets ``model_a.dcpol``, ``model_b.dcpol`` and
+``model_c.dcpol`` (docs/osml.md, "Export"). ``--demo-file`` writes a small Malcolm-shaped policy with random
 weights instead (4 nodes; for the deployment example and smoke tests). Prints
-one line describing the file written. Paths may be relative to the working
+one line describing each file written. Paths may be relative to the working
 directory. Bad input prints one ``error: ...`` line on standard error and
 exits with status 2. This is a thin front over :mod:`dcgym.agents.export`.
 """
@@ -34,11 +38,25 @@ def main(
     run: Annotated[str | None, typer.Argument(help="checkpoint or run folder written by train.py")] = None,
     out: Annotated[Path | None, typer.Option(help="policy file to write")] = None,
     demo_file: Annotated[Path | None, typer.Option(help="write a small demo policy here instead")] = None,
+    osml_models: Annotated[
+        Path | None,
+        typer.Option(help="OSML: the folder of model_a.pt and model_b.pt; RUN is Model-C's, --out a folder"),
+    ] = None,
     version: VersionOption = False,
 ) -> None:
     """Write the policy file."""
     from dcgym.agents.export import demo_policy, export_policy, read_policy, write_policy
 
+    if osml_models is not None:
+        if run is None or out is None or demo_file is not None:
+            raise InvalidConfigError("--osml-models", str(osml_models), "RUN (Model-C's) and --out FOLDER with it")
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        from dcgym.agents.export.osml_policies import export_osml
+
+        for written in export_osml(osml_models, run, out).values():
+            policy = read_policy(written)
+            print(f"wrote {written}: {policy.kind}, {policy.num_inputs} inputs, {written.stat().st_size} bytes")
+        return
     if demo_file is not None:
         if run is not None or out is not None:
             raise InvalidConfigError("--demo-file", str(demo_file), "nothing else: no RUN and no --out with it")

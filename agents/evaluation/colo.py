@@ -286,11 +286,20 @@ class ColoEvaluation(EvaluationFamily):
         period = options.sample_period_us
         jobs: list[Any] = []
         for spec in specs:
-            if spec.source is not Source.HEURISTIC:
+            label = None
+            if spec.source is Source.POLICY_FILE:
+                label, files = _osml_files(spec.given)
+                spec = Spec(files, Source.HEURISTIC)
+            elif spec.source is Source.CHECKPOINT and (Path(spec.given) / "model_a.dcpol").is_file():
+                # a folder of OSML's policy files, as osml:files=DIR
+                label = f"{Path(spec.given).name} (files)"
+                spec = Spec({"policy": "osml", "files": str(spec.given)}, Source.HEURISTIC)
+            elif spec.source is not Source.HEURISTIC:
                 raise self.refuse(
                     spec,
-                    "a colo scheduler (unmanaged, equal, parties, clite, oracle, with :key=value parameters); "
-                    "checkpoints and policy files do not run on colo scenarios yet",
+                    "a colo scheduler (unmanaged, equal, parties, clite, oracle, osml, with :key=value parameters) "
+                    "or OSML's models as policy files (zoo:NAME or a folder of model_a/b/c.dcpol); checkpoints do not "
+                    "run on colo scenarios yet",
                 )
             given = spec.given
             if not isinstance(given, (str, Mapping)):
@@ -300,7 +309,7 @@ class ColoEvaluation(EvaluationFamily):
                 make_scheduler(parsed)  # checks the parameters before any run
             except InvalidConfigError as exc:
                 raise exc.under("policy") if exc.field not in ("", "policy") else _as_policy(exc) from None
-            label = given if isinstance(given, str) else str(parsed)
+            label = label or (given if isinstance(given, str) else str(parsed))
             for k, load in enumerate(loads):
                 for j, seed in enumerate(seeds):
                     config = scenario.engine_config(mix=load, seed=seed)
@@ -341,6 +350,29 @@ class ColoEvaluation(EvaluationFamily):
             paths["latency"] = plot_timelines(doc, out / "latency_over_time.png", "ratio")
             paths["allocation"] = plot_timelines(doc, out / "allocation_over_time.png", "cores")
         return paths
+
+
+def _osml_files(given: Any) -> tuple[str, dict[str, Any]]:
+    """A policy-file spec on a colo scenario: ``zoo:NAME[:key=value,...]``, a zoo folder of OSML's models (docs/osml.md),
+    as its label and the ``osml`` scheduler with ``files`` (the options its parameters); anything else refused."""
+    from dcgym.agents.export.zoo import ZOO_PREFIX, resolve_zoo, split_options
+
+    where, options = split_options(str(given))
+    if not where.startswith(ZOO_PREFIX):
+        raise InvalidConfigError(
+            "policy",
+            str(given),
+            "zoo:NAME of OSML's models or osml:files=DIR (a folder of model_a/b/c.dcpol): one policy file is not a "
+            "colo scheduler (scenario kind colo)",
+        )
+    path = resolve_zoo(where, entry="folder")
+    parsed = parse_scheduler("osml:" + options) if options else SchedulerSpec({"policy": "osml"})
+    if "files" in parsed or "models" in parsed or "model_c" in parsed:
+        raise InvalidConfigError(
+            "policy", str(given), f"{where} with OSML's parameters other than files, models, model_c"
+        )
+    name = where.removeprefix(ZOO_PREFIX) + (f":{options}" if options else "")
+    return f"{name} (zoo)", {**parsed, "files": str(path)}
 
 
 def _as_policy(exc: InvalidConfigError) -> InvalidConfigError:

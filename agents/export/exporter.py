@@ -30,6 +30,9 @@ environment:
 - The multi-LB Q-learners (Distr-LB, Centr-LB; ``dcgym.agents.marl_lb``),
   feed-forward -> an ``mlp`` file with the ``identity`` head: the Q-values
   of each server's weight levels, the action each block's argmax.
+- OSML's Model-C (``osml_dqn``) -> an ``mlp`` file with the ``identity``
+  head: the 49 Q-values of OSML's scaled counters (:mod:`.osml_policies`,
+  which also exports Models A and B).
 
 The exported and original policies agree to float32 rounding
 (tests/agents/test_export.py).
@@ -97,6 +100,14 @@ def policy_from_checkpoint(run_or_checkpoint: str | Path) -> Policy:
             obs_clip=game.config.obs_clip,
             max_logit=game.config.max_logit,
         )
+    from dcgym.agents.osml.model_c_rllib import ModelCModule
+
+    if all(isinstance(m, ModelCModule) for m in modules.values()):  # OSML's Model-C (osml_policies.py)
+        from dcgym.agents.export.osml_policies import model_c_policy
+
+        if len({id(m) for m in modules.values()}) != 1:
+            raise ValueError(f"{trained.path}: one Model-C per service; OSML's files hold one shared Model-C")
+        return model_c_policy(next(iter(modules.values())))
     from dcgym.agents.marl_lb.qmix_rl_module import QmixAgentRLModule
 
     if all(isinstance(m, QmixAgentRLModule) for m in modules.values()):

@@ -3,6 +3,10 @@
 Each policy is ``NAME.dcpol`` (a policy file, docs/policy_format.md) beside
 ``NAME.md`` (one provenance line and its training run's evaluation table).
 ``evaluate.py --policy zoo:NAME`` evaluates ``NAME.dcpol`` in the engine.
+A scheduler made of several models is a folder ``NAME/`` of policy files
+beside its ``NAME.md``: OSML's Models A, B and C (``model_a.dcpol``,
+``model_b.dcpol``, ``model_c.dcpol``, docs/osml.md), which ``zoo:NAME`` runs
+on any colo scenario (:func:`resolve_zoo` with ``entry="folder"``).
 
 The zoo folder is ``$DCGYM_ZOO`` when set, else the ``zoo/`` folder beside
 the ``dcgym`` sources: the repository's top-level ``zoo/`` in a checkout or
@@ -27,11 +31,13 @@ from typing import Any
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 
 __all__ = [
+    "ENTRIES",
     "SUFFIX",
     "ZOO_ENV",
     "ZOO_PREFIX",
     "ZooEntry",
     "build_entry",
+    "build_osml_entry",
     "card_options",
     "evaluation_table",
     "experiment_name",
@@ -64,27 +70,34 @@ def zoo_dir(folder: str | Path | None = None) -> Path:
     return Path(dcgym.agents.__file__).resolve().parents[1] / "zoo"
 
 
-def list_zoo(folder: str | Path | None = None) -> list[str]:
-    """The names of the zoo's policies (``NAME.dcpol``), sorted; empty if there is no zoo folder."""
+ENTRIES = ("file", "folder")
+"""The zoo's two kinds of entry: a policy file ``NAME.dcpol``, or a folder ``NAME/`` of policy files."""
+
+
+def list_zoo(folder: str | Path | None = None, entry: str = "file") -> list[str]:
+    """The names of the zoo's policies, sorted: ``NAME.dcpol`` files (``entry="file"``) or ``NAME/`` folders holding
+    policy files (``entry="folder"``: OSML's models); empty if there is no zoo folder."""
     where = zoo_dir(folder)
     if not where.is_dir():
         return []
+    if entry == "folder":
+        return sorted(p.name for p in where.iterdir() if p.is_dir() and any(p.glob(f"*{SUFFIX}")))
     return sorted(p.name.removesuffix(SUFFIX) for p in where.iterdir() if p.name.endswith(SUFFIX) and p.is_file())
 
 
-def resolve_zoo(spec: str, folder: str | Path | None = None) -> Path:
-    """The file of ``zoo:NAME`` (or ``NAME``); InvalidConfigError naming ``policy``, with the available
-    names and a did-you-mean suggestion, if the zoo has no such policy."""
+def resolve_zoo(spec: str, folder: str | Path | None = None, entry: str = "file") -> Path:
+    """The file of ``zoo:NAME`` (or ``NAME``), or with ``entry="folder"`` its folder of policy files;
+    InvalidConfigError naming ``policy``, with the available names and a did-you-mean suggestion, if the zoo has
+    no such policy."""
     name = spec.removeprefix(ZOO_PREFIX)
     where = zoo_dir(folder)
-    path = where / f"{name}{SUFFIX}"
-    if _NAME.fullmatch(name) and path.is_file():
+    path = where / (name if entry == "folder" else f"{name}{SUFFIX}")
+    if _NAME.fullmatch(name) and name not in (".", "..") and (path.is_dir() if entry == "folder" else path.is_file()):
         return path
-    known = list_zoo(folder)
+    known = list_zoo(folder, entry)
+    what = "a zoo folder of policy files" if entry == "folder" else "a zoo policy"
     allowed = (
-        "a zoo policy, one of " + ", ".join(ZOO_PREFIX + k for k in known)
-        if known
-        else "a zoo policy, but the zoo has none"
+        f"{what}, one of " + ", ".join(ZOO_PREFIX + k for k in known) if known else f"{what}, but the zoo has none"
     )
     suggestion = did_you_mean(name, known)
     raise InvalidConfigError(
@@ -327,6 +340,86 @@ def build_zoo(runs: Sequence[str | Path], out: str | Path, commit: str | None = 
             clash = [str(r) for r, n in zip(runs, names) if n == name]
             raise InvalidConfigError("RUN", clash, f"one run per experiment name (these all make zoo/{name}{SUFFIX})")
     return [build_entry(r, out, commit=commit) for r in runs]
+
+
+def build_osml_entry(
+    models: str | Path,
+    run_dir: str | Path,
+    out: str | Path,
+    name: str,
+    commit: str | None = None,
+    made_with: Sequence[str] = (),
+) -> ZooEntry:
+    """OSML's three models as the zoo folder ``out/NAME/`` (``model_a.dcpol``, ``model_b.dcpol`` from a folder of
+    ``model_a.pt`` and ``model_b.pt``, ``model_c.dcpol`` from a Model-C run folder's final checkpoint) and the card
+    ``out/NAME.md``: Model-C's provenance line (as :func:`build_entry`'s), Models A and B's rows and held-out errors
+    (their files' training metrics), the commands that made them (``made_with``, as given) and how to evaluate it."""
+    from dcgym.agents.export.osml_policies import export_osml
+    from dcgym.agents.training.checkpoints import find_checkpoint, read_meta
+
+    run = Path(run_dir)
+    if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():
+        raise InvalidConfigError("RUN", str(run_dir), "Model-C's run folder written by train.py (algorithm osml_dqn)")
+    if not _NAME.fullmatch(name) or name in (".", ".."):
+        raise InvalidConfigError("name", name, "1 to 128 letters, digits, _, - and .")
+    experiment = _config(run)
+    if experiment.get("algorithm") != "osml_dqn":
+        raise InvalidConfigError("RUN", str(run_dir), "a run of algorithm osml_dqn (OSML's Model-C)")
+    checkpoint = find_checkpoint(run)
+    folder = Path(out) / name
+    written = export_osml(models, checkpoint, folder)
+    from dcgym.agents.osml.supervised import Model
+
+    metrics = {kind: Model.load(Path(models) / f"model_{kind.lower()}.pt").metrics for kind in ("A", "B")}
+    sizes = sum(p.stat().st_size for p in written.values())
+    lines = [
+        f"# {name}",
+        "",
+        "OSML's three models (Liu et al., FAST 2023; docs/osml.md) as policy files: "
+        + "; ".join(_model_line(kind, metrics.get(kind)) for kind in ("A", "B"))
+        + "; Model-C "
+        + _provenance(run, _run_json(run), experiment, read_meta(checkpoint), checkpoint, commit).removeprefix(
+            "Provenance: "
+        ),
+        "",
+    ]
+    import datetime
+
+    lines += [f"Built {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.", ""]
+    if made_with:
+        lines += ["Made with:", "", "```text", *made_with, "```", ""]
+    lines += [
+        f"Policy: folder `{name}/`, {sizes:,} bytes: `model_a.dcpol` (raw counters -> OAA, RCliff, bandwidth), "
+        "`model_b.dcpol` (raw counters and slowdown -> B-Points), `model_c.dcpol` (scaled counters -> 49 Q-values).",
+        "",
+        "Evaluate on any colo scenario (OSML's control logic beside the engine, the models in the C++ runtime): "
+        f"`python evaluate.py --scenario osml_case_a --policy {ZOO_PREFIX}{name} --policy parties`.",
+        "",
+    ]
+    for kind in ("A", "B"):
+        per_service = (metrics.get(kind) or {}).get("test_mae_per_service")
+        if per_service:
+            targets = list(next(iter(per_service.values())))
+            lines += [
+                f"Model-{kind}'s held-out mean absolute error per service (data set units):",
+                "",
+                "| service | " + " | ".join(targets) + " |",
+                "|---|" + "---:|" * len(targets),
+                *(
+                    f"| {svc} | " + " | ".join(f"{v:.2f}" for v in errs.values()) + " |"
+                    for svc, errs in per_service.items()
+                ),
+                "",
+            ]
+    card = Path(out) / f"{name}.md"
+    card.write_text("\n".join(lines), encoding="utf-8")
+    return ZooEntry(name, folder, card)
+
+
+def _model_line(kind: str, metrics: Mapping[str, Any] | None) -> str:
+    if not metrics:
+        return f"Model-{kind} (no training metrics)"
+    return f"Model-{kind} trained on {metrics['train_rows']:,} rows, {metrics['test_rows']:,} held out"
 
 
 # ------------------------------------------------------------------------------ policy-file specs

@@ -20,6 +20,7 @@ tensors (the learner calls it).
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -52,10 +53,7 @@ LOG_FEATURES = np.array([False, False, False, True, True, False, False, True])
 
 def normalize(obs: Any) -> Any:
     """OSML's feature scaling (module docstring) of a batch of observations; numpy or torch in, the same out."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover
-        torch = None
+    torch = sys.modules.get("torch")  # a tensor means torch is loaded; numpy callers (policy files) never load it
     lo, hi, logs = FEATURE_MIN, FEATURE_MAX, LOG_FEATURES
     if torch is not None and isinstance(obs, torch.Tensor):
         lo_t = torch.as_tensor(lo, dtype=obs.dtype)

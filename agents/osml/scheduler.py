@@ -23,7 +23,9 @@ Not yet: Algorithm 4's way sharing and bandwidth partitioning (MBA), Models A' a
 
 The models: ``models`` is a folder holding ``model_a.pt`` and ``model_b.pt`` (``benchmarks/osml_models.py``);
 ``model_c`` is a trained Model-C module folder (a train.py checkpoint's
-``learner_group/learner/rl_module/shared``). Without ``model_c`` the steps 3-4 do nothing.
+``learner_group/learner/rl_module/shared``). Without ``model_c`` the steps 3-4 do nothing. Or ``files``: a folder
+of the three exported as policy files (``model_a.dcpol``, ``model_b.dcpol``, ``model_c.dcpol``; a zoo entry),
+run by the C++ runtime (:mod:`dcgym.agents.osml.files`) without torch or Ray.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ __all__ = ["HISTORY_LEN", "OSML", "RULES"]
 
 HISTORY_LEN = 5
 RULES = ("paper", "code")
-_A_COLS = None  # filled on first use (the supervised module imports torch)
+_A_COLS = None  # filled on first use
 _OBS_COLS = [COUNTERS.index(k) for k in OBSERVATION_FEATURES]
 _DELTAS = np.array([(k // 7 - MAX_DELTA, k % 7 - MAX_DELTA) for k in range(ACTIONS)])
 
@@ -56,6 +58,7 @@ class OSML(Scheduler):
         "interval_s": "seconds between decisions (1, OSML's SCHEDULING_INTERVAL)",
         "models": "folder with model_a.pt and model_b.pt (benchmarks/osml_models.py writes them)",
         "model_c": "folder of a trained Model-C module (a checkpoint's learner_group/learner/rl_module/shared)",
+        "files": "folder of the three models as policy files, model_a/b/c.dcpol (an export or zoo entry; not with models)",
         "rule": "paper (default): Model-C on any QoS violation; code: only past 3x the target",
         "slowdown": "QoS slowdown a neighbour may be asked to accept when it gives resources up (0.20)",
         "give_up_s": "a service short of QoS this long after arriving is left as it is (180)",
@@ -69,6 +72,7 @@ class OSML(Scheduler):
         rule: str = "paper",
         slowdown: float = 0.20,
         give_up_s: float = 180.0,
+        files: str | None = None,
     ) -> None:
         super().__init__(1.0 if interval_s is None else interval_s)
         if rule not in RULES:
@@ -78,6 +82,8 @@ class OSML(Scheduler):
         if not (isinstance(give_up_s, (int, float)) and give_up_s > 0):
             raise InvalidConfigError("give_up_s", give_up_s, "a positive time in seconds")
         self.rule, self.slowdown, self.give_up_s = rule, float(slowdown), float(give_up_s)
+        if files is not None and (models is not None or model_c is not None):
+            raise InvalidConfigError("files", str(files), "a folder of policy files instead of models and model_c")
         self.model_a = self.model_b = None
         self.q_values: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         if models is not None:
@@ -91,6 +97,10 @@ class OSML(Scheduler):
             self.model_b = Model.load(folder / "model_b.pt")
         if model_c is not None:
             self.q_values = _load_model_c(str(model_c))
+        if files is not None:
+            from dcgym.agents.osml.files import load_files
+
+            self.model_a, self.model_b, self.q_values = load_files(str(files))
 
     # ------------------------------------------------------------------ state
 
@@ -223,7 +233,7 @@ class OSML(Scheduler):
     def _features(self, server: ColoServer, i: int) -> np.ndarray:
         global _A_COLS
         if _A_COLS is None:
-            from dcgym.agents.osml.supervised import A_FEATURES
+            from dcgym.agents.osml.features import A_FEATURES
 
             _A_COLS = [COUNTERS.index(k) for k in A_FEATURES]
         return server.counters[i, _A_COLS].astype(np.float64)

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from dcgym.agents.osml.features import A_FEATURES, A_TARGETS, B_SLOWDOWNS, B_TARGETS
 from dcgym.envs.colo import catalog as cc
 from dcgym.envs.colo import dataset as ds
 from dcgym.envs.error import InvalidConfigError
@@ -52,23 +53,6 @@ __all__ = [
     "main",
 ]
 
-A_FEATURES = [
-    "CPU_Utilization",
-    "Frequency",
-    "IPC",
-    "Misses",
-    "MBL",
-    "Virt_Memory",
-    "Res_Memory",
-    "Allocated_Cache",
-    "Allocated_Core",
-]
-"""Model-A's nine inputs (OSML Table 3 / configs.py), in the data set's units."""
-A_TARGETS = ["OAA_Core", "OAA_Cache", "RCliff_Core", "RCliff_Cache", "OAA_Bandwidth"]
-B_SLOWDOWNS = (0.05, 0.10, 0.15, 0.20)
-"""The allowed QoS slowdowns Model-B is trained on (§4.2)."""
-B_TARGETS = ["ways_only_cores", "ways_only_ways", "both_cores", "both_ways", "cores_only_cores", "cores_only_ways"]
-"""Model-B's B-Points: (cores, ways) that can be given up, for the three directions of Figure 4."""
 B_DIRECTIONS = ((0, 1), (1, 1), (1, 0))
 
 

@@ -1,0 +1,103 @@
+"""OSML's models from policy files, run by the C++ runtime (``RuntimePolicy``): no torch, no Ray.
+
+A folder of ``model_a.dcpol`` and ``model_b.dcpol`` (and optionally ``model_c.dcpol``), as
+:func:`dcgym.agents.export.osml_policies.export_osml` writes it and a zoo entry holds it, gives the scheduler
+(:class:`dcgym.agents.osml.scheduler.OSML`, ``osml:files=DIR``) what its PyTorch and RLlib models give:
+
+- :class:`FileModel`: Model-A or Model-B, :meth:`FileModel.predict` on raw counters (rows of
+  :data:`~dcgym.agents.osml.features.A_FEATURES`, Model-B with the slowdown appended) in the data set's units;
+- :func:`file_q_values`: Model-C's Q-values of the 49 actions for colo_v0 observations, the forbidden ones
+  (mask 0) at -inf; the file takes the scaled counters (:func:`dcgym.agents.osml.model_c.normalize`).
+
+:func:`load_files` checks the folder and each file (the runtime's own checks, then the shapes and head each
+model needs) and refuses anything else with an InvalidConfigError naming ``files``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from dcgym.agents.osml.features import A_FEATURES, A_TARGETS, B_FEATURES, B_TARGETS
+from dcgym.envs.colo.colo_v0 import ACTIONS, OBSERVATION_FEATURES
+from dcgym.envs.error import InvalidConfigError
+
+__all__ = ["FILES", "SHAPES", "FileModel", "file_q_values", "load_files"]
+
+FILES = {"model_a": "model_a.dcpol", "model_b": "model_b.dcpol", "model_c": "model_c.dcpol"}
+"""The file of each model in an OSML folder."""
+SHAPES = {
+    "model_a": (len(A_FEATURES), len(A_TARGETS)),
+    "model_b": (len(B_FEATURES), len(B_TARGETS)),
+    "model_c": (len(OBSERVATION_FEATURES), ACTIONS),
+}
+"""(inputs, outputs) of each model's file."""
+
+
+class FileModel:
+    """Model-A or Model-B from its policy file: :meth:`predict` as :meth:`dcgym.agents.osml.supervised.Model.predict`."""
+
+    def __init__(self, runtime) -> None:
+        self.runtime = runtime
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return self.runtime.outputs(np.asarray(x, dtype=np.float32).reshape(-1, self.runtime.num_inputs)).astype(
+            np.float64
+        )
+
+
+def file_q_values(runtime) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Model-C's Q-values from its policy file, as a function of (observations, masks), forbidden actions -inf."""
+    from dcgym.agents.osml.model_c import normalize
+
+    def q_values(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        x = normalize(np.asarray(obs, dtype=np.float32)).astype(np.float32)
+        q = runtime.outputs(x.reshape(-1, runtime.num_inputs))
+        return np.where(np.asarray(mask) > 0, q, -np.inf)
+
+    return q_values
+
+
+def _runtime(folder: Path, which: str, given: str):
+    from dcgym.cpp_core import RuntimePolicy
+
+    path = folder / FILES[which]
+    try:
+        runtime = RuntimePolicy.from_file(str(path))
+    except ValueError as exc:
+        raise InvalidConfigError(
+            "files", given, f"a folder whose {FILES[which]} is a valid policy file ({exc})"
+        ) from None
+    n_in, n_out = SHAPES[which]
+    got_out = None
+    if runtime.kind == "mlp" and runtime.head == "identity" and runtime.num_inputs == n_in:
+        got_out = runtime.outputs(np.zeros(n_in, dtype=np.float32)).shape[0]
+    if got_out != n_out:
+        shape = f"{runtime.kind}, head {runtime.head if runtime.kind == 'mlp' else '-'}, {runtime.num_inputs} inputs"
+        raise InvalidConfigError(
+            "files",
+            given,
+            f"a folder whose {FILES[which]} is an mlp with the identity head, {n_in} inputs and {n_out} outputs "
+            f"(its {which}; this one: {shape}{'' if got_out is None else f', {got_out} outputs'})",
+        )
+    return runtime
+
+
+def load_files(files: str | Path) -> tuple[FileModel, FileModel, Callable | None]:
+    """(Model-A, Model-B, Model-C's Q-values or None) from an OSML folder of policy files (module docstring)."""
+    folder = Path(str(files))
+    if not folder.is_dir():
+        raise InvalidConfigError(
+            "files", str(files), "a folder holding model_a.dcpol and model_b.dcpol (and model_c.dcpol)"
+        )
+    for which in ("model_a", "model_b"):
+        if not (folder / FILES[which]).is_file():
+            raise InvalidConfigError(
+                "files", str(files), f"a folder holding {FILES[which]} (an OSML export or zoo entry; it has none)"
+            )
+    model_a = FileModel(_runtime(folder, "model_a", str(files)))
+    model_b = FileModel(_runtime(folder, "model_b", str(files)))
+    q = file_q_values(_runtime(folder, "model_c", str(files))) if (folder / FILES["model_c"]).is_file() else None
+    return model_a, model_b, q
