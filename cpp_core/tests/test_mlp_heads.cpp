@@ -1,6 +1,6 @@
 // The MLP policy's format-version-2 heads (runtime/mlp.hpp, policy_file.hpp):
-// `increasing` (AuTO's sRLA thresholds: cumulative steps in log space, every
-// output in [low, high] and non-decreasing) and `multi_categorical` (AuTO's
+// `increasing` (AuTO's sRLA thresholds: each a share of the log range left
+// above the one before, every output in [low, high] and non-decreasing) and `multi_categorical` (AuTO's
 // lRLA: a softmax per group, each group's argmax), built in C++ and parsed
 // from hand-written files; version-1 files refuse both heads.
 #include <cmath>
@@ -69,11 +69,15 @@ void TestIncreasingHead() {
   const float obs[2] = {0.3f, -0.7f};
   float out[3];
   CHECK_EQ(p.Act(obs, out), -1);
-  // log t_i = log lo + sum_{j <= i} (a_j + 1) / 2 * (log hi - log lo) / 3 in double precision.
-  const double step = (std::log(double{hi}) - std::log(double{lo})) / 3.0;
-  const double expected[3] = {lo, std::exp(std::log(double{lo}) + 0.5 * step),
-                              std::exp(std::log(double{lo}) + 1.5 * step)};
+  // t_0 = lo, log t_i = log t_{i-1} + ((a_i + 1) / 2)^log2(K - i + 2) (log hi - log t_{i-1}), in double precision:
+  // a_1 = -1 keeps t_1 at lo; a_2 = 0 takes (1/2)^log2(3) = 1/3 of what is left; a_3 = 1 takes all of it.
+  const double log_lo = std::log(double{lo}), log_hi = std::log(double{hi});
+  const double expected[3] = {lo, std::exp(log_lo + (log_hi - log_lo) / 3.0), hi};
   for (int i = 0; i < 3; ++i) CHECK_NEAR(out[i] / expected[i], 1.0, 1e-5);
+  // a = 0 everywhere spaces the thresholds evenly in log bytes: 1/4, 2/4, 3/4 of the range.
+  rt::MlpPolicy even(2, {BiasNetwork(2, {0.0f, 0.0f, 0.0f})}, {0}, rt::Head::kIncreasing, {lo, lo, lo}, {hi, hi, hi});
+  even.Act(obs, out);
+  for (int i = 0; i < 3; ++i) CHECK_NEAR(std::log(double{out[i]}), log_lo + (i + 1) * (log_hi - log_lo) / 4.0, 1e-5);
   // Any outputs give non-decreasing thresholds in [lo, hi]; all +1 reach hi exactly.
   rt::MlpPolicy top(2, {BiasNetwork(2, {5.0f, 5.0f, 5.0f})}, {0}, rt::Head::kIncreasing, {lo, lo, lo}, {hi, hi, hi});
   top.Act(obs, out);
@@ -115,7 +119,7 @@ void TestParsing() {
   float out[2];
   const float obs[2] = {0.0f, 0.0f};
   policy.mlp()->Act(obs, out);
-  CHECK_NEAR(out[1] / 100.0f, 1.0, 1e-5);  // a = 0: half a step each, the last at the geometric middle of [lo, hi]
+  CHECK_NEAR(out[1] / 215.443469f, 1.0, 1e-5);  // a = 0: evenly spaced in log bytes, 10^(1 + 4/3)
 
   auto multi = File(2, 6, {1.0f, 0.0f, 0.0f, 2.0f}, {}, {}, {2, 2});
   CHECK(rt::ParsePolicy(multi.data(), multi.size(), &policy, &error));

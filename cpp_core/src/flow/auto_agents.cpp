@@ -50,12 +50,12 @@ void AutoSpec::Validate() const {
 }
 
 void ThresholdsFromAction(const double* action, uint32_t n, double lo_bytes, double hi_bytes, double* out) {
-  const double log_lo = std::log(lo_bytes);
-  const double step = n > 0 ? (std::log(hi_bytes) - log_lo) / n : 0.0;
-  double log_t = log_lo;
+  const double log_hi = std::log(hi_bytes);
+  double log_t = std::log(lo_bytes);
   for (uint32_t i = 0; i < n; ++i) {
     const double a = std::isnan(action[i]) ? -1.0 : std::clamp(action[i], -1.0, 1.0);
-    log_t += (a + 1) / 2 * step;
+    const double share = std::pow((a + 1) / 2, std::log2(static_cast<double>(n - i) + 1));
+    log_t += share * (log_hi - log_t);
     out[i] = std::clamp(std::exp(log_t), lo_bytes, hi_bytes);  // rounding never leaves the range
     if (i > 0) out[i] = std::max(out[i], out[i - 1]);
   }

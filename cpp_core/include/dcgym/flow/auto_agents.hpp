@@ -3,13 +3,16 @@
 // once for flow_v0 (envs/flow/) and for a policy run inside the engine.
 //
 // sRLA (§4.1) sets the K - 1 MLFQ thresholds from K - 1 numbers in [-1, 1]
-// (a tanh actor's output). The map is cumulative in log bytes, so every
-// point of the box is a valid, non-decreasing set:
-//   log t_i = log lo + sum_{j <= i} (a_j + 1) / 2 x (log hi - log lo) / (K - 1)
-// (a = 0 everywhere spaces the thresholds evenly in log bytes between lo and
-// the geometric middle of [lo, hi]; a = 1 everywhere puts the last at hi).
-// AuTO's actor outputs gaps g_i in the size CDF (§4.1, eq. 7); a gap in log
-// bytes needs no CDF, so one policy serves several workloads.
+// (a tanh actor's output). Each threshold takes a share of what is left of
+// the range above the one before, in log bytes (t_0 = lo, n = K - 1):
+//   log t_i = log t_{i-1} + ((a_i + 1) / 2)^log2(n - i + 2) x (log hi - log t_{i-1})
+// so every point of the box is a valid non-decreasing set in [lo, hi] and
+// every such set is a point of the box (PIAS's, whose first threshold is far
+// above lo and the rest close together, included). a = 0 everywhere spaces
+// the thresholds evenly in log bytes over [lo, hi]; a_i = 1 puts t_i (and all
+// after it) at hi; a_i = -1 leaves t_i at t_{i-1}. AuTO's actor outputs gaps
+// g_i in the size CDF (§4.1, eq. 7); a share of log bytes needs no CDF, so
+// one policy serves several workloads.
 //
 // lRLA (§4.2) chooses, for each of the n_l oldest active long flows, a
 // priority level, a rate cap and a path: three indices per flow. Level l is

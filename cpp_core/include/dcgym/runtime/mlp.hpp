@@ -55,8 +55,9 @@ enum class Head : std::uint32_t {
   kSoftmax = 3,   // out = softmax(y): a categorical's probabilities; the action is the argmax
   kArgmax = 4,    // out = y (Q-values or logits); the action is the argmax
   // Format version 2:
-  kIncreasing = 5,        // out_i = exp(log low + sum_{j <= i} (clip(y_j, -1, 1) + 1) / 2 (log high - log low) / K),
-                          // clipped to [low, high] and non-decreasing: K increasing thresholds (AuTO's sRLA)
+  kIncreasing = 5,        // t_0 = low, log t_i = log t_{i-1} + ((clip(y_i, -1, 1) + 1) / 2)^log2(K - i + 2)
+                          // (log high - log t_{i-1}), i = 1..K, clipped to [low, high] and non-decreasing:
+                          // K increasing thresholds, each a share of the range left (AuTO's sRLA)
   kMultiCategorical = 6,  // out = softmax of each group of y (groups of listed sizes); the action is each
                           // group's argmax (a MultiDiscrete action: AuTO's lRLA, per flow level, cap, path)
 };
@@ -196,12 +197,12 @@ class MlpPolicy {
         }
         break;
       case Head::kIncreasing: {
-        const float log_lo = std::log(low_[0]);
-        const float step = (std::log(high_[0]) - log_lo) / static_cast<float>(k);
-        float log_t = log_lo;
+        const float log_hi = std::log(high_[0]);
+        float log_t = std::log(low_[0]);
         for (std::size_t i = 0; i < k; ++i) {
-          const float a = std::min(std::max(x[i], -1.0f), 1.0f);
-          log_t += (a + 1.0f) / 2.0f * step;
+          const float a = std::isnan(x[i]) ? -1.0f : std::min(std::max(x[i], -1.0f), 1.0f);
+          const float share = std::pow((a + 1.0f) / 2.0f, std::log2(static_cast<float>(k - i) + 1.0f));
+          log_t += share * (log_hi - log_t);
           out[i] = std::min(std::max(std::exp(log_t), low_[0]), high_[0]);  // rounding never leaves the range
           if (i > 0) out[i] = std::max(out[i], out[i - 1]);
         }
