@@ -3,8 +3,8 @@
 - sRLA's actor (:class:`~dcgym.agents.auto.ddpg_rl_module.DDPGRLModule`):
   its layers (ReLU hidden layers, tanh output) and the ``increasing`` head,
   which maps the K - 1 outputs in [-1, 1] to K - 1 non-decreasing thresholds
-  in bytes exactly as flow_v0 maps sRLA's action (each a share of the log
-  range left above the one before, over ``threshold_range_bytes``); without a range the ``identity``
+  in bytes exactly as flow_v0 maps sRLA's action (weighted gaps in log
+  bytes over ``threshold_range_bytes``); without a range the ``identity``
   head returns the action itself.
 - lRLA's policy (:class:`~dcgym.agents.auto.pg_rl_module.PGRLModule`): its
   layers and the ``multi_categorical`` head, a softmax per categorical

@@ -1,6 +1,6 @@
 // The MLP policy's format-version-2 heads (runtime/mlp.hpp, policy_file.hpp):
-// `increasing` (AuTO's sRLA thresholds: each a share of the log range left
-// above the one before, every output in [low, high] and non-decreasing) and `multi_categorical` (AuTO's
+// `increasing` (AuTO's sRLA thresholds: weighted gaps in log space, every
+// output in [low, high] and non-decreasing) and `multi_categorical` (AuTO's
 // lRLA: a softmax per group, each group's argmax), built in C++ and parsed
 // from hand-written files; version-1 files refuse both heads.
 #include <cmath>
@@ -69,20 +69,23 @@ void TestIncreasingHead() {
   const float obs[2] = {0.3f, -0.7f};
   float out[3];
   CHECK_EQ(p.Act(obs, out), -1);
-  // t_0 = lo, log t_i = log t_{i-1} + ((a_i + 1) / 2)^log2(K - i + 2) (log hi - log t_{i-1}), in double precision:
-  // a_1 = -1 keeps t_1 at lo; a_2 = 0 takes (1/2)^log2(3) = 1/3 of what is left; a_3 = 1 takes all of it.
+  // Gaps in log space of weights exp(8 a_i) and 1 (the last): w = e^-8, 1, e^8 (3.0 is clipped to 1), in double.
   const double log_lo = std::log(double{lo}), log_hi = std::log(double{hi});
-  const double expected[3] = {lo, std::exp(log_lo + (log_hi - log_lo) / 3.0), hi};
-  for (int i = 0; i < 3; ++i) CHECK_NEAR(out[i] / expected[i], 1.0, 1e-5);
+  const double w[3] = {std::exp(-8.0), 1.0, std::exp(8.0)}, total = 1.0 + w[0] + w[1] + w[2];
+  double cumulative = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    cumulative += w[i];
+    CHECK_NEAR(std::log(double{out[i]}), log_lo + (log_hi - log_lo) * cumulative / total, 1e-5);
+  }
   // a = 0 everywhere spaces the thresholds evenly in log bytes: 1/4, 2/4, 3/4 of the range.
   rt::MlpPolicy even(2, {BiasNetwork(2, {0.0f, 0.0f, 0.0f})}, {0}, rt::Head::kIncreasing, {lo, lo, lo}, {hi, hi, hi});
   even.Act(obs, out);
   for (int i = 0; i < 3; ++i) CHECK_NEAR(std::log(double{out[i]}), log_lo + (i + 1) * (log_hi - log_lo) / 4.0, 1e-5);
-  // Any outputs give non-decreasing thresholds in [lo, hi]; all +1 reach hi exactly.
+  // Any outputs give non-decreasing thresholds in [lo, hi]; all +1 leave the last gap a share 1 / (1 + 3 e^8).
   rt::MlpPolicy top(2, {BiasNetwork(2, {5.0f, 5.0f, 5.0f})}, {0}, rt::Head::kIncreasing, {lo, lo, lo}, {hi, hi, hi});
   top.Act(obs, out);
   CHECK(out[0] <= out[1] && out[1] <= out[2]);
-  CHECK_NEAR(out[2] / hi, 1.0, 1e-5);
+  CHECK_NEAR(std::log(double{out[2]}), log_hi - (log_hi - log_lo) / (1.0 + 3.0 * std::exp(8.0)), 1e-5);
   CHECK(out[2] <= hi);
 }
 
