@@ -305,7 +305,9 @@ def _auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict
         size = int(np.prod(env.observation_space(agent).shape))
         if policy.num_inputs != size:
             raise InvalidConfigError(
-                "policy", where, f"an {agent} policy for {size} observations on this scenario; it takes {policy.num_inputs}"
+                "policy",
+                where,
+                f"an {agent} policy for {size} observations on this scenario; it takes {policy.num_inputs}",
             )
         paths[agent] = str(path)
         stems.append(where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX))

@@ -16,8 +16,8 @@ using kernel::Str;
 void CheckAutoPolicies(const AutoAgents& agents, const runtime::MlpPolicy* srla, const runtime::MlpPolicy* lrla) {
   if (srla != nullptr) {
     if (srla->head() != runtime::Head::kIncreasing)
-      Fail("srla policy", "needs the increasing head (thresholds in bytes), got " +
-                              std::string(runtime::HeadName(srla->head())));
+      Fail("srla policy",
+           "needs the increasing head (thresholds in bytes), got " + std::string(runtime::HeadName(srla->head())));
     if (srla->num_inputs() != agents.SrlaObservations() || srla->num_outputs() != agents.SrlaActions())
       Fail("srla policy", "must map " + Str(agents.SrlaObservations()) + " observations to " +
                               Str(agents.SrlaActions()) + " thresholds on this scenario, got " +
@@ -28,12 +28,13 @@ void CheckAutoPolicies(const AutoAgents& agents, const runtime::MlpPolicy* srla,
       Fail("lrla policy", "needs the multi_categorical head (a level, cap and path per long flow), got " +
                               std::string(runtime::HeadName(lrla->head())));
     std::vector<uint32_t> want;
-    for (uint32_t i = 0; i < agents.LrlaFlows(); ++i) want.insert(want.end(), {agents.Levels(), agents.Caps(), agents.Paths()});
+    for (uint32_t i = 0; i < agents.LrlaFlows(); ++i)
+      want.insert(want.end(), {agents.Levels(), agents.Caps(), agents.Paths()});
     if (lrla->num_inputs() != agents.LrlaObservations() || lrla->groups() != want)
-      Fail("lrla policy", "must map " + Str(agents.LrlaObservations()) + " observations to " +
-                              Str(agents.LrlaFlows()) + " x (" + Str(agents.Levels()) + ", " + Str(agents.Caps()) +
-                              ", " + Str(agents.Paths()) + ") choices on this scenario, got " +
-                              Str(lrla->num_inputs()) + " observations and " + Str(lrla->groups().size()) + " groups");
+      Fail("lrla policy", "must map " + Str(agents.LrlaObservations()) + " observations to " + Str(agents.LrlaFlows()) +
+                              " x (" + Str(agents.Levels()) + ", " + Str(agents.Caps()) + ", " + Str(agents.Paths()) +
+                              ") choices on this scenario, got " + Str(lrla->num_inputs()) + " observations and " +
+                              Str(lrla->groups().size()) + " groups");
   }
 }
 
@@ -63,8 +64,8 @@ uint64_t RunAutoPolicies(FlowSim& sim, AutoAgents& agents, runtime::MlpPolicy* s
       lrla->Act(lrla_obs.data(), lrla_out.data());
       lrla->GroupArgmax(lrla_out.data(), choices.data());
     }
-    agents.Step(sim, nullptr, lrla != nullptr ? choices.data() : nullptr, interval_s, srla_obs.data(),
-                lrla_obs.data(), rewards);
+    agents.Step(sim, nullptr, lrla != nullptr ? choices.data() : nullptr, interval_s, srla_obs.data(), lrla_obs.data(),
+                rewards);
     ++intervals;
   };
   while (sim.Count().arrived < flows) step();
