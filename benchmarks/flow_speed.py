@@ -202,14 +202,15 @@ def machine() -> dict:
 def timed_policy_file_steps(steps: int, repeats: int) -> float:
     """10 ms intervals per CPU second of flow_v0's engine on AuTO's testbed at load 0.8 with an exported sRLA at
     the paper's size (600-600, random weights; the increasing head) deciding the thresholds every interval
-    through the C++ runtime, as evaluate.py --policy FILE.dcpol runs it (lRLA held by the rules)."""
+    inside the engine (run_auto_policies, as evaluate.py --policy FILE.dcpol runs it; lRLA held by the rules)."""
+    import tempfile
     import types
 
     import torch
 
     from dcgym.agents.export.auto_policies import srla_policy
-    from dcgym.agents.export.format import to_bytes
-    from dcgym.cpp_core import RuntimePolicy
+    from dcgym.agents.export.format import write_policy
+    from dcgym.cpp_core import run_auto_policies
     from dcgym.envs.flow.flow_v0 import parallel_env
 
     env = parallel_env(scenario="auto_websearch", load=0.8, max_steps=10**9, warmup_s=1.0)
@@ -219,20 +220,18 @@ def timed_policy_file_steps(steps: int, repeats: int) -> float:
         torch.nn.Linear(n_obs, 600), torch.nn.ReLU(), torch.nn.Linear(600, 600), torch.nn.ReLU(),
         torch.nn.Linear(600, k), torch.nn.Tanh(),
     )  # fmt: skip
-    policy = RuntimePolicy.from_bytes(
-        to_bytes(srla_policy(types.SimpleNamespace(actor=actor, num_obs=n_obs), env.game.config.threshold_range_bytes))
-    )
+    module = types.SimpleNamespace(actor=actor, num_obs=n_obs)
     best = None
-    for _ in range(repeats):
-        obs, _ = env.reset(seed=1)
-        state = obs["srla"]
-        cpu = time.thread_time()
-        for _ in range(steps):
-            env.sim.set_thresholds([float(t) for t in policy.act(state)])
-            state = env.game.step(None, None, [0])[0]["srla"][0]
-        cpu = time.thread_time() - cpu
-        best = cpu if best is None else min(best, cpu)
-    return steps / best
+    with tempfile.TemporaryDirectory() as folder:
+        path = str(write_policy(srla_policy(module, env.game.config.threshold_range_bytes), Path(folder) / "s.dcpol"))
+        for _ in range(repeats):
+            env.reset(seed=1)
+            flows = env.sim.results()["flows_arrived"] + 20 * steps  # about 20 arrivals an interval at 0.8
+            cpu = time.thread_time()
+            intervals = run_auto_policies(env.sim, env.game.agents[0], path, None, env.game.interval_s, flows, 0.0)
+            rate = intervals / (time.thread_time() - cpu)
+            best = rate if best is None else max(best, rate)
+    return best
 
 
 def main() -> None:
@@ -288,7 +287,7 @@ def main() -> None:
         f"  flow_v0 (4 levels, both agents act, observations, rewards, infos): {env_steps:,.0f} steps "
         f"= {env_steps / steps:.2f}x the reference; target >= 5,000: {verdict}\n"
         f"  FlowVectorEnv, 8 copies in one engine call: {vec_steps:,.0f} copy-steps = {vec_steps / steps:.2f}x\n"
-        f"  an exported sRLA (600-600) deciding every interval in the C++ runtime (evaluate.py --policy FILE): "
+        f"  an exported sRLA (600-600) deciding every interval inside the engine (evaluate.py --policy FILE): "
         f"{file_steps:,.0f} intervals = {file_steps / steps:.2f}x the reference"
     )
     mem = memory(CASES["single"][1], int(5_000_000 * scale))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.dqn.dqn import DQN
 from ray.rllib.algorithms.sac.sac import SACConfig
@@ -150,3 +151,10 @@ class DDPG(DQN):
     @classmethod
     def get_default_config(cls) -> DDPGConfig:
         return DDPGConfig()
+
+    def setup(self, config: Any) -> None:
+        super().setup(config)
+        # RLlib's episode replay buffer samples from an unseeded generator: seeded here, one seed trains bit for bit
+        # alike (debugging(seed=...) seeds the networks and the environment, not the buffer).
+        if self.local_replay_buffer is not None and self.config.seed is not None:
+            self.local_replay_buffer.rng = np.random.default_rng(self.config.seed)

@@ -146,6 +146,11 @@ def measure(sim: FlowSim, flows: int, warmup: int, step: Any = None) -> dict[str
             advance(min(chunk, deadline - sim.now_s))
         else:
             advance()
+    return _left(sim, flows, warmup)
+
+
+def _left(sim: FlowSim, flows: int, warmup: int) -> dict[str, Any]:
+    """The measured flows still in flight when a run stopped, and the large ones among them."""
     table = sim.active_flows_table()
     index = np.asarray(table["index"])
     pending = (index >= warmup) & (index < flows)
@@ -264,74 +269,84 @@ def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
     return {"result": out, "histogram": histogram(env.sim), "timeline": None}
 
 
-def _auto_policy_file(spec: Any, scenario_spec: Any, load: float) -> tuple[Path, str, str]:
-    """An exported AuTO agent (agents/export/auto_policies.py): its path, label and agent (``srla`` for the
-    ``increasing`` head, ``lrla`` for ``multi_categorical``), checked against flow_v0's observation size."""
+def _auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict[str, str], str]:
+    """Exported AuTO agents (agents/export/auto_policies.py): one file, or sRLA's and lRLA's joined by ``+``
+    (``srla.dcpol+lrla.dcpol``, ``zoo:A+zoo:B``). Returns their paths by agent (``srla`` for the ``increasing``
+    head, ``lrla`` for ``multi_categorical``), each checked against flow_v0's observation size, and a label."""
     from dcgym.agents.export.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
     from dcgym.agents.training.algorithms import make_env
     from dcgym.cpp_core import RuntimePolicy
 
-    where = str(spec.given)
-    path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
-    if not path.is_file():
-        raise InvalidConfigError("policy", where, "an existing policy file (FILE.dcpol or zoo:NAME)")
-    try:
-        policy = RuntimePolicy.from_file(str(path))
-    except ValueError as exc:
-        raise InvalidConfigError("policy", where, f"a valid policy file ({exc})") from None
-    head = policy.head if policy.kind == "mlp" else None
-    agent = {"increasing": "srla", "multi_categorical": "lrla"}.get(head or "")
-    if agent is None:
-        raise InvalidConfigError(
-            "policy",
-            where,
-            f"an AuTO agent exported with the increasing or multi_categorical head, not {head or policy.kind}",
-        )
+    given = str(spec.given)
+    parts = given.split("+")
     env = make_env("flow_v0", {"scenario": str(scenario_spec), "load": load})
-    size = int(np.prod(env.observation_space(agent).shape))
-    if policy.num_inputs != size:
-        raise InvalidConfigError(
-            "policy", where, f"an {agent} policy for {size} observations on this scenario; it takes {policy.num_inputs}"
-        )
-    stem = where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX)
-    return path, f"{stem} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})", agent
+    paths: dict[str, str] = {}
+    stems: list[str] = []
+    for where in parts:
+        path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
+        if not path.is_file():
+            raise InvalidConfigError(
+                "policy", given, "an existing policy file (FILE.dcpol or zoo:NAME), or sRLA's and lRLA's joined by +"
+            )
+        try:
+            policy = RuntimePolicy.from_file(str(path))
+        except ValueError as exc:
+            raise InvalidConfigError("policy", where, f"a valid policy file ({exc})") from None
+        head = policy.head if policy.kind == "mlp" else None
+        agent = {"increasing": "srla", "multi_categorical": "lrla"}.get(head or "")
+        if agent is None:
+            raise InvalidConfigError(
+                "policy",
+                where,
+                f"an AuTO agent exported with the increasing or multi_categorical head, not {head or policy.kind}",
+            )
+        if agent in paths:
+            raise InvalidConfigError("policy", given, f"one file per agent; two are {agent} policies")
+        size = int(np.prod(env.observation_space(agent).shape))
+        if policy.num_inputs != size:
+            raise InvalidConfigError(
+                "policy",
+                where,
+                f"an {agent} policy for {size} observations on this scenario; it takes {policy.num_inputs}",
+            )
+        paths[agent] = str(path)
+        stems.append(where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX))
+    kind = "zoo" if all(w.startswith(ZOO_PREFIX) for w in parts) else "file"
+    return paths, f"{'+'.join(stems)} ({kind})"
 
 
 @dataclass(frozen=True)
 class FlowFileJob:
-    """One run of an exported AuTO agent (sRLA's thresholds or lRLA's choices) on flow_v0's engine, deciding
-    every interval through the C++ runtime; the other agent is held by the environment's rules."""
+    """One run of exported AuTO agents (sRLA's thresholds, lRLA's choices, or both) on flow_v0's engine: the
+    whole run in C++ (``run_auto_policies``), the runtime deciding every interval with no Python in between; an
+    agent without a file is held by the environment's rules."""
 
     policy: str
     load: float
     seed: int
     env_config: dict[str, Any]
-    path: str
-    agent: str
+    paths: dict[str, str]
     flows: int
     warmup: int
 
     def run(self) -> dict[str, Any]:
         from dcgym.agents.training.algorithms import make_env
-        from dcgym.cpp_core import RuntimePolicy
+        from dcgym.cpp_core import run_auto_policies
 
         start = time.perf_counter()
-        policy = RuntimePolicy.from_file(self.path)
         env = make_env("flow_v0", {**self.env_config, "max_steps": 2**62, "warmup_s": 0.0})
         env.game.scenario = _Measured(env.game.scenario, self.warmup, self.flows)
-        observations, _ = env.reset(seed=self.seed)
-        state = {"obs": observations[self.agent]}
-
-        def step() -> None:
-            decided = np.asarray(policy.act(np.asarray(state["obs"], np.float32)))
-            if self.agent == "srla":  # the increasing head gives the thresholds in bytes, as flow_v0 maps them
-                env.sim.set_thresholds([float(t) for t in decided])
-                obs, _, _ = env.game.step(None, None, [0])
-            else:
-                obs, _, _ = env.game.step(None, env.game.check_lrla(decided.astype(np.int64))[None], [0])
-            state["obs"] = obs[self.agent][0]
-
-        left = measure(env.sim, self.flows, self.warmup, step=step)
+        env.reset(seed=self.seed)
+        run_auto_policies(
+            env.sim,
+            env.game.agents[0],
+            self.paths.get("srla"),
+            self.paths.get("lrla"),
+            env.game.interval_s,
+            self.flows,
+            DRAIN_FACTOR,
+        )
+        left = _left(env.sim, self.flows, self.warmup)
         out = row(self.policy, self.load, self.seed, env.sim, self.warmup, left, time.perf_counter() - start)
         return {"result": out, "histogram": histogram(env.sim), "timeline": None}
 
@@ -449,11 +464,11 @@ class FlowEvaluation(EvaluationFamily):
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.POLICY_FILE:
-                path, label, agent = _auto_policy_file(spec, scenario_spec, loads[0])
+                paths, label = _auto_policy_files(spec, scenario_spec, loads[0])
                 for load in loads:
                     for s in seeds:
                         env_config = {"scenario": str(scenario_spec), "load": load}
-                        jobs.append(FlowFileJob(label, load, s, env_config, str(path), agent, work, warmup))
+                        jobs.append(FlowFileJob(label, load, s, env_config, paths, work, warmup))
                 continue
             if spec.source is Source.CHECKPOINT:
                 jobs += checkpoint_jobs(

@@ -3,7 +3,7 @@
 - sRLA's actor (:class:`~dcgym.agents.auto.ddpg_rl_module.DDPGRLModule`):
   its layers (ReLU hidden layers, tanh output) and the ``increasing`` head,
   which maps the K - 1 outputs in [-1, 1] to K - 1 non-decreasing thresholds
-  in bytes exactly as flow_v0 maps sRLA's action (cumulative steps in log
+  in bytes exactly as flow_v0 maps sRLA's action (weighted gaps in log
   bytes over ``threshold_range_bytes``); without a range the ``identity``
   head returns the action itself.
 - lRLA's policy (:class:`~dcgym.agents.auto.pg_rl_module.PGRLModule`): its

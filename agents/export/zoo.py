@@ -181,26 +181,29 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, c
     return ZooEntry(name, policy_path, card)
 
 
-def _metric(doc: Mapping[str, Any]) -> tuple[str, str, str]:
-    """The p99 the card shows: (summary key, what it is, number format): rack latency in us, multi-LB FCT in s."""
+def _metric(doc: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """The statistic the card shows: (summary key, statistic, what it is, number format): rack p99 latency in us,
+    multi-LB p99 FCT in s, flow mean FCT in ms (AuTO's headline)."""
+    if doc["summary"] and "fct_ms" in doc["summary"][0]:
+        return "fct_ms", "mean", "mean flow completion time (ms)", ",.2f"
     if doc["summary"] and "fct_s" in doc["summary"][0]:
-        return "fct_s", "p99 flow completion time (s)", ",.3f"
-    return "latency_us", "p99 latency (us)", ",.1f"
+        return "fct_s", "p99", "p99 flow completion time (s)", ",.3f"
+    return "latency_us", "p99", "p99 latency (us)", ",.1f"
 
 
 def evaluation_table(doc: Mapping[str, Any]) -> str:
-    """A Markdown table of the results document's p99 (rack latency in us, multi-LB FCT in s): one row per
-    policy, one column per load; ``mean ± ci95`` over seeds when there are several."""
-    key, _, fmt = _metric(doc)
+    """A Markdown table of the results document's headline statistic (:func:`_metric`): one row per policy, one
+    column per load; ``mean ± ci95`` over seeds when there are several."""
+    key, stat, _, fmt = _metric(doc)
     loads: list[float] = []
     cells: dict[str, dict[float, str]] = {}
     for s in doc["summary"]:
         if s["load"] not in loads:
             loads.append(s["load"])
-        p99 = s[key]["p99"]
-        text = "-" if p99["mean"] is None else format(p99["mean"], fmt)
-        if p99["mean"] is not None and p99.get("ci95") is not None:
-            text += f" ± {format(p99['ci95'], fmt)}"
+        value = s[key][stat]
+        text = "-" if value["mean"] is None else format(value["mean"], fmt)
+        if value["mean"] is not None and value.get("ci95") is not None:
+            text += f" ± {format(value['ci95'], fmt)}"
         cells.setdefault(s["policy"], {})[s["load"]] = text
     head = "| policy | " + " | ".join(f"load {load:g}" for load in loads) + " |"
     rule = "|---|" + "---:|" * len(loads)
@@ -211,7 +214,7 @@ def evaluation_table(doc: Mapping[str, Any]) -> str:
 def _table_caption(doc: Mapping[str, Any]) -> str:
     seeds = doc.get("seeds") or [doc.get("seed")]
     which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
-    what = _metric(doc)[1]
+    what = _metric(doc)[2]
     work = "flows" if "flows" in doc else "tasks"  # the document names its unit of work (document.py)
     return (
         f"{what} of the run's final evaluation on `{doc['scenario']}` ({which}, "
@@ -256,6 +259,11 @@ def _usage(name: str, experiment: Mapping[str, Any]) -> str:
         return (
             f"Evaluate (lb_v0 driven by the C++ runtime each decision period): `python evaluate.py --policy {spec} "
             f"--scenario {experiment['scenario']} --policy sed`."
+        )
+    if str(experiment.get("env", "")) == "flow_v0":  # an AuTO agent: the whole run in C++, deciding every interval
+        return (
+            f"Evaluate in the engine (the runtime deciding every interval): `python evaluate.py --policy zoo:{name} "
+            f"--scenario {experiment['scenario']} --policy qsjf --policy pias`."
         )
     options = [
         f"{k}={env_args[k]}"

@@ -512,16 +512,20 @@ def _wandb_account(wandb) -> bool:
         return False
 
 
-def _postfix(metrics: Mapping[str, float]) -> str:
-    def show(key: str, fmt: str) -> str:
-        return format(metrics[key], fmt) if key in metrics else "-"
+_PROGRESS = (
+    ("charts/imbalance", "imbalance", ".3g", ""),  # rack
+    ("charts/p99_us", "p99", ".0f", "us"),  # rack
+    ("charts/p99_fct_s", "p99", ".3g", "s"),  # multi-LB
+    ("charts/link_utilization", "link_utilization", ".3f", ""),  # flow
+)
+"""Environment metrics the progress line shows after the return, those the environment reports."""
 
-    p99 = (
-        f"p99={show('charts/p99_fct_s', '.3g')}s"
-        if "charts/p99_fct_s" in metrics
-        else f"p99={show('charts/p99_us', '.0f')}us"
-    )
-    return f"return={show('charts/return', '.4g')} imbalance={show('charts/imbalance', '.3g')} {p99}"
+
+def _postfix(metrics: Mapping[str, float]) -> str:
+    value = metrics.get("charts/return", metrics.get("charts/team_return"))  # a one-agent env has only the latter
+    shown = [f"return={'-' if value is None else format(value, '.4g')}"]
+    shown += [f"{label}={format(metrics[key], fmt)}{unit}" for key, label, fmt, unit in _PROGRESS if key in metrics]
+    return " ".join(shown)
 
 
 # ------------------------------------------------------------------------------ entry points

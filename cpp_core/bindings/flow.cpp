@@ -16,6 +16,8 @@
 #include "convert.hpp"
 #include "dcgym/flow/auto_agents.hpp"
 #include "dcgym/flow/flow_sim.hpp"
+#include "dcgym/flow/policy_run.hpp"
+#include "dcgym/runtime/policy_file.hpp"
 
 namespace py = pybind11;
 
@@ -743,6 +745,33 @@ void BindFlow(py::module_& m) {
           py::arg("lrla_obs"), py::arg("rewards"),
           "Apply the actions (None: that agent does not act), run one interval, write the observations and the "
           "rewards (sRLA, lRLA). Releases the GIL.");
+
+  m.def(
+      "run_auto_policies",
+      [](PyFlowSim& s, fl::AutoAgents& a, std::optional<std::string> srla, std::optional<std::string> lrla,
+         double interval_s, uint64_t flows, double drain_factor) {
+        const auto load = [](const std::optional<std::string>& path, const char* agent, dcgym::runtime::Policy* p) {
+          if (!path) return static_cast<dcgym::runtime::MlpPolicy*>(nullptr);
+          std::string error;
+          if (!dcgym::runtime::LoadPolicyFile(*path, p, &error))
+            throw std::invalid_argument(std::string(agent) + " policy: " + error);
+          if (p->mlp() == nullptr)
+            throw std::invalid_argument(std::string(agent) + " policy: needs an mlp policy file, got " +
+                                        std::string(dcgym::runtime::PolicyKindName(p->kind())));
+          return p->mlp();
+        };
+        dcgym::runtime::Policy srla_policy, lrla_policy;
+        auto* sp = load(srla, "srla", &srla_policy);
+        auto* lp = load(lrla, "lrla", &lrla_policy);
+        fl::CheckAutoPolicies(a, sp, lp);
+        py::gil_scoped_release release;
+        return fl::RunAutoPolicies(s.sim, a, sp, lp, interval_s, flows, drain_factor);
+      },
+      py::arg("sim"), py::arg("agents"), py::arg("srla"), py::arg("lrla"), py::arg("interval_s"), py::arg("flows"),
+      py::arg("drain_factor"),
+      "A whole evaluation run with AuTO's agents deciding from policy files (paths; None: that agent holds) every "
+      "interval inside the engine: to `flows` arrivals, then until the measured flows complete or drain_factor x "
+      "the arrivals' time passes. Returns the number of intervals. Releases the GIL.");
 
   m.def(
       "step_auto_batch",

@@ -1,5 +1,5 @@
 // The MLP policy's format-version-2 heads (runtime/mlp.hpp, policy_file.hpp):
-// `increasing` (AuTO's sRLA thresholds: cumulative steps in log space, every
+// `increasing` (AuTO's sRLA thresholds: weighted gaps in log space, every
 // output in [low, high] and non-decreasing) and `multi_categorical` (AuTO's
 // lRLA: a softmax per group, each group's argmax), built in C++ and parsed
 // from hand-written files; version-1 files refuse both heads.
@@ -69,16 +69,23 @@ void TestIncreasingHead() {
   const float obs[2] = {0.3f, -0.7f};
   float out[3];
   CHECK_EQ(p.Act(obs, out), -1);
-  // log t_i = log lo + sum_{j <= i} (a_j + 1) / 2 * (log hi - log lo) / 3 in double precision.
-  const double step = (std::log(double{hi}) - std::log(double{lo})) / 3.0;
-  const double expected[3] = {lo, std::exp(std::log(double{lo}) + 0.5 * step),
-                              std::exp(std::log(double{lo}) + 1.5 * step)};
-  for (int i = 0; i < 3; ++i) CHECK_NEAR(out[i] / expected[i], 1.0, 1e-5);
-  // Any outputs give non-decreasing thresholds in [lo, hi]; all +1 reach hi exactly.
+  // Gaps in log space of weights exp(8 a_i) and 1 (the last): w = e^-8, 1, e^8 (3.0 is clipped to 1), in double.
+  const double log_lo = std::log(double{lo}), log_hi = std::log(double{hi});
+  const double w[3] = {std::exp(-8.0), 1.0, std::exp(8.0)}, total = 1.0 + w[0] + w[1] + w[2];
+  double cumulative = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    cumulative += w[i];
+    CHECK_NEAR(std::log(double{out[i]}), log_lo + (log_hi - log_lo) * cumulative / total, 1e-5);
+  }
+  // a = 0 everywhere spaces the thresholds evenly in log bytes: 1/4, 2/4, 3/4 of the range.
+  rt::MlpPolicy even(2, {BiasNetwork(2, {0.0f, 0.0f, 0.0f})}, {0}, rt::Head::kIncreasing, {lo, lo, lo}, {hi, hi, hi});
+  even.Act(obs, out);
+  for (int i = 0; i < 3; ++i) CHECK_NEAR(std::log(double{out[i]}), log_lo + (i + 1) * (log_hi - log_lo) / 4.0, 1e-5);
+  // Any outputs give non-decreasing thresholds in [lo, hi]; all +1 leave the last gap a share 1 / (1 + 3 e^8).
   rt::MlpPolicy top(2, {BiasNetwork(2, {5.0f, 5.0f, 5.0f})}, {0}, rt::Head::kIncreasing, {lo, lo, lo}, {hi, hi, hi});
   top.Act(obs, out);
   CHECK(out[0] <= out[1] && out[1] <= out[2]);
-  CHECK_NEAR(out[2] / hi, 1.0, 1e-5);
+  CHECK_NEAR(std::log(double{out[2]}), log_hi - (log_hi - log_lo) / (1.0 + 3.0 * std::exp(8.0)), 1e-5);
   CHECK(out[2] <= hi);
 }
 
@@ -115,7 +122,7 @@ void TestParsing() {
   float out[2];
   const float obs[2] = {0.0f, 0.0f};
   policy.mlp()->Act(obs, out);
-  CHECK_NEAR(out[1] / 100.0f, 1.0, 1e-5);  // a = 0: half a step each, the last at the geometric middle of [lo, hi]
+  CHECK_NEAR(out[1] / 215.443469f, 1.0, 1e-5);  // a = 0: evenly spaced in log bytes, 10^(1 + 4/3)
 
   auto multi = File(2, 6, {1.0f, 0.0f, 0.0f, 2.0f}, {}, {}, {2, 2});
   CHECK(rt::ParsePolicy(multi.data(), multi.size(), &policy, &error));

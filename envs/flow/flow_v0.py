@@ -61,12 +61,16 @@ interval, 7 features as sRLA's: 136 features with AuTO's sizes (§5.2.2).
 ## Action Space
 
 ``srla``: ``Box(-1, 1, (K - 1,), float32)`` (a tanh actor's output), mapped
-to thresholds cumulatively in log bytes (``flow_thresholds_from_action``):
-log t_i = log lo + sum_{j <= i} (a_j + 1) / 2 x (log hi - log lo) / (K - 1),
-with [lo, hi] = ``threshold_range_bytes`` (1 to 65536 packets of 1460 B), so
-every point of the box is a valid non-decreasing set. AuTO's actor outputs
-gaps in the size CDF instead (§4.1); gaps in log bytes need no CDF, so one
-policy serves several workloads.
+to thresholds (``flow_thresholds_from_action``) that split [lo, hi] =
+``threshold_range_bytes`` (1 to 65536 packets of 1460 B) in log bytes into
+K gaps, the i-th of weight w_i = exp(8 a_i), the last of weight 1:
+log t_i = log lo + (log hi - log lo) x sum_{j <= i} w_j / (1 + sum_j w_j).
+Every point of the box is a valid increasing set; a = 0 spaces the
+thresholds evenly in log bytes; the map is smooth, with no flat region; a
+set whose gaps are within a factor e^8 of its last gap is exactly one
+action (PIAS's sets within 0.1%). AuTO's actor outputs gaps in the size CDF
+instead (§4.1); gaps in log bytes need no CDF, so one policy serves several
+workloads.
 
 ``lrla``: ``MultiDiscrete([K, C, P] x n_l)``: for long flow i (row i of the
 observation), entry 3i is its level (0 = highest), 3i + 1 its rate cap

@@ -195,6 +195,17 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
     from_file, trained = rows[f"{agent} (file)"], rows[f"{algorithm} (trained)"]
     assert from_file["flows_completed"] == trained["flows_completed"]
 
+    # a zoo entry: the card shows the mean FCT table and the command that evaluates it in the engine
+    zoo = tmp_path / "zoo"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/build_zoo.py"), str(run), "--out", str(zoo), "--name", agent],
+        capture_output=True, text=True, env=ENV, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    card = (zoo / f"{agent}.md").read_text()
+    assert "mean flow completion time (ms)" in card and f"| {algorithm} (trained) | " in card
+    assert f"python evaluate.py --policy zoo:{agent} --scenario auto_websearch" in card
+
 
 @pytest.mark.parametrize(
     "algorithm",

@@ -50,14 +50,18 @@ void AutoSpec::Validate() const {
 }
 
 void ThresholdsFromAction(const double* action, uint32_t n, double lo_bytes, double hi_bytes, double* out) {
-  const double log_lo = std::log(lo_bytes);
-  const double step = n > 0 ? (std::log(hi_bytes) - log_lo) / n : 0.0;
-  double log_t = log_lo;
-  for (uint32_t i = 0; i < n; ++i) {
+  const auto weight = [&](uint32_t i) {
     const double a = std::isnan(action[i]) ? -1.0 : std::clamp(action[i], -1.0, 1.0);
-    log_t += (a + 1) / 2 * step;
-    out[i] = std::clamp(std::exp(log_t), lo_bytes, hi_bytes);  // rounding never leaves the range
-    if (i > 0) out[i] = std::max(out[i], out[i - 1]);
+    return std::exp(kThresholdGapScale * a);
+  };
+  double total = 1.0;  // the last gap's, from t_n to hi
+  for (uint32_t i = 0; i < n; ++i) total += weight(i);
+  const double log_lo = std::log(lo_bytes), span = std::log(hi_bytes) - log_lo;
+  double cumulative = 0.0;
+  for (uint32_t i = 0; i < n; ++i) {
+    cumulative += weight(i);
+    out[i] = std::clamp(std::exp(log_lo + span * cumulative / total), lo_bytes, hi_bytes);
+    if (i > 0) out[i] = std::max(out[i], out[i - 1]);  // rounding never reorders them
   }
 }
 

@@ -1,7 +1,9 @@
-"""An exported AuTO agent evaluated from its policy file (C++ runtime every interval) makes the decisions the same
-network makes stepping flow_v0 in Python: same seed, same flows. lRLA's choices are indices: the same row, bit for
-bit. sRLA's thresholds come out of the runtime in float32 (within 1e-5 of flow_v0's map in double, checked every
-interval), which can move a flow at a boundary to another queue: the rows agree within 2%."""
+"""Exported AuTO agents evaluated from their policy files (the whole run in C++, the runtime deciding every
+interval) make the decisions the same networks make stepping flow_v0 in Python: same seed, same flows. lRLA's
+choices are indices: the same row, bit for bit. sRLA's thresholds come out of the runtime in float32 (within 1e-5
+of flow_v0's map in double, checked every interval), which can move a flow at a boundary to another queue: the rows
+agree within 2%. Both agents from their files, against Python stepping flow_v0 with the same files' decisions: bit
+for bit."""
 
 from __future__ import annotations
 
@@ -88,12 +90,69 @@ def test_policy_file_run_equals_python_stepping_with_the_same_network(tmp_path, 
             return np.array([int(np.argmax(logits[lo:hi])) for lo, hi in zip(bounds[:-1], bounds[1:])], np.int64)
 
     path = write_policy(policy, tmp_path / f"{agent}.dcpol")
-    job = FlowFileJob(f"{agent} (file)", LOAD, SEED, ENV, str(path), agent, FLOWS, WARMUP)
+    job = FlowFileJob(f"{agent} (file)", LOAD, SEED, ENV, {agent: str(path)}, FLOWS, WARMUP)
     from_file = job.run()
     assert from_file["result"]["flows_completed"] > 0
     from dcgym.cpp_core import RuntimePolicy
 
     _same(from_file, _python_run(agent, decide, RuntimePolicy.from_file(str(path))), exact=agent == "lrla")
+
+
+def test_both_agents_from_files_in_the_engine_equal_python_stepping_bit_for_bit(tmp_path):
+    from dcgym.cpp_core import RuntimePolicy
+
+    env = make_env("flow_v0", ENV)
+    torch.manual_seed(4)
+    n_s, n_l = (int(np.prod(env.observation_space(a).shape)) for a in ("srla", "lrla"))
+    k = env.action_space("srla").shape[0]
+    actor = torch.nn.Sequential(torch.nn.Linear(n_s, 16), torch.nn.ReLU(), torch.nn.Linear(16, k), torch.nn.Tanh())
+    with torch.no_grad():
+        actor[2].weight.mul_(20.0)
+    nvec = [int(v) for v in env.action_space("lrla").nvec]
+    net = torch.nn.Sequential(torch.nn.Linear(n_l, 16), torch.nn.ReLU(), torch.nn.Linear(16, sum(nvec)))
+    srla = write_policy(
+        srla_policy(types.SimpleNamespace(actor=actor, num_obs=n_s), env.game.config.threshold_range_bytes),
+        tmp_path / "s.dcpol",
+    )
+    lrla = write_policy(lrla_policy(types.SimpleNamespace(policy=net, groups=nvec)), tmp_path / "l.dcpol")
+    job = FlowFileJob("joint (file)", LOAD, SEED, ENV, {"srla": str(srla), "lrla": str(lrla)}, FLOWS, WARMUP)
+    from_file = job.run()
+
+    # The reference: flow_v0 stepped in Python, each interval's decisions read from the same files.
+    s_file, l_file = RuntimePolicy.from_file(str(srla)), RuntimePolicy.from_file(str(lrla))
+    env = make_env("flow_v0", {**ENV, "max_steps": 2**62, "warmup_s": 0.0})
+    env.game.scenario = _Measured(env.game.scenario, WARMUP, FLOWS)
+    obs, _ = env.reset(seed=SEED)
+    state = {"obs": obs, "thresholds": set()}
+
+    def step() -> None:
+        thresholds = [float(t) for t in np.asarray(s_file.act(state["obs"]["srla"]))]
+        state["thresholds"].add(tuple(thresholds))
+        env.sim.set_thresholds(thresholds)
+        choices = env.game.check_lrla(np.asarray(l_file.act(state["obs"]["lrla"]), np.int64))
+        o, _, _ = env.game.step(None, choices[None], [0])
+        state["obs"] = {a: o[a][0] for a in o}
+
+    left = measure(env.sim, FLOWS, WARMUP, step=step)
+    python_run = {"result": row("python", LOAD, SEED, env.sim, WARMUP, left, 0.0), "histogram": histogram(env.sim)}
+    assert len(state["thresholds"]) > 5  # the thresholds changed from interval to interval
+    _same(from_file, python_run, exact=True)
+
+
+def test_two_files_of_one_agent_or_a_wrong_head_are_refused(tmp_path):
+    from dcgym.agents.evaluation.family import Source, Spec
+    from dcgym.agents.evaluation.flow import _auto_policy_files
+    from dcgym.envs.error import InvalidConfigError
+
+    env = make_env("flow_v0", ENV)
+    nvec = [int(v) for v in env.action_space("lrla").nvec]
+    n_l = int(np.prod(env.observation_space("lrla").shape))
+    net = torch.nn.Sequential(torch.nn.Linear(n_l, 4), torch.nn.ReLU(), torch.nn.Linear(4, sum(nvec)))
+    path = write_policy(lrla_policy(types.SimpleNamespace(policy=net, groups=nvec)), tmp_path / "l.dcpol")
+    with pytest.raises(InvalidConfigError, match="one file per agent; two are lrla policies"):
+        _auto_policy_files(Spec(f"{path}+{path}", Source.POLICY_FILE), "auto_websearch", LOAD)
+    paths, label = _auto_policy_files(Spec(str(path), Source.POLICY_FILE), "auto_websearch", LOAD)
+    assert paths == {"lrla": str(path)} and label == "l (file)"
 
 
 @pytest.mark.parametrize(

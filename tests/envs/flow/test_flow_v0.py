@@ -14,6 +14,7 @@ import dcgym.envs  # noqa: F401  (registers the Gymnasium ids)
 from dcgym.cpp_core import FlowSim, flow_thresholds_from_action
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
 from dcgym.envs.flow.flow_v0 import parallel_env
+from dcgym.envs.flow.thresholds import THRESHOLD_PRESETS
 from dcgym.envs.flow.vector import FlowVectorEnv
 from dcgym.envs.scenario import load_scenario
 
@@ -43,12 +44,42 @@ def test_the_srla_map_gives_increasing_thresholds_in_the_range():
     for _ in range(200):
         t = flow_thresholds_from_action(rng.uniform(-1.5, 1.5, 7), lo, hi)
         assert np.all(np.diff(t) >= 0) and t[0] >= lo and t[-1] <= hi
-    # a = 1 everywhere reaches hi; a = -1 everywhere stays at lo; a = 0 spaces them evenly in log bytes up to the
-    # geometric middle of [lo, hi] (the map's formula, exact up to rounding).
-    assert flow_thresholds_from_action(np.ones(3), lo, hi)[-1] == pytest.approx(hi, rel=1e-12)
-    assert flow_thresholds_from_action(-np.ones(3), lo, hi) == pytest.approx([lo] * 3, rel=1e-12)
+    # a = 0 everywhere spaces them evenly in log bytes over [lo, hi]; the gaps are exp(8 a_i) against the last's 1
+    # (the map's formula, exact up to rounding).
     mid = flow_thresholds_from_action(np.zeros(3), lo, hi)
-    assert np.log(mid) == pytest.approx(np.log(lo) + np.log(hi / lo) / 6 * np.arange(1, 4), rel=1e-12)
+    assert np.log(mid) == pytest.approx(np.log(lo) + np.log(hi / lo) / 4 * np.arange(1, 4), rel=1e-12)
+    a = np.array([1.0, -0.25, 0.5])
+    w = np.exp(8 * a)
+    want = np.log(lo) + np.log(hi / lo) * np.cumsum(w) / (1 + w.sum())
+    assert np.log(flow_thresholds_from_action(a, lo, hi)) == pytest.approx(want, rel=1e-12)
+
+
+def _action_for(thresholds: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """The inverse of the map, in plain numpy: each gap's log weight against the last gap's, over 8."""
+    edges = np.log(np.concatenate([[lo], thresholds, [hi]]))
+    gaps = np.diff(edges)
+    return np.log(gaps[:-1] / gaps[-1]) / 8
+
+
+def test_threshold_sets_with_gaps_within_e8_of_the_last_are_actions_and_pias_sets_nearly():
+    # Random increasing sets whose gaps lie within a factor e^8 of the last one: the inverse map's action lies in
+    # the box and maps back to the set, to rounding. PIAS's published 8-queue sets (the first threshold far above
+    # lo, the rest close together) have gaps down to 1/3500 of the last: the nearest action (clipped) gives them
+    # within 0.1%.
+    lo, hi = 1460.0, 1460.0 * 2**16
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        gaps = np.exp(rng.uniform(-7.9, 7.9, 8))
+        gaps[-1] = 1.0
+        want = np.exp(np.log(lo) + np.log(hi / lo) * np.cumsum(gaps[:-1]) / gaps.sum())
+        action = _action_for(want, lo, hi)
+        assert np.all(np.abs(action) <= 1)
+        assert flow_thresholds_from_action(action, lo, hi) == pytest.approx(want, rel=1e-9)
+    pias = [np.array(sets[("mlfq", 8)].bytes) for sets in THRESHOLD_PRESETS.values() if ("mlfq", 8) in sets]
+    assert len(pias) == 8
+    for want in pias:
+        action = np.clip(_action_for(want, lo, hi), -1, 1)
+        assert flow_thresholds_from_action(action, lo, hi) == pytest.approx(want, rel=1e-3)
 
 
 def test_srlas_action_becomes_the_engines_thresholds_for_the_next_interval():
@@ -64,14 +95,15 @@ def test_srlas_action_becomes_the_engines_thresholds_for_the_next_interval():
 def test_lrlas_choice_pins_each_listed_long_flow_at_its_level_cap_and_path():
     env = parallel_env(**SMALL)
     env.reset(seed=2)
+    low = {"srla": np.full(3, -0.5, np.float32), "lrla": ZERO["lrla"]}  # thresholds of 1 to 2 packets
     for _ in range(4):
-        env.step(ZERO)
+        env.step(low)
     flows = env.game.agents[0].flows
     listed = flows[flows >= 0]
     assert listed.size >= 2, "a 40 ms run at load 0.8 has long flows to act on"
     choice = np.zeros(33, np.int64)
     choice[0::3], choice[1::3], choice[2::3] = 2, 3, 1  # level 2, cap 0.25 of 1 Gbps, plane 1
-    env.step({"srla": ZERO["srla"], "lrla": choice})
+    env.step({"srla": low["srla"], "lrla": choice})
     table = env.sim.active_flows_table()
     still = np.isin(table["handle"], listed)
     assert still.any()

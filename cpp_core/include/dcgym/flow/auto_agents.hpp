@@ -3,13 +3,16 @@
 // once for flow_v0 (envs/flow/) and for a policy run inside the engine.
 //
 // sRLA (§4.1) sets the K - 1 MLFQ thresholds from K - 1 numbers in [-1, 1]
-// (a tanh actor's output). The map is cumulative in log bytes, so every
-// point of the box is a valid, non-decreasing set:
-//   log t_i = log lo + sum_{j <= i} (a_j + 1) / 2 x (log hi - log lo) / (K - 1)
-// (a = 0 everywhere spaces the thresholds evenly in log bytes between lo and
-// the geometric middle of [lo, hi]; a = 1 everywhere puts the last at hi).
-// AuTO's actor outputs gaps g_i in the size CDF (§4.1, eq. 7); a gap in log
-// bytes needs no CDF, so one policy serves several workloads.
+// (a tanh actor's output). They split [lo, hi] in log bytes into K gaps, the
+// i-th of weight exp(8 a_i), the last (from t_{K-1} to hi) of weight 1:
+//   log t_i = log lo + (log hi - log lo) x sum_{j <= i} w_j / (1 + sum_j w_j)
+// so every point of the box is a valid increasing set; a = 0 spaces the
+// thresholds evenly in log bytes; the map is smooth, with no flat region
+// where an action stops mattering; and every set whose gaps lie within a
+// factor e^8 (about 3000) of its last gap is exactly one action (PIAS's
+// sets, whose first threshold is far above lo and the rest close together,
+// within 0.1%). AuTO's actor outputs gaps g_i in the size CDF (§4.1, eq. 7);
+// gaps in log bytes need no CDF, so one policy serves several workloads.
 //
 // lRLA (§4.2) chooses, for each of the n_l oldest active long flows, a
 // priority level, a rate cap and a path: three indices per flow. Level l is
@@ -52,7 +55,10 @@ struct AutoSpec {
   void Validate() const;
 };
 
-// sRLA's map: n = K - 1 actions (clipped to [-1, 1]) -> n thresholds in bytes.
+// sRLA's gap weights are exp(kThresholdGapScale x a).
+inline constexpr double kThresholdGapScale = 8.0;
+
+// sRLA's map: n = K - 1 actions (clipped to [-1, 1]; NaN counts as -1) -> n thresholds in bytes.
 void ThresholdsFromAction(const double* action, uint32_t n, double lo_bytes, double hi_bytes, double* out);
 
 // Scaled features (the table in the header comment).

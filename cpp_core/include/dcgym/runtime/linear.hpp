@@ -39,6 +39,16 @@ namespace dcgym::runtime {
 namespace detail {
 typedef float Vec16 __attribute__((vector_size(64)));
 typedef std::int32_t IVec16 __attribute__((vector_size(64)));
+typedef float Vec8 __attribute__((vector_size(32)));
+__attribute__((always_inline)) inline Vec8 LoadV8(const float* p) {
+  Vec8 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+// (v0 + v4) + (v2 + v6) + ((v1 + v5) + (v3 + v7)): the order of Linear's lanes, vectorised or not.
+__attribute__((always_inline)) inline float SumV8(Vec8 v) {
+  return ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]));
+}
 __attribute__((always_inline)) inline Vec16 LoadV(const float* p) {
   Vec16 v;
   std::memcpy(&v, p, sizeof v);
@@ -173,22 +183,20 @@ inline void Features(Basis b, const float* x, std::size_t n, const float* rank_t
 DCGYM_CLONES inline void Linear(const float* w, std::size_t rows, std::size_t f, const float* phi, float* logits) {
   constexpr std::size_t kLanes = 8;
   const std::size_t body = f - f % kLanes;
-  auto reduce = [](float* a) {
-    for (std::size_t k = 0; k < 4; ++k) a[k] += a[k + 4];
-    return (a[0] + a[2]) + (a[1] + a[3]);
-  };
+#if defined(__GNUC__)
+  // 8-float vectors: one AVX register a row; four rows share each load of phi.
+  using detail::LoadV8;
+  using detail::SumV8;
   std::size_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const float *w0 = w + r * f, *w1 = w0 + f, *w2 = w1 + f, *w3 = w2 + f;
-    float a0[kLanes] = {}, a1[kLanes] = {}, a2[kLanes] = {}, a3[kLanes] = {};
+    detail::Vec8 a0 = {}, a1 = {}, a2 = {}, a3 = {};
     for (std::size_t c = 0; c < body; c += kLanes) {
-      for (std::size_t k = 0; k < kLanes; ++k) {
-        const float p = phi[c + k];
-        a0[k] += w0[c + k] * p;
-        a1[k] += w1[c + k] * p;
-        a2[k] += w2[c + k] * p;
-        a3[k] += w3[c + k] * p;
-      }
+      const detail::Vec8 p = LoadV8(phi + c);
+      a0 += LoadV8(w0 + c) * p;
+      a1 += LoadV8(w1 + c) * p;
+      a2 += LoadV8(w2 + c) * p;
+      a3 += LoadV8(w3 + c) * p;
     }
     float t0 = 0.0f, t1 = 0.0f, t2 = 0.0f, t3 = 0.0f;
     for (std::size_t c = body; c < f; ++c) {
@@ -197,20 +205,31 @@ DCGYM_CLONES inline void Linear(const float* w, std::size_t rows, std::size_t f,
       t2 += w2[c] * phi[c];
       t3 += w3[c] * phi[c];
     }
-    logits[r] = reduce(a0) + t0;
-    logits[r + 1] = reduce(a1) + t1;
-    logits[r + 2] = reduce(a2) + t2;
-    logits[r + 3] = reduce(a3) + t3;
+    logits[r] = SumV8(a0) + t0;
+    logits[r + 1] = SumV8(a1) + t1;
+    logits[r + 2] = SumV8(a2) + t2;
+    logits[r + 3] = SumV8(a3) + t3;
   }
   for (; r < rows; ++r) {
+    const float* row = w + r * f;
+    detail::Vec8 a = {};
+    for (std::size_t c = 0; c < body; c += kLanes) a += LoadV8(row + c) * LoadV8(phi + c);
+    float t = 0.0f;
+    for (std::size_t c = body; c < f; ++c) t += row[c] * phi[c];
+    logits[r] = SumV8(a) + t;
+  }
+#else
+  for (std::size_t r = 0; r < rows; ++r) {
     const float* row = w + r * f;
     float a[kLanes] = {};
     for (std::size_t c = 0; c < body; c += kLanes)
       for (std::size_t k = 0; k < kLanes; ++k) a[k] += row[c + k] * phi[c + k];
     float t = 0.0f;
     for (std::size_t c = body; c < f; ++c) t += row[c] * phi[c];
-    logits[r] = reduce(a) + t;
+    for (std::size_t k = 0; k < 4; ++k) a[k] += a[k + 4];
+    logits[r] = ((a[0] + a[2]) + (a[1] + a[3])) + t;
   }
+#endif
 }
 
 // ------------------------------------------------------- packed weights

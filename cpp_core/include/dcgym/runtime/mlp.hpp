@@ -55,13 +55,17 @@ enum class Head : std::uint32_t {
   kSoftmax = 3,   // out = softmax(y): a categorical's probabilities; the action is the argmax
   kArgmax = 4,    // out = y (Q-values or logits); the action is the argmax
   // Format version 2:
-  kIncreasing = 5,        // out_i = exp(log low + sum_{j <= i} (clip(y_j, -1, 1) + 1) / 2 (log high - log low) / K),
-                          // clipped to [low, high] and non-decreasing: K increasing thresholds (AuTO's sRLA)
+  kIncreasing = 5,        // K thresholds splitting [low, high] in log space into K + 1 gaps, gap i of weight
+                          // exp(8 clip(y_i, -1, 1)), the last of weight 1: log out_i = log low + (log high -
+                          // log low) sum_{j <= i} w_j / (1 + sum_j w_j) (AuTO's sRLA; NaN counts as -1)
   kMultiCategorical = 6,  // out = softmax of each group of y (groups of listed sizes); the action is each
                           // group's argmax (a MultiDiscrete action: AuTO's lRLA, per flow level, cap, path)
 };
 inline constexpr std::uint32_t kNumHeads = 7;
 inline constexpr std::uint32_t kNumHeadsVersion1 = 5;  // heads 0 .. 4 exist in format version 1
+
+/// The increasing head's gap weights are exp(kIncreasingGapScale x y) (flow_v0's sRLA map, the same scale).
+inline constexpr float kIncreasingGapScale = 8.0f;
 
 inline constexpr std::string_view HeadName(Head h) {
   switch (h) {
@@ -196,14 +200,18 @@ class MlpPolicy {
         }
         break;
       case Head::kIncreasing: {
-        const float log_lo = std::log(low_[0]);
-        const float step = (std::log(high_[0]) - log_lo) / static_cast<float>(k);
-        float log_t = log_lo;
+        const auto weight = [&](std::size_t i) {
+          const float a = std::isnan(x[i]) ? -1.0f : std::min(std::max(x[i], -1.0f), 1.0f);
+          return std::exp(kIncreasingGapScale * a);
+        };
+        float total = 1.0f;  // the last gap's, from out[k - 1] to high
+        for (std::size_t i = 0; i < k; ++i) total += weight(i);
+        const float log_low = std::log(low_[0]), span = std::log(high_[0]) - log_low;
+        float cumulative = 0.0f;
         for (std::size_t i = 0; i < k; ++i) {
-          const float a = std::min(std::max(x[i], -1.0f), 1.0f);
-          log_t += (a + 1.0f) / 2.0f * step;
-          out[i] = std::min(std::max(std::exp(log_t), low_[0]), high_[0]);  // rounding never leaves the range
-          if (i > 0) out[i] = std::max(out[i], out[i - 1]);
+          cumulative += weight(i);
+          out[i] = std::min(std::max(std::exp(log_low + span * cumulative / total), low_[0]), high_[0]);
+          if (i > 0) out[i] = std::max(out[i], out[i - 1]);  // rounding never reorders them
         }
         break;
       }
