@@ -14,8 +14,9 @@ so the whole set takes minutes, not hours:
 
 Placeholders: ``runs/<run>`` (also ``RUN``) is the newest run folder the page's earlier commands made (a
 Malcolm run if there is one: the pages export it to run in the engine), or one made for the page;
-``zoo:NAME`` and ``SCENARIO`` are the zoo's first policy and its scenario. A command no rule below covers
-fails the test: a new kind of documented command needs a rule (or a small budget of its own).
+``zoo:NAME`` and ``SCENARIO`` are the zoo's first rack policy (the commands compare it with po2) and its
+scenario. A command no rule below covers fails the test: a new kind of documented command needs a rule (or a
+small budget of its own).
 """
 
 from __future__ import annotations
@@ -99,8 +100,9 @@ class Page:
 
         if re.search(r"<run>|\bRUN\b", text):
             text = re.sub(r"runs/<run>|runs/RUN\b|<run>|\bRUN\b", self.newest_run(), text)
-        name = list_zoo()[0]
-        scenario = re.search(r"--scenario (\S+)", (zoo_dir() / f"{name}.md").read_text()).group(1)
+        cards = {n: (zoo_dir() / f"{n}.md").read_text() for n in list_zoo()}
+        name = next(n for n, card in cards.items() if "--policy po2" in card)  # the commands compare with po2
+        scenario = re.search(r"--scenario (\S+)", cards[name]).group(1)
         return text.replace("zoo:NAME", f"zoo:{name}").replace("SCENARIO", scenario)
 
 
