@@ -19,6 +19,19 @@ takes at most one step:
    gets Model-C's best action among the removals (at least one core and one way kept), registered for revert.
 5. **Give-up**: a service that has not met QoS ``give_up_s`` (180 s, §6.1) after it arrived is left as it is.
 
+When step 4 runs - ``reclaim``:
+
+* ``always`` (default, §5.1 as written: "if OSML finds an LC service is over-provisioned, Algo._3 will be used to
+  reclaim them"): in every decision in which some service is over-provisioned.
+* ``code`` (OSML's code, ``osml.py`` and ``program_mgr.py`` of its artifact): only in a decision that also upsizes
+  a violating service (its loop calls ``use_model_C_sub`` only when the under-provisioned list is not empty), and
+  only while the server has no idle cores or no idle ways (its ``is_over_provision`` is false while both are idle):
+  OSML's code reclaims resources only to feed an upsize.
+
+``cooldown_s`` (0, off): after a downsize of a service is reverted, that service is not downsized again for this
+many seconds. Neither the paper nor OSML's code has it; it is dcgym's option, PARTIES' idea (a 30-s pause after a
+failed downsize), to test whether OSML's repeated downsize-and-revert is what delays its convergence.
+
 Not yet: Algorithm 4's way sharing and bandwidth partitioning (MBA), Models A' and B'.
 
 The models: ``models`` is a folder holding ``model_a.pt`` and ``model_b.pt`` (``benchmarks/osml_models.py``);
@@ -39,10 +52,11 @@ from dcgym.envs.colo.colo_v0 import ACTIONS, MAX_DELTA, OBSERVATION_FEATURES
 from dcgym.envs.colo.server import COUNTERS, ColoServer
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["HISTORY_LEN", "OSML", "RULES"]
+__all__ = ["HISTORY_LEN", "OSML", "RECLAIMS", "RULES"]
 
 HISTORY_LEN = 5
 RULES = ("paper", "code")
+RECLAIMS = ("always", "code")
 _A_COLS = None  # filled on first use (the supervised module imports torch)
 _OBS_COLS = [COUNTERS.index(k) for k in OBSERVATION_FEATURES]
 _DELTAS = np.array([(k // 7 - MAX_DELTA, k % 7 - MAX_DELTA) for k in range(ACTIONS)])
@@ -59,6 +73,9 @@ class OSML(Scheduler):
         "rule": "paper (default): Model-C on any QoS violation; code: only past 3x the target",
         "slowdown": "QoS slowdown a neighbour may be asked to accept when it gives resources up (0.20)",
         "give_up_s": "a service short of QoS this long after arriving is left as it is (180)",
+        "reclaim": "always (default): Algorithm 3 on any over-provisioned service; code: only to feed an upsize, "
+        "with no idle cores or ways (OSML's code)",
+        "cooldown_s": "seconds a service is not downsized after a reverted downsize (0: off; not OSML's, dcgym's)",
     }
 
     def __init__(
@@ -69,6 +86,8 @@ class OSML(Scheduler):
         rule: str = "paper",
         slowdown: float = 0.20,
         give_up_s: float = 180.0,
+        reclaim: str = "always",
+        cooldown_s: float = 0.0,
     ) -> None:
         super().__init__(1.0 if interval_s is None else interval_s)
         if rule not in RULES:
@@ -77,7 +96,12 @@ class OSML(Scheduler):
             raise InvalidConfigError("slowdown", slowdown, "a fraction in (0, 1)")
         if not (isinstance(give_up_s, (int, float)) and give_up_s > 0):
             raise InvalidConfigError("give_up_s", give_up_s, "a positive time in seconds")
+        if reclaim not in RECLAIMS:
+            raise InvalidConfigError("reclaim", reclaim, "one of " + ", ".join(RECLAIMS))
+        if not (isinstance(cooldown_s, (int, float)) and not isinstance(cooldown_s, bool) and 0 <= cooldown_s < 1e9):
+            raise InvalidConfigError("cooldown_s", cooldown_s, "a time in seconds >= 0 (0: off)")
         self.rule, self.slowdown, self.give_up_s = rule, float(slowdown), float(give_up_s)
+        self.reclaim, self.cooldown_s = reclaim, float(cooldown_s)
         self.model_a = self.model_b = None
         self.q_values: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         if models is not None:
@@ -101,6 +125,7 @@ class OSML(Scheduler):
         self.probing = np.zeros(n, dtype=bool)
         self.arrived_s = np.full(n, np.nan)
         self.revert: tuple[int, int, int] | None = None  # (service, cores, ways) before a downsize
+        self.no_downsize_until = np.full(n, -np.inf)  # cooldown_s after a reverted downsize
         self.decisions: list[str] = []
 
     def _met(self, i: int, qos: float) -> bool:
@@ -156,6 +181,7 @@ class OSML(Scheduler):
                 ways[i] += max(extra_w, 0)
                 server.allocate(cores, ways)
                 self.decisions.append("revert")
+                self.no_downsize_until[i] = server.now_s + self.cooldown_s
                 return
         if self.q_values is None:
             return
@@ -167,7 +193,15 @@ class OSML(Scheduler):
             and self.history[i][-1] / max(np.mean(self.history[i]), 1e-12) > 0.95
             and not (server.now_s - np.nan_to_num(self.arrived_s[i], nan=server.now_s) > self.give_up_s)
         ]
-        over = [i for i in live if self._met(i, qos[i]) and np.mean(self.history[i]) / qos[i] - 1 < -0.2]
+        over = [
+            i
+            for i in live
+            if self._met(i, qos[i])
+            and np.mean(self.history[i]) / qos[i] - 1 < -0.2
+            and server.now_s >= self.no_downsize_until[i]
+        ]
+        if self.reclaim == "code" and not (under and (server.idle_cores == 0 or server.idle_ways == 0)):
+            over = []
         # 4. over-provisioned first (as OSML's loop: SUB on the most over-provisioned, ADD on the worst), so what
         # it gives up is idle for the upsize
         if over:

@@ -161,3 +161,71 @@ def test_upsize_with_nothing_idle_takes_model_b_points_from_neighbours():
     s.decide(server)
     # 3 cores wanted, none idle: 2 from Moses (the first of equal B-Points), 1 from Xapian
     assert s.decisions == ["upsize"] and server.cores.tolist() == [10, 15, 11] and server.ways.tolist() == [7, 7, 6]
+
+
+def test_reclaim_always_downsizes_an_over_provisioned_service_with_nobody_short():
+    server, s = _server(), _osml(q=prefer(-2, -1))
+    _placed(s, server)
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.9 * qos[i]] * 5)
+    _hist(s, 2, [0.3 * qos[2]] * 5)
+    s.decide(server)
+    assert s.decisions == ["downsize"] and server.cores.tolist() == [10, 10, 8]
+
+
+def test_reclaim_code_downsizes_only_to_feed_an_upsize_on_a_full_server():
+    def q(obs, mask):  # additions rank (+3, 0) first, removals (-2, -1): the allowed side picks
+        add = (_DELTAS[:, 0] >= 0) & (_DELTAS[:, 1] >= 0)
+        return np.where(add, prefer(3, 0)(obs, mask), prefer(-2, -1)(obs, mask))
+
+    for cores, ways, violating, expect in (
+        ((10, 10, 10), (5, 5, 5), False, []),  # xapian over-provisioned, nobody short: kept
+        ((10, 10, 10), (5, 5, 5), True, ["upsize"]),  # moses short, 6 cores and 5 ways idle: no reclaim
+        ((12, 12, 12), (7, 7, 6), True, ["downsize", "upsize"]),  # nothing idle: xapian gives, moses gets
+    ):
+        server = _server()
+        s = _osml(q=q, reclaim="code", bpoint=(0, 0, 0, 0, 0, 0))
+        _placed(s, server, cores=cores, ways=ways)
+        qos = server.qos_ms
+        for i in range(3):
+            _hist(s, i, [0.9 * qos[i]] * 5)
+        _hist(s, 2, [0.3 * qos[2]] * 5)
+        if violating:
+            _hist(s, 0, [2.0 * qos[0]] * 5)
+        s.decide(server)
+        assert s.decisions == expect, (cores, violating)
+        if expect == ["downsize", "upsize"]:
+            # xapian -2 cores -1 way; moses +2 cores (what is idle after the downsize; B-Points give nothing)
+            assert server.cores.tolist() == [14, 12, 10] and server.ways.tolist() == [7, 7, 5]
+
+
+def test_cooldown_keeps_a_reverted_service_from_another_downsize():
+    for cooldown, second in ((0.0, True), (30.0, False)):
+        server, s = _server(), _osml(q=prefer(-2, -1), cooldown_s=cooldown)
+        _placed(s, server)
+        qos = server.qos_ms
+        for i in range(3):
+            _hist(s, i, [0.9 * qos[i]] * 5)
+        _hist(s, 2, [0.3 * qos[2]] * 5)
+        s.decide(server)
+        _hist(s, 2, [1.5 * qos[2]] * 5)
+        s.decide(server)
+        assert s.decisions == ["downsize", "revert"] and server.cores[2] == 10
+        server.advance(5.0)
+        _hist(s, 2, [0.3 * qos[2]] * 5)  # far below target again, 5 s after the revert
+        s.decide(server)
+        assert (s.decisions[-1] == "downsize") is second, cooldown
+        if not second:
+            server.advance(26.0)  # 31 s after the revert: allowed again
+            s.decide(server)
+            assert s.decisions[-1] == "downsize" and server.cores[2] == 8
+
+
+def test_reclaim_and_cooldown_are_checked():
+    with pytest.raises(InvalidConfigError, match="reclaim"):
+        make_scheduler("osml:reclaim=never")
+    with pytest.raises(InvalidConfigError, match="cooldown_s"):
+        make_scheduler("osml:cooldown_s=-1")
+    s = make_scheduler("osml:reclaim=code,cooldown_s=30")
+    assert (s.reclaim, s.cooldown_s) == ("code", 30.0)
