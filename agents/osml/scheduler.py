@@ -32,7 +32,12 @@ When step 4 runs - ``reclaim``:
 many seconds. Neither the paper nor OSML's code has it; it is dcgym's option, PARTIES' idea (a 30-s pause after a
 failed downsize), to test whether OSML's repeated downsize-and-revert is what delays its convergence.
 
-Not yet: Algorithm 4's way sharing and bandwidth partitioning (MBA), Models A' and B'.
+**Bandwidth** (§5.1, "Bandwidth Scheduling"): on a platform with MBA, every allocation also partitions the memory
+bandwidth in the ratio BW_j / sum_i BW_i of the services' OAA bandwidths (Model-A's OAA_Bandwidth output, kept from each
+service's placement); a service not yet placed is not capped. ``bandwidth: none`` turns it off; on a platform
+without MBA (the E5-2697 v4 of OSML's §6, whose code sets MBA_SUPPORT = False) it does nothing.
+
+Not yet: Algorithm 4's way sharing, Models A' and B'.
 
 The models: ``models`` is a folder holding ``model_a.pt`` and ``model_b.pt`` (``benchmarks/osml_models.py``);
 ``model_c`` is a trained Model-C module folder (a train.py checkpoint's
@@ -52,11 +57,12 @@ from dcgym.envs.colo.colo_v0 import ACTIONS, MAX_DELTA, OBSERVATION_FEATURES
 from dcgym.envs.colo.server import COUNTERS, ColoServer
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["HISTORY_LEN", "OSML", "RECLAIMS", "RULES"]
+__all__ = ["BANDWIDTHS", "HISTORY_LEN", "OSML", "RECLAIMS", "RULES"]
 
 HISTORY_LEN = 5
 RULES = ("paper", "code")
 RECLAIMS = ("always", "code")
+BANDWIDTHS = ("partition", "none")
 _A_COLS = None  # filled on first use (the supervised module imports torch)
 _OBS_COLS = [COUNTERS.index(k) for k in OBSERVATION_FEATURES]
 _DELTAS = np.array([(k // 7 - MAX_DELTA, k % 7 - MAX_DELTA) for k in range(ACTIONS)])
@@ -76,6 +82,8 @@ class OSML(Scheduler):
         "reclaim": "always (default): Algorithm 3 on any over-provisioned service; code: only to feed an upsize, "
         "with no idle cores or ways (OSML's code)",
         "cooldown_s": "seconds a service is not downsized after a reverted downsize (0: off; not OSML's, dcgym's)",
+        "bandwidth": "partition (default): MBA shares in the ratio of Model-A's OAA bandwidths (platforms with MBA); "
+        "none",
     }
 
     def __init__(
@@ -88,6 +96,7 @@ class OSML(Scheduler):
         give_up_s: float = 180.0,
         reclaim: str = "always",
         cooldown_s: float = 0.0,
+        bandwidth: str = "partition",
     ) -> None:
         super().__init__(1.0 if interval_s is None else interval_s)
         if rule not in RULES:
@@ -101,7 +110,9 @@ class OSML(Scheduler):
         if not (isinstance(cooldown_s, (int, float)) and not isinstance(cooldown_s, bool) and 0 <= cooldown_s < 1e9):
             raise InvalidConfigError("cooldown_s", cooldown_s, "a time in seconds >= 0 (0: off)")
         self.rule, self.slowdown, self.give_up_s = rule, float(slowdown), float(give_up_s)
-        self.reclaim, self.cooldown_s = reclaim, float(cooldown_s)
+        if bandwidth not in BANDWIDTHS:
+            raise InvalidConfigError("bandwidth", bandwidth, "one of " + ", ".join(BANDWIDTHS))
+        self.reclaim, self.cooldown_s, self.bandwidth = reclaim, float(cooldown_s), bandwidth
         self.model_a = self.model_b = None
         self.q_values: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         if models is not None:
@@ -126,6 +137,7 @@ class OSML(Scheduler):
         self.arrived_s = np.full(n, np.nan)
         self.revert: tuple[int, int, int] | None = None  # (service, cores, ways) before a downsize
         self.no_downsize_until = np.full(n, -np.inf)  # cooldown_s after a reverted downsize
+        self.oaa_bandwidth = np.full(n, np.nan)  # Model-A's OAA bandwidth at each service's placement
         self.decisions: list[str] = []
 
     def _met(self, i: int, qos: float) -> bool:
@@ -156,7 +168,7 @@ class OSML(Scheduler):
         if fresh:
             self._probe(server, fresh, cores, ways)
             self.probing[fresh] = True
-            server.allocate(cores, ways)
+            self._allocate(server, cores, ways)
             self.decisions.append("probe")
             return
         probing = [i for i in np.flatnonzero(self.probing & running)]
@@ -166,7 +178,7 @@ class OSML(Scheduler):
                 self._place(server, i, cores, ways)
                 self.probing[i] = False
                 self.arrived_s[i] = server.now_s
-            server.allocate(cores, ways)
+            self._allocate(server, cores, ways)
             self.decisions.append("place")
             return
         self.probing[:] = False
@@ -179,7 +191,7 @@ class OSML(Scheduler):
                 extra_w = min(w0 - ways[i], server.idle_ways)
                 cores[i] += max(extra_c, 0)
                 ways[i] += max(extra_w, 0)
-                server.allocate(cores, ways)
+                self._allocate(server, cores, ways)
                 self.decisions.append("revert")
                 self.no_downsize_until[i] = server.now_s + self.cooldown_s
                 return
@@ -221,6 +233,9 @@ class OSML(Scheduler):
             idle_c, idle_w = server.idle_cores, server.idle_ways
             if self.model_b is not None:  # Figure 7: not available -> Model-B's B-Points from the neighbours
                 give_c, give_w = self._b_points(server, i, cores)
+                # a neighbour keeps at least one core and one way (_deprive): what it can give is capped so
+                give_c = np.minimum(give_c, np.maximum(cores - 1, 0))
+                give_w = np.minimum(give_w, np.maximum(ways - 1, 0))
                 idle_c, idle_w = idle_c + give_c.sum(), idle_w + give_w.sum()
             allowed = (
                 (_DELTAS[:, 0] >= 0) & (_DELTAS[:, 1] >= 0) & (_DELTAS[:, 0] <= idle_c) & (_DELTAS[:, 1] <= idle_w)
@@ -233,7 +248,7 @@ class OSML(Scheduler):
             if dc or dw:
                 cores[i] += dc
                 ways[i] += dw
-                server.allocate(cores, ways)
+                self._allocate(server, cores, ways)
                 self.decisions.append("upsize")
 
     # ------------------------------------------------------------------ the steps
@@ -262,8 +277,24 @@ class OSML(Scheduler):
             _A_COLS = [COUNTERS.index(k) for k in A_FEATURES]
         return server.counters[i, _A_COLS].astype(np.float64)
 
+    def _allocate(self, server: ColoServer, cores: np.ndarray, ways: np.ndarray) -> None:
+        """``server.allocate``, with §5.1's bandwidth partition where the platform has MBA."""
+        server.allocate(cores, ways, mba=self._mba_shares(server))
+
+    def _mba_shares(self, server: ColoServer) -> np.ndarray | None:
+        """MBA caps BW_j / sum_i BW_i over the running services with an OAA bandwidth (others 1: uncapped); None
+        without MBA, with ``bandwidth: none``, or before any placement."""
+        if not server.mba_available or self.bandwidth == "none":
+            return None
+        bw = np.where(server.running & (self.oaa_bandwidth > 0), self.oaa_bandwidth, 0.0)
+        bw = np.nan_to_num(bw, nan=0.0)
+        if bw.sum() <= 0:
+            return None
+        return np.where(bw > 0, np.clip(bw / bw.sum(), 0.01, 1.0), 1.0)
+
     def _place(self, server: ColoServer, i: int, cores: np.ndarray, ways: np.ndarray) -> None:
         oaa = self.model_a.predict(self._features(server, i)[None])[0]
+        self.oaa_bandwidth[i] = float(oaa[4])  # supervised.A_TARGETS: OAA_Bandwidth
         want_c = int(np.clip(round(oaa[0]), 1, server.total_cores))
         want_w = int(np.clip(round(oaa[1]), 1, server.total_ways))
         short_c = want_c - (server.total_cores - int(cores.sum()))
@@ -292,7 +323,7 @@ class OSML(Scheduler):
             return False
         cores[i] += dc
         ways[i] += dw
-        server.allocate(cores, ways)
+        self._allocate(server, cores, ways)
         self.decisions.append(what)
         return True
 

@@ -229,3 +229,57 @@ def test_reclaim_and_cooldown_are_checked():
         make_scheduler("osml:cooldown_s=-1")
     s = make_scheduler("osml:reclaim=code,cooldown_s=30")
     assert (s.reclaim, s.cooldown_s) == ("code", 30.0)
+
+
+def test_upsize_counts_only_what_neighbours_can_give_keeping_one_core():
+    # B-Points of one core each, but Xapian holds one core only: the upsize gets Moses' one core, not two
+    server, s = _server(), _osml(q=prefer(3, 0), bpoint=(0, 0, 1, 1, 0, 0))
+    _placed(s, server, cores=(34, 1, 1), ways=(9, 8, 3))
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.9 * qos[i]] * 5)
+    _hist(s, 1, [2.0 * qos[1]] * 5)
+    s.decide(server)
+    assert s.decisions == ["upsize"] and server.cores.tolist() == [33, 2, 1] and server.ways.tolist() == [9, 8, 3]
+
+
+class Rows:
+    """A model whose predictions are given rows, one per call, in order."""
+
+    def __init__(self, rows):
+        self.rows = [np.asarray(r, dtype=float) for r in rows]
+
+    def predict(self, x):
+        return np.stack([self.rows.pop(0) for _ in range(len(x))])
+
+
+def _placed_by_model_a(platform, bandwidths, **kw):
+    scenario = load_colo_scenario("osml_case_a", {"platform": platform} if platform else None)
+    server = ColoServer(scenario.engine_config(mix=0, seed=1))
+    server.advance(1.0)
+    s = _osml(**kw)
+    s.model_a = Rows([[8, 4, 6, 2, bw] for bw in bandwidths])
+    s.reset(server, np.random.default_rng(0))
+    s.act(server)  # probe
+    server.advance(1.0)
+    s.act(server)  # place
+    assert s.decisions == ["probe", "place"]
+    return server, s
+
+
+def test_bandwidth_is_partitioned_in_the_ratio_of_model_a_oaa_bandwidths_with_mba():
+    server, s = _placed_by_model_a("gold_6338", [1000.0, 3000.0, 6000.0])
+    assert server.mba_available
+    np.testing.assert_allclose(server.sim.mba, [0.1, 0.3, 0.6])
+    # a later allocation keeps the partition (and a smaller share never drops below MBA's 1%)
+    server, s = _placed_by_model_a("gold_6338", [1.0, 1000.0, 1000.0])
+    np.testing.assert_allclose(server.sim.mba, [0.01, 1000 / 2001, 1000 / 2001])
+
+
+def test_no_bandwidth_partition_without_mba_or_when_turned_off():
+    server, _ = _placed_by_model_a(None, [1000.0, 3000.0, 6000.0])  # OSML's E5-2697 v4: no MBA
+    assert not server.mba_available and list(server.sim.mba) == [1.0, 1.0, 1.0]
+    server, _ = _placed_by_model_a("gold_6338", [1000.0, 3000.0, 6000.0], bandwidth="none")
+    assert list(server.sim.mba) == [1.0, 1.0, 1.0]
+    with pytest.raises(InvalidConfigError, match="bandwidth"):
+        make_scheduler("osml:bandwidth=equal")
