@@ -37,7 +37,17 @@ bandwidth in the ratio BW_j / sum_i BW_i of the services' OAA bandwidths (Model-
 service's placement); a service not yet placed is not capped. ``bandwidth: none`` turns it off; on a platform
 without MBA (the E5-2697 v4 of OSML's §6, whose code sets MBA_SUPPORT = False) it does nothing.
 
-Not yet: Algorithm 4's way sharing, Models A' and B'.
+**Sharing** (Algorithm 4, §5.1 and Figure 7, "if the app must be placed"): when an arriving service's OAA is still
+not covered after the neighbours gave their B-Points, the shortfall (n cores, m ways) is shared rather than
+taken: for each neighbour that could give n cores and m ways and keep one of each, and that shares with nobody
+yet ("resource sharing usually happens between only two applications"), Model-B' predicts its QoS slowdown from
+its counters and the cores and ways it would keep; the neighbour with the lowest predicted slowdown, if within the
+allowed ``slowdown`` ("if the slowdown is not allowed, the corresponding actions will not be conducted"), moves n
+cores and m ways into a share group with the new service, which privately gets what was idle. Without a Model-B'
+(``model_b_shadow``; none is trained yet: it needs co-location sweeps) Algorithm 4 does nothing.
+
+Not yet: Models A' and B' (trained), Algorithm 4 on an upsize that finds nothing idle (OSML's code also shares
+there).
 
 The models: ``models`` is a folder holding ``model_a.pt`` and ``model_b.pt`` (``benchmarks/osml_models.py``);
 ``model_c`` is a trained Model-C module folder (a train.py checkpoint's
@@ -114,6 +124,7 @@ class OSML(Scheduler):
             raise InvalidConfigError("bandwidth", bandwidth, "one of " + ", ".join(BANDWIDTHS))
         self.reclaim, self.cooldown_s, self.bandwidth = reclaim, float(cooldown_s), bandwidth
         self.model_a = self.model_b = None
+        self.model_b_shadow = None  # Model-B' (Algorithm 4): none is trained yet (module docstring)
         self.q_values: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         if models is not None:
             from dcgym.agents.osml.supervised import Model
@@ -138,6 +149,7 @@ class OSML(Scheduler):
         self.revert: tuple[int, int, int] | None = None  # (service, cores, ways) before a downsize
         self.no_downsize_until = np.full(n, -np.inf)  # cooldown_s after a reverted downsize
         self.oaa_bandwidth = np.full(n, np.nan)  # Model-A's OAA bandwidth at each service's placement
+        self.share_plans: list[tuple[list[int], int, int]] = []  # Algorithm 4: (members, cores, ways) to group
         self.decisions: list[str] = []
 
     def _met(self, i: int, qos: float) -> bool:
@@ -164,7 +176,8 @@ class OSML(Scheduler):
         cores, ways = server.cores.copy(), server.ways.copy()
         qos = server.qos_ms
         # 1. arrivals: a probe allocation, then Model-A's OAA (Model-B when short)
-        fresh = [i for i in np.flatnonzero(running) if cores[i] == 0]
+        grouped = {j for g in server.sim.groups if g is not None for j in g["members"]}
+        fresh = [i for i in np.flatnonzero(running) if cores[i] == 0 and i not in grouped]
         if fresh:
             self._probe(server, fresh, cores, ways)
             self.probing[fresh] = True
@@ -180,6 +193,11 @@ class OSML(Scheduler):
                 self.arrived_s[i] = server.now_s
             self._allocate(server, cores, ways)
             self.decisions.append("place")
+            for members, n, m in self.share_plans:
+                free = [g for g, group in enumerate(server.sim.groups) if group is None]
+                server.set_group(free[0], members, n, m)
+                self.decisions.append("share")
+            self.share_plans = []
             return
         self.probing[:] = False
         # 2. revert a downsize that broke QoS
@@ -257,7 +275,7 @@ class OSML(Scheduler):
         """The services that just arrived share what is idle equally (at least one core and one way each, from the
         neighbour holding most): a service probed on one core while others hold the rest would build a backlog
         that outlasts the probe by tens of seconds."""
-        for held, total in ((cores, server.total_cores), (ways, server.total_ways)):
+        for held, total in zip((cores, ways), self._capacity(server)):
             free = total - int(held.sum())
             for k, i in enumerate(fresh):
                 share = free // len(fresh) + (1 if k < free % len(fresh) else 0)
@@ -278,8 +296,8 @@ class OSML(Scheduler):
         return server.counters[i, _A_COLS].astype(np.float64)
 
     def _allocate(self, server: ColoServer, cores: np.ndarray, ways: np.ndarray) -> None:
-        """``server.allocate``, with §5.1's bandwidth partition where the platform has MBA."""
-        server.allocate(cores, ways, mba=self._mba_shares(server))
+        """``server.allocate``, with §5.1's bandwidth partition where the platform has MBA; share groups stay."""
+        server.allocate(cores, ways, mba=self._mba_shares(server), keep_groups=True)
 
     def _mba_shares(self, server: ColoServer) -> np.ndarray | None:
         """MBA caps BW_j / sum_i BW_i over the running services with an OAA bandwidth (others 1: uncapped); None
@@ -297,19 +315,61 @@ class OSML(Scheduler):
         self.oaa_bandwidth[i] = float(oaa[4])  # supervised.A_TARGETS: OAA_Bandwidth
         want_c = int(np.clip(round(oaa[0]), 1, server.total_cores))
         want_w = int(np.clip(round(oaa[1]), 1, server.total_ways))
-        short_c = want_c - (server.total_cores - int(cores.sum()))
-        short_w = want_w - (server.total_ways - int(ways.sum()))
+        cap_c, cap_w = self._capacity(server)  # what private partitions may hold: share groups apart
+        short_c = want_c - (cap_c - int(cores.sum()))
+        short_w = want_w - (cap_w - int(ways.sum()))
         if (short_c > 0 or short_w > 0) and self.model_b is not None:
             give_c, give_w = self._b_points(server, i, cores)
             self._deprive(server, i, cores, ways, short_c, short_w, give_c, give_w)
-        cores[i] = max(1, min(want_c, server.total_cores - int(cores.sum())))
-        ways[i] = max(1, min(want_w, server.total_ways - int(ways.sum())))
-        if cores.sum() > server.total_cores or ways.sum() > server.total_ways:  # nothing idle at all: one unit
-            for held, total in ((cores, server.total_cores), (ways, server.total_ways)):
+        if self._share(server, i, cores, ways, want_c, want_w):
+            return
+        cores[i] = max(1, min(want_c, cap_c - int(cores.sum())))
+        ways[i] = max(1, min(want_w, cap_w - int(ways.sum())))
+        if cores.sum() > cap_c or ways.sum() > cap_w:  # nothing idle at all: one unit
+            for held, total in ((cores, cap_c), (ways, cap_w)):
                 while held.sum() > total:
                     others = [j for j in range(len(held)) if j != i]
                     donor = max(others, key=lambda j: held[j])
                     held[donor] -= 1
+
+    def _capacity(self, server: ColoServer) -> tuple[int, int]:
+        """Cores and ways private partitions may hold: the server's, less the share groups' (and those planned)."""
+        groups = [g for g in server.sim.groups if g is not None]
+        pooled_c = sum(g["cores"] for g in groups) + sum(n for _, n, _ in self.share_plans)
+        pooled_w = sum(g["ways"] for g in groups) + sum(m for _, _, m in self.share_plans)
+        return server.total_cores - pooled_c, server.total_ways - pooled_w
+
+    def _share(self, server: ColoServer, i: int, cores: np.ndarray, ways: np.ndarray, want_c: int, want_w: int) -> bool:
+        """Algorithm 4 (module docstring): share what the arriving service ``i`` still lacks of its OAA with the one
+        neighbour Model-B' predicts to slow down least, if within ``slowdown``; plans the group (set once the
+        private partitions are) and gives ``i`` what is idle. False (nothing changed) when no sharing is done."""
+        if self.model_b_shadow is None:
+            return False
+        cap_c, cap_w = self._capacity(server)
+        free_c, free_w = cap_c - int(cores.sum()), cap_w - int(ways.sum())
+        n, m = max(want_c - free_c, 0), max(want_w - free_w, 0)
+        if n == 0 and m == 0:
+            return False
+        busy = {j for g in server.sim.groups if g is not None for j in g["members"]}
+        busy |= {j for members, _, _ in self.share_plans for j in members}
+        cands = [
+            j
+            for j in np.flatnonzero(server.running)
+            if j != i and j not in busy and cores[j] - n >= 1 and ways[j] - m >= 1
+        ]
+        if not cands:
+            return False
+        x = np.stack([np.append(self._features(server, j), [cores[j] - n, ways[j] - m]) for j in cands])
+        slowdowns = np.asarray(self.model_b_shadow.predict(x), dtype=np.float64).reshape(len(cands), -1)[:, 0]
+        k = int(np.argmin(slowdowns))
+        if slowdowns[k] > self.slowdown:
+            return False
+        j = int(cands[k])
+        cores[j] -= n
+        ways[j] -= m
+        cores[i], ways[i] = max(free_c, 0), max(free_w, 0)
+        self.share_plans.append(([j, int(i)], n, m))
+        return True
 
     def _best(self, server: ColoServer, i: int, allowed: np.ndarray) -> int:
         """Model-C's best action for service ``i`` among ``allowed``."""

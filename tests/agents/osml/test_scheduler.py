@@ -11,7 +11,7 @@ import pytest
 from dcgym.agents.heuristics.colo import make_scheduler
 from dcgym.agents.osml.scheduler import _DELTAS, OSML
 from dcgym.envs.colo.scenario import load_colo_scenario
-from dcgym.envs.colo.server import ColoServer
+from dcgym.envs.colo.server import COUNTERS, ColoServer
 from dcgym.envs.error import InvalidConfigError
 
 
@@ -248,8 +248,10 @@ class Rows:
 
     def __init__(self, rows):
         self.rows = [np.asarray(r, dtype=float) for r in rows]
+        self.inputs = []
 
     def predict(self, x):
+        self.inputs.append(np.asarray(x))
         return np.stack([self.rows.pop(0) for _ in range(len(x))])
 
 
@@ -283,3 +285,49 @@ def test_no_bandwidth_partition_without_mba_or_when_turned_off():
     assert list(server.sim.mba) == [1.0, 1.0, 1.0]
     with pytest.raises(InvalidConfigError, match="bandwidth"):
         make_scheduler("osml:bandwidth=equal")
+
+
+def _arrive_short(slowdowns):
+    """Three services whose OAA (16 cores, 8 ways) cannot all fit: the third is 12 cores and 4 ways short (the
+    neighbours' B-Points give nothing)."""
+    server = _server()
+    s = _osml(oaa=(16, 8), bpoint=(0, 0, 0, 0, 0, 0))
+    s.model_b_shadow = None if slowdowns is None else Rows([[x] for x in slowdowns])
+    s.reset(server, np.random.default_rng(0))
+    s.act(server)  # probe
+    server.advance(1.0)
+    s.act(server)  # place
+    return server, s
+
+
+def test_algorithm_4_shares_the_shortfall_with_the_neighbour_slowed_least():
+    # Model-B' predicts 15% for Moses and 5% for Img-dnn if each keeps 4 cores and 4 ways: Img-dnn shares
+    server, s = _arrive_short([0.15, 0.05])
+    assert s.decisions == ["probe", "place", "share"]
+    assert server.cores.tolist() == [16, 4, 4] and server.ways.tolist() == [8, 4, 4]
+    assert server.sim.groups[0] == {"members": [1, 2], "cores": 12, "ways": 4}
+    assert server.idle_cores == 0 and server.idle_ways == 0
+    # Model-B' was asked once, about Moses and Img-dnn: their nine counters, then the 4 cores and 4 ways each keeps
+    (x,) = s.model_b_shadow.inputs
+    assert x.shape == (2, 11) and x[:, -2:].tolist() == [[4, 4], [4, 4]]
+    server.advance(1.0)
+    allocated = server.counters[:, [COUNTERS.index("Allocated_Core")]].ravel()
+    assert allocated.tolist() == [16, 16, 16]  # Img-dnn and Xapian each hold their 4 cores and the group's 12
+    # a later Model-C downsize of Moses resizes private partitions and keeps the group
+    s.q_values = prefer(-2, -1)
+    qos = server.qos_ms
+    for i in range(3):
+        _hist(s, i, [0.9 * qos[i]] * 5)
+    _hist(s, 0, [0.3 * qos[0]] * 5)
+    s.decide(server)
+    assert s.decisions[-1] == "downsize" and server.cores.tolist() == [14, 4, 4] and server.ways.tolist() == [7, 4, 4]
+    assert server.sim.groups[0] == {"members": [1, 2], "cores": 12, "ways": 4}
+
+
+def test_algorithm_4_does_not_share_beyond_the_allowed_slowdown_or_without_model_b_shadow():
+    server, s = _arrive_short([0.30, 0.25])  # both above the allowed 20%
+    assert s.decisions == ["probe", "place"] and all(g is None for g in server.sim.groups)
+    assert server.cores.tolist() == [16, 16, 4] and server.ways.tolist() == [8, 8, 4]
+    server, s = _arrive_short(None)
+    assert s.decisions == ["probe", "place"] and all(g is None for g in server.sim.groups)
+    assert server.cores.tolist() == [16, 16, 4] and server.ways.tolist() == [8, 8, 4]
