@@ -333,8 +333,13 @@ def evaluate(model: Model, rows: dict[str, np.ndarray], test_groups: np.ndarray 
     return out
 
 
-def train_all(root: str | Path, out: str | Path, services: list[str], cfg: TrainConfig) -> dict:
-    """Train Model-A and Model-B on a data set, save them under ``out`` (model_a.pt, model_b.pt, metrics.json)."""
+def train_all(
+    root: str | Path, out: str | Path, services: list[str], cfg: TrainConfig, unseen: list[str] | tuple = ()
+) -> dict:
+    """Train Model-A and Model-B on a data set, save them under ``out`` (model_a.pt, model_b.pt, metrics.json).
+
+    ``unseen``: services of the data set left out of training (OSML §6.4's unseen applications); every row of
+    theirs is a test row, reported per service as ``unseen_mae_per_service``."""
     catalog = cc.load_catalog()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -349,6 +354,8 @@ def train_all(root: str | Path, out: str | Path, services: list[str], cfg: Train
         uniq = np.unique(rows["groups"])
         test_groups = rng.choice(uniq, size=max(1, int(round(cfg.test_fraction * len(uniq)))), replace=False)
         model.metrics["test_mae_per_service"] = evaluate(model, rows, test_groups)
+        if unseen:
+            model.metrics["unseen_mae_per_service"] = evaluate(model, build(catalog, root, list(unseen)))
         model.save(out / f"model_{kind.lower()}.pt")
         report[kind] = model.metrics
     (out / "metrics.json").write_text(json.dumps(report, indent=2))
@@ -365,18 +372,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=TrainConfig.batch)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="3 epochs")
+    ap.add_argument(
+        "--unseen", nargs="+", default=[], help="services left out of training and tested on every row (§6.4)"
+    )
     args = ap.parse_args(argv)
     try:
         cfg = TrainConfig(epochs=3 if args.quick else args.epochs, lr=args.lr, batch=args.batch, seed=args.seed)
         if not args.root.is_dir():
             raise InvalidConfigError("root", str(args.root), "a folder holding a data set in OSML's layout")
-        services = args.services or sorted(p.name for p in args.root.iterdir() if (p / "labels.csv").exists())
+        found = sorted(p.name for p in args.root.iterdir() if (p / "labels.csv").exists())
+        services = args.services or found
         if not services:
             raise InvalidConfigError("root", str(args.root), "a data set with labels (run the collect command)")
+        for s in args.unseen:
+            if s not in found:
+                raise InvalidConfigError("unseen", s, "a service of the data set: " + ", ".join(found))
+        services = [s for s in services if s not in args.unseen]
+        if not services:
+            raise InvalidConfigError(
+                "unseen", args.unseen, "fewer services than the data set holds (none left to train)"
+            )
         catalog = cc.load_catalog()
         for s in services:
             cc.qos_ms(catalog, s)
-        report = train_all(args.root, args.out, services, cfg)
+        report = train_all(args.root, args.out, services, cfg, unseen=args.unseen)
     except InvalidConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -384,6 +403,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Model-{kind}: {m['train_rows']} training rows, {m['test_rows']} held out; test MAE per service:")
         for s, errs in m["test_mae_per_service"].items():
             print(f"  {s}: " + ", ".join(f"{k} {v:.2f}" for k, v in errs.items()))
+        if "unseen_mae_per_service" in m:
+            print(f"Model-{kind} on services it never saw (every row):")
+            for s, errs in m["unseen_mae_per_service"].items():
+                print(f"  {s}: " + ", ".join(f"{k} {v:.2f}" for k, v in errs.items()))
     print(f"saved in {args.out}")
     return 0
 
