@@ -343,8 +343,9 @@ class OSML(Scheduler):
         """Algorithm 4 (module docstring): share what the arriving service ``i`` still lacks of its OAA with the one
         neighbour Model-B' predicts to slow down least, if within ``slowdown``; plans the group (set once the
         private partitions are) and gives ``i`` what is idle. False (nothing changed) when no sharing is done."""
-        if self.model_b_shadow is None:
-            return False
+        groups = server.sim.groups
+        if self.model_b_shadow is None or sum(g is None for g in groups) <= len(self.share_plans):
+            return False  # no Model-B', or no share group left on the engine
         cap_c, cap_w = self._capacity(server)
         free_c, free_w = cap_c - int(cores.sum()), cap_w - int(ways.sum())
         n, m = max(want_c - free_c, 0), max(want_w - free_w, 0)
