@@ -5,16 +5,18 @@ takes at most one step:
 
 1. **Arrival** (Algorithm 1): a service that is running with no allocation first gets what is idle (at least one
    core and one way, from the neighbour holding most; services arriving together split it equally) for one
-   interval, so its counters exist; then Model-A
-   predicts its OAA from them. If the idle pool covers OAA it gets OAA; if the server is short, Model-B gives
-   each neighbour's B-Point (cores and ways it can give up within the allowed ``slowdown``), and the neighbours
-   with the largest B-Points give until the shortfall is covered (or they have nothing more to give).
+   interval, so its counters exist; then Model-A predicts its OAA from them (Model-A', ``model_a_shadow``, when
+   other services run and one is given: OSML's code uses Model-A for a service alone and Model-A' otherwise; its
+   twelve inputs are the nine counters and the running neighbours' mean memory bandwidth, allocated cache and
+   cores). If the idle pool covers OAA it gets OAA; if the server is short, Model-B gives each neighbour's B-Point
+   (cores and ways it can give up within the allowed ``slowdown``), and the neighbours with the largest B-Points
+   give until the shortfall is covered (or they have nothing more to give).
 2. **Revert**: a Model-C downsize that left its service violating QoS is undone (Algorithm 3's withdrawal).
-3. **Under-provisioned** (Algorithm 2, after step 4 in the same decision, as OSML's loop): among services violating QoS - by the paper's rule any violation
-   (the mean of the last five samples and the latest both above target); by the code's (``rule: code``) only a
-   mean of at least 3x the target - and not improving (latest / mean > 0.95), the worst gets Model-C's best
-   action among the additions that the idle pool and the neighbours' B-Points allow (Figure 7: when the idle
-   pool is short, Model-B's B-Points from the neighbours).
+3. **Under-provisioned** (Algorithm 2, after step 4 in the same decision, as OSML's loop): among services
+   violating QoS - by the paper's rule any violation (the mean of the last five samples and the latest both above
+   target); by the code's (``rule: code``) only a mean of at least 3x the target - and not improving (latest /
+   mean > 0.95), the worst gets Model-C's best action among the additions that the idle pool and the neighbours'
+   B-Points allow (Figure 7: when the idle pool is short, Model-B's B-Points from the neighbours).
 4. **Over-provisioned** (Algorithm 3): the service furthest below target (mean / target - 1 < -0.2)
    gets Model-C's best action among the removals (at least one core and one way kept), registered for revert.
 5. **Give-up**: a service that has not met QoS ``give_up_s`` (180 s, §6.1) after it arrived is left as it is.
@@ -41,12 +43,14 @@ without MBA (the E5-2697 v4 of OSML's §6, whose code sets MBA_SUPPORT = False) 
 not covered after the neighbours gave their B-Points, the shortfall (n cores, m ways) is shared rather than
 taken: for each neighbour that could give n cores and m ways and keep one of each, and that shares with nobody
 yet ("resource sharing usually happens between only two applications"), Model-B' predicts its QoS slowdown from
-its counters and the cores and ways it would keep; the neighbour with the lowest predicted slowdown, if within the
-allowed ``slowdown`` ("if the slowdown is not allowed, the corresponding actions will not be conducted"), moves n
-cores and m ways into a share group with the new service, which privately gets what was idle. Without a Model-B'
+its twelve co-location inputs (as Model-A') and the cores and ways it would keep; the neighbour with the lowest
+predicted slowdown, if within the allowed ``slowdown`` ("if the slowdown is not allowed, the corresponding actions
+will not be conducted"), moves n cores and m ways into a share group with the new service, which privately gets
+what was idle. Without a Model-B'
 (``model_b_shadow``; none is trained yet: it needs co-location sweeps) Algorithm 4 does nothing.
 
-Not yet: Models A' and B' (trained), Algorithm 4 on an upsize that finds nothing idle (OSML's code also shares
+Not yet: Models A' and B' trained (co-location sweeps), so ``model_a_shadow`` and ``model_b_shadow`` are set by
+hand (tests); Algorithm 4 on an upsize that finds nothing idle (OSML's code also shares
 there).
 
 The models: ``models`` is a folder holding ``model_a.pt`` and ``model_b.pt`` (``benchmarks/osml_models.py``);
@@ -124,6 +128,7 @@ class OSML(Scheduler):
             raise InvalidConfigError("bandwidth", bandwidth, "one of " + ", ".join(BANDWIDTHS))
         self.reclaim, self.cooldown_s, self.bandwidth = reclaim, float(cooldown_s), bandwidth
         self.model_a = self.model_b = None
+        self.model_a_shadow = None  # Model-A' (placement among neighbours): none is trained yet (module docstring)
         self.model_b_shadow = None  # Model-B' (Algorithm 4): none is trained yet (module docstring)
         self.q_values: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         if models is not None:
@@ -295,6 +300,19 @@ class OSML(Scheduler):
             _A_COLS = [COUNTERS.index(k) for k in A_FEATURES]
         return server.counters[i, _A_COLS].astype(np.float64)
 
+    def _colocated_features(self, server: ColoServer, i: int) -> np.ndarray:
+        """Models A' and B''s inputs for service ``i`` (OSML's code, ``get_colocated_features``): its nine
+        counters, then its running neighbours' mean memory bandwidth (MB/s), allocated cache (MB) and cores."""
+        neighbours = [j for j in np.flatnonzero(server.running) if j != i]
+        c = server.counters
+        own = self._features(server, i)
+        if not neighbours:
+            return np.append(own, [0.0, 0.0, 0.0])
+        mbl = float(np.mean(c[neighbours, COUNTERS.index("MBL")]))
+        cache = float(np.sum(c[neighbours, COUNTERS.index("Allocated_Cache")]))
+        cores = float(np.sum(c[neighbours, COUNTERS.index("Allocated_Core")]))
+        return np.append(own, [mbl, cache, cores])
+
     def _allocate(self, server: ColoServer, cores: np.ndarray, ways: np.ndarray) -> None:
         """``server.allocate``, with §5.1's bandwidth partition where the platform has MBA; share groups stay."""
         server.allocate(cores, ways, mba=self._mba_shares(server), keep_groups=True)
@@ -311,7 +329,11 @@ class OSML(Scheduler):
         return np.where(bw > 0, np.clip(bw / bw.sum(), 0.01, 1.0), 1.0)
 
     def _place(self, server: ColoServer, i: int, cores: np.ndarray, ways: np.ndarray) -> None:
-        oaa = self.model_a.predict(self._features(server, i)[None])[0]
+        neighbours = [j for j in np.flatnonzero(server.running) if j != i]
+        if self.model_a_shadow is not None and neighbours:  # OSML's code: Model-A' among running neighbours
+            oaa = self.model_a_shadow.predict(self._colocated_features(server, i)[None])[0]
+        else:
+            oaa = self.model_a.predict(self._features(server, i)[None])[0]
         self.oaa_bandwidth[i] = float(oaa[4])  # supervised.A_TARGETS: OAA_Bandwidth
         want_c = int(np.clip(round(oaa[0]), 1, server.total_cores))
         want_w = int(np.clip(round(oaa[1]), 1, server.total_ways))
@@ -360,7 +382,7 @@ class OSML(Scheduler):
         ]
         if not cands:
             return False
-        x = np.stack([np.append(self._features(server, j), [cores[j] - n, ways[j] - m]) for j in cands])
+        x = np.stack([np.append(self._colocated_features(server, j), [cores[j] - n, ways[j] - m]) for j in cands])
         slowdowns = np.asarray(self.model_b_shadow.predict(x), dtype=np.float64).reshape(len(cands), -1)[:, 0]
         k = int(np.argmin(slowdowns))
         if slowdowns[k] > self.slowdown:

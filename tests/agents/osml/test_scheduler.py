@@ -307,9 +307,10 @@ def test_algorithm_4_shares_the_shortfall_with_the_neighbour_slowed_least():
     assert server.cores.tolist() == [16, 4, 4] and server.ways.tolist() == [8, 4, 4]
     assert server.sim.groups[0] == {"members": [1, 2], "cores": 12, "ways": 4}
     assert server.idle_cores == 0 and server.idle_ways == 0
-    # Model-B' was asked once, about Moses and Img-dnn: their nine counters, then the 4 cores and 4 ways each keeps
+    # Model-B' was asked once, about Moses and Img-dnn: their twelve co-location inputs, then the 4 cores and 4 ways
+    # each keeps
     (x,) = s.model_b_shadow.inputs
-    assert x.shape == (2, 11) and x[:, -2:].tolist() == [[4, 4], [4, 4]]
+    assert x.shape == (2, 14) and x[:, -2:].tolist() == [[4, 4], [4, 4]]
     server.advance(1.0)
     allocated = server.counters[:, [COUNTERS.index("Allocated_Core")]].ravel()
     assert allocated.tolist() == [16, 16, 16]  # Img-dnn and Xapian each hold their 4 cores and the group's 12
@@ -331,3 +332,42 @@ def test_algorithm_4_does_not_share_beyond_the_allowed_slowdown_or_without_model
     server, s = _arrive_short(None)
     assert s.decisions == ["probe", "place"] and all(g is None for g in server.sim.groups)
     assert server.cores.tolist() == [16, 16, 4] and server.ways.tolist() == [8, 8, 4]
+
+
+def test_model_a_shadow_places_a_service_among_neighbours_from_their_counters_too():
+    server = _server()
+    s = _osml(oaa=(8, 4))
+    s.model_a_shadow = Rows([[10, 5, 8, 3, 0.0]] * 3)
+    s.reset(server, np.random.default_rng(0))
+    s.act(server)  # probe: 12 cores and 6-7 ways each
+    server.advance(1.0)
+    c = server.counters.copy()
+    s.act(server)
+    assert s.decisions == ["probe", "place"]
+    assert server.cores.tolist() == [10, 10, 10] and server.ways.tolist() == [5, 5, 5]  # Model-A' (8, 4 unused)
+    x = np.concatenate(s.model_a_shadow.inputs)
+    assert x.shape == (3, 12)
+    col = {k: COUNTERS.index(k) for k in ("MBL", "Allocated_Cache", "Allocated_Core")}
+    for i in range(3):
+        others = [j for j in range(3) if j != i]
+        assert x[i, -3:].tolist() == pytest.approx(
+            [
+                c[others, col["MBL"]].mean(),
+                c[others, col["Allocated_Cache"]].sum(),
+                c[others, col["Allocated_Core"]].sum(),
+            ]
+        )
+    assert x[0, -1] == 24.0  # Img-dnn's and Xapian's 12 probe cores
+
+
+def test_a_service_alone_is_placed_by_model_a():
+    server = ColoServer(load_colo_scenario("osml_single").engine_config(mix=0, seed=1))
+    server.advance(1.0)
+    s = _osml(oaa=(8, 4))
+    s.model_a_shadow = Rows([])  # would fail if asked
+    s.reset(server, np.random.default_rng(0))
+    s.act(server)
+    server.advance(1.0)
+    s.act(server)
+    assert s.decisions == ["probe", "place"] and server.cores.tolist() == [8] and server.ways.tolist() == [4]
+    assert s.model_a_shadow.inputs == []
