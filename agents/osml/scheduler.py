@@ -47,10 +47,11 @@ its twelve co-location inputs (as Model-A') and the cores and ways it would keep
 predicted slowdown, if within the allowed ``slowdown`` ("if the slowdown is not allowed, the corresponding actions
 will not be conducted"), moves n cores and m ways into a share group with the new service, which privately gets
 what was idle. Without a Model-B'
-(``model_b_shadow``; none is trained yet: it needs co-location sweeps) Algorithm 4 does nothing.
+(``model_b_shadow``) Algorithm 4 does nothing.
 
-Not yet: Models A' and B' trained (co-location sweeps), so ``model_a_shadow`` and ``model_b_shadow`` are set by
-hand (tests); Algorithm 4 on an upsize that finds nothing idle (OSML's code also shares
+Not yet: loading Models A' and B' from ``models`` (``benchmarks/osml_models.py --colocated`` trains them into
+``model_a_shadow.pt`` and ``model_b_shadow.pt``; ``model_a_shadow`` and ``model_b_shadow`` are set on the scheduler
+until then); Algorithm 4 on an upsize that finds nothing idle (OSML's code also shares
 there).
 
 The models: ``models`` is a folder holding ``model_a.pt`` and ``model_b.pt`` (``benchmarks/osml_models.py``);
@@ -128,8 +129,8 @@ class OSML(Scheduler):
             raise InvalidConfigError("bandwidth", bandwidth, "one of " + ", ".join(BANDWIDTHS))
         self.reclaim, self.cooldown_s, self.bandwidth = reclaim, float(cooldown_s), bandwidth
         self.model_a = self.model_b = None
-        self.model_a_shadow = None  # Model-A' (placement among neighbours): none is trained yet (module docstring)
-        self.model_b_shadow = None  # Model-B' (Algorithm 4): none is trained yet (module docstring)
+        self.model_a_shadow = None  # Model-A' (placement among neighbours): not loaded from models yet (docstring)
+        self.model_b_shadow = None  # Model-B' (Algorithm 4): not loaded from models yet (docstring)
         self.q_values: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         if models is not None:
             from dcgym.agents.osml.supervised import Model
