@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +49,7 @@ from dcgym.envs.colo.scenario import ColoScenario, SchedulerSpec, parse_schedule
 from dcgym.envs.colo.server import ColoServer
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["SAMPLE_S", "ColoEvaluation", "ColoJob", "ColoRow", "run"]
+__all__ = ["SAMPLE_S", "ColoEvaluation", "ColoJob", "ColoRow", "run", "short_labels"]
 
 SAMPLE_S = 1.0
 """Seconds between the run's QoS samples (the Latency counter's one-second window)."""
@@ -385,21 +385,45 @@ def _title(doc: Mapping[str, Any]) -> str:
     return f"{doc['scenario']}: {doc['seconds']:,} s per run, {runs}"
 
 
+def short_labels(policies: Sequence[str]) -> dict[str, str]:
+    """Legend labels for scheduler specs: a parameter that every spec of the same scheduler gives the same value
+    (two specs or more) is left out and a path value is cut to its last part, so
+    ``osml:models=/tmp/m,model_c=/tmp/mc_mixes`` next to ``osml:models=/tmp/m,model_c=/tmp/mc_single`` reads
+    ``osml:model_c=mc_mixes``; specs whose labels would then coincide keep their full spec."""
+    parsed = {}
+    for p in policies:
+        name, _, rest = p.partition(":")
+        parsed[p] = (name, [kv for kv in rest.split(",") if kv] if rest else [])
+    labels = {}
+    for p, (name, pairs) in parsed.items():
+        same = [q for q, (n, _) in parsed.items() if n == name]
+        keep = [kv for kv in pairs if len(same) < 2 or not all(kv in parsed[q][1] for q in same)]
+        cut = [
+            k + "=" + v.rstrip("/").rsplit("/", 1)[-1] if "/" in v else kv
+            for kv in keep
+            for k, _, v in [kv.partition("=")]
+        ]
+        labels[p] = name + (":" + ",".join(cut) if cut else "")
+    counts = Counter(labels.values())
+    return {p: (label if counts[label] == 1 else p) for p, label in labels.items()}
+
+
 def plot_convergence_cdf(doc: Mapping[str, Any], path: str | Path) -> Path:
-    """The share of runs (every mix and seed) converged by each time, one line per scheduler; it tops out at the
-    converged share."""
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
-    ax = fig.subplots()
+    """The share of runs (every mix and seed) converged by each time, one line per scheduler (labelled by
+    :func:`short_labels`, the legend below the axes); it tops out at the converged share."""
     policies = list(dict.fromkeys(r["policy"] for r in doc["results"]))
+    labels = short_labels(policies)
+    fig = Figure(figsize=(6.4, 4.2 + 0.2 * math.ceil(len(policies) / 2)), layout="constrained")
+    ax = fig.subplots()
     shown: list[float] = []
     for policy in policies:
         rows = [r for r in doc["results"] if r["policy"] == policy]
         times = sorted(r["convergence_s"] for r in rows if r["converged"])
         if not times:
-            ax.plot([], [], label=f"{policy} (none converged)")
+            ax.plot([], [], label=f"{labels[policy]} (none converged)")
             continue
         shares = np.arange(1, len(times) + 1) / len(rows)
-        ax.step([0.0, *times], [0.0, *shares], where="post", label=f"{policy} ({len(times)}/{len(rows)})")
+        ax.step([0.0, *times], [0.0, *shares], where="post", label=f"{labels[policy]} ({len(times)}/{len(rows)})")
         shown += times
     value_axis(ax, shown, "x")
     ax.set_xlabel("convergence time (s)")
@@ -407,7 +431,7 @@ def plot_convergence_cdf(doc: Mapping[str, Any], path: str | Path) -> Path:
     ax.set_ylim(0, 1.02)
     ax.set_title(_title(doc), fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     return save_figure(fig, path)
 
 
@@ -416,6 +440,7 @@ def plot_timelines(doc: Mapping[str, Any], path: str | Path, what: str) -> Path:
     log scale, the target at 1) or its cores (solid) and ways (dashed) over time."""
     timelines = list(doc["timelines"])
     policies = list(dict.fromkeys(t["policy"] for t in timelines))
+    labels = short_labels(policies)
     mixes = list(dict.fromkeys(t["load"] for t in timelines))
     fig = Figure(figsize=(max(6.4, 4.0 * len(mixes)), 2.8 * len(policies)), layout="constrained")
     axes = fig.subplots(len(policies), len(mixes), squeeze=False, sharex=True)
@@ -434,7 +459,7 @@ def plot_timelines(doc: Mapping[str, Any], path: str | Path, what: str) -> Path:
             ax.set_ylabel("p99 / target")
         else:
             ax.set_ylabel("cores (solid), ways (dashed)")
-        ax.set_title(f"{t['policy']}, mix {t['load']} (seed {t['seed']})", fontsize=9)
+        ax.set_title(f"{labels[t['policy']]}, mix {t['load']} (seed {t['seed']})", fontsize=9)
         ax.set_xlabel("time (s)")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7)

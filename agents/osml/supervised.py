@@ -38,6 +38,12 @@ from dcgym.envs.error import InvalidConfigError
 
 __all__ = [
     "A_FEATURES",
+    "A_SHADOW_FEATURES",
+    "B_SHADOW_FEATURES",
+    "B_SHADOW_TARGETS",
+    "build_a_shadow",
+    "build_b_shadow",
+    "train_shadows",
     "A_TARGETS",
     "B_SLOWDOWNS",
     "B_TARGETS",
@@ -305,6 +311,101 @@ def build_b(catalog: dict, root: str | Path, services: list[str]) -> dict[str, n
     }
 
 
+A_SHADOW_FEATURES = [*A_FEATURES, "Neighbour_MBL", "Neighbour_Allocated_Cache", "Neighbour_Allocated_Core"]
+"""Model-A''s twelve inputs: Model-A's nine and the neighbours' (OSML's code, get_colocated_features)."""
+B_SHADOW_FEATURES = [*A_SHADOW_FEATURES, "Kept_Core", "Kept_Cache"]
+"""Model-B''s inputs: the twelve and the cores and ways the service would keep."""
+B_SHADOW_TARGETS = ["QoS_Slowdown"]
+MAX_SLOWDOWN = 10.0
+"""Model-B''s labels are capped at a 10x slowdown: off the RCliff latencies grow by orders of magnitude, and any
+slowdown beyond the allowed 5-20% is refused alike."""
+
+
+def build_a_shadow(catalog: dict, root: str | Path, services: list[str]) -> dict[str, np.ndarray]:
+    """Model-A''s rows from a co-location sweep (:mod:`dcgym.envs.colo.colocation`): every sample of a
+    neighbourhood whose service meets QoS somewhere, with the neighbourhood's labels; a neighbourhood is a group."""
+    from dcgym.envs.colo import colocation as co
+
+    xs, ys, groups, names = [], [], [], []
+    for s in services:
+        for hood, data in co.read_colocated(root, s):
+            lab = co.labels(catalog, data, s)
+            if lab is None:
+                continue
+            n = len(data["Latency"])
+            xs.append(np.stack([data[k] for k in A_SHADOW_FEATURES], axis=1))
+            ys.append(np.tile([lab[k] for k in A_TARGETS], (n, 1)))
+            groups.append(np.full(n, f"{s}/{hood}"))
+            names.append(np.full(n, s))
+    if not xs:
+        raise ValueError(f"no labelled neighbourhood in {root} for {services}")
+    return {
+        "x": np.concatenate(xs),
+        "y": np.concatenate(ys),
+        "groups": np.concatenate(groups),
+        "service": np.concatenate(names),
+    }
+
+
+def build_b_shadow(catalog: dict, root: str | Path, services: list[str]) -> dict[str, np.ndarray]:
+    """Model-B''s rows: for each cell of a neighbourhood that meets QoS and each smaller swept allocation (no more
+    cores, no more ways), the cell's mean inputs and the allocation kept, labelled with the slowdown of the mean
+    latency (kept / current - 1, at most :data:`MAX_SLOWDOWN`)."""
+    from dcgym.envs.colo import colocation as co
+
+    xs, ys, groups, names = [], [], [], []
+    for s in services:
+        qos = cc.qos_ms(catalog, s)
+        for hood, data in co.read_colocated(root, s):
+            keys = np.stack([data["cores"], data["ways"]], axis=1)
+            cells, inverse = np.unique(keys, axis=0, return_inverse=True)
+            inverse = inverse.ravel()
+            count = np.bincount(inverse)
+            mean = {k: np.bincount(inverse, weights=data[k]) / count for k in [*A_SHADOW_FEATURES, "Latency"]}
+            for a in np.flatnonzero(mean["Latency"] < qos):
+                kept = np.flatnonzero((cells[:, 0] <= cells[a, 0]) & (cells[:, 1] <= cells[a, 1]))
+                kept = kept[kept != a]
+                if not len(kept):
+                    continue
+                feats = np.array([mean[k][a] for k in A_SHADOW_FEATURES])
+                xs.append(np.hstack([np.tile(feats, (len(kept), 1)), cells[kept].astype(np.float64)]))
+                slowdown = mean["Latency"][kept] / mean["Latency"][a] - 1.0
+                ys.append(np.minimum(slowdown, MAX_SLOWDOWN)[:, None])
+                groups.append(np.full(len(kept), f"{s}/{hood}"))
+                names.append(np.full(len(kept), s))
+    if not xs:
+        raise ValueError(f"no neighbourhood in {root} for {services} meets QoS anywhere")
+    return {
+        "x": np.concatenate(xs),
+        "y": np.concatenate(ys),
+        "groups": np.concatenate(groups),
+        "service": np.concatenate(names),
+    }
+
+
+def train_shadows(root: str | Path, out: str | Path, services: list[str], cfg: TrainConfig) -> dict:
+    """Train Model-A' (MSE) and Model-B' (MSE on the slowdown) on a co-location sweep; save
+    ``model_a_shadow.pt``, ``model_b_shadow.pt`` and ``metrics_shadow.json`` under ``out``."""
+    catalog = cc.load_catalog()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = {}
+    for kind, build, feats, targets in (
+        ("A'", build_a_shadow, A_SHADOW_FEATURES, A_TARGETS),
+        ("B'", build_b_shadow, B_SHADOW_FEATURES, B_SHADOW_TARGETS),
+    ):
+        rows = build(catalog, root, services)
+        model = fit_model(kind, rows["x"], rows["y"], rows["groups"], feats, targets, cfg)
+        rng = np.random.default_rng(cfg.seed)  # the same draw as fit_model's split
+        uniq = np.unique(rows["groups"])
+        test_groups = rng.choice(uniq, size=max(1, int(round(cfg.test_fraction * len(uniq)))), replace=False)
+        model.metrics["test_mae_per_service"] = evaluate(model, rows, test_groups)
+        model.save(out / f"model_{kind[0].lower()}_shadow.pt")
+        report[kind] = model.metrics
+    (out / "metrics_shadow.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
 def evaluate(model: Model, rows: dict[str, np.ndarray], test_groups: np.ndarray | None = None) -> dict[str, dict]:
     """Mean absolute error per service and target (on the rows of ``test_groups`` if given)."""
     sel = np.ones(len(rows["x"]), bool) if test_groups is None else np.isin(rows["groups"], test_groups)
@@ -317,8 +418,13 @@ def evaluate(model: Model, rows: dict[str, np.ndarray], test_groups: np.ndarray 
     return out
 
 
-def train_all(root: str | Path, out: str | Path, services: list[str], cfg: TrainConfig) -> dict:
-    """Train Model-A and Model-B on a data set, save them under ``out`` (model_a.pt, model_b.pt, metrics.json)."""
+def train_all(
+    root: str | Path, out: str | Path, services: list[str], cfg: TrainConfig, unseen: list[str] | tuple = ()
+) -> dict:
+    """Train Model-A and Model-B on a data set, save them under ``out`` (model_a.pt, model_b.pt, metrics.json).
+
+    ``unseen``: services of the data set left out of training (OSML §6.4's unseen applications); every row of
+    theirs is a test row, reported per service as ``unseen_mae_per_service``."""
     catalog = cc.load_catalog()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -333,6 +439,8 @@ def train_all(root: str | Path, out: str | Path, services: list[str], cfg: Train
         uniq = np.unique(rows["groups"])
         test_groups = rng.choice(uniq, size=max(1, int(round(cfg.test_fraction * len(uniq)))), replace=False)
         model.metrics["test_mae_per_service"] = evaluate(model, rows, test_groups)
+        if unseen:
+            model.metrics["unseen_mae_per_service"] = evaluate(model, build(catalog, root, list(unseen)))
         model.save(out / f"model_{kind.lower()}.pt")
         report[kind] = model.metrics
     (out / "metrics.json").write_text(json.dumps(report, indent=2))
@@ -349,18 +457,44 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=TrainConfig.batch)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true", help="3 epochs")
+    ap.add_argument(
+        "--colocated",
+        type=Path,
+        default=None,
+        help="a co-location sweep (colo_dataset.py colocate): also train Models A' and B' on it",
+    )
+    ap.add_argument("--shadows-only", action="store_true", help="with --colocated: train only Models A' and B'")
+    ap.add_argument(
+        "--unseen", nargs="+", default=[], help="services left out of training and tested on every row (§6.4)"
+    )
     args = ap.parse_args(argv)
     try:
         cfg = TrainConfig(epochs=3 if args.quick else args.epochs, lr=args.lr, batch=args.batch, seed=args.seed)
         if not args.root.is_dir():
             raise InvalidConfigError("root", str(args.root), "a folder holding a data set in OSML's layout")
-        services = args.services or sorted(p.name for p in args.root.iterdir() if (p / "labels.csv").exists())
+        found = sorted(p.name for p in args.root.iterdir() if (p / "labels.csv").exists())
+        services = args.services or found
         if not services:
             raise InvalidConfigError("root", str(args.root), "a data set with labels (run the collect command)")
+        for s in args.unseen:
+            if s not in found:
+                raise InvalidConfigError("unseen", s, "a service of the data set: " + ", ".join(found))
+        services = [s for s in services if s not in args.unseen]
+        if not services:
+            raise InvalidConfigError(
+                "unseen", args.unseen, "fewer services than the data set holds (none left to train)"
+            )
         catalog = cc.load_catalog()
         for s in services:
             cc.qos_ms(catalog, s)
-        report = train_all(args.root, args.out, services, cfg)
+        if args.colocated is not None and not args.colocated.is_dir():
+            raise InvalidConfigError("colocated", str(args.colocated), "a folder holding a co-location sweep")
+        if args.shadows_only and args.colocated is None:
+            raise InvalidConfigError("shadows_only", True, "with --colocated (a co-location sweep to train on)")
+        report = {} if args.shadows_only else train_all(args.root, args.out, services, cfg, unseen=args.unseen)
+        if args.colocated is not None:
+            shadows = sorted(p.name for p in args.colocated.iterdir() if p.is_dir() and p.name not in args.unseen)
+            report.update(train_shadows(args.colocated, args.out, shadows, cfg))
     except InvalidConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -368,6 +502,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Model-{kind}: {m['train_rows']} training rows, {m['test_rows']} held out; test MAE per service:")
         for s, errs in m["test_mae_per_service"].items():
             print(f"  {s}: " + ", ".join(f"{k} {v:.2f}" for k, v in errs.items()))
+        if "unseen_mae_per_service" in m:
+            print(f"Model-{kind} on services it never saw (every row):")
+            for s, errs in m["unseen_mae_per_service"].items():
+                print(f"  {s}: " + ", ".join(f"{k} {v:.2f}" for k, v in errs.items()))
     print(f"saved in {args.out}")
     return 0
 

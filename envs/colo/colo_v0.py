@@ -77,7 +77,7 @@ Per agent: ``granted`` (dcores, dways), ``latency_ms``, ``qos_ms``,
 | argument | default | meaning |
 |---|---|---|
 | ``scenario`` | ``"osml_case_a"`` | a packaged ``kind: colo`` scenario name, a YAML path, or a ``ColoScenario`` |
-| ``mix`` | 0 | which of the scenario's mixes runs (``options={"mix": k}`` in reset changes it for an episode with the same services) |
+| ``mix`` | 0 | which of the scenario's mixes runs (``options={"mix": k}`` in reset changes it for an episode with the same services); ``"random"``: each reset draws one of the mixes uniformly from the episode generator (every mix must have the same services; ``osml_dqn_mixes`` trains Model-C so) |
 | ``interval_s`` | 1.0 | seconds of simulated time per step (a whole number of ticks) |
 | ``max_steps`` | None | steps per episode; None = horizon_s / interval_s |
 | ``overrides`` | None | dotted scenario overrides, as ``load_colo_scenario`` |
@@ -188,7 +188,7 @@ class ColoEnv(ParallelEnv, EzPickle):
     def __init__(
         self,
         scenario: str | Path | ColoScenario = "osml_case_a",
-        mix: int = 0,
+        mix: int | str = 0,
         interval_s: float = 1.0,
         max_steps: int | None = None,
         overrides: Mapping[str, Any] | None = None,
@@ -197,11 +197,21 @@ class ColoEnv(ParallelEnv, EzPickle):
     ) -> None:
         EzPickle.__init__(self, scenario, mix, interval_s, max_steps, overrides, render_mode, start)
         self.scenario = _load(scenario, overrides)
+        self.random_mix = mix == "random"
+        if self.random_mix:
+            mix = 0
+            names = self.scenario.agent_names(0)
+            for k in self.scenario.loads:
+                if self.scenario.agent_names(k) != names:
+                    raise InvalidConfigError(
+                        "mix", "random", f"a mix index: mix {k} has other services than mix 0, so mixes cannot be drawn"
+                    )
         self.scenario.mix(mix)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise InvalidConfigError("render_mode", render_mode, "one of " + ", ".join(self.metadata["render_modes"]))
         self.render_mode = render_mode
         self.mix = mix
+        self.episode_mix = mix
         if start == "equal":
             self.start: tuple[int, int] | None = None
         elif (
@@ -252,13 +262,16 @@ class ColoEnv(ParallelEnv, EzPickle):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         """A new episode: the engine rebuilt with ``seed`` (or the next of the episode generator), equal shares."""
-        mix = (options or {}).get("mix", self.mix)
-        if self.scenario.agent_names(mix) != self.possible_agents:
-            raise InvalidConfigError("mix", mix, f"a mix of the same services as mix {self.mix}")
         if seed is not None:
             self._np_random, _ = seeding.np_random(int(seed))
         elif self._np_random is None:
             self._np_random, _ = seeding.np_random()
+        mix = (options or {}).get("mix")
+        if mix is None:
+            mix = int(self._np_random.integers(len(self.scenario.mixes))) if self.random_mix else self.mix
+        if self.scenario.agent_names(mix) != self.possible_agents:
+            raise InvalidConfigError("mix", mix, f"a mix of the same services as mix {self.mix}")
+        self.episode_mix = int(mix)
         if seed is None:
             seed = int(self._np_random.integers(2**63))
         self.server = ColoServer(self.scenario.engine_config(mix=mix, seed=seed))
@@ -327,7 +340,7 @@ class ColoEnv(ParallelEnv, EzPickle):
             raise ResetNeededError("Call reset() before render()")
         s = self.server
         lines = [
-            f"colo_v0 {self.scenario.name} mix {self.mix}  t = {s.now_s:.1f} s  step {self._steps}/{self.max_steps}"
+            f"colo_v0 {self.scenario.name} mix {self.episode_mix}  t = {s.now_s:.1f} s  step {self._steps}/{self.max_steps}"
         ]
         lines.append(f"idle: {s.idle_cores} cores, {s.idle_ways} ways")
         lat, cores, ways = s.latency_ms, s.cores, s.ways

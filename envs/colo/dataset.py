@@ -39,6 +39,7 @@ OAA = RCliff + 2 cores + 2 ways, in ``<root>/<service>/labels.csv``.
     python -m dcgym.envs.colo.dataset collect /tmp/osml_data --workers 2
     python -m dcgym.envs.colo.dataset generate /tmp/osml_data --service moses --rps 400 800 --threads 36 20
     python -m dcgym.envs.colo.dataset fit /tmp/osml_data --service moses
+    python -m dcgym.envs.colo.dataset colocate /tmp/osml_coloc --quick   # Models A' and B' (colocation.py)
 """
 
 from __future__ import annotations
@@ -532,6 +533,15 @@ def main(argv: list[str] | None = None) -> int:
     k.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (default: every CPU)")
     k.add_argument("--quick", action="store_true", help="a small sweep: two services, cores and ways in steps of 4")
     k.add_argument("--no-progress", action="store_true")
+    o = sub.add_parser("colocate", help="co-location sweeps for Models A' and B': a service among neighbours")
+    o.add_argument("root", type=Path)
+    o.add_argument("--services", nargs="+", default=None, help="default: OSML's eleven services")
+    o.add_argument("--per-service", type=int, default=8, help="neighbourhoods per service (default 8)")
+    o.add_argument("--step", type=int, default=1, help="the service's cores and ways in steps of this (default 1)")
+    o.add_argument("--seed", type=int, default=0)
+    o.add_argument("--platform", default=None)
+    o.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes (default: every CPU)")
+    o.add_argument("--quick", action="store_true", help="two services, two neighbourhoods each, steps of 4")
     f = sub.add_parser("fit", help="fit a service's parameters to a data set in OSML's layout")
     f.add_argument("root", type=Path)
     f.add_argument("--service", required=True)
@@ -602,6 +612,25 @@ def _run(args: argparse.Namespace) -> int:
             f"{out['cells']} cells under {args.root}: {out['written']} written, {out['skipped']} already there;"
             f" labels in {args.root}/<service>/labels.csv"
         )
+        return 0
+    if args.command == "colocate":
+        from dcgym.envs.colo import colocation as co
+
+        services = args.services or (["img-dnn", "moses"] if args.quick else list(OSML_SERVICES))
+        for s in services:
+            cc.qos_ms(catalog, s)
+        per, step = (2, 4) if args.quick else (args.per_service, args.step)
+        if per < 1:
+            raise InvalidConfigError("per_service", per, "a positive number of neighbourhoods")
+        if step < 1:
+            raise InvalidConfigError("step", step, "a positive step of cores and ways")
+        if args.workers < 1:
+            raise InvalidConfigError("workers", args.workers, "a positive number of processes")
+        hoods = co.neighbourhoods(catalog, services, per, seed=args.seed, platform=args.platform)
+        files = co.collect(
+            catalog, args.root, hoods, step=step, seed=args.seed, platform=args.platform, workers=args.workers
+        )
+        print(f"{len(files)} neighbourhoods under {args.root} (<service>/<neighbourhood>.csv)")
         return 0
     fitted = fit(read_dataset(args.root, args.service), catalog, args.service, platform=args.platform)
     print(json.dumps(fitted, indent=2))

@@ -153,11 +153,13 @@ class ColoServer:
         ways: Sequence[int] | np.ndarray,
         freq_mhz: Sequence[float] | np.ndarray | None = None,
         mba: Sequence[float] | np.ndarray | None = None,
+        keep_groups: bool = False,
     ) -> bool:
         """Set every service's private cores and ways (and frequency, and MBA share of the peak bandwidth where the
         platform has MBA); services not running get none.
 
-        Dissolves any share group first. Raises ValueError (changing nothing) when the platform's cores or
+        Dissolves any share group first, unless ``keep_groups`` (OSML's Algorithm 4 keeps its groups while it
+        resizes private partitions). Raises ValueError (changing nothing) when the platform's cores or
         ways would be exceeded. Returns whether anything changed (one action, counted).
         """
         cores = np.where(self.running, np.asarray(cores, dtype=np.int64), 0)
@@ -168,7 +170,7 @@ class ColoServer:
         dw = not np.array_equal(ways, self.ways)
         df = freq is not None and not np.array_equal(freq, self.freq_mhz)
         dm = share is not None and not np.array_equal(share, np.asarray(self.sim.mba))
-        was_shared = self.shared
+        was_shared = self.shared and not keep_groups
         if not (dc or dw or df or dm or was_shared):
             return False
         if was_shared:
@@ -189,6 +191,13 @@ class ColoServer:
         self.sim.set_group(0, [], 0, 0)
         if members:
             self.sim.set_group(0, members, self.total_cores, self.total_ways)
+        self.actions += 1
+        return True
+
+    def set_group(self, group: int, members: Sequence[int], cores: int, ways: int) -> bool:
+        """Share group ``group``: ``cores`` and ``ways`` from the idle pool used by ``members`` on top of their
+        private partitions (OSML's Algorithm 4); ``members=[]`` dissolves it. One action, counted."""
+        self.sim.set_group(int(group), [int(i) for i in members], int(cores), int(ways))
         self.actions += 1
         return True
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dcgym.agents.evaluation import evaluate, write_plots
-from dcgym.agents.evaluation.colo import ColoRow
+from dcgym.agents.evaluation.colo import ColoRow, short_labels
 from dcgym.envs.error import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -102,3 +102,21 @@ def test_evaluate_cli_end_to_end_and_one_line_errors(tmp_path):
     ]:
         proc = cli("--scenario", "osml_case_a", "--workers", "0", "--out", "bad", *args, cwd=tmp_path)
         assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [message.strip()], proc.stderr
+
+
+def test_short_labels_drop_shared_parameters_and_cut_paths():
+    specs = [
+        "osml:models=/tmp/m,model_c=/tmp/osml_mc_single",
+        "osml:models=/tmp/m,model_c=/tmp/osml_mc_mixes/,reclaim=code",
+        "parties",
+        "oracle:search=greedy",
+    ]
+    assert short_labels(specs) == {
+        specs[0]: "osml:model_c=osml_mc_single",
+        specs[1]: "osml:model_c=osml_mc_mixes,reclaim=code",
+        "parties": "parties",
+        "oracle:search=greedy": "oracle:search=greedy",  # the only oracle: its parameter stays
+    }
+    # two specs that differ only in a path's folder would read the same: they keep their full specs
+    same = ["osml:model_c=/a/mc", "osml:model_c=/b/mc"]
+    assert short_labels(same) == {s: s for s in same}

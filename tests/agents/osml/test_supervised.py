@@ -3,6 +3,8 @@ the data set's surface, and the command refuses bad input with one line."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -85,3 +87,45 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path, capsys):
     assert len(err) == 1 and "root" in err[0]
     assert sv.main([str(tmp_path), "--out", str(tmp_path / "o"), "--epochs", "0"]) == 2
     assert "epochs" in capsys.readouterr().err
+
+
+def _small_data_set(root):
+    from dcgym.envs.colo import catalog as cc
+    from dcgym.envs.colo import dataset as ds
+
+    ds.collect(
+        cc.load_catalog(),
+        root,
+        services=["img-dnn", "xapian"],
+        threads=[36],
+        rps={"img-dnn": [800.0, 1800.0], "xapian": [1100.0, 2300.0]},
+        cores=[2, 6, 12, 18, 24, 36],
+        ways=[1, 4, 10, 20],
+        seed=1,
+        workers=1,
+        progress=False,
+    )
+
+
+def test_unseen_services_are_left_out_of_training_and_tested_on_every_row(tmp_path, capsys):
+    _small_data_set(tmp_path / "data")
+    out = tmp_path / "models"
+    assert sv.main([str(tmp_path / "data"), "--out", str(out), "--epochs", "1", "--unseen", "xapian"]) == 0
+    report = json.loads((out / "metrics.json").read_text())
+    seen_a = sv.build_a(sv.cc.load_catalog(), tmp_path / "data", ["img-dnn"])
+    unseen_a = sv.build_a(sv.cc.load_catalog(), tmp_path / "data", ["xapian"])
+    for kind in ("A", "B"):
+        assert list(report[kind]["test_mae_per_service"]) == ["img-dnn"]  # trained and held out: img-dnn only
+        assert list(report[kind]["unseen_mae_per_service"]) == ["xapian"]
+    assert report["A"]["train_rows"] + report["A"]["test_rows"] == len(seen_a["x"])
+    # the unseen error is the model's on every xapian row
+    model = sv.Model.load(out / "model_a.pt")
+    mae = np.abs(model.predict(unseen_a["x"]) - unseen_a["y"]).mean(0).round(3)
+    assert report["A"]["unseen_mae_per_service"]["xapian"] == dict(zip(sv.A_TARGETS, mae.tolist()))
+    assert "Model-A on services it never saw (every row):\n  xapian: OAA_Core" in capsys.readouterr().out
+    # an unseen service the data set lacks, or no service left to train on: one line, exit 2
+    assert sv.main([str(tmp_path / "data"), "--out", str(out), "--unseen", "moses"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith('error: unseen: got "moses"'), err
+    assert sv.main([str(tmp_path / "data"), "--out", str(out), "--unseen", "xapian", "img-dnn"]) == 2
+    assert "none left to train" in capsys.readouterr().err

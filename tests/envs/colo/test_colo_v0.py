@@ -157,3 +157,30 @@ def test_ansi_render_lists_every_service():
     env.reset(seed=0)
     text = env.render()
     assert "moses" in text and "xapian" in text and "idle: 0 cores, 2 ways" in text
+
+
+def test_random_mix_draws_a_mix_per_reset_from_the_seed():
+    env = colo_v0.parallel_env(scenario="osml_mixes", mix="random", max_steps=3)
+    drawn = []
+    for seed in range(12):
+        obs, _ = env.reset(seed=seed)
+        k = env.episode_mix
+        drawn.append(k)
+        fixed = colo_v0.parallel_env(scenario="osml_mixes", mix=k, max_steps=3)
+        obs_k, _ = fixed.reset(seed=seed)  # the same mix and engine seed: the same episode
+        for _ in range(3):
+            assert all(np.array_equal(obs[a]["observation"], obs_k[a]["observation"]) for a in env.agents)
+            actions = {a: 31 for a in env.agents}  # (+1, 0)
+            obs = env.step(actions)[0]
+            obs_k = fixed.step(actions)[0]
+    assert len(set(drawn)) >= 8 and all(0 <= k < 125 for k in drawn)
+    env.reset(seed=3)
+    again = env.episode_mix
+    env.reset(seed=3)
+    assert env.episode_mix == again == drawn[3]
+    env.reset(seed=3, options={"mix": 7})  # an explicit mix wins
+    assert env.episode_mix == 7
+    with pytest.raises(
+        InvalidConfigError, match=r"mix: got \"random\"; allowed: a mix index: mix 1 has other services than mix 0"
+    ):
+        colo_v0.parallel_env(scenario="parties_scaling", mix="random")
