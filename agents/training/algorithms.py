@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ALGORITHMS",
     "ALGORITHM_AGENTS",
+    "CONTINUOUS_FORMS",
     "ALGORITHM_ENVS",
     "HYPERPARAMETERS",
     "RLLIB_ENV_IDS",
@@ -330,12 +331,17 @@ def build_ppo(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmCo
 
 
 def build_sac(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
-    """Multi-agent SAC with :class:`SACHyperparameters` (continuous actions only)."""
+    """Multi-agent SAC with :class:`SACHyperparameters`: continuous actions only (on flow_v0 sRLA alone,
+    :data:`CONTINUOUS_FORMS`)."""
     from ray.rllib.algorithms.sac import SACConfig
 
-    _continuous_actions(experiment, env_config, "sac")
+    form = CONTINUOUS_FORMS.get(experiment.env)
+    if form is None:
+        _continuous_actions(experiment, env_config, "sac")
     hp = SACHyperparameters(**experiment.hyperparameters)
     config = _common(SACConfig(), experiment, env_config)
+    if form is not None:  # the continuous agent alone, the others held by the environment's rules
+        config.environment(form[1], env_config=env_config)
     config.env_runners(rollout_fragment_length=hp.rollout_fragment_length)
     config.training(
         actor_lr=hp.actor_lr,
@@ -348,12 +354,22 @@ def build_sac(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmCo
         n_step=hp.n_step,
         train_batch_size_per_learner=hp.train_batch_size,
         num_steps_sampled_before_learning_starts=hp.learning_starts,
-        replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer", "capacity": hp.replay_capacity},
+        replay_buffer_config={
+            "type": "MultiAgentEpisodeReplayBuffer" if form is None else "EpisodeReplayBuffer",
+            "capacity": hp.replay_capacity,
+        },
     )
     config.reporting(min_sample_timesteps_per_iteration=hp.steps_per_iteration)
     config.rl_module(model_config={"fcnet_hiddens": list(hp.hidden), "fcnet_activation": hp.activation})
-    _policies(config, experiment, env_config, hp.policy_sharing)
+    if form is None:
+        _policies(config, experiment, env_config, hp.policy_sharing)
     return config
+
+
+CONTINUOUS_FORMS: dict[str, tuple[str, str]] = {"flow_v0": ("srla", "dcgym/FlowSrla-v0")}
+"""Environments where some agent acts in a discrete space, with a one-agent form for the continuous one: SAC
+trains that agent there, the others held by the environment's rules (flow_v0: sRLA's thresholds; lRLA's
+per-flow choices are discrete)."""
 
 
 def _malcolm_module():
@@ -496,6 +512,8 @@ def trained_agents(algorithm: str, env: str, env_config: Mapping[str, Any]) -> l
     """The agents ``algorithm`` trains on ``env`` (all of them unless :data:`ALGORITHM_AGENTS` says otherwise)."""
     agents = agent_ids(env, env_config)
     only = ALGORITHM_AGENTS.get(algorithm)
+    if algorithm == "sac" and env in CONTINUOUS_FORMS:
+        only = (CONTINUOUS_FORMS[env][0],)
     return [a for a in agents if a in only] if only else agents
 
 

@@ -207,6 +207,23 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
     assert f"python evaluate.py --policy zoo:{agent} --scenario auto_websearch" in card
 
 
+def test_sac_on_flow_v0_trains_srla_alone_and_evaluates_it(tmp_path):
+    # lRLA's per-flow choices are discrete: SAC trains sRLA's thresholds, long flows held by the rules
+    proc = train(
+        "--config", str(ROOT / "configs/experiments/sac_flow.yaml"), "--iterations", "1",
+        "--set", "hyperparameters={hidden: [16], learning_starts: 10, steps_per_iteration: 20}",
+        "--set", "env_args.max_steps=20", "--set", "evaluation.tasks=300", "--set", "evaluation.heuristics=[qlas]",
+        "--set", "evaluation.workers=0", "--out", str(tmp_path), timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = run_folder(proc)
+    meta = json.loads((run / "checkpoints/iter_000001/dcgym_checkpoint.json").read_text())
+    assert meta["agent_to_module"] == {"srla": "default_policy"} and meta["partial_agents"] is True
+    rows = json.loads((run / "evaluation/results.json").read_text())["results"]
+    assert sorted(r["policy"] for r in rows) == ["qlas", "sac (trained)"]
+    assert all(r["flows_completed"] > 0 for r in rows)
+
+
 @pytest.mark.parametrize(
     "algorithm",
     [
