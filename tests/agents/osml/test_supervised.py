@@ -129,3 +129,19 @@ def test_unseen_services_are_left_out_of_training_and_tested_on_every_row(tmp_pa
     assert len(err) == 1 and err[0].startswith('error: unseen: got "moses"'), err
     assert sv.main([str(tmp_path / "data"), "--out", str(out), "--unseen", "xapian", "img-dnn"]) == 2
     assert "none left to train" in capsys.readouterr().err
+
+
+def test_the_scheduler_loads_models_a_and_b_prime_when_the_folder_holds_them(tmp_path):
+    from dcgym.agents.osml.scheduler import OSML
+
+    x, y, groups = _synthetic(300, 2)
+    model = sv.fit_model("A", x, y, groups, [f"f{i}" for i in range(9)], ["a", "b"], sv.TrainConfig(epochs=1))
+    for name in ("model_a", "model_b"):
+        model.save(tmp_path / f"{name}.pt")
+    plain = OSML(models=str(tmp_path))
+    assert plain.model_a is not None and plain.model_a_shadow is None and plain.model_b_shadow is None
+    for name in ("model_a_shadow", "model_b_shadow"):
+        model.save(tmp_path / f"{name}.pt")
+    both = OSML(models=str(tmp_path))
+    np.testing.assert_array_equal(both.model_a_shadow.predict(x[:5]), model.predict(x[:5]))
+    np.testing.assert_array_equal(both.model_b_shadow.predict(x[:5]), model.predict(x[:5]))
