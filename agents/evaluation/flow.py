@@ -17,11 +17,11 @@ A heuristic (``fair``, ``qsjf``, ``qlas``, ``pias``, ``las``, ``srpt``, with
 parameters: docs/flow.md) runs in :class:`dcgym.cpp_core.FlowSim` directly; a
 trained flow_v0 policy runs through the environment, acting every interval
 (a checkpoint of one of AuTO's agents acts for that agent only, the other
-held by the environment's rules, as in its training). A policy file of one
+held by the environment's rules, as in its training). A policy file of an
 exported AuTO agent (FILE.dcpol: sRLA with the ``increasing`` head, lRLA
-with ``multi_categorical``) runs on flow_v0's engine with the C++ runtime
-deciding every interval (:class:`FlowFileJob`); the loop over the intervals
-is still Python's.
+with ``multi_categorical``; both joined by ``+``) runs inside flow_v0's
+engine, the C++ runtime deciding every interval with no Python in between
+(:class:`FlowFileJob`, ``run_auto_policies``).
 
 Rows (:class:`FlowRow`) hold FCTs in milliseconds (base RTT included),
 overall and per size bucket (small <= 100 KB, medium <= 10 MB, large above;
