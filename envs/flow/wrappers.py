@@ -117,7 +117,7 @@ class FlowSrlaEnv(_FlowSingleAgent):
     ## Action Space
 
     flow_v0's ``srla`` action: ``Box(-1, 1, (K - 1,), float32)``, mapped to
-    thresholds cumulatively in log bytes.
+    increasing thresholds by gaps in log bytes of weights exp(8 a).
 
     ## Rewards
 
