@@ -335,10 +335,7 @@ py::dict Results(const fl::FlowSim& s) {
   r["flows_completed"] = c.completed;
   r["flows_active"] = s.NumActive();
   r["flows_measured"] = c.measured;
-  // Measured arrivals (past the warm-up, within measure_flows) not completed yet.
-  const uint64_t warm = s.Config().warmup_flows, window = s.Config().measure_flows;
-  const uint64_t arrived = c.arrived > warm ? c.arrived - warm : 0;
-  r["flows_measured_pending"] = (window ? std::min(arrived, window) : arrived) - c.measured;
+  r["flows_measured_pending"] = s.MeasuredPending();
   r["long_flows_active"] = s.NumLongActive();
   r["events"] = c.events;
   r["sim_time_s"] = s.Now();

@@ -70,12 +70,7 @@ uint64_t RunAutoPolicies(FlowSim& sim, AutoAgents& agents, runtime::MlpPolicy* s
   };
   while (sim.Count().arrived < flows) step();
   const double deadline = sim.Now() * (1 + drain_factor);
-  const uint64_t warm = sim.Config().warmup_flows, window = sim.Config().measure_flows;
-  const auto pending = [&] {
-    const uint64_t arrived = sim.Count().arrived > warm ? sim.Count().arrived - warm : 0;
-    return (window ? std::min(arrived, window) : arrived) - sim.Count().measured;
-  };
-  while (pending() > 0 && sim.Now() < deadline) step();
+  while (sim.MeasuredPending() > 0 && sim.Now() < deadline) step();
   return intervals;
 }
 

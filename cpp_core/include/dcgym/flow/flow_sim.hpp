@@ -25,6 +25,7 @@
 // fixed-size histograms; `record_flows` alone keeps per-flow data.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -131,6 +132,12 @@ class FlowSim {
   double MeanActive() const;
   double MeasuredTime() const { return time_avg_.start < 0 ? 0.0 : now_ - time_avg_.start; }
   const std::vector<CompletionRecord>& Records() const { return records_; }
+  // Measured arrivals (past the warm-up, within measure_flows) not completed yet.
+  uint64_t MeasuredPending() const {
+    const uint64_t warm = config_.warmup_flows, window = config_.measure_flows;
+    const uint64_t arrived = counters_.arrived > warm ? counters_.arrived - warm : 0;
+    return (window ? std::min(arrived, window) : arrived) - counters_.measured;
+  }
   // Flow records allocated: the most flows ever in flight at once (memory).
   size_t Slots() const { return flows_.size(); }
   const RateSolver& Solver() const { return solver_; }
