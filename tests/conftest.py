@@ -31,3 +31,10 @@ def ray_session():
     )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture
+def storage(tmp_path, monkeypatch):
+    """An Algorithm built outside Tune makes a log folder under ~/ray_results: keep it in tmp_path."""
+    monkeypatch.setattr("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(tmp_path))
+    return tmp_path

@@ -216,6 +216,16 @@ def _rows(data: dict[str, np.ndarray], sel: np.ndarray) -> np.ndarray:
     return np.stack([data[k][sel] for k in A_FEATURES], axis=1)
 
 
+def _stacked(xs: list, ys: list, groups: list, names: list) -> dict[str, np.ndarray]:
+    """A builder's per-service pieces as one data set: inputs, targets, split groups and service names."""
+    return {
+        "x": np.concatenate(xs),
+        "y": np.concatenate(ys),
+        "groups": np.concatenate(groups),
+        "service": np.concatenate(names),
+    }
+
+
 def build_a(catalog: dict, root: str | Path, services: list[str]) -> dict[str, np.ndarray]:
     """Model-A's rows: every sample of a labelled (threads, RPS) group, with the group's labels."""
     xs, ys, groups, names = [], [], [], []
@@ -230,12 +240,7 @@ def build_a(catalog: dict, root: str | Path, services: list[str]) -> dict[str, n
             names.append(np.full(int(sel.sum()), s))
     if not xs:
         raise ValueError(f"no labelled group in {root} for {services}")
-    return {
-        "x": np.concatenate(xs),
-        "y": np.concatenate(ys),
-        "groups": np.concatenate(groups),
-        "service": np.concatenate(names),
-    }
+    return _stacked(xs, ys, groups, names)
 
 
 def _keys(data: dict[str, np.ndarray], sel: np.ndarray) -> np.ndarray:
@@ -339,12 +344,7 @@ def build_a_shadow(catalog: dict, root: str | Path, services: list[str]) -> dict
             names.append(np.full(n, s))
     if not xs:
         raise ValueError(f"no labelled neighbourhood in {root} for {services}")
-    return {
-        "x": np.concatenate(xs),
-        "y": np.concatenate(ys),
-        "groups": np.concatenate(groups),
-        "service": np.concatenate(names),
-    }
+    return _stacked(xs, ys, groups, names)
 
 
 def build_b_shadow(catalog: dict, root: str | Path, services: list[str]) -> dict[str, np.ndarray]:
@@ -375,12 +375,7 @@ def build_b_shadow(catalog: dict, root: str | Path, services: list[str]) -> dict
                 names.append(np.full(len(kept), s))
     if not xs:
         raise ValueError(f"no neighbourhood in {root} for {services} meets QoS anywhere")
-    return {
-        "x": np.concatenate(xs),
-        "y": np.concatenate(ys),
-        "groups": np.concatenate(groups),
-        "service": np.concatenate(names),
-    }
+    return _stacked(xs, ys, groups, names)
 
 
 def train_shadows(root: str | Path, out: str | Path, services: list[str], cfg: TrainConfig) -> dict:

@@ -35,13 +35,6 @@ class ContextBandit(gym.Env):
 SMALL = {"actor_hiddens": [32, 32], "critic_hiddens": [32, 32], "critic_merge_hidden": 32}
 
 
-@pytest.fixture
-def storage(tmp_path, monkeypatch):
-    """An Algorithm built outside Tune makes a log folder under ~/ray_results: keep it in tmp_path."""
-    monkeypatch.setattr("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(tmp_path))
-    return tmp_path
-
-
 def _config(**training) -> DDPGConfig:
     return DDPGConfig().environment(ContextBandit).training(**{**SMALL, **training}).debugging(seed=3)
 

@@ -43,12 +43,6 @@ class FlowChoices(gym.Env):
         return self._obs(), reward / 2, False, self.t >= 10, {}
 
 
-@pytest.fixture
-def storage(tmp_path, monkeypatch):
-    monkeypatch.setattr("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(tmp_path))
-    return tmp_path
-
-
 def _config(**training) -> PGConfig:
     return PGConfig().environment(FlowChoices).training(**{"hiddens": [16], **training}).debugging(seed=5)
 

@@ -21,12 +21,6 @@ class SrlaEnv(FlowSrlaEnv):
         super().__init__(**dict(config or {}))
 
 
-@pytest.fixture
-def storage(tmp_path, monkeypatch):
-    monkeypatch.setattr("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(tmp_path))
-    return tmp_path
-
-
 def _mean_fct_ms(act, *, steps: int = 300, seed: int = 12345) -> float:
     """Mean FCT of the flows finished in one held-out episode of ``steps`` 10 ms intervals, acting with ``act``."""
     env = FlowSrlaEnv(**{**ENV, "max_steps": steps})

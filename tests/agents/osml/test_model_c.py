@@ -18,12 +18,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWar
 EXPERIMENT = "configs/experiments/osml_dqn_single.yaml"
 
 
-@pytest.fixture
-def storage(tmp_path, monkeypatch):
-    monkeypatch.setattr("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(tmp_path))
-    return tmp_path
-
-
 def _algo(**overrides):
     exp = load_experiment(EXPERIMENT, {"resources.num_env_runners": 0, **overrides})
     return build_config(exp).build_algo()

@@ -34,12 +34,6 @@ CASES = {
 }
 
 
-@pytest.fixture
-def storage(tmp_path, monkeypatch):
-    monkeypatch.setattr("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(tmp_path))
-    return tmp_path
-
-
 def _weights_after_training(path: str, overrides: dict, iterations: int) -> dict[str, torch.Tensor]:
     exp = load_experiment(path, {"resources.num_env_runners": 0, **overrides})
     algo = build_config(exp).build_algo()
