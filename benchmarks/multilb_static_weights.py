@@ -54,13 +54,18 @@ def _patterns(env, quick: bool = False) -> dict[str, np.ndarray]:
 
 
 @app.command()
-def rewards(seeds: Annotated[int, typer.Option(help="episodes per pattern")] = 8, quick: QUICK = False) -> None:
+def rewards(
+    seeds: Annotated[int, typer.Option(help="episodes per pattern")] = 8,
+    scenario: Annotated[str, typer.Option(help="a multi-LB scenario of the library")] = "lb_sim",
+    quick: QUICK = False,
+) -> None:
     """Episode returns of every reward and mean FCT for fixed weight patterns (slow-server / fast-server)."""
     seeds = 1 if quick else seeds
     estimate = lb_v0.OBSERVATION_FEATURES.index("fd_decayed")
-    print("| weights (1-CPU / 2-CPU) | mean FCT (s) | " + " | ".join(REWARDS) + " |")
+    env = lb_v0.parallel_env(scenario=scenario, dispatch="sed")
+    slow, fast = (f"{w}-CPU" for w in (env.workers.min(), env.workers.max()))
+    print(f"| weights ({slow} / {fast}) | mean FCT (s) | " + " | ".join(REWARDS) + " |")
     print("|---|---:|" + "---:|" * len(REWARDS))
-    env = lb_v0.parallel_env(scenario="lb_sim", dispatch="sed")
     for name, action in _patterns(env, quick).items():
         returns = {r: [] for r in REWARDS}
         fct = []
@@ -75,8 +80,13 @@ def rewards(seeds: Annotated[int, typer.Option(help="episodes per pattern")] = 8
             for r in REWARDS:
                 returns[r].append(total[r])
             fct.append(infos["lb_0"]["fct_us"]["mean"] / 1e6)
-        cells = " | ".join(f"{np.mean(returns[r]):.1f}" for r in REWARDS)
-        print(f"| {name} | {np.mean(fct):.3f} | {cells} |")
+        cells = " | ".join(_cell(np.mean(returns[r])) for r in REWARDS)
+        print(f"| {name} | {np.mean(fct):.4g} | {cells} |")
+
+
+def _cell(value: float) -> str:
+    """One decimal, or three significant digits for a return too small for it (pbf_normalized over many servers)."""
+    return f"{value:.1f}" if value == 0 or abs(value) >= 0.1 else f"{value:.3g}"
 
 
 def _episode(scenario, load: float, seed: int, policy: str, weights=None, switch=None) -> float:
