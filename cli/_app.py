@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from dcgym import __version__
-from dcgym.envs.error import DcgymError
+from dcgym.envs.error import DcgymError, InvalidConfigError
 
 __all__ = ["BAD_INPUT", "VersionOption", "new_app", "print_error", "run_app"]
 
@@ -64,10 +64,29 @@ def run_app(
     except typer.Exit as exc:
         return exc.exit_code
     except typer.TyperException as exc:  # usage errors: unknown option, --tasks abc, ...
-        message = exc.format_message()
+        message = _usage_message(exc)
     except tuple(handlers or ()) as exc:  # type: ignore[misc]
         return next(h for t, h in (handlers or {}).items() if isinstance(exc, t))(exc)
     except (ValueError, OSError, DcgymError) as exc:  # InvalidConfigError, the engine's checks, unwritable files
         message = str(exc)
     print_error(message)
     return BAD_INPUT
+
+
+def _usage_message(exc: typer.TyperException) -> str:
+    """A usage error's message; a value of the wrong type names the option, the value and what is allowed.
+
+    ``--tasks abc`` gives ``--tasks: got "abc"; allowed: a valid integer``, the form of every other bad-value
+    message, instead of the type checker's sentence without the value.
+    """
+    param = getattr(exc, "param", None)
+    errors = getattr(exc.__cause__, "errors", None)
+    if param is None or not getattr(param, "opts", None) or not callable(errors):
+        return exc.format_message()
+    try:
+        first = errors()[0]
+        value, reason = first["input"], first["msg"]
+    except (IndexError, KeyError, TypeError):
+        return exc.format_message()
+    allowed = reason.removeprefix("Input should be ").split(",")[0]
+    return str(InvalidConfigError(max(param.opts, key=len), str(value), allowed))

@@ -48,14 +48,21 @@ def _plain(value: float, _: Any = None) -> str:
     return f"{value:,.6g}"
 
 
+DENSE_DECADES = 2
+"""Up to this many decades a log axis is labelled at 1, 2 and 5 per decade; beyond, at 1 per decade."""
+
+
 def value_axis(ax: Any, values: list[float], axis: str = "y") -> None:
-    """A log scale with plain-number ticks at 1, 2, 5 per decade when ``values`` span a factor of 10 or more;
-    a linear scale without offset otherwise (a narrower range on a log axis gets unreadable minor labels)."""
+    """A log scale with plain-number ticks at 1, 2, 5 per decade when ``values`` span a factor of 10 or more
+    (at 1 per decade beyond :data:`DENSE_DECADES` decades, where 1, 2, 5 labels run into each other on a small
+    panel); a linear scale without offset otherwise (a narrower range on a log axis gets unreadable minor
+    labels)."""
     positive = [v for v in values if v is not None and v > 0]
     target = ax.yaxis if axis == "y" else ax.xaxis
     if positive and max(positive) / min(positive) >= 10:
         (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-        target.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        dense = max(positive) / min(positive) <= 10**DENSE_DECADES
+        target.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0) if dense else (1.0,)))
         target.set_major_formatter(ticker.FuncFormatter(_plain))
         target.set_minor_formatter(ticker.NullFormatter())
     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -42,6 +44,8 @@ def test_a_scenario_loads_as_its_familys_class(kind):
 
 
 def test_the_documented_minimal_rack_scenario_loads_as_written(tmp_path):
+    page = (Path(__file__).resolve().parents[2] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert f"```yaml\n{MINIMAL_RACK}```" in page, "docs/architecture.md's minimal rack scenario changed: update it here"
     path = tmp_path / "minimal.yaml"
     path.write_text(MINIMAL_RACK)
     scenario = load_scenario(path)

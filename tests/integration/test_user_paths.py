@@ -159,6 +159,8 @@ def test_a_dead_ray_address_fails_within_seconds_with_one_line(tmp_path):
     "args,expected",
     [
         (["--tasks", "10000000000000000000000"], "tasks: got 10000000000000000000000"),
+        (["--tasks", "1e22"], '--tasks: got "1e22"; allowed: a valid integer'),  # the spelling
+        (["--timeline", "x"], '--timeline: got "x"; allowed: a valid number'),
         (["--timeline", "0"], "--timeline: got 0"),
         (["--out", "a_file"], '--out: got "a_file"; allowed: a folder'),
         (["--scenario", "latin1.yaml"], "latin1.yaml: got bytes that are not UTF-8"),
@@ -169,6 +171,11 @@ def test_weak_inputs_get_messages_naming_the_users_field_or_file(tmp_path, args,
     (tmp_path / "latin1.yaml").write_bytes("kind: rack\ndescription: caf\xe9\n".encode("latin-1"))
     proc = run(sys.executable, ROOT / "evaluate.py", "--loads", "0.5", *args, cwd=tmp_path)
     assert expected in one_error_line(proc)
+
+
+def test_a_value_of_the_wrong_type_for_train_names_the_option_and_the_value(tmp_path):
+    proc = run(sys.executable, ROOT / "train.py", "--iterations", "many", cwd=tmp_path)
+    assert one_error_line(proc) == 'error: --iterations: got "many"; allowed: a valid integer'
 
 
 def test_a_scenario_given_as_an_experiment_says_so(tmp_path):

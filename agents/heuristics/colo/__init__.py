@@ -4,8 +4,8 @@ A scheduler is an agent acting on :class:`dcgym.envs.colo.server.ColoServer`
 every ``interval_s`` seconds: it reads the counters (latency, CPU
 utilization, ...) and sets allocations. :func:`make_scheduler` builds one
 from a spec (``parties``, ``parties:variant=code``, ``{policy: clite}``);
-``dcgym.agents.evaluation.colo`` drives one through a run. OSML's own scheduler (a later issue)
-plugs in the same way.
+``dcgym.agents.evaluation.colo`` drives one through a run. OSML's own scheduler (``osml``,
+:mod:`dcgym.agents.osml.scheduler`, with trained models) plugs in the same way.
 
 | name | what | source |
 |---|---|---|
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 BASELINES: dict[str, str] = {name: SCHEDULERS[name] for name in ("unmanaged", "equal", "parties", "clite", "oracle")}
-"""The schedulers a colo leaderboard runs (OSML's is a later issue)."""
+"""The built-in schedulers a colo leaderboard runs (OSML needs trained models: its rows come from the zoo)."""
 
 
 _CLASSES: dict[str, str] = {

@@ -225,3 +225,24 @@ def test_rack_rows_are_bit_identical_to_those_before_the_family_layout():
     assert len(rows) == len(golden["rows"])
     for row, want in zip(rows, golden["rows"]):
         assert {k: row[k] for k in want} == want
+
+
+@pytest.mark.parametrize(
+    "low,high,labels",
+    [
+        (400.0, 4090.0, ["500", "1,000", "2,000"]),  # one decade: 1, 2, 5 labels, plain numbers
+        (0.02, 50.0, ["0.1", "1", "10"]),  # 3.4 decades (a multi-LB FCT CDF): one label a decade
+    ],
+)
+def test_log_axes_have_plain_labels_that_do_not_crowd(low, high, labels):
+    from matplotlib.figure import Figure
+
+    from dcgym.agents.evaluation.plots import value_axis
+
+    ax = Figure(figsize=(4, 3)).subplots()
+    ax.plot([low, high], [0, 1])
+    value_axis(ax, [low, high], axis="x")
+    ax.set_xlim(low, high)
+    shown = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
+    assert all(label in shown for label in labels), shown
+    assert len(shown) <= 7 and not any("\\times" in s or "e+" in s for s in shown), shown
