@@ -251,6 +251,7 @@ class ColoEnv(ParallelEnv, EzPickle):
         self.engine_seed: int | None = None
         self._steps = 0
         self._latency = np.zeros(len(self.possible_agents))
+        self._nothing = [(0, 0)] * len(self.possible_agents)  # granted, when no action changes anything
 
     # ------------------------------------------------------------- PettingZoo API
 
@@ -283,14 +284,13 @@ class ColoEnv(ParallelEnv, EzPickle):
         n = len(self.possible_agents)
         self._cores, self._ways = [0] * n, [0] * n
         self._idle = [self.server.total_cores, self.server.total_ways]
+        top = max(self._idle) + 1  # the bounds of the masks by what is held (low) and what is idle (high)
+        self._low = [max(-MAX_DELTA, min(1, x) - x) for x in range(top)]
+        self._high = [min(MAX_DELTA, x) for x in range(top)]
         self._wait_for_services()
         self._arrive(self.server.phases)
         self._latency = self._counters[:, _LATENCY].tolist()
-        obs = self._observe()
-        now, latency = self.server.now_s, self._latency
-        return {a: obs[a] for a in self.agents}, {
-            a: self._info(a, (0, 0), latency[self._index[a]], now) for a in self.agents
-        }
+        return self._observe(), self._infos(self._nothing, self._latency, self.server.now_s)
 
     def step(self, actions: Mapping[str, Any]):
         """Apply every agent's (dcores, dways), run ``interval_s``, observe."""
@@ -304,7 +304,7 @@ class ColoEnv(ParallelEnv, EzPickle):
         self._steps += 1
         phases = self._counters[:, _STATE].tolist()  # the State counter: the phases after the tick, no copy made
         index = self._index
-        ended = {a for a in self.agents if phases[index[a]] == ENDED}
+        ended = [a for a in self.agents if phases[index[a]] == ENDED]
         if ended:
             for a in ended:
                 i = index[a]
@@ -316,22 +316,21 @@ class ColoEnv(ParallelEnv, EzPickle):
                 phases = sim.phases
         new = self._arrive(phases)
         latency = self._counters[:, _LATENCY].tolist()
-        obs = self._observe()
-        now = sim.now_s
         truncated = self._steps >= self.max_steps
-        observations, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
-        previous = self._latency
+        previous, rewards = self._latency, {}
         for a in self.agents:
             i = index[a]
-            g = granted.get(a, (0, 0))
-            observations[a] = obs[a]
-            rewards[a] = 0.0 if a in new else osml_reward(latency[i], previous[i], g[0], g[1])
-            terminations[a] = a in ended
-            truncations[a] = truncated and a not in ended
-            infos[a] = self._info(a, g, latency[i], now)
+            dc, dw = granted[i]
+            rewards[a] = 0.0 if a in new else osml_reward(latency[i], previous[i], dc, dw)
+        terminations = {a: a in ended for a in self.agents}
+        truncations = {a: truncated and a not in ended for a in self.agents}
+        obs, infos = self._observe(), self._infos(granted, latency, sim.now_s)
         self._latency = latency
-        self.agents = [] if truncated else [a for a in self.agents if a not in ended]
-        return observations, rewards, terminations, truncations, infos
+        if truncated:
+            self.agents = []
+        elif ended:
+            self.agents = [a for a in self.agents if a not in ended]
+        return obs, rewards, terminations, truncations, infos
 
     def render(self) -> str | None:
         if self.render_mode is None:
@@ -363,12 +362,12 @@ class ColoEnv(ParallelEnv, EzPickle):
         while not server.running.any() and (server.phases == PENDING).any():
             server.sim.step(1)
 
-    def _arrive(self, phases: np.ndarray) -> set[str]:
+    def _arrive(self, phases: Sequence[int]) -> list[str]:
         """Agents whose services are running but not yet agents: added, with their share of what is idle."""
-        agents = set(self.agents)
-        new = [a for a, i in self._index.items() if (phases[i] == WARMING or phases[i] == RUNNING) and a not in agents]
+        agents = self.agents
+        new = [a for a, p in zip(self.possible_agents, phases) if (p == WARMING or p == RUNNING) and a not in agents]
         if not new:
-            return set()
+            return new
         server = self.server
         share = len(agents) + len(new)
         for a in new:
@@ -381,11 +380,16 @@ class ColoEnv(ParallelEnv, EzPickle):
                     if held[donor] > 1:
                         held[donor] -= 1
                         held[i] = 1
-        server.sim.set_allocations(np.array(self._cores), np.array(self._ways))
+        server.sim.set_allocations(self._cores, self._ways)
         self.agents = [a for a in self.possible_agents if a in agents or a in new]
-        return set(new)
+        return new
 
-    def _check(self, actions: Mapping[str, Any]) -> dict[str, int]:
+    def _check(self, actions: Mapping[str, Any]) -> list[int]:
+        """The agents' actions in agent order, checked."""
+        if type(actions) is dict and len(actions) == len(self.agents):  # the common case, checked quickly
+            codes = [actions.get(a) for a in self.agents]
+            if all(type(k) is int and 0 <= k < ACTIONS for k in codes):
+                return codes
         if not isinstance(actions, Mapping):
             raise InvalidActionError(f"actions must be a dict from agent to action, got {type(actions).__name__}")
         if len(actions) != len(self.agents) or any(a not in actions for a in self.agents):
@@ -399,7 +403,7 @@ class ColoEnv(ParallelEnv, EzPickle):
             raise InvalidActionError(
                 f"actions for unknown agents {', '.join(unknown)}; the agents are {', '.join(self.agents)}"
             )
-        out = {}
+        out = []
         for a in self.agents:
             k = actions[a]
             if type(k) is not int:
@@ -412,17 +416,16 @@ class ColoEnv(ParallelEnv, EzPickle):
                     f"{a}: action {actions[a]!r} is not an action index; allowed: an integer in [0, {ACTIONS - 1}] "
                     f"(k = 7 x (dcores + 3) + (dways + 3))"
                 )
-            out[a] = int(k)
+            out.append(int(k))
         return out
 
-    def _apply(self, actions: dict[str, int]) -> dict[str, tuple[int, int]]:
-        """Removals first, then additions in agent order up to what is idle; returns what each got."""
+    def _apply(self, actions: list[int]) -> list[tuple[int, int]]:
+        """Removals first, then additions in agent order up to what is idle; what each service got."""
         cores, ways, idle = self._cores, self._ways, self._idle
         index = self._index
-        deltas = [(index[a], _DECODED[k]) for a, k in actions.items() if k != NO_CHANGE]
+        deltas = [(index[a], _DECODED[k]) for a, k in zip(self.agents, actions) if k != NO_CHANGE]
         if not deltas:
-            return {}
-        granted = {}
+            return self._nothing
         before = (list(cores), list(ways))
         for i, (dc, dw) in deltas:
             if dc < 0:
@@ -442,41 +445,38 @@ class ColoEnv(ParallelEnv, EzPickle):
                 add = min(dw, idle[1])
                 ways[i] += add
                 idle[1] -= add
-        for a in actions:
-            i = index[a]
-            granted[a] = (cores[i] - before[0][i], ways[i] - before[1][i])
-        self.server.sim.set_allocations(np.array(cores), np.array(ways))
-        return granted
+        self.server.sim.set_allocations(cores, ways)
+        return [(c - c0, w - w0) for c, c0, w, w0 in zip(cores, before[0], ways, before[1])]
 
     def _observe(self) -> dict[str, dict[str, np.ndarray]]:
-        values = self._counters[:, _COLUMNS].astype(np.float32)
-        idle_c, idle_w = self._idle
+        values = self._counters.take(_COLUMNS, axis=1).astype(np.float32)
+        low, high = self._low, self._high
+        idle_c, idle_w = high[self._idle[0]], high[self._idle[1]]
+        cores, ways = self._cores, self._ways
         out = {}
         for a in self.agents:
             i = self._index[a]
-            c, w = self._cores[i], self._ways[i]
-            key = (
-                max(-MAX_DELTA, min(1, c) - c),
-                min(MAX_DELTA, idle_c),
-                max(-MAX_DELTA, min(1, w) - w),
-                min(MAX_DELTA, idle_w),
-            )
-            out[a] = {"observation": values[i], "action_mask": _MASKS[key]}
+            out[a] = {"observation": values[i], "action_mask": _MASKS[low[cores[i]], idle_c, low[ways[i]], idle_w]}
         return out
 
-    def _info(self, agent: str, granted: tuple[int, int], latency: float, now: float) -> dict[str, Any]:
-        i = self._index[agent]
-        return {
-            "granted": granted,
-            "latency_ms": latency,
-            "qos_ms": self._qos[i],
-            "qos_met": latency <= self._qos[i],
-            "cores": self._cores[i],
-            "ways": self._ways[i],
-            "idle_cores": self._idle[0],
-            "idle_ways": self._idle[1],
-            "sim_time_s": now,
-        }
+    def _infos(self, granted: list[tuple[int, int]], latency: list[float], now: float) -> dict[str, dict[str, Any]]:
+        qos, cores, ways = self._qos, self._cores, self._ways
+        idle_cores, idle_ways = self._idle
+        out = {}
+        for a in self.agents:
+            i = self._index[a]
+            out[a] = {
+                "granted": granted[i],
+                "latency_ms": latency[i],
+                "qos_ms": qos[i],
+                "qos_met": latency[i] <= qos[i],
+                "cores": cores[i],
+                "ways": ways[i],
+                "idle_cores": idle_cores,
+                "idle_ways": idle_ways,
+                "sim_time_s": now,
+            }
+        return out
 
 
 def _mask(low_c: int, high_c: int, low_w: int, high_w: int) -> np.ndarray:
