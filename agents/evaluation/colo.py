@@ -41,7 +41,7 @@ from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Source, Spec
+from dcgym.agents.evaluation.family import Column, EvaluationFamily, LateChange, Options, Source, Spec
 from dcgym.agents.evaluation.plots import save_figure, value_axis
 from dcgym.agents.heuristics.colo import make_scheduler
 from dcgym.cpp_core import check_colo_config
@@ -244,6 +244,7 @@ class ColoEvaluation(EvaluationFamily):
     default_work = 180
     row_model = ColoRow
     load_grid = MixIndices
+    load_name = "mix"
     headline = ("qos_met_fraction", "share of (1-s sample, running service) pairs within QoS", 3)
     headline_higher_is_better = True
     summary_metrics: ClassVar[tuple[str, ...]] = (
@@ -259,6 +260,19 @@ class ColoEvaluation(EvaluationFamily):
 
     def default_work_for(self, scenario: Any) -> int:
         return int(math.ceil(scenario.horizon_s))
+
+    def late_changes(self, scenario: Any, load: int, work: int) -> list[LateChange]:
+        events = []
+        for i, (name, entry) in enumerate(zip(scenario.agent_names(load), scenario.mix(load))):
+            where = f"mixes.{load}.{i}"
+            if entry.launch_s > 0:
+                events.append((entry.launch_s, f"{where}.launch_s", f"{name} launches at {entry.launch_s:g} s"))
+            if entry.end_s is not None:
+                events.append((entry.end_s, f"{where}.end_s", f"{name} ends at {entry.end_s:g} s"))
+            for k, (t, x) in enumerate(entry.changes):
+                events.append((t, f"{where}.changes.{k}", f"{name}'s load to {x:g} at {t:g} s"))
+        end = f"{work} s of simulated time"
+        return [LateChange(field, what, end, math.floor(t) + 1) for t, field, what in sorted(events) if t >= work]
 
     def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The summary metrics, less those no run of the cell has (convergence time and EMU when none converged)."""

@@ -19,6 +19,7 @@ each into runs.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,7 +34,19 @@ from dcgym.envs.scenario import load_scenario
 from dcgym.envs.schema import Load, Seed
 from dcgym.envs.validation import validate
 
-__all__ = ["DEFAULT_TASKS", "Loads", "Seeds", "Tasks", "Workers", "evaluate", "parse_seeds", "seed_list"]
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DEFAULT_TASKS",
+    "Loads",
+    "Seeds",
+    "Tasks",
+    "Workers",
+    "evaluate",
+    "parse_seeds",
+    "seed_list",
+    "warn_late_changes",
+]
 
 DEFAULT_TASKS = 1_000_000
 """Units of work per run on a rack (tasks, warm-up included) when none is given (other families have theirs)."""
@@ -91,6 +104,7 @@ def evaluate(
     if len(set(grid)) != len(grid):
         raise InvalidConfigError("loads", grid, "distinct values (a repeated one would repeat its runs)")
     specs = [classify(p) for p in policies]
+    warn_late_changes(family, scenario, grid, work)
     jobs = family.jobs(scenario, spec, specs, grid, seeds_, work, Options(sample_period_us, explore))
     labels = list(dict.fromkeys(job.policy for job in jobs))
     if len(labels) != len(specs):
@@ -99,6 +113,27 @@ def evaluate(
         )
     outputs = run_all(jobs, workers, address, progress, scenario.name or "scenario")
     return build_document(family, scenario, seeds_, work, jobs, outputs)
+
+
+def warn_late_changes(family: Any, scenario: Any, loads: Sequence[Any], work: int) -> None:
+    """Log one warning per load whose runs end before changes over time of ``scenario`` (they never happen)."""
+    for load in loads:
+        late = family.late_changes(scenario, load, work)
+        if not late:
+            continue
+        first, point = late[0], f"{family.load_name} {load}"
+        if len(late) == 1:
+            log.warning(
+                "%s (%s) comes after the end of the runs at %s (%s): it never happens; --tasks %d or more would "
+                "reach it",
+                *(first.field, first.what, point, first.end, first.needed),
+            )
+        else:
+            log.warning(
+                "%s (%s) and %d later changes come after the end of the runs at %s (%s): they never happen; "
+                "--tasks %d or more would reach the first, %d the last",
+                *(first.field, first.what, len(late) - 1, point, first.end, first.needed, late[-1].needed),
+            )
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -34,6 +34,7 @@ __all__ = [
     "FAMILIES",
     "Column",
     "EvaluationFamily",
+    "LateChange",
     "Options",
     "Percentiles",
     "Source",
@@ -101,6 +102,20 @@ class Column:
     scale: float = 1.0
 
 
+@dataclass(frozen=True)
+class LateChange:
+    """A change over time in a scenario that a run ends before, so it never happens (evaluate warns of each)."""
+
+    field: str
+    """Where the change is in the scenario file (``dynamics.0``, ``capacity_changes.0``, ``mixes.0.1.launch_s``)."""
+    what: str
+    """The change, with its time in the family's unit (``split at 500000 us``)."""
+    end: str
+    """How far a run gets (``about 230000 us of simulated time for 20000 tasks``)."""
+    needed: int
+    """The run length (``--tasks``) that would reach the change."""
+
+
 class EvaluationFamily:
     """How one family is evaluated. Subclasses fill in the class attributes and the methods."""
 
@@ -124,6 +139,8 @@ class EvaluationFamily:
     """The leaderboard's metric: (dotted path in a summary cell, its label with unit, digits)."""
     headline_higher_is_better: ClassVar[bool] = False
     """Whether the leaderboard's best cell is the largest headline value (default: the smallest)."""
+    load_name: ClassVar[str] = "load"
+    """What one point of the load axis is called in messages (the colo family's is a mix index: ``mix``)."""
     load_grid: ClassVar[Any] = Annotated[list[Load], Field(min_length=1)]
     """What a caller's ``loads`` may hold (fractions of capacity; a family whose load axis is something else, such
     as the colo family's mix indices, says so here)."""
@@ -138,6 +155,11 @@ class EvaluationFamily:
         leaderboard's minimum run length); 0 for a family whose scenarios do not change or whose runs cover
         them anyway."""
         return 0
+
+    def late_changes(self, scenario: Any, load: Any, work: int) -> list[LateChange]:
+        """The changes over time of ``scenario`` that a run of ``work`` units at ``load`` ends before (evaluate logs
+        a warning for each); none for a family whose scenarios do not change."""
+        return []
 
     def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The metrics of a summary cell over ``rows`` (one cell's runs): :attr:`summary_metrics` by default."""

@@ -42,7 +42,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation import plots
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Percentiles, Source, Spec
+from dcgym.agents.evaluation.family import (
+    Column,
+    EvaluationFamily,
+    LateChange,
+    Options,
+    Percentiles,
+    Source,
+    Spec,
+)
 from dcgym.agents.evaluation.stats import nonzero_histogram
 from dcgym.cpp_core import FlowSim, check_flow_config, flow_workloads
 from dcgym.envs.error import InvalidConfigError
@@ -389,6 +397,28 @@ def expected_arrivals(scenario: Any, load: float, until_s: float) -> float:
     return total + rate() * (until_s - now)
 
 
+def _arrivals_end_s(scenario: Any, load: float, flows: int) -> float:
+    """When the ``flows``-th arrival is expected (bisection on :func:`expected_arrivals`, which only grows)."""
+    lo, hi = 0.0, 1.0
+    while expected_arrivals(scenario, load, hi) < flows:
+        lo, hi = hi, 2 * hi
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if expected_arrivals(scenario, load, mid) < flows else (lo, mid)
+    return hi
+
+
+def _describe(change: Any) -> str:
+    """A change of the workload in a few words: what it sets, for which group, when."""
+    parts = []
+    if change.relative_load is not None:
+        parts.append(f"relative_load {change.relative_load:g}")
+    if change.sizes is not None:
+        parts.append(f"sizes {change.sizes if isinstance(change.sizes, str) else 'given'}")
+    who = "every group" if change.group is None else f"group {change.group}"
+    return f"{', '.join(parts)} for {who} at {change.time_s:g} s"
+
+
 # ------------------------------------------------------------------ the family
 
 
@@ -439,6 +469,22 @@ class FlowEvaluation(EvaluationFamily):
         times = sorted({c.time_s for c in changes})
         period = times[-1] - times[-2] if len(times) > 1 else times[-1]
         return math.ceil(expected_arrivals(scenario, load, times[-1] + period) / (1 - WARMUP_FRACTION))
+
+    def late_changes(self, scenario: Any, load: float, work: int) -> list[LateChange]:
+        changes = scenario.workload.dynamics
+        late = [(k, c) for k, c in enumerate(changes) if expected_arrivals(scenario, load, c.time_s) >= work]
+        if not late:
+            return []
+        end_s = _arrivals_end_s(scenario, load, work)
+        return [
+            LateChange(
+                f"workload.dynamics.{k}",
+                _describe(change),
+                f"about {end_s:.3g} s of simulated time for {work} flows",
+                math.ceil(1.1 * expected_arrivals(scenario, load, change.time_s)),
+            )
+            for k, change in late
+        ]
 
     def jobs(
         self,

@@ -46,7 +46,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation import plots
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Percentiles, Source, Spec
+from dcgym.agents.evaluation.family import (
+    Column,
+    EvaluationFamily,
+    LateChange,
+    Options,
+    Percentiles,
+    Source,
+    Spec,
+)
 from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
 from dcgym.cpp_core import MultistageSim, check_multistage_config
 from dcgym.envs.error import InvalidConfigError
@@ -356,6 +364,11 @@ def lb_policy_file_jobs(
     ]
 
 
+def _arrival_rate_per_us(scenario: Any, load: float) -> float:
+    """Flows per us that ``scenario`` offers at ``load`` (every LB together)."""
+    return MultistageSim(scenario.engine_config(load, seed=1)).arrival_rate_per_us
+
+
 class LbEvaluation(EvaluationFamily):
     """Multi-LB clusters: flow completion times in seconds, throughput in flows per second."""
 
@@ -380,6 +393,28 @@ class LbEvaluation(EvaluationFamily):
 
     def default_policies(self, scenario: Any) -> list[Any]:
         return [scenario.policy if isinstance(scenario.policy, str) else ",".join(scenario.policy)]
+
+    def work_to_cover(self, scenario: Any, load: float) -> int:
+        if not scenario.capacity_changes:
+            return 0
+        rate = _arrival_rate_per_us(scenario, load)
+        return math.ceil(2 * scenario.capacity_changes[-1].at_us * rate / (1 - WARMUP_FRACTION))
+
+    def late_changes(self, scenario: Any, load: float, work: int) -> list[LateChange]:
+        if not scenario.capacity_changes:
+            return []
+        rate = _arrival_rate_per_us(scenario, load)
+        end_us = work / rate
+        return [
+            LateChange(
+                f"capacity_changes.{k}",
+                f"server group {change.group} at speed {change.speed:g} from {change.at_us / 1e6:g} s",
+                f"about {end_us / 1e6:.3g} s of simulated time for {work} flows",
+                math.ceil(1.1 * change.at_us * rate),
+            )
+            for k, change in enumerate(scenario.capacity_changes)
+            if change.at_us > end_us
+        ]
 
     def jobs(
         self,

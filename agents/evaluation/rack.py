@@ -33,7 +33,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation import plots
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Column, EvaluationFamily, Options, Percentiles, Source, Spec
+from dcgym.agents.evaluation.family import (
+    Column,
+    EvaluationFamily,
+    LateChange,
+    Options,
+    Percentiles,
+    Source,
+    Spec,
+)
 from dcgym.agents.evaluation.stats import nonzero_histogram
 from dcgym.cpp_core import RackSim, check_rack_config
 
@@ -231,6 +239,22 @@ class RackEvaluation(EvaluationFamily):
         rate = RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
         return math.ceil(2 * scenario.dynamics[-1].at_us * rate / (1 - scenario.warmup_fraction))
 
+    def late_changes(self, scenario: Any, load: float, work: int) -> list[LateChange]:
+        if not scenario.dynamics:
+            return []
+        rate = RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
+        end_us = work / rate
+        return [
+            LateChange(
+                f"dynamics.{k}",
+                f"{change.kind} at {change.at_us:g} us",
+                f"about {end_us:.0f} us of simulated time for {work} tasks",
+                math.ceil(1.1 * change.at_us * rate),
+            )
+            for k, change in enumerate(scenario.dynamics)
+            if change.at_us > end_us
+        ]
+
     def jobs(
         self,
         scenario: Any,
@@ -257,8 +281,6 @@ class RackEvaluation(EvaluationFamily):
         trained_labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
         files = _policy_files([s.given for s in specs if s.source is Source.POLICY_FILE])
         period = scenario.sample_period_us if options.sample_period_us is None else options.sample_period_us
-        for load in loads:
-            warn_changes_after_the_end(scenario, load, work)
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.CHECKPOINT:
@@ -316,27 +338,6 @@ class RackEvaluation(EvaluationFamily):
         if doc.get("timelines"):
             paths["timeline"] = plots.plot_load_over_time(doc, out / "load_over_time.png")
         return paths
-
-
-def warn_changes_after_the_end(scenario: Any, load: float, tasks: int) -> None:
-    """Log a warning for each change of ``dynamics`` that a run of ``tasks`` arrivals at ``load`` ends before."""
-    if not scenario.dynamics:
-        return
-    rate = RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
-    end_us = tasks / rate
-    for k, change in enumerate(scenario.dynamics):
-        if change.at_us > end_us:
-            log.warning(
-                "dynamics.%d (%s at %g us) comes after the end of the runs at load %g (about %.0f us of simulated "
-                "time for %d tasks): it never happens; --tasks %d or more would reach it",
-                k,
-                change.kind,
-                change.at_us,
-                load,
-                end_us,
-                tasks,
-                math.ceil(1.1 * change.at_us * rate),
-            )
 
 
 RUN_CHECKPOINT = "dcgym.agents.evaluation.rack:run_checkpoint"
