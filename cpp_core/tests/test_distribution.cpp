@@ -159,6 +159,50 @@ void TestMixtureDetails() {
   CHECK_EQ(Distribution::Exp(3.0).ClassMean(0), 3.0);
 }
 
+// An empirical draw is the CDF's inverse at the stream's next uniform, bit for bit: the segment found by a plain
+// binary search (the last point with F <= u), then interpolated. CDFs with flat parts, atoms, probabilities on the
+// guide's cell edges (multiples of 1/256) and more points than cells.
+void TestEmpiricalIsTheExactInverse() {
+  std::vector<Pairs> cdfs = {
+      {{0, 0},
+       {1e4, 0.15},
+       {2e4, 0.2},
+       {3e4, 0.3},
+       {5e4, 0.4},
+       {8e4, 0.53},
+       {2e5, 0.6},
+       {1e6, 0.7},
+       {2e6, 0.8},
+       {5e6, 0.9},
+       {1e7, 0.97},
+       {3e7, 1}},
+      {{1, 0}, {1, 0.25}, {2, 0.25}, {2, 0.5}, {5, 0.5}, {6, 0.75}, {6, 1}},
+      {{0, 0}, {3, 1.0 / 256}, {4, 1.0 / 256}, {9, 255.0 / 256}, {10, 1}},
+      {{0, 0}, {1, 0}, {2, 0}, {7, 1}},
+  };
+  Pairs dense{{0, 0}};
+  for (int i = 1; i <= 1000; ++i) dense.push_back({i, (i % 7 == 0 ? i - 1 : i) / 1000.0});
+  dense.back().second = 1;
+  cdfs.push_back(dense);
+  long wrong = 0;
+  for (const Pairs& cdf : cdfs) {
+    const Distribution d = Distribution::Empirical(cdf);
+    Rng rng(41, 2), mirror(41, 2);
+    for (int i = 0; i < 200000; ++i) {
+      const double u = mirror.Uniform();
+      size_t lo = 0, hi = cdf.size() - 1;
+      while (hi - lo > 1) {
+        const size_t mid = (lo + hi) / 2;
+        (cdf[mid].second <= u ? lo : hi) = mid;
+      }
+      const double f0 = cdf[lo].second, f1 = cdf[hi].second;
+      const double t = f1 > f0 ? (u - f0) / (f1 - f0) : 0.0;
+      wrong += d.Draw(rng).value != cdf[lo].first + t * (cdf[hi].first - cdf[lo].first);
+    }
+  }
+  CHECK_EQ(wrong, 0L);
+}
+
 bool MessageContains(const std::function<void()>& f, const std::string& field) {
   try {
     f();
@@ -217,6 +261,7 @@ int main() {
     if (dcgym::check::Count().failures != before) std::fprintf(stderr, "  (in case %s)\n", c.name.c_str());
   }
   TestMixtureDetails();
+  TestEmpiricalIsTheExactInverse();
   TestInvalidParametersThrow();
   return dcgym::check::Report("test_distribution");
 }

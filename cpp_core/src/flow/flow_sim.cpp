@@ -40,9 +40,15 @@ FlowSim::FlowSim(const FlowConfig& config)
 
 // ------------------------------------------------------------------ levels
 
-uint32_t FlowSim::LevelOfSent(double sent) const {
-  // Demoted from level l once sent >= thresholds[l].
-  return static_cast<uint32_t>(std::upper_bound(thresholds_.begin(), thresholds_.end(), sent) - thresholds_.begin());
+uint32_t FlowSim::LevelOfSent(double sent, uint32_t from) const {
+  // Demoted from level l once sent >= thresholds[l]: the count of thresholds <= sent (std::upper_bound's
+  // answer, NaN included), searched from `from` (the flow's current level, usually at most one step from
+  // the answer; a binary search's branches are unpredictable here).
+  const uint32_t n = static_cast<uint32_t>(thresholds_.size());
+  uint32_t level = std::min(from, n);
+  while (level > 0 && sent < thresholds_[level - 1]) --level;
+  while (level < n && !(sent < thresholds_[level])) ++level;
+  return level;
 }
 
 uint32_t FlowSim::LevelOfSize(double size) const {
@@ -214,8 +220,9 @@ void FlowSim::Service() {
     return;
   }
   if (!fl.is_long && sent >= long_bytes_) MakeLong(f);
-  const uint32_t level =
-      discipline_ == Discipline::kMlfq && !fl.pinned ? std::min(LevelOfSent(sent), config_.levels - 1) : fl.level;
+  const uint32_t level = discipline_ == Discipline::kMlfq && !fl.pinned
+                             ? std::min(LevelOfSent(sent, fl.level), config_.levels - 1)
+                             : fl.level;
   if (level == fl.level) {
     fl.mark = NextMark(fl, sent);
     clocks_.Join(group, f, sent, fl.mark, now_);

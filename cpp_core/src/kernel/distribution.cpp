@@ -114,6 +114,13 @@ Distribution Distribution::Empirical(const std::vector<std::pair<double, double>
   }
   if (d.cumulative_.front() != 0.0) Fail(f + "[0]", "probability must be 0 at the first point");
   if (d.cumulative_.back() != 1.0) Fail(f, "probability must reach 1 at the last point");
+  const size_t last = d.cumulative_.size() - 2;  // the last segment
+  size_t lo = 0;
+  for (size_t k = 0; k < kGuide; ++k) {
+    const double edge = static_cast<double>(k) / kGuide;
+    while (lo < last && d.cumulative_[lo + 1] <= edge) ++lo;
+    d.guide_.push_back(static_cast<uint32_t>(lo));
+  }
   d.ComputeMoments();
   if (!(d.mean_ > 0)) Fail(f, "the distribution must have a positive mean");
   return d;
@@ -132,21 +139,7 @@ double Distribution::DrawSlow(Rng& rng) const {
       const double ratio = std::pow(b_ / c_, a_);
       return b_ / std::pow(1.0 - u * (1.0 - ratio), 1.0 / a_);
     }
-    case Kind::kEmpirical: {
-      const double u = rng.Uniform();
-      size_t lo = 0, hi = cumulative_.size() - 1;  // invariant: F[lo] <= u < F[hi] or hi is last
-      while (hi - lo > 1) {
-        const size_t mid = (lo + hi) / 2;
-        if (cumulative_[mid] <= u)
-          lo = mid;
-        else
-          hi = mid;
-      }
-      const double f0 = cumulative_[lo], f1 = cumulative_[hi];
-      const double t = f1 > f0 ? (u - f0) / (f1 - f0) : 0.0;
-      return points_[lo] + t * (points_[hi] - points_[lo]);
-    }
-    default: return 0.0;  // unreachable: fast kinds are handled inline
+    default: return 0.0;  // unreachable: the other kinds are handled inline
   }
 }
 

@@ -158,7 +158,7 @@ class FlowSim {
 
   bool LevelBased() const { return discipline_ != Discipline::kLas && discipline_ != Discipline::kSrpt; }
   uint32_t SingletonGroup(uint32_t f) const { return num_link_groups_ + f; }
-  uint32_t LevelOfSent(double sent) const;
+  uint32_t LevelOfSent(double sent, uint32_t from = 0) const;
   uint32_t LevelOfSize(double size) const;
   double NextMark(const Flow& f, double sent) const;
   double SentOf(uint32_t f) const;

@@ -54,6 +54,7 @@ class Distribution {
         const uint32_t k = PickComponent(rng);
         return {values_[k] * rng.Exp1(), k};
       }
+      case Kind::kEmpirical: return {DrawEmpirical(rng.Uniform()), 0};
       default: return {DrawSlow(rng), 0};
     }
   }
@@ -78,15 +79,27 @@ class Distribution {
       if (u < cumulative_[k]) return k;
     return last;
   }
+  // The piecewise-linear CDF's inverse at u: the segment [lo, lo + 1] with F[lo] <= u < F[lo + 1] (the last
+  // point with F <= u; F ends at 1 > u), as a binary search finds it, but starting from the segment of the
+  // lower edge of u's guide cell (the same one unless a point falls inside the cell), then interpolated.
+  double DrawEmpirical(double u) const {
+    size_t lo = guide_[static_cast<size_t>(u * kGuide)];
+    while (cumulative_[lo + 1] <= u) ++lo;
+    const double f0 = cumulative_[lo], f1 = cumulative_[lo + 1];
+    const double t = f1 > f0 ? (u - f0) / (f1 - f0) : 0.0;
+    return points_[lo] + t * (points_[lo + 1] - points_[lo]);
+  }
   double DrawSlow(Rng& rng) const;
   void ComputeMoments();
 
   Kind kind_ = Kind::kExp;
   double mean_ = 0, second_moment_ = 0;
-  double a_ = 0, b_ = 0, c_ = 0;    // kind-specific parameters
-  std::vector<double> values_;      // component values or means (mixtures)
-  std::vector<double> cumulative_;  // cumulative component probabilities (mixtures, empirical)
-  std::vector<double> points_;      // empirical CDF x values
+  double a_ = 0, b_ = 0, c_ = 0;         // kind-specific parameters
+  std::vector<double> values_;           // component values or means (mixtures)
+  std::vector<double> cumulative_;       // cumulative component probabilities (mixtures, empirical)
+  std::vector<double> points_;           // empirical CDF x values
+  static constexpr size_t kGuide = 256;  // a power of two: u * kGuide < kGuide exactly for u < 1
+  std::vector<uint32_t> guide_;          // empirical: guide_[k], the segment holding k / kGuide
 };
 
 }  // namespace dcgym::kernel
