@@ -29,7 +29,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
-from dcgym.cpp_core import MultistageSim
+from dcgym.cpp_core import LbSim
 from dcgym.envs import lb_v0
 from dcgym.envs.lb.scenario import load_lb_scenario
 
@@ -91,9 +91,9 @@ def _cell(value: float) -> str:
 
 def _episode(scenario, load: float, seed: int, policy: str, weights=None, switch=None) -> float:
     """Mean FCT (s) of one 60 s episode, the first 10% of its flows excluded, as the evaluation does."""
-    sim = MultistageSim(scenario.engine_config(load, seed=seed, policy=policy, warmup_flows=0))
+    sim = LbSim(scenario.engine_config(load, seed=seed, policy=policy, warmup_flows=0))
     warmup = int(0.1 * sim.arrival_rate_per_us * 60e6)
-    sim = MultistageSim(scenario.engine_config(load, seed=seed, policy=policy, warmup_flows=warmup))
+    sim = LbSim(scenario.engine_config(load, seed=seed, policy=policy, warmup_flows=warmup))
     if weights is not None:
         for i in range(sim.num_lbs):
             sim.set_weights(i, weights)

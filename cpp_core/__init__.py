@@ -10,15 +10,15 @@ from dcgym.cpp_core._engine import (
     ColoSim,
     Distribution,
     FlowSim,
+    LbSim,
     LogHistogram,
     MalcolmLearner,
-    MultistageSim,
     RackController,
     RackSim,
     RuntimePolicy,
     check_colo_config,
     check_flow_config,
-    check_multistage_config,
+    check_lb_config,
     check_rack_config,
     flow_thresholds_from_action,
     flow_workloads,
@@ -33,6 +33,11 @@ from dcgym.cpp_core._engine import (
     step_rack_game,
 )
 
+MultistageSim = LbSim
+"""The lb family's engine under its earlier name (code written against it keeps running)."""
+check_multistage_config = check_lb_config
+"""check_lb_config under its earlier name."""
+
 __all__ = [
     "AutoAgents",
     "ColoSim",
@@ -40,13 +45,13 @@ __all__ = [
     "FlowSim",
     "LogHistogram",
     "MalcolmLearner",
-    "MultistageSim",
+    "LbSim",
     "RackController",
     "RackSim",
     "RuntimePolicy",
     "check_colo_config",
     "check_flow_config",
-    "check_multistage_config",
+    "check_lb_config",
     "check_rack_config",
     "flow_thresholds_from_action",
     "flow_workloads",

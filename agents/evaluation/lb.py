@@ -4,7 +4,7 @@ Every policy runs at every load with every seed for the same stretch of
 simulated time: ``flows`` flows at the offered rate, rounded up to whole
 decision periods, of which the first 10% (:data:`WARMUP_FRACTION`) are
 warm-up, excluded from the statistics by the engine. A heuristic (``ecmp``,
-``wcmp``, ``lsq``, ``sed``, ``oracle``) runs in ``MultistageSim`` directly;
+``wcmp``, ``lsq``, ``sed``, ``oracle``) runs in ``LbSim`` directly;
 a trained policy runs through its environment (lb_v0, or lb_central_v0 for a
 centralized one), setting every LB's weights each decision period.
 
@@ -56,7 +56,7 @@ from dcgym.agents.evaluation.family import (
     Spec,
 )
 from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
-from dcgym.cpp_core import MultistageSim, check_multistage_config
+from dcgym.cpp_core import LbSim, check_lb_config
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.lb.scenario import LbScenario
 
@@ -76,7 +76,7 @@ WARMUP_FRACTION = 0.1
 """Fraction of a run's flows that are warm-up (multi-LB scenarios have no warmup_fraction field)."""
 
 _PERCENTILES = ("mean", "p50", "p90", "p95", "p99", "p999")
-_ENGINE_PERCENTILES = ("mean", "p50", "p90", "p99", "p999")  # what MultistageSim.results() summarizes
+_ENGINE_PERCENTILES = ("mean", "p50", "p90", "p99", "p999")  # what LbSim.results() summarizes
 _US = 1e-6  # seconds per microsecond: the engine counts microseconds, the rows seconds
 
 
@@ -112,7 +112,7 @@ class LbRow(BaseModel):
 
 def horizon(scenario: LbScenario, load: float, flows: int, warmup: int) -> tuple[float, float]:
     """(end of warm-up, end of run) in microseconds: whole decision periods covering the expected arrivals."""
-    rate = MultistageSim(scenario.engine_config(load=load, seed=0)).arrival_rate_per_us
+    rate = LbSim(scenario.engine_config(load=load, seed=0)).arrival_rate_per_us
     period = scenario.decision_period_us
     return math.ceil(warmup / rate / period) * period, math.ceil(flows / rate / period) * period
 
@@ -128,7 +128,7 @@ def _row(
     policy: str,
     load: float,
     seed: int,
-    sim: MultistageSim,
+    sim: LbSim,
     dropped: int,
     warmup_flows: int,
     offered_per_us: float,
@@ -162,7 +162,7 @@ def _row(
     )
 
 
-def _histogram(sim: MultistageSim, served: bool = False) -> dict[str, Any]:
+def _histogram(sim: LbSim, served: bool = False) -> dict[str, Any]:
     return nonzero_histogram(*sim.fct_histogram(served))
 
 
@@ -180,7 +180,7 @@ class LbJob:
     def run(self) -> dict[str, Any]:
         """Run the engine to the end of warm-up and to the end; the result row and the FCT histogram."""
         start = time.perf_counter()
-        sim = MultistageSim(self.config)
+        sim = LbSim(self.config)
         sim.run_until(self.warmup_us)
         at_warmup = sim.results()
         sim.run_until(self.end_us)
@@ -366,7 +366,7 @@ def lb_policy_file_jobs(
 
 def _arrival_rate_per_us(scenario: Any, load: float) -> float:
     """Flows per us that ``scenario`` offers at ``load`` (every LB together)."""
-    return MultistageSim(scenario.engine_config(load, seed=1)).arrival_rate_per_us
+    return LbSim(scenario.engine_config(load, seed=1)).arrival_rate_per_us
 
 
 class LbEvaluation(EvaluationFamily):
@@ -463,7 +463,7 @@ class LbEvaluation(EvaluationFamily):
                 warmup_us, end_us = horizon(scenario, load, work, warmup)
                 for s in seeds:
                     config = scenario.engine_config(load=load, seed=s, policy=spec.given, warmup_flows=warmup)
-                    check_multistage_config(config)
+                    check_lb_config(config)
                     jobs.append(LbJob(spec.given, load, s, config, warmup_us, end_us))
         return jobs
 

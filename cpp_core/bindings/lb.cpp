@@ -1,4 +1,4 @@
-// Binding of the multi-LB family's model of multi-stage servers (lb/multistage.hpp). The config
+// Binding of the multi-LB family's model of multi-stage servers (lb/lb_sim.hpp). The config
 // arrives as the plain dict made by dcgym.envs.lb.scenario (validated there);
 // the engine validates again and raises ValueError naming the field.
 #include <pybind11/numpy.h>
@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "convert.hpp"
-#include "dcgym/lb/multistage.hpp"
+#include "dcgym/lb/lb_sim.hpp"
 
 namespace py = pybind11;
 
@@ -35,8 +35,8 @@ py::list GetListField(const py::dict& d, const char* key, const std::string& fie
   return v.cast<py::list>();
 }
 
-ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
-  ms::MultistageConfig c;
+ms::LbConfig ParseLbConfig(const py::dict& d) {
+  ms::LbConfig c;
   size_t i = 0;
   for (auto item : GetListField(d, "servers", "config")) {
     const std::string f = "servers[" + std::to_string(i++) + "]";
@@ -81,7 +81,7 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
     const std::string f = "lbs[" + std::to_string(i++) + "]";
     if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
     const auto l = item.cast<py::dict>();
-    ms::LbConfig lb;
+    ms::BalancerConfig lb;
     lb.policy = Choice<ms::LbPolicy>(Get<std::string>(l, "policy", f), f + ".policy",
                                      {{"ecmp", ms::LbPolicy::kEcmp},
                                       {"wcmp", ms::LbPolicy::kWcmp},
@@ -123,14 +123,14 @@ ms::MultistageConfig ParseMultistageConfig(const py::dict& d) {
 }
 
 template <typename T, typename F>
-py::array_t<T> PerServerArray(const ms::MultistageSim& sim, F f) {
+py::array_t<T> PerServerArray(const ms::LbSim& sim, F f) {
   py::array_t<T> a(sim.NumServers());
   auto m = a.template mutable_unchecked<1>();
   for (uint32_t j = 0; j < sim.NumServers(); ++j) m(j) = f(j);
   return a;
 }
 
-py::dict MultistageResults(const ms::MultistageSim& sim) {
+py::dict LbResults(const ms::LbSim& sim) {
   const auto& c = sim.Count();
   py::dict r;
   r["flows_arrived"] = c.arrived;
@@ -159,7 +159,7 @@ py::dict MultistageResults(const ms::MultistageSim& sim) {
   return r;
 }
 
-py::array_t<double> MultistageObservations(const ms::MultistageSim& sim) {
+py::array_t<double> LbObservations(const ms::LbSim& sim) {
   py::array_t<double> a({static_cast<py::ssize_t>(sim.NumLbs()), static_cast<py::ssize_t>(sim.NumServers()),
                          static_cast<py::ssize_t>(ms::kNumObservationFeatures)});
   sim.Observe(a.mutable_data());
@@ -170,23 +170,21 @@ py::array_t<double> MultistageObservations(const ms::MultistageSim& sim) {
 }  // namespace dcgym::bindings
 
 void BindLb(py::module_& m) {
-  using dcgym::lb::MultistageSim;
+  using dcgym::lb::LbSim;
   namespace b = dcgym::bindings;
   namespace ms = dcgym::lb;
 
   m.def(
-      "check_multistage_config", [](const py::dict& d) { b::ParseMultistageConfig(d); }, py::arg("config"),
-      "Validate a multistage config dict in the engine; raises ValueError naming the bad field.");
+      "check_lb_config", [](const py::dict& d) { b::ParseLbConfig(d); }, py::arg("config"),
+      "Validate an lb config dict in the engine; raises ValueError naming the bad field.");
 
-  py::class_<MultistageSim>(
-      m, "MultistageSim",
-      "The multi-stage server model of the multi-LB paper (Yao et al., CIKM 2022, App. C.1): M load "
-      "balancers over N servers with blocked-PS CPU and PS IO queues.")
-      .def(py::init([](const py::dict& d) { return std::make_unique<MultistageSim>(b::ParseMultistageConfig(d)); }),
-           py::arg("config"))
+  py::class_<LbSim>(m, "LbSim",
+                    "The multi-stage server model of the multi-LB paper (Yao et al., CIKM 2022, App. C.1): M load "
+                    "balancers over N servers with blocked-PS CPU and PS IO queues.")
+      .def(py::init([](const py::dict& d) { return std::make_unique<LbSim>(b::ParseLbConfig(d)); }), py::arg("config"))
       .def(
           "run_until",
-          [](MultistageSim& s, double t) {
+          [](LbSim& s, double t) {
             if (!(t >= s.Now()))
               throw std::invalid_argument("time_us: must be >= the current time " + std::to_string(s.Now()));
             py::gil_scoped_release release;
@@ -195,7 +193,7 @@ void BindLb(py::module_& m) {
           py::arg("time_us"), "Run until simulated time time_us. Releases the GIL.")
       .def(
           "run_flows",
-          [](MultistageSim& s, int64_t n) {
+          [](LbSim& s, int64_t n) {
             if (n < 0) throw std::invalid_argument("flows: must be >= 0, got " + std::to_string(n));
             py::gil_scoped_release release;
             s.RunFlows(static_cast<uint64_t>(n));
@@ -203,7 +201,7 @@ void BindLb(py::module_& m) {
           py::arg("n"), "Run until n more flows have arrived. Releases the GIL.")
       .def(
           "run_completions",
-          [](MultistageSim& s, int64_t n) {
+          [](LbSim& s, int64_t n) {
             if (n < 0) throw std::invalid_argument("flows: must be >= 0, got " + std::to_string(n));
             py::gil_scoped_release release;
             s.RunCompletions(static_cast<uint64_t>(n));
@@ -213,7 +211,7 @@ void BindLb(py::module_& m) {
           "simulator. Releases the GIL.")
       .def(
           "set_weights",
-          [](MultistageSim& s, int64_t lb, py::array_t<double, py::array::c_style | py::array::forcecast> w) {
+          [](LbSim& s, int64_t lb, py::array_t<double, py::array::c_style | py::array::forcecast> w) {
             if (lb < 0 || lb >= s.NumLbs())
               throw std::invalid_argument("lb: must be in [0, " + std::to_string(s.NumLbs() - 1) + "], got " +
                                           std::to_string(lb));
@@ -225,7 +223,7 @@ void BindLb(py::module_& m) {
           "all zero.")
       .def(
           "weights",
-          [](const MultistageSim& s, int64_t lb) {
+          [](const LbSim& s, int64_t lb) {
             if (lb < 0 || lb >= s.NumLbs())
               throw std::invalid_argument("lb: must be in [0, " + std::to_string(s.NumLbs() - 1) + "], got " +
                                           std::to_string(lb));
@@ -233,7 +231,7 @@ void BindLb(py::module_& m) {
             return py::array_t<double>(static_cast<py::ssize_t>(w.size()), w.data());
           },
           py::arg("lb"), "Load balancer lb's current weights.")
-      .def("observations", &b::MultistageObservations,
+      .def("observations", &b::LbObservations,
            "Each LB's view of each server over the current decision period: float64 array of shape "
            "(num_lbs, num_servers, k), features named by observation_features (times in us).")
       .def_property_readonly_static("observation_features",
@@ -242,16 +240,16 @@ void BindLb(py::module_& m) {
                                       for (const char* name : ms::kObservationFeatures) l.append(name);
                                       return l;
                                     })
-      .def_property_readonly("now_us", &MultistageSim::Now)
-      .def_property_readonly("num_servers", &MultistageSim::NumServers)
-      .def_property_readonly("num_lbs", &MultistageSim::NumLbs)
-      .def_property_readonly("arrival_rate_per_us", &MultistageSim::ArrivalRate)
-      .def("results", &b::MultistageResults,
+      .def_property_readonly("now_us", &LbSim::Now)
+      .def_property_readonly("num_servers", &LbSim::NumServers)
+      .def_property_readonly("num_lbs", &LbSim::NumLbs)
+      .def_property_readonly("arrival_rate_per_us", &LbSim::ArrivalRate)
+      .def("results", &b::LbResults,
            "Counters, FCT statistics (fct_us: every flow, rejected ones with the timeout; fct_served_us: served "
            "flows only) and per-server state as a dict.")
       .def(
           "fct_histogram",
-          [](const MultistageSim& s, bool served) { return b::HistogramArrays(served ? s.FctServed() : s.Fct()); },
+          [](const LbSim& s, bool served) { return b::HistogramArrays(served ? s.FctServed() : s.Fct()); },
           py::arg("served") = false,
           "(lower bucket edges in us, counts) of the measured flows' completion times: every flow, a rejected "
           "one at the timeout (served=False), or the served flows only (served=True).");

@@ -1,4 +1,4 @@
-// Invariants of the multi-LB simulator (MultistageSim), checked through its
+// Invariants of the multi-LB simulator (LbSim), checked through its
 // public API on configs built here, for every LB policy, stage count, split,
 // wait order, network delay and load:
 //
@@ -24,17 +24,17 @@
 #include <vector>
 
 #include "check.hpp"
-#include "dcgym/lb/multistage.hpp"
+#include "dcgym/lb/lb_sim.hpp"
 
 using dcgym::check::Record;
 using dcgym::check::Show;
 using dcgym::kernel::Distribution;
 using dcgym::lb::Application;
+using dcgym::lb::BalancerConfig;
 using dcgym::lb::kNumObservationFeatures;
 using dcgym::lb::LbConfig;
 using dcgym::lb::LbPolicy;
-using dcgym::lb::MultistageConfig;
-using dcgym::lb::MultistageSim;
+using dcgym::lb::LbSim;
 using dcgym::lb::Server;
 using dcgym::lb::ServerGroup;
 using dcgym::lb::WaitOrder;
@@ -43,7 +43,7 @@ namespace {
 
 struct Variant {
   std::string name;
-  MultistageConfig config;
+  LbConfig config;
 };
 
 // Four servers: three of 2 workers at speed 1 with mp_level 2, one of 4 workers
@@ -51,13 +51,13 @@ struct Variant {
 // flows of three stages (CPU 1 ms, IO 0.1 ms, CPU on average; IO is one disk per
 // server whatever its CPU, so more IO would overload the fast server); backlog 6,
 // so flows are rejected at load 0.8 (ECMP overloads the small servers) and many at 1.6.
-MultistageConfig Cluster(LbPolicy policy, double load = 0.8, uint64_t seed = 5) {
-  MultistageConfig c;
+LbConfig Cluster(LbPolicy policy, double load = 0.8, uint64_t seed = 5) {
+  LbConfig c;
   c.groups = {ServerGroup{3, 2, 1.0, 2}, ServerGroup{1, 4, 2.0, 1}};
   c.app.stages = 3;
   c.app.cpu = Distribution::Exp(1000);
   c.app.io = Distribution::Exp(100);
-  c.lbs = {LbConfig{policy, {}, 1.0}, LbConfig{policy, {}, 2.0}};
+  c.lbs = {BalancerConfig{policy, {}, 1.0}, BalancerConfig{policy, {}, 2.0}};
   c.load = load;
   c.seed = seed;
   c.backlog = 6;
@@ -81,23 +81,23 @@ std::vector<Variant> Matrix() {
   for (const Policy& p : kPolicies) {
     for (uint32_t stages : {1u, 2u, 3u, 5u}) {
       for (double load : {0.8, 1.6}) {
-        MultistageConfig c = Cluster(p.kind, load);
+        LbConfig c = Cluster(p.kind, load);
         c.app.stages = stages;
         if (p.kind == LbPolicy::kWcmp || p.kind == LbPolicy::kSed) c.lbs[1].weights = {1, 0, 2, 3};
         out.push_back({std::string(p.name) + "/stages " + Show(stages) + "/load " + Show(load), c});
       }
     }
-    MultistageConfig c = Cluster(p.kind, 1.2);
+    LbConfig c = Cluster(p.kind, 1.2);
     c.app.split = Application::Split::kEqual;
     c.wait_order = WaitOrder::kArrival;
     c.hop_min_us = c.hop_max_us = 0;  // every hop instantaneous
     out.push_back({std::string(p.name) + "/equal split, arrival order, no hops", c});
   }
-  MultistageConfig mixed = Cluster(LbPolicy::kLsq, 1.2);
-  mixed.lbs = {LbConfig{LbPolicy::kLsq, {}, 1.0}, LbConfig{LbPolicy::kOracle, {}, 1.0},
-               LbConfig{LbPolicy::kEcmp, {}, 0.0}, LbConfig{LbPolicy::kSed, {}, 3.0}};
+  LbConfig mixed = Cluster(LbPolicy::kLsq, 1.2);
+  mixed.lbs = {BalancerConfig{LbPolicy::kLsq, {}, 1.0}, BalancerConfig{LbPolicy::kOracle, {}, 1.0},
+               BalancerConfig{LbPolicy::kEcmp, {}, 0.0}, BalancerConfig{LbPolicy::kSed, {}, 3.0}};
   out.push_back({"mixed policies, one LB with share 0", mixed});
-  MultistageConfig zero = Cluster(LbPolicy::kEcmp, 0.9);
+  LbConfig zero = Cluster(LbPolicy::kEcmp, 0.9);
   zero.backlog = 0;  // a server takes a flow only when empty
   out.push_back({"ecmp/backlog 0", zero});
   return out;
@@ -119,14 +119,14 @@ struct Violations {
 };
 
 // Workers x mp_level of each server, by server id.
-std::vector<uint32_t> Slots(const MultistageConfig& c) {
+std::vector<uint32_t> Slots(const LbConfig& c) {
   std::vector<uint32_t> out;
   for (const auto& g : c.groups)
     for (uint32_t k = 0; k < g.count; ++k) out.push_back(g.workers * g.mp_level);
   return out;
 }
 
-void CheckState(const MultistageSim& sim, Violations& v) {
+void CheckState(const LbSim& sim, Violations& v) {
   const auto& k = sim.Count();
   const uint64_t in_flight = sim.InFlight();
   v.Note(v.conservation, k.arrived != k.completed + k.rejected + in_flight, [&] {
@@ -161,7 +161,7 @@ void CheckState(const MultistageSim& sim, Violations& v) {
   }
 }
 
-Violations RunChecked(MultistageSim& sim, uint64_t flows) {
+Violations RunChecked(LbSim& sim, uint64_t flows) {
   Violations v;
   double last = sim.Now();
   for (uint64_t f = 0; f < flows; ++f) {
@@ -187,7 +187,7 @@ void TestInvariantsHoldForEveryPolicyAndApplication() {
   CHECK(matrix.size() >= 50);
   uint64_t rejected_in_overload = 0;
   for (const Variant& variant : matrix) {
-    MultistageSim sim(variant.config);
+    LbSim sim(variant.config);
     const Violations v = RunChecked(sim, 4000);
     Expect(variant.name, "RunFlows(1) = one arrival", v.arrivals, v.first);
     Expect(variant.name, "monotone time", v.time, v.first);
@@ -214,10 +214,10 @@ void TestInvariantsHoldForEveryPolicyAndApplication() {
 // exactly when that server holds more than `backlog` jobs.
 void TestAFlowIsRejectedExactlyWhenItsServerHoldsMoreThanTheBacklog() {
   for (uint32_t backlog : {0u, 2u, 5u}) {
-    MultistageConfig c = Cluster(LbPolicy::kEcmp, 1.5);
+    LbConfig c = Cluster(LbPolicy::kEcmp, 1.5);
     c.hop_min_us = c.hop_max_us = 0;
     c.backlog = backlog;
-    MultistageSim sim(c);
+    LbSim sim(c);
     sim.RunFlows(1);
     long wrong = 0, rejected = 0, full_arrivals = 0;
     std::string first;
@@ -260,13 +260,13 @@ void TestAFlowIsRejectedExactlyWhenItsServerHoldsMoreThanTheBacklog() {
 void TestFctIsAtLeastTheServiceWorkAndTwoHops() {
   for (double speed : {1.0, 2.0}) {
     for (double load : {0.05, 0.9, 2.0}) {
-      MultistageConfig c = Cluster(LbPolicy::kEcmp, load);
+      LbConfig c = Cluster(LbPolicy::kEcmp, load);
       c.groups = {ServerGroup{4, 2, speed, 1}};
       c.app.cpu = Distribution::Det(1000);
       c.app.io = Distribution::Det(500);
       c.hop_min_us = c.hop_max_us = 100;
       c.warmup_flows = 0;
-      MultistageSim sim(c);
+      LbSim sim(c);
       sim.RunFlows(3000);
       const double bound = 1000 / speed + 500 + 200;
       const std::string what = "speed " + Show(speed) + ", load " + Show(load) + ": ";
@@ -297,9 +297,9 @@ void TestFctIsAtLeastTheServiceWorkAndTwoHops() {
 // would change the FCT sum.
 void TestSameSeedSameRunOtherSeedOtherRun() {
   for (const Variant& variant : Matrix()) {
-    MultistageConfig other = variant.config;
+    LbConfig other = variant.config;
     other.seed += 1;
-    MultistageSim a(variant.config), b(variant.config), c(other);
+    LbSim a(variant.config), b(variant.config), c(other);
     for (auto* sim : {&a, &b, &c}) sim->RunFlows(2000);
     const auto &ka = a.Count(), &kb = b.Count();
     bool same = ka.arrived == kb.arrived && ka.completed == kb.completed && ka.rejected == kb.rejected &&
@@ -331,9 +331,9 @@ bool Binomial(uint64_t count, uint64_t n, double p) {
 // wcmp weights {1, 0, 2, 0} at LB 0 and {0, 0, 0, 1} at LB 1, equal shares:
 // server 1 receives nothing; 20000 flows split 1/6, 0, 1/3, 1/2.
 void TestWeightsAreRespectedAndAZeroWeightServerGetsNothing() {
-  MultistageConfig c = Cluster(LbPolicy::kWcmp, 0.5);
-  c.lbs = {LbConfig{LbPolicy::kWcmp, {1, 0, 2, 0}, 1.0}, LbConfig{LbPolicy::kWcmp, {0, 0, 0, 1}, 1.0}};
-  MultistageSim sim(c);
+  LbConfig c = Cluster(LbPolicy::kWcmp, 0.5);
+  c.lbs = {BalancerConfig{LbPolicy::kWcmp, {1, 0, 2, 0}, 1.0}, BalancerConfig{LbPolicy::kWcmp, {0, 0, 0, 1}, 1.0}};
+  LbSim sim(c);
   sim.RunFlows(20000);
   const auto& s = sim.ServerStats();
   CHECK_EQ(s[1].dispatched, uint64_t{0});
@@ -342,15 +342,15 @@ void TestWeightsAreRespectedAndAZeroWeightServerGetsNothing() {
   CHECK(Binomial(s[3].dispatched, 20000, 0.5));
 
   // sed: a server of weight 0 has an infinite score and is never picked.
-  MultistageConfig sed = Cluster(LbPolicy::kSed, 0.9);
-  sed.lbs = {LbConfig{LbPolicy::kSed, {1, 1, 0, 2}, 1.0}};
-  MultistageSim sed_sim(sed);
+  LbConfig sed = Cluster(LbPolicy::kSed, 0.9);
+  sed.lbs = {BalancerConfig{LbPolicy::kSed, {1, 1, 0, 2}, 1.0}};
+  LbSim sed_sim(sed);
   sed_sim.RunFlows(5000);
   CHECK_EQ(sed_sim.ServerStats()[2].dispatched, uint64_t{0});
   CHECK(sed_sim.ServerStats()[3].dispatched > sed_sim.ServerStats()[0].dispatched);
 
   // weights set from outside (the agents' action) take effect at the next flow.
-  MultistageSim agent(Cluster(LbPolicy::kWeights, 0.8));
+  LbSim agent(Cluster(LbPolicy::kWeights, 0.8));
   agent.RunFlows(2000);
   for (uint32_t j = 0; j < 4; ++j) CHECK(agent.ServerStats()[j].dispatched > 300);  // uniform by default
   const uint64_t before = agent.ServerStats()[1].dispatched;
@@ -367,13 +367,13 @@ void TestWeightsAreRespectedAndAZeroWeightServerGetsNothing() {
 
   CHECK_THROWS(agent.SetWeights(0, {0, 0, 0, 0}), std::invalid_argument);
   CHECK_THROWS(agent.SetWeights(2, {1, 1, 1, 1}), std::invalid_argument);
-  MultistageSim ecmp(Cluster(LbPolicy::kEcmp));
+  LbSim ecmp(Cluster(LbPolicy::kEcmp));
   CHECK_THROWS(ecmp.SetWeights(0, {1, 1, 1, 1}), std::invalid_argument);
 }
 
 // RunUntil ends exactly at its horizon and refuses to go back.
 void TestTimeOnlyMovesForward() {
-  MultistageSim sim(Cluster(LbPolicy::kLsq));
+  LbSim sim(Cluster(LbPolicy::kLsq));
   sim.RunUntil(5e4);
   CHECK_EQ(sim.Now(), 5e4);
   CHECK_THROWS(sim.RunUntil(4e4), std::invalid_argument);

@@ -11,7 +11,7 @@ reject it when they hold more than ``backlog`` jobs (the flow then ends after a
 reservoir samples of their flow durations and completion times (App. C.2.4).
 Every ``decision_period_us`` of simulated time (Table 9: 0.5 s in simulation,
 0.25 s at large scale) each agent sets its LB's weights for the next period.
-The engine is :class:`dcgym.cpp_core._engine.MultistageSim` with every LB on
+The engine is :class:`dcgym.cpp_core._engine.LbSim` with every LB on
 its ``weights`` policy (or ``sed``, argument ``dispatch``; docs/lb.md); one
 step runs a whole decision period in C++.
 
@@ -121,7 +121,7 @@ Every agent's info holds, at the end of the step: ``sim_time_us``;
 flow, of any LB, whose completion time was recorded during the step; a
 rejected flow counts with its 40 s timeout; 0.0 when none ended);
 ``fct_us`` (the episode so far, all LBs: count, mean, min, p50, p90, p99,
-p999, max, as ``MultistageSim.results()``); ``lb_fct_samples`` /
+p999, max, as ``LbSim.results()``); ``lb_fct_samples`` /
 ``lb_fct_mean_us`` (this LB's own FCT reservoir samples of the period);
 ``load_estimate`` (x, the reward's input); ``weights`` (the weights in
 force during the step, normalized to sum 1: the dispatch probabilities with
@@ -169,7 +169,7 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from dcgym.cpp_core._engine import MultistageSim
+from dcgym.cpp_core._engine import LbSim
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError, did_you_mean
 from dcgym.envs.lb.scenario import LbScenario, load_lb_scenario
 
@@ -206,7 +206,7 @@ DISPATCHES = {"weights": "weights", "sed": "sed"}
 LOG_VBF_EPS = 1e-6
 """Added to Var(x) (in D^2) before the logarithm of ``log_vbf``, so equal estimates give a finite reward."""
 
-_ENGINE_FEATURES: tuple[str, ...] = tuple(MultistageSim.observation_features)
+_ENGINE_FEATURES: tuple[str, ...] = tuple(LbSim.observation_features)
 OBSERVATION_FEATURES: tuple[str, ...] = tuple(
     f.removesuffix("_us").replace("_count", "_samples") for f in _ENGINE_FEATURES
 )
@@ -331,7 +331,7 @@ class LbEnv(ParallelEnv, EzPickle):
             load = min(sc.loads, key=lambda x: abs(x - DEFAULT_LOAD_TARGET))
         self.period_us = sc.decision_period_us
         self.max_steps = self._check_max_steps(max_steps)
-        probe = MultistageSim(sc.engine_config(load=load, seed=0, policy=self._policy))  # validates everything once
+        probe = LbSim(sc.engine_config(load=load, seed=0, policy=self._policy))  # validates everything once
         self.load = float(load)
         self.num_servers, self.num_lbs = probe.num_servers, probe.num_lbs
         self.workers = np.array([g.workers for g in sc.servers for _ in range(g.count)], dtype=np.int64)
@@ -362,7 +362,7 @@ class LbEnv(ParallelEnv, EzPickle):
         self.action_spaces = {a: act_space for a in self.possible_agents}
         self.state_space = spaces.Box(0.0, np.inf, (self.num_lbs, n, k), np.float32)
 
-        self._sim: MultistageSim | None = None
+        self._sim: LbSim | None = None
         self._engine_seed: int | None = None
         self._episode_load = self.load
         self._np_random: np.random.Generator | None = None
@@ -396,7 +396,7 @@ class LbEnv(ParallelEnv, EzPickle):
         return self.action_spaces[agent]
 
     @property
-    def sim(self) -> MultistageSim | None:
+    def sim(self) -> LbSim | None:
         """The engine of the current episode (None before the first reset)."""
         return self._sim
 
@@ -416,7 +416,7 @@ class LbEnv(ParallelEnv, EzPickle):
                 self._np_random, _ = seeding.np_random()
             seed = int(self._np_random.integers(2**63))
             config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)
-        self._sim = MultistageSim(config)
+        self._sim = LbSim(config)
         self._engine_seed, self._episode_load = int(seed), float(load)
         self.agents = list(self.possible_agents)
         self._steps = 0

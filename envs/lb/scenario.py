@@ -5,11 +5,11 @@ multi-LB paper (Yao et al., CIKM 2022, App. C.1 and Table 9): M load balancers, 
 its own share of the Poisson traffic and its own dispatch policy, over server
 groups whose flows alternate CPU and IO stages. Times are in microseconds,
 like the rack model; every field names its unit. The C++ model is
-``dcgym.cpp_core.MultistageSim`` (docs/lb.md); files written before the
+``dcgym.cpp_core.LbSim`` (docs/lb.md); files written before the
 family was named ``lb`` say ``kind: multistage``, which is still accepted::
 
     scenario = load_lb_scenario("lb_reference", {"policy": "lsq"})
-    sim = MultistageSim(scenario.engine_config(load=0.61, seed=1))
+    sim = LbSim(scenario.engine_config(load=0.61, seed=1))
 
 **Load.** ``load`` is the offered work as a fraction of the total CPU
 capacity, the way the authors' simulator normalizes its ``--lambda``
@@ -225,7 +225,7 @@ class LbScenario(ScenarioBase):
     def engine_config(
         self, load: float, seed: int, policy: str | Sequence[str] | None = None, warmup_flows: int = 0
     ) -> dict[str, Any]:
-        """The config dict ``MultistageSim`` takes, at ``load`` with ``seed``; ``policy`` replaces the scenario's."""
+        """The config dict ``LbSim`` takes, at ``load`` with ``seed``; ``policy`` replaces the scenario's."""
         policies = self.check_policy(self.policy if policy is None else policy)
         shares = self.split or [1.0] * self.lbs
         return {

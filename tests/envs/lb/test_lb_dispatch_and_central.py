@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test
 
-from dcgym.cpp_core._engine import MultistageSim
+from dcgym.cpp_core._engine import LbSim
 from dcgym.envs import lb_v0
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.lb import lb_central_v0
@@ -26,7 +26,7 @@ def test_sed_dispatch_with_the_capacity_weights_is_the_sed_heuristic_bit_for_bit
     while env.agents:
         _, _, _, _, infos = env.step({a: capacity_levels(env) for a in env.agents})
     sc = load_lb_scenario(scenario)
-    sim = MultistageSim(sc.engine_config(load=env.load, seed=5, policy="sed"))
+    sim = LbSim(sc.engine_config(load=env.load, seed=5, policy="sed"))
     sim.run_until(40 * sc.decision_period_us)
     assert sim.results()["fct_us"]["count"] > 100
     assert infos["lb_0"]["fct_us"] == sim.results()["fct_us"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dcgym.cpp_core._engine import MultistageSim, check_multistage_config
+from dcgym.cpp_core._engine import LbSim, check_lb_config
 from dcgym.envs.error import InvalidConfigError, UnknownScenarioError
 from dcgym.envs.lb.scenario import LB_POLICIES, LbScenario, load_lb_scenario
 from dcgym.envs.scenario import list_scenarios
@@ -26,7 +26,7 @@ def test_packaged_multistage_scenarios_are_the_papers_settings():
     assert (sim.lbs, [(g.count, g.workers) for g in sim.servers]) == (2, [(4, 1), (4, 2)])
     assert (large.lbs, [(g.count, g.workers) for g in large.servers]) == (6, [(10, 2), (10, 4)])
     # Table 9's 2000 tasks/s is the large setting's load 0.833 (60 CPUs / 25 ms = 2400 flows/s).
-    rate = MultistageSim(large.engine_config(0.833, seed=1)).arrival_rate_per_us
+    rate = LbSim(large.engine_config(0.833, seed=1)).arrival_rate_per_us
     assert rate * 1e6 == pytest.approx(2000, rel=1e-3)
 
 
@@ -36,19 +36,19 @@ def test_every_packaged_scenario_runs_under_every_policy(name, policy):
     scenario = load_lb_scenario(name)
     assert scenario.name == name and "App." in scenario.description
     for load in scenario.loads:
-        check_multistage_config(scenario.engine_config(load, seed=1, policy=policy))
-    sim = MultistageSim(scenario.engine_config(max(scenario.loads), seed=1, policy=policy, warmup_flows=100))
+        check_lb_config(scenario.engine_config(load, seed=1, policy=policy))
+    sim = LbSim(scenario.engine_config(max(scenario.loads), seed=1, policy=policy, warmup_flows=100))
     sim.run_flows(2000)
     r = sim.results()
     assert r["flows_arrived"] == 2000 and r["flows_warmup"] == 100
     assert r["flows_arrived"] == r["flows_completed"] + r["flows_rejected"] + r["flows_in_flight"]
-    assert sim.observations().shape == (scenario.lbs, scenario.num_servers, len(MultistageSim.observation_features))
+    assert sim.observations().shape == (scenario.lbs, scenario.num_servers, len(LbSim.observation_features))
 
 
 def test_reference_scenario_arrival_rate_is_load_times_cpu_capacity():
     # 10 x 4 + 10 x 2 workers at Exp(0.5 s): 120 flows/s at load 1 (the authors' run.py).
     scenario = load_lb_scenario("lb_reference")
-    assert MultistageSim(scenario.engine_config(0.61, seed=1)).arrival_rate_per_us * 1e6 == pytest.approx(73.2)
+    assert LbSim(scenario.engine_config(0.61, seed=1)).arrival_rate_per_us * 1e6 == pytest.approx(73.2)
     assert scenario.episode_flows == 50_000 and scenario.timeout_us == 40e6 and scenario.backlog == 64
 
 

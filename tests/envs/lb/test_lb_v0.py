@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
-from dcgym.cpp_core._engine import MultistageSim
+from dcgym.cpp_core._engine import LbSim
 from dcgym.envs import lb_v0
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError, UnknownScenarioError
 from dcgym.envs.lb.scenario import load_lb_scenario
@@ -120,7 +120,7 @@ def test_reset_options_load_changes_the_load_for_one_episode():
     for _ in range(8):
         _, _, _, _, infos = env.step({a: uniform(env, a) for a in env.agents})
     sc = load_lb_scenario("lb_large")
-    sim = MultistageSim(sc.engine_config(load=0.3, seed=2, policy="weights"))
+    sim = LbSim(sc.engine_config(load=0.3, seed=2, policy="weights"))
     sim.run_until(8 * sc.decision_period_us)
     assert infos["lb_0"]["fct_us"] == sim.results()["fct_us"]
     assert infos["lb_0"]["fct_us"]["count"] < 0.5 * default[-1][2]["lb_0"]["fct_us"]["count"]
@@ -204,7 +204,7 @@ def test_equal_weights_give_the_engine_weights_policy_statistics(scenario, steps
     env = lb_v0.parallel_env(scenario=scenario, action_type=action_type, max_steps=steps)
     trace = run(env, steps, seed=11, policy=uniform)
     sc = load_lb_scenario(scenario)
-    sim = MultistageSim(sc.engine_config(load=env.load, seed=11, policy="weights"))  # uniform weights, never set
+    sim = LbSim(sc.engine_config(load=env.load, seed=11, policy="weights"))  # uniform weights, never set
     sim.run_until(steps * sc.decision_period_us)
     direct = sim.results()
     _, _, infos = trace[-1]
@@ -218,7 +218,7 @@ def test_equal_weights_give_the_engine_weights_policy_statistics(scenario, steps
     # Observations are the engine's, times in units of D and counts as reservoir fill.
     raw = sim.observations()
     obs = np.stack([trace[-1][0][a] for a in env.possible_agents])
-    features = list(MultistageSim.observation_features)
+    features = list(LbSim.observation_features)
     for k, name in enumerate(features):
         scale = env.mean_flow_time_us if name.endswith("_us") else 32 if name.endswith("_count") else 1
         np.testing.assert_allclose(obs[:, :, k].astype(np.float64) * scale, raw[:, :, k], rtol=1e-6, err_msg=name)

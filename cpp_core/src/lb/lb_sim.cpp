@@ -1,10 +1,11 @@
+#include "dcgym/lb/lb_sim.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
 #include "dcgym/kernel/check.hpp"
-#include "dcgym/lb/multistage.hpp"
 
 namespace dcgym::lb {
 
@@ -38,25 +39,25 @@ constexpr uint32_t kMaxStages = 64;
 
 // ------------------------------------------------------------------ config
 
-uint32_t MultistageConfig::NumServers() const {
+uint32_t LbConfig::NumServers() const {
   uint64_t n = 0;
   for (const auto& g : groups) n += g.count;
   return static_cast<uint32_t>(n);
 }
 
-double MultistageConfig::Capacity() const {
+double LbConfig::Capacity() const {
   double c = 0;
   for (const auto& g : groups) c += g.count * g.workers * g.speed;
   return c;
 }
 
-double MultistageConfig::ArrivalRate() const {
+double LbConfig::ArrivalRate() const {
   double d = app.cpu.Mean();
   if (load_basis == LoadBasis::kTotal && app.IoStages() > 0) d += app.io.Mean();
   return load * Capacity() / d;
 }
 
-void MultistageConfig::Validate() const {
+void LbConfig::Validate() const {
   if (groups.empty()) Fail("servers", "needs at least one server group");
   uint64_t total = 0;
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -114,7 +115,7 @@ void MultistageConfig::Validate() const {
 
 // ------------------------------------------------------------- simulator
 
-MultistageSim::MultistageSim(const MultistageConfig& config)
+LbSim::LbSim(const LbConfig& config)
     : config_((config.Validate(), config)),
       future_cpu_(config.NumServers(), 0.0),
       future_io_(config.NumServers(), 0.0),
@@ -137,7 +138,7 @@ MultistageSim::MultistageSim(const MultistageConfig& config)
   const uint32_t n = NumServers();
   double shares = 0;
   for (uint32_t i = 0; i < config_.lbs.size(); ++i) {
-    const LbConfig& c = config_.lbs[i];
+    const BalancerConfig& c = config_.lbs[i];
     Lb lb;
     lb.policy = c.policy;
     lb.weights = c.weights;
@@ -163,13 +164,13 @@ MultistageSim::MultistageSim(const MultistageConfig& config)
     queue_.Push(config_.capacity_changes[c].at_us, Event{kCapacityChange, c});
 }
 
-void MultistageSim::BuildCumulative(Lb& lb) {
+void LbSim::BuildCumulative(Lb& lb) {
   lb.cumulative.resize(lb.weights.size());
   double s = 0;
   for (size_t j = 0; j < lb.weights.size(); ++j) lb.cumulative[j] = (s += lb.weights[j]);
 }
 
-void MultistageSim::SetWeights(uint32_t i, const std::vector<double>& w) {
+void LbSim::SetWeights(uint32_t i, const std::vector<double>& w) {
   if (i >= lbs_.size()) Fail("lb", "must be in [0, " + Str(lbs_.size() - 1) + "], got " + Str(i));
   const LbPolicy p = lbs_[i].policy;
   if (p != LbPolicy::kWcmp && p != LbPolicy::kSed && p != LbPolicy::kWeights)
@@ -182,7 +183,7 @@ void MultistageSim::SetWeights(uint32_t i, const std::vector<double>& w) {
 // ------------------------------------------------------------ event loop
 
 template <typename Stop>
-[[gnu::flatten]] void MultistageSim::Run(Stop stop) {
+[[gnu::flatten]] void LbSim::Run(Stop stop) {
   for (;;) {
     const double t_server = server_events_.TopKey();
     const double t_queue = queue_.TopTime();
@@ -202,17 +203,17 @@ template <typename Stop>
   }
 }
 
-void MultistageSim::RunFlows(uint64_t n) {
+void LbSim::RunFlows(uint64_t n) {
   const uint64_t target = counters_.arrived + n;
   Run([&](double, bool arrival) { return arrival && counters_.arrived >= target; });
 }
 
-void MultistageSim::RunCompletions(uint64_t n) {
+void LbSim::RunCompletions(uint64_t n) {
   const uint64_t target = counters_.completed + counters_.rejected + n;
   Run([&](double, bool) { return counters_.completed + counters_.rejected >= target; });
 }
 
-void MultistageSim::RunUntil(double t_us) {
+void LbSim::RunUntil(double t_us) {
   if (!(t_us >= now_)) Fail("time_us", "must be >= the current time " + Str(now_) + ", got " + Str(t_us));
   Run([&](double t, bool) { return t > t_us; });
   now_ = t_us;
@@ -220,21 +221,21 @@ void MultistageSim::RunUntil(double t_us) {
 
 // --------------------------------------------------------------- handlers
 
-double MultistageSim::Hop() { return hop_span_ > 0 ? hop_min_ + hop_span_ * network_rng_.Uniform() : hop_min_; }
+double LbSim::Hop() { return hop_span_ > 0 ? hop_min_ + hop_span_ * network_rng_.Uniform() : hop_min_; }
 
-int64_t MultistageSim::PeriodOf(double t) const {
+int64_t LbSim::PeriodOf(double t) const {
   // Period k is (k P, (k + 1) P]: a sample at a boundary closes the period before it.
   return static_cast<int64_t>(std::ceil(t / config_.decision_period_us)) - 1;
 }
 
-void MultistageSim::After(double delay, EventKind kind, uint32_t slot) {
+void LbSim::After(double delay, EventKind kind, uint32_t slot) {
   if (delay > 0)
     queue_.Push(now_ + delay, Event{kind, slot});
   else
     OnEvent(Event{kind, slot});
 }
 
-uint32_t MultistageSim::NewSlot() {
+uint32_t LbSim::NewSlot() {
   if (!free_.empty()) {
     const uint32_t s = free_.back();
     free_.pop_back();
@@ -245,7 +246,7 @@ uint32_t MultistageSim::NewSlot() {
   return static_cast<uint32_t>(flows_.size() - 1);
 }
 
-void MultistageSim::OnArrival() {
+void LbSim::OnArrival() {
   ++counters_.events;
   const uint32_t slot = NewSlot();
   Flow& f = flows_[slot];
@@ -297,7 +298,7 @@ void MultistageSim::OnArrival() {
   After(Hop(), kReachServer, slot);
 }
 
-void MultistageSim::OnEvent(const Event& e) {
+void LbSim::OnEvent(const Event& e) {
   ++counters_.events;
   switch (e.kind) {
     case kReachServer: ReachServer(e.slot); break;
@@ -307,7 +308,7 @@ void MultistageSim::OnEvent(const Event& e) {
   }
 }
 
-void MultistageSim::ChangeCapacity(uint32_t change) {
+void LbSim::ChangeCapacity(uint32_t change) {
   const CapacityChange& c = config_.capacity_changes[change];
   const uint32_t first = group_start_[c.group];
   for (uint32_t j = first; j < first + config_.groups[c.group].count; ++j) {
@@ -316,7 +317,7 @@ void MultistageSim::ChangeCapacity(uint32_t change) {
   }
 }
 
-void MultistageSim::ReachServer(uint32_t slot) {
+void LbSim::ReachServer(uint32_t slot) {
   --in_transit_;
   Flow& f = flows_[slot];
   f.t_server = now_;
@@ -328,7 +329,7 @@ void MultistageSim::ReachServer(uint32_t slot) {
   Refresh(f.server);
 }
 
-void MultistageSim::EnterStage(uint32_t slot) {
+void LbSim::EnterStage(uint32_t slot) {
   Flow& f = flows_[slot];
   const uint32_t j = f.server;
   const double w = Works(slot)[f.stage];
@@ -342,7 +343,7 @@ void MultistageSim::EnterStage(uint32_t slot) {
   }
 }
 
-void MultistageSim::OnServerEvent(uint32_t j) {
+void LbSim::OnServerEvent(uint32_t j) {
   ++counters_.events;
   bool was_cpu;
   const uint32_t slot = servers_[j].EndStage(now_, &was_cpu);
@@ -354,7 +355,7 @@ void MultistageSim::OnServerEvent(uint32_t j) {
   Refresh(j);
 }
 
-void MultistageSim::Finish(uint32_t slot, bool rejected) {
+void LbSim::Finish(uint32_t slot, bool rejected) {
   Flow& f = flows_[slot];
   const uint32_t j = f.server;
   if (rejected) {
@@ -370,7 +371,7 @@ void MultistageSim::Finish(uint32_t slot, bool rejected) {
   After(Hop(), kClientReceive, slot);
 }
 
-void MultistageSim::ClientReceive(uint32_t slot) {
+void LbSim::ClientReceive(uint32_t slot) {
   --returning_;
   const Flow& f = flows_[slot];
   const bool rejected = f.stage == UINT32_MAX;
@@ -383,7 +384,7 @@ void MultistageSim::ClientReceive(uint32_t slot) {
   After(Hop(), kLbNotify, slot);
 }
 
-void MultistageSim::LbNotify(uint32_t slot) {
+void LbSim::LbNotify(uint32_t slot) {
   const Flow& f = flows_[slot];
   Lb& lb = lbs_[f.lb];
   --lb.count[f.server];
@@ -397,14 +398,14 @@ void MultistageSim::LbNotify(uint32_t slot) {
   free_.push_back(slot);
 }
 
-void MultistageSim::Refresh(uint32_t j) {
+void LbSim::Refresh(uint32_t j) {
   const double next = servers_[j].NextEventTime();
   if (next != server_events_.Key(j)) server_events_.Update(j, next);
 }
 
 // --------------------------------------------------------------- dispatch
 
-uint32_t MultistageSim::Pick(Lb& lb, uint32_t slot) {
+uint32_t LbSim::Pick(Lb& lb, uint32_t slot) {
   const uint32_t n = NumServers();
   switch (lb.policy) {
     case LbPolicy::kEcmp: return lb.rng.Below(n);
@@ -449,7 +450,7 @@ uint32_t MultistageSim::Pick(Lb& lb, uint32_t slot) {
 // random "packet" times between two arrivals at that LB (0 to fd_density
 // samples per flow, RESERVOIR_FD_PACKET_DENSITY), keeping ages above
 // fd_min_us, into the reservoir of the flow's server.
-void MultistageSim::SampleFlowDurations(Lb& lb) {
+void LbSim::SampleFlowDurations(Lb& lb) {
   const ObservationConfig& o = config_.observation;
   const uint32_t n = NumServers(), lb_index = static_cast<uint32_t>(&lb - lbs_.data());
   const double from = lb.last_arrival, span = now_ - lb.last_arrival;
@@ -466,7 +467,7 @@ void MultistageSim::SampleFlowDurations(Lb& lb) {
 
 // ----------------------------------------------------------- observation
 
-void MultistageSim::Observe(double* out) const {
+void LbSim::Observe(double* out) const {
   const uint32_t n = NumServers();
   const int64_t period = PeriodOf(now_);
   const double half_life = config_.observation.decay_half_life_us;
@@ -494,9 +495,9 @@ void MultistageSim::Observe(double* out) const {
   }
 }
 
-double MultistageSim::DrainTime(uint32_t j) const { return servers_[j].DrainTime(now_, future_cpu_[j], future_io_[j]); }
+double LbSim::DrainTime(uint32_t j) const { return servers_[j].DrainTime(now_, future_cpu_[j], future_io_[j]); }
 
-uint64_t MultistageSim::InFlight() const {
+uint64_t LbSim::InFlight() const {
   uint64_t n = in_transit_ + returning_;
   for (const auto& s : servers_) n += s.Jobs();
   return n;

@@ -67,7 +67,7 @@ enum class LbPolicy {
   kWeights,  // like wcmp, weights set from outside (the RL agent's action)
 };
 
-struct LbConfig {
+struct BalancerConfig {
   LbPolicy policy = LbPolicy::kEcmp;
   // One weight per server; empty = workers x speed (uniform for kWeights).
   std::vector<double> weights;
@@ -101,11 +101,11 @@ struct CapacityChange {
   double speed = 1.0;
 };
 
-struct MultistageConfig {
+struct LbConfig {
   std::vector<ServerGroup> groups;
   std::vector<CapacityChange> capacity_changes;
   Application app;
-  std::vector<LbConfig> lbs;
+  std::vector<BalancerConfig> lbs;
   double load = 0.5;
   LoadBasis load_basis = LoadBasis::kTotal;
   uint64_t seed = 1;
@@ -142,9 +142,9 @@ inline const char* const kObservationFeatures[] = {
     "fd_decayed_us",     "fct_count",  "fct_mean_us", "fct_p90_us", "fct_std_us", "fct_decayed_us"};
 constexpr uint32_t kNumObservationFeatures = 12;
 
-class MultistageSim {
+class LbSim {
  public:
-  explicit MultistageSim(const MultistageConfig& config);
+  explicit LbSim(const LbConfig& config);
 
   // Processes events until n more flows have arrived (the event that would
   // bring the n+1-th is left pending).
@@ -167,7 +167,7 @@ class MultistageSim {
   double ArrivalRate() const { return rate_; }
   uint32_t NumServers() const { return static_cast<uint32_t>(servers_.size()); }
   uint32_t NumLbs() const { return static_cast<uint32_t>(lbs_.size()); }
-  const MultistageConfig& Config() const { return config_; }
+  const LbConfig& Config() const { return config_; }
   const Counters& Count() const { return counters_; }
   const std::vector<ServerCounters>& ServerStats() const { return server_counters_; }
   const Server& ServerAt(uint32_t j) const { return servers_[j]; }
@@ -226,7 +226,7 @@ class MultistageSim {
   template <typename Stop>
   void Run(Stop stop);
 
-  MultistageConfig config_;
+  LbConfig config_;
   std::vector<Server> servers_;
   std::vector<uint32_t> group_start_;           // index of each group's first server
   std::vector<double> future_cpu_, future_io_;  // work of stages not yet started, per server

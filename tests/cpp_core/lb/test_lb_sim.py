@@ -21,14 +21,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dcgym.cpp_core._engine import MultistageSim, check_multistage_config
+from dcgym.cpp_core._engine import LbSim, check_lb_config
 
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1])]  # this folder's helpers, theory.py
 import theory  # noqa: E402
 
 Z = 4.5
 THREADS = 2
-FEATURES = MultistageSim.observation_features
+FEATURES = LbSim.observation_features
 COUNT, DISPATCHED, FCT_COUNT = (FEATURES.index(k) for k in ("flows_in_progress", "dispatched", "fct_count"))
 
 
@@ -50,7 +50,7 @@ def config(**kw) -> dict:
 
 def run_seeds(cfg: dict, flows: int, seeds, warmup: int = 0) -> list[dict]:
     def one(seed: int) -> dict:
-        sim = MultistageSim({**cfg, "seed": seed, "warmup_flows": warmup})
+        sim = LbSim({**cfg, "seed": seed, "warmup_flows": warmup})
         sim.run_flows(flows)
         return sim.results()
 
@@ -237,7 +237,7 @@ def test_blocked_ps_with_io_stages_matches_a_python_reference():
 )
 def test_backlog_rejections_are_counted_timed_out_and_flows_are_conserved(app):
     cfg = config(load=2.0, backlog=5, timeout_us=40_000_000.0, application=app, hop_delay_us={"min": 0.0, "max": 50.0})
-    sim = MultistageSim(cfg)
+    sim = LbSim(cfg)
     most = 0
     for _ in range(200):
         sim.run_flows(500)
@@ -256,9 +256,9 @@ def test_backlog_rejections_are_counted_timed_out_and_flows_are_conserved(app):
 def test_network_hops_keep_flows_conserved_and_add_to_fct():
     # Two hops (LB to server, server to client) of 1 ms each on top of the service.
     hop = {"min": 1000.0, "max": 1000.0}
-    lo = MultistageSim(config(load=0.3, hop_delay_us=hop))
+    lo = LbSim(config(load=0.3, hop_delay_us=hop))
     lo.run_flows(100_000)
-    base = MultistageSim(config(load=0.3))
+    base = LbSim(config(load=0.3))
     base.run_flows(100_000)
     a, b = lo.results(), base.results()
     assert a["flows_arrived"] == a["flows_completed"] + a["flows_rejected"] + a["flows_in_flight"]
@@ -276,7 +276,7 @@ def test_same_seed_gives_bit_identical_runs_and_another_seed_does_not():
     )
 
     def run(seed):
-        sim = MultistageSim({**cfg, "seed": seed})
+        sim = LbSim({**cfg, "seed": seed})
         sim.run_until(2_000_000.0)
         return sim.results(), sim.observations()
 
@@ -297,7 +297,7 @@ def test_each_lb_sees_only_its_own_flows():
     cfg = config(
         servers=[{"count": 2, "workers": 2}], lbs=[{"policy": "weights"}] * 2, load=0.6, decision_period_us=1e9
     )
-    sim = MultistageSim(cfg)
+    sim = LbSim(cfg)
     sim.set_weights(0, np.array([1.0, 0.0]))
     sim.set_weights(1, np.array([0.0, 1.0]))
     for _ in range(50):
@@ -314,7 +314,7 @@ def test_lsq_lbs_only_count_their_own_share():
     # Two LSQ LBs with 3:1 shares: each one's counts sum to its own flows only.
     lbs = [{"policy": "lsq", "share": 3.0}, {"policy": "lsq"}]
     cfg = config(servers=[{"count": 4, "workers": 1}], lbs=lbs, load=0.8)
-    sim = MultistageSim(cfg)
+    sim = LbSim(cfg)
     totals = []
     for _ in range(200):
         sim.run_flows(101)
@@ -327,7 +327,7 @@ def test_lsq_lbs_only_count_their_own_share():
 
 def test_one_hot_weights_send_every_flow_to_that_server():
     cfg = config(servers=[{"count": 5, "workers": 2}], lbs=[{"policy": "weights"}], load=0.3)
-    sim = MultistageSim(cfg)
+    sim = LbSim(cfg)
     assert np.array_equal(sim.weights(0), np.ones(5))
     sim.run_flows(1000)
     before = sim.results()["servers"]["dispatched"].copy()
@@ -339,7 +339,7 @@ def test_one_hot_weights_send_every_flow_to_that_server():
 
 
 def test_weights_draw_servers_in_proportion():
-    sim = MultistageSim(
+    sim = LbSim(
         config(servers=[{"count": 3, "workers": 8}], lbs=[{"policy": "wcmp", "weights": [1.0, 2.0, 5.0]}], load=0.3)
     )
     sim.run_flows(80_000)
@@ -351,7 +351,7 @@ def test_dispatched_counts_cover_exactly_one_decision_period():
     period = 10_000.0
     lbs = [{"policy": "sed"}, {"policy": "ecmp"}]
     cfg = config(servers=[{"count": 3, "workers": 2}], lbs=lbs, decision_period_us=period)
-    sim = MultistageSim(cfg)
+    sim = LbSim(cfg)
     sim.run_until(5 * period)
     for k in range(6, 12):
         before = sim.results()["flows_arrived"]
@@ -410,7 +410,7 @@ def test_reference_point_mean_fct_matches_the_authors_simulator(policy, load):
     # the same random experiment). Tolerance: Z x the combined SE, plus 1% for
     # what we do not model (the edge-router hop, the 65,536-bucket hash tables).
     def one(seed):
-        sim = MultistageSim({**reference_config(policy, load), "seed": seed})
+        sim = LbSim({**reference_config(policy, load), "seed": seed})
         sim.run_completions(50_000)
         return sim.results()["fct_us"]["mean"] / 1e6
 
@@ -458,13 +458,13 @@ def test_reference_point_mean_fct_matches_the_authors_simulator(policy, load):
 )
 def test_bad_config_raises_value_error_naming_the_field(change, field):
     with pytest.raises(ValueError, match="^" + re.escape(field)):
-        check_multistage_config(config(**change))
+        check_lb_config(config(**change))
     with pytest.raises(ValueError):
-        MultistageSim(config(**change))
+        LbSim(config(**change))
 
 
 def test_bad_weights_and_lb_index_raise_value_error_naming_them():
-    sim = MultistageSim(config(servers=[{"count": 3, "workers": 1}], lbs=[{"policy": "weights"}, {"policy": "lsq"}]))
+    sim = LbSim(config(servers=[{"count": 3, "workers": 1}], lbs=[{"policy": "weights"}, {"policy": "lsq"}]))
     for bad, field in [
         (np.array([1.0, 2.0]), "weights"),
         (np.array([1.0, -1.0, 1.0]), r"weights\[1\]"),

@@ -10,8 +10,8 @@ of the run alone, best of --repeats for the engine) and their mean FCTs,
 which must agree within a few percent. Events/s counts the engine's events
 (arrivals, hops, stage ends, notifications).
 
-    python benchmarks/multistage_speed.py            # about 30 s
-    python benchmarks/multistage_speed.py --quick    # about 5 s
+    python benchmarks/lb_speed.py            # about 30 s
+    python benchmarks/lb_speed.py --quick    # about 5 s
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import time
 
 import simpy
 
-from dcgym.cpp_core._engine import MultistageSim
+from dcgym.cpp_core._engine import LbSim
 from dcgym.envs.lb.scenario import load_lb_scenario
 
 LOAD = 0.833
@@ -33,7 +33,7 @@ def bench_engine(cfg: dict, flows: int, repeats: int) -> tuple[float, float, flo
     """(flows/s, events/s, mean FCT in us) of the best of `repeats` runs."""
     best = None
     for _ in range(repeats):
-        sim = MultistageSim(cfg)
+        sim = LbSim(cfg)
         t = time.perf_counter()
         sim.run_flows(flows)
         dt = time.perf_counter() - t
