@@ -471,20 +471,12 @@ class FlowEvaluation(EvaluationFamily):
         return math.ceil(expected_arrivals(scenario, load, times[-1] + period) / (1 - WARMUP_FRACTION))
 
     def late_changes(self, scenario: Any, load: float, work: int) -> list[LateChange]:
-        changes = scenario.workload.dynamics
-        late = [(k, c) for k, c in enumerate(changes) if expected_arrivals(scenario, load, c.time_s) >= work]
+        by_then = [expected_arrivals(scenario, load, c.time_s) for c in scenario.workload.dynamics]
+        late = [(k, c, n) for k, (c, n) in enumerate(zip(scenario.workload.dynamics, by_then)) if n >= work]
         if not late:
             return []
-        end_s = _arrivals_end_s(scenario, load, work)
-        return [
-            LateChange(
-                f"workload.dynamics.{k}",
-                _describe(change),
-                f"about {end_s:.3g} s of simulated time for {work} flows",
-                math.ceil(1.1 * expected_arrivals(scenario, load, change.time_s)),
-            )
-            for k, change in late
-        ]
+        end = f"about {_arrivals_end_s(scenario, load, work):.3g} s of simulated time for {work} flows"
+        return [LateChange(f"workload.dynamics.{k}", _describe(c), end, math.ceil(1.1 * n)) for k, c, n in late]
 
     def jobs(
         self,

@@ -110,9 +110,14 @@ class LbRow(BaseModel):
     wall_s: float = Field(description="wall-clock seconds of the run")
 
 
+def _arrival_rate_per_us(scenario: Any, load: float) -> float:
+    """Flows per us that ``scenario`` offers at ``load`` (every LB together)."""
+    return LbSim(scenario.engine_config(load, seed=1)).arrival_rate_per_us
+
+
 def horizon(scenario: LbScenario, load: float, flows: int, warmup: int) -> tuple[float, float]:
     """(end of warm-up, end of run) in microseconds: whole decision periods covering the expected arrivals."""
-    rate = LbSim(scenario.engine_config(load=load, seed=0)).arrival_rate_per_us
+    rate = _arrival_rate_per_us(scenario, load)
     period = scenario.decision_period_us
     return math.ceil(warmup / rate / period) * period, math.ceil(flows / rate / period) * period
 
@@ -362,11 +367,6 @@ def lb_policy_file_jobs(
         for load in loads
         for s in seeds
     ]
-
-
-def _arrival_rate_per_us(scenario: Any, load: float) -> float:
-    """Flows per us that ``scenario`` offers at ``load`` (every LB together)."""
-    return LbSim(scenario.engine_config(load, seed=1)).arrival_rate_per_us
 
 
 class LbEvaluation(EvaluationFamily):

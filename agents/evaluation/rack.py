@@ -201,6 +201,11 @@ def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
     return run_record(job, sim, at_warmup, measured_from_us, time.perf_counter() - start)
 
 
+def _arrival_rate_per_us(scenario: Any, load: float) -> float:
+    """Tasks per us that ``scenario`` offers at ``load``."""
+    return RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
+
+
 class RackEvaluation(EvaluationFamily):
     """Racks: latency in microseconds, throughput in thousands of tasks per second."""
 
@@ -236,13 +241,13 @@ class RackEvaluation(EvaluationFamily):
     def work_to_cover(self, scenario: Any, load: float) -> int:
         if not scenario.dynamics:
             return 0
-        rate = RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
+        rate = _arrival_rate_per_us(scenario, load)
         return math.ceil(2 * scenario.dynamics[-1].at_us * rate / (1 - scenario.warmup_fraction))
 
     def late_changes(self, scenario: Any, load: float, work: int) -> list[LateChange]:
         if not scenario.dynamics:
             return []
-        rate = RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
+        rate = _arrival_rate_per_us(scenario, load)
         end_us = work / rate
         return [
             LateChange(
