@@ -15,6 +15,8 @@ from dcgym.cpp_core import RackSim
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import load_scenario
 
+from . import golden
+
 SERIAL = {"progress": False, "workers": 0}
 
 
@@ -209,22 +211,22 @@ def test_documents_validate_against_their_familys_row_model(scenario, policies, 
 def test_rack_rows_are_bit_identical_to_those_before_the_family_layout():
     """The rows of four rack scenarios, recorded with the evaluation as it was before the evaluation served every
     family (golden_rack.json), come back to the last bit: the layout moved code, not numbers."""
-    golden = json.loads((Path(__file__).parent / "golden_rack.json").read_text())
-    cases = [
-        ("malcolm_homog_exp", ["po2", "random", "jsq"], [0.7, 0.99]),
-        ("racksched_multitype_bimodal50", None, [0.8]),
-        ("malcolm_adapt_shift", ["po2"], [0.9]),
-        ("racksched_sim_bimodal90_ps", ["po2"], [0.9]),
-    ]
-    rows = []
-    for scenario, policies, loads in cases:
-        doc = evaluate(
-            scenario, policies, loads, tasks=golden["tasks"], seeds=golden["seeds"], workers=0, progress=False
-        )
-        rows += [{"scenario": scenario, **r} for r in doc["results"]]
-    assert len(rows) == len(golden["rows"])
-    for row, want in zip(rows, golden["rows"]):
-        assert {k: row[k] for k in want} == want
+    want = json.loads(golden.path("rack").read_text())["rows"]
+    got = golden.rows("rack")
+    assert len(got) == len(want)
+    for row, expected in zip(got, want):
+        assert {k: row[k] for k in expected} == expected
+
+
+@pytest.mark.parametrize("family", [f for f in golden.CASES if f != "rack"])
+def test_golden_rows_are_bit_identical(family):
+    """Heuristics and zoo policy files of every family, recorded before the agents layering (golden.py): every
+    field of every row but the wall time comes back to the last bit."""
+    want = json.loads(golden.path(family).read_text())["rows"]
+    got = golden.rows(family)
+    assert [(r["scenario"], r["policy"]) for r in got] == [(r["scenario"], r["policy"]) for r in want]
+    for row, expected in zip(got, want):
+        assert row == expected, (row["scenario"], row["policy"], row.get("load"), row.get("seed"))
 
 
 @pytest.mark.parametrize(
