@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gymnasium.spaces import flatdim
 
 from dcgym.envs.error import InvalidConfigError
 
@@ -136,7 +137,8 @@ class TrainedPolicy:
 
     def check_env(self, env) -> None:
         """Raise InvalidConfigError if ``env``'s agents or observation sizes differ from the trained modules'."""
-        sizes = {a: int(np.prod(self.modules[m].observation_space.shape)) for a, m in self.agent_to_module.items()}
+        # flatdim: a Box's size, and a Dict's (colo_v0: counters and action mask) flattened, as train.py counts them
+        sizes = {a: int(flatdim(self.modules[m].observation_space)) for a, m in self.agent_to_module.items()}
         check_fits(self.path, sizes, env, partial=bool(self.meta.get("partial_agents")))
 
     def act(self, observations: Mapping[str, np.ndarray], action_spaces: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -215,7 +217,7 @@ def check_fits(path: str | Path, sizes: Mapping[str, int], env, *, partial: bool
             f"it was trained with {len(sizes)}",
         )
     for agent in agents:
-        got = int(np.prod(env.observation_space(agent).shape))
+        got = int(flatdim(env.observation_space(agent)))
         if sizes[agent] != got:
             raise InvalidConfigError(
                 "policy", str(path), f"a checkpoint for observations of size {got} ({agent}); it takes {sizes[agent]}"
