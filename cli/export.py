@@ -26,6 +26,7 @@ from typing import Annotated
 import typer
 
 from dcgym._app import VersionOption, new_app, run_app
+from dcgym.agents.algorithms import algorithms
 from dcgym.agents.export import demo_policy, export_policy, read_policy, write_policy
 from dcgym.agents.export.osml_policies import export_osml
 from dcgym.envs.error import InvalidConfigError
@@ -37,7 +38,14 @@ app = new_app(__doc__)
 
 @app.command()
 def main(
-    run: Annotated[str | None, typer.Argument(help="checkpoint or run folder written by train.py")] = None,
+    run: Annotated[
+        str | None,
+        typer.Argument(
+            help="checkpoint or run folder written by train.py, trained by one of "
+            + ", ".join(algorithms())
+            + " (the modules say their policy file; a recurrent network has none)"
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="policy file to write")] = None,
     demo_file: Annotated[Path | None, typer.Option(help="write a small demo policy here instead")] = None,
     osml_models: Annotated[
