@@ -1,9 +1,8 @@
-"""Trained policies evaluated through their environments: the runs of a checkpoint, and :func:`evaluate_checkpoint`.
+"""Trained policies evaluated through their environments: the runs of a checkpoint, for every family.
 
-A checkpoint's run (:class:`CheckpointJob`) loads the trained policy
+A checkpoint's run (:class:`CheckpointJob`, made by :func:`checkpoint_jobs`) loads the trained policy
 (:class:`~dcgym.agents.policies.checkpoints.TrainedPolicy`) in whichever process runs it and hands it to its
-family's runner (``runner``, a ``module:function`` of the family's evaluation; :func:`checkpoint_jobs` makes
-them): on a rack scenario the
+family's runner (``runner``, a ``module:function`` of the family's evaluation): on a rack scenario the
 environment's engine measures latency mean/p50/p90/p99/p999, throughput, drops, migrations and steals over
 ``tasks`` arrivals after the scenario's warm-up, with the same seed (the same tasks) as the heuristics.
 """
