@@ -10,7 +10,7 @@ A run folder ``{out}/{scenario}__{algorithm}__{seed}__{unix time}/`` holds:
 |---|---|
 | ``config.yaml`` | the resolved experiment (every default filled in); ``--config`` takes it back |
 | ``run.json`` | status (running, finished, interrupted), iterations, timesteps, newest checkpoint, commands, Ray address and env runners, versions |
-| ``metrics.csv`` | one row per iteration (:mod:`dcgym.agents.training.metrics`) |
+| ``metrics.csv`` | one row per iteration (:mod:`dcgym.agents.training.metrics`, :mod:`dcgym.agents.training.logs`) |
 | ``tensorboard/`` | the same metrics as TensorBoard events (``tensorboard --logdir runs``) |
 | ``checkpoints/iter_NNNNNN/`` | ``Algorithm.save_to_path`` plus ``dcgym_checkpoint.json`` (:mod:`dcgym.agents.policies.checkpoints`) |
 | ``evaluation/`` | results.json, results.csv, summary.csv: the trained policy against the heuristics |
@@ -50,7 +50,7 @@ from dcgym.agents.policies.checkpoints import CHECKPOINTS_DIR, list_checkpoints,
 from dcgym.agents.progress import Progress
 from dcgym.agents.rl.envs import make_env
 from dcgym.agents.training.experiment import Experiment, load_experiment
-from dcgym.agents.training.metrics import DcgymMetrics, MetricsCsv, iteration_metrics, summary_writer
+from dcgym.agents.training.logs import MetricsCsv, iteration_metrics, summary_writer
 from dcgym.agents.training.plots import plot_learning_curve
 from dcgym.envs.error import DcgymError, InvalidConfigError, Verbatim
 from dcgym.envs.scenario import load_scenario
@@ -251,6 +251,8 @@ class Trainer:
         return self.experiment.model_copy(update={"resources": res.model_copy(update={"num_env_runners": runners})})
 
     def _build(self):
+        from dcgym.agents.training.metrics import DcgymMetrics  # Ray: an RLlib callback, needed once Ray runs
+
         experiment = self._resolved_experiment()
         self._env_runners = experiment.resources.num_env_runners
         config = build_config(experiment, experiment.env_config)

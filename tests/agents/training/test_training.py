@@ -11,7 +11,7 @@ import pytest
 from dcgym.agents.algorithms import LEARNING_SYSTEMS, algorithm, algorithms
 from dcgym.agents.rl.baselines import PPOHyperparameters, SACHyperparameters
 from dcgym.agents.training.experiment import list_experiments, load_experiment, parse_assignments
-from dcgym.agents.training.metrics import MetricsCsv, iteration_metrics
+from dcgym.agents.training.logs import MetricsCsv, iteration_metrics
 from dcgym.envs.error import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
