@@ -208,8 +208,8 @@ def timed_policy_file_steps(steps: int, repeats: int) -> float:
 
     import torch
 
-    from dcgym.agents.export.auto_policies import srla_policy
-    from dcgym.agents.export.format import write_policy
+    from dcgym.agents.auto.policy_file import srla_policy
+    from dcgym.agents.policy_format import write_policy
     from dcgym.cpp_core import run_auto_policies
     from dcgym.envs.flow.flow_v0 import parallel_env
 

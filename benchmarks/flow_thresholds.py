@@ -9,7 +9,7 @@ QLAS/PIAS, QSJF) and each number of levels, prints:
   a log grid (:func:`dcgym.agents.heuristics.flow.model_thresholds`), with
   the mean FCT those thresholds give in the simulator;
 - ``search``: coordinate descent on the simulator's mean FCT
-  (:func:`dcgym.agents.heuristics.flow.search_thresholds`), from the model's
+  (:func:`dcgym.agents.evaluation.flow_thresholds.search_thresholds`), from the model's
   answer, and the mean FCT it reaches;
 - ``preset``: the set stored in :mod:`dcgym.envs.flow.thresholds` and its mean FCT.
 
@@ -30,7 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from dcgym.agents.heuristics.flow import model_thresholds, packet_grid, search_thresholds
+from dcgym.agents.evaluation.flow_thresholds import search_thresholds
+from dcgym.agents.heuristics.flow import model_thresholds, packet_grid
 from dcgym.cpp_core import flow_workloads
 from dcgym.envs.flow.thresholds import PACKET_BYTES, preset_thresholds
 from dcgym.envs.scenario import load_scenario

@@ -32,8 +32,8 @@ from typing import Any
 
 from dcgym.agents.evaluation import evaluate, family_of
 from dcgym.agents.evaluation.document import get_path
-from dcgym.agents.export.zoo import list_zoo, zoo_dir
 from dcgym.agents.heuristics import baselines
+from dcgym.agents.policies.zoo import list_zoo, zoo_dir
 from dcgym.envs.families import FAMILIES
 from dcgym.envs.scenario import list_scenarios, load_scenario
 

@@ -170,8 +170,8 @@ def auto_decision_us(repeats: int) -> dict[str, tuple[float, float]]:
     from ray.rllib.core.columns import Columns
 
     from dcgym.agents.auto import DDPGConfig, DDPGRLModule, PGConfig, PGRLModule
-    from dcgym.agents.export.auto_policies import lrla_policy, srla_policy
-    from dcgym.agents.export.format import to_bytes
+    from dcgym.agents.auto.policy_file import lrla_policy, srla_policy
+    from dcgym.agents.policy_format import to_bytes
 
     torch.manual_seed(0)
     srla = DDPGRLModule(

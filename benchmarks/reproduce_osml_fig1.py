@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from dcgym.agents.osml.dataset import cell_seed
 from dcgym.cpp_core import ColoSim
 from dcgym.envs.colo import catalog as cc
-from dcgym.envs.colo.dataset import cell_seed
 
 LATENCY = ColoSim.counter_names.index("Latency")
 SAMPLES = 10  # collect_single.py: ten 1-s samples

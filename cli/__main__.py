@@ -14,7 +14,7 @@ COMMANDS = {
     "train": ("dcgym.train", "train one experiment, leaving a run folder"),
     "evaluate": ("dcgym.evaluate", "evaluate policies on a scenario of any family"),
     "export": ("dcgym.export", "export a trained policy as a policy file"),
-    "list": ("dcgym.catalog", "list scenarios, policies, experiments or zoo policies"),
+    "list": ("dcgym.catalog", "list scenarios, policies, algorithms, experiments or zoo policies"),
 }
 """Each command: the module whose ``run(argv, prog)`` it is, and what it does."""
 

@@ -1,7 +1,8 @@
-"""List what dcgym ships: scenarios, policies, experiments and zoo policies.
+"""List what dcgym ships: scenarios, policies, algorithms, experiments and zoo policies.
 
     python -m dcgym list scenarios [--family rack]
     python -m dcgym list policies [--family lb]
+    python -m dcgym list algorithms
     python -m dcgym list experiments
     python -m dcgym list zoo
 
@@ -18,6 +19,13 @@ from typing import Annotated
 import typer
 
 from dcgym._app import VersionOption, new_app, run_app
+from dcgym.agents.algorithms import LEARNING_SYSTEMS
+from dcgym.agents.heuristics import baselines
+from dcgym.agents.policies.zoo import list_zoo, zoo_dir
+from dcgym.agents.training.experiment import list_experiments, load_experiment
+from dcgym.envs.families import FAMILIES
+from dcgym.envs.families import family as find
+from dcgym.envs.scenario import list_scenarios, load_scenario
 
 __all__ = ["app", "main", "run"]
 
@@ -27,6 +35,7 @@ app = new_app(__doc__)
 class What(StrEnum):
     scenarios = "scenarios"
     policies = "policies"
+    algorithms = "algorithms"
     experiments = "experiments"
     zoo = "zoo"
 
@@ -34,24 +43,17 @@ class What(StrEnum):
 @app.command()
 def main(
     what: Annotated[What, typer.Argument(help="what to list")],
-    family: Annotated[str | None, typer.Option(help="only this family (rack, lb, ...)")] = None,
+    family: Annotated[str | None, typer.Option(help="only this family (" + ", ".join(FAMILIES) + ")")] = None,
     version: VersionOption = False,
 ) -> None:
     """Print the packaged items of one kind."""
-    from dcgym.envs.families import FAMILIES
-    from dcgym.envs.families import family as find
-
     families = [find(family).name] if family else list(FAMILIES)
     if what is What.scenarios:
-        from dcgym.envs.scenario import list_scenarios, load_scenario
-
         for name in families:
             print(f"# {name}: {FAMILIES[name].summary}")
             for scenario in list_scenarios(name):
                 print(f"{scenario}  {load_scenario(scenario).description or ''}")
     elif what is What.policies:
-        from dcgym.agents.heuristics import baselines
-
         for name in families:
             print(f"# {name}")
             for spec, summary in baselines(name).items():
@@ -59,17 +61,18 @@ def main(
         print(
             "# any family: a checkpoint or run folder written by dcgym-train, or a policy file (FILE.dcpol, zoo:NAME)"
         )
+    elif what is What.algorithms:
+        for system in LEARNING_SYSTEMS:
+            print(f"# {system.name}: {system.summary}")
+            for spec in system.algorithms:
+                print(f"{spec.name}  {spec.summary}" + (f" (on {', '.join(spec.envs)})" if spec.envs else ""))
     elif what is What.experiments:
-        from dcgym.agents.training.experiment import list_experiments, load_experiment
-
         for name in list_experiments():
             experiment = load_experiment(name)
             print(
                 f"{name}  {experiment.algorithm} on {experiment.env}, {experiment.scenario}: {experiment.description}"
             )
     else:
-        from dcgym.agents.export.zoo import list_zoo, zoo_dir
-
         folders = list_zoo(entry="folder")  # OSML's models, a folder of policy files, for the colo scenarios
         for name in sorted([*list_zoo(), *folders]):
             card = zoo_dir() / f"{name}.md"

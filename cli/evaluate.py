@@ -29,9 +29,17 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 from dcgym._app import VersionOption, new_app, run_app
+from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots, write_results
+from dcgym.agents.evaluation.document import get_path
+from dcgym.agents.evaluation.family import EVALUATIONS, family_of
+from dcgym.agents.policies import Source, classify
+from dcgym.agents.policies.checkpoints import checkpoint_scenario
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.scenario import DEFAULT_SCENARIO, load_scenario
 
 __all__ = ["app", "main", "run"]
 
@@ -43,14 +51,15 @@ def main(
     scenario: Annotated[
         str | None,
         typer.Option(
-            help="packaged scenario name or YAML path (default: a trained policy's, else malcolm_hetero_paper_exp)"
+            help=f"packaged scenario name or YAML path (default: a trained policy's, else {DEFAULT_SCENARIO})"
         ),
     ] = None,
     policy: Annotated[
         list[str] | None,
         typer.Option(
-            help="a heuristic (po2, jbt:threshold=30, ecmp), a checkpoint or run folder of train.py, or a policy file "
-            "(FILE.dcpol or zoo:NAME); repeatable; default: the scenario's"
+            help="a heuristic of the scenario's family (po2, jbt:threshold=30, ecmp: python -m dcgym list policies), a "
+            "checkpoint or run folder of train.py, or a policy file (FILE.dcpol or zoo:NAME); repeatable; default: "
+            "the scenario's"
         ),
     ] = None,
     loads: Annotated[
@@ -60,9 +69,8 @@ def main(
     tasks: Annotated[
         int | None,
         typer.Option(
-            help="units of work per run, warm-up included: tasks on a rack (default 1000000), flows on a multi-LB "
-            "cluster (default 5000), flows on a flow scenario (default 100000), seconds of simulated time on a colo "
-            "server (default: the scenario's horizon_s)"
+            help="units of work per run, warm-up included: "
+            + ", ".join(family_of(kind).run_length_help() for kind in EVALUATIONS)
         ),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="one seed of every random stream (default 1)")] = None,
@@ -86,8 +94,6 @@ def main(
     version: VersionOption = False,
 ) -> None:
     """Run every policy at every load with every seed and write the results."""
-    from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots, write_results
-
     grid = None if loads is None else [part.strip() for part in loads.split(",")]  # validated as loads downstream
     if seed is not None and seeds is not None:
         raise InvalidConfigError("--seeds", seeds, f"nothing when --seed ({seed}) is given: one or the other")
@@ -123,10 +129,6 @@ def main(
 
 def _trained_scenario(policies: list[str]) -> Any:
     """The scenario (with overrides) the first trained policy among ``policies`` was trained on, else the default."""
-    from dcgym.agents.evaluation.family import Source, classify
-    from dcgym.agents.training.checkpoints import checkpoint_scenario
-    from dcgym.envs.scenario import DEFAULT_SCENARIO, load_scenario
-
     trained = [p for p in policies if classify(p).source is Source.CHECKPOINT]
     if not trained:
         return DEFAULT_SCENARIO
@@ -136,12 +138,6 @@ def _trained_scenario(policies: list[str]) -> Any:
 
 def print_summary(doc: dict[str, Any], title: str | None = None) -> None:
     """The document's summary as a table on standard output: its family's columns, censored cells marked."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from dcgym.agents.evaluation import family_of
-    from dcgym.agents.evaluation.document import get_path
-
     family = family_of(doc["family"])
     seeds = doc["seeds"]
     which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
@@ -153,7 +149,7 @@ def print_summary(doc: dict[str, Any], title: str | None = None) -> None:
     for s in doc["summary"]:
         mark = " *" if s.get("censored") else ""
         censored |= bool(mark)
-        cells = [_fmt(_get(s, c.path, get_path), c.digits, c.scale) for c in columns]
+        cells = [_fmt(_get(s, c.path), c.digits, c.scale) for c in columns]
         table.add_row(s["policy"], f"{s['load']:g}", *(cells[:1] and [cells[0] + mark]), *cells[1:])
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(table)
@@ -161,7 +157,7 @@ def print_summary(doc: dict[str, Any], title: str | None = None) -> None:
         console.print(family.censoring_note)
 
 
-def _get(cell: dict[str, Any], path: str, get_path: Any) -> dict[str, Any] | None:
+def _get(cell: dict[str, Any], path: str) -> dict[str, Any] | None:
     try:
         return get_path(cell, path)
     except (KeyError, TypeError):

@@ -26,6 +26,9 @@ from typing import Annotated
 import typer
 
 from dcgym._app import VersionOption, new_app, run_app
+from dcgym.agents.algorithms import algorithms
+from dcgym.agents.export import demo_policy, export_policy, read_policy, write_policy
+from dcgym.agents.export.osml_policies import export_osml
 from dcgym.envs.error import InvalidConfigError
 
 __all__ = ["app", "main", "run"]
@@ -35,7 +38,14 @@ app = new_app(__doc__)
 
 @app.command()
 def main(
-    run: Annotated[str | None, typer.Argument(help="checkpoint or run folder written by train.py")] = None,
+    run: Annotated[
+        str | None,
+        typer.Argument(
+            help="checkpoint or run folder written by train.py, trained by one of "
+            + ", ".join(algorithms())
+            + " (the modules say their policy file; a recurrent network has none)"
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="policy file to write")] = None,
     demo_file: Annotated[Path | None, typer.Option(help="write a small demo policy here instead")] = None,
     osml_models: Annotated[
@@ -45,14 +55,10 @@ def main(
     version: VersionOption = False,
 ) -> None:
     """Write the policy file."""
-    from dcgym.agents.export import demo_policy, export_policy, read_policy, write_policy
-
     if osml_models is not None:
         if run is None or out is None or demo_file is not None:
             raise InvalidConfigError("--osml-models", str(osml_models), "RUN (Model-C's) and --out FOLDER with it")
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        from dcgym.agents.export.osml_policies import export_osml
-
         for written in export_osml(osml_models, run, out).values():
             policy = read_policy(written)
             print(f"wrote {written}: {policy.kind}, {policy.num_inputs} inputs, {written.stat().st_size} bytes")

@@ -28,9 +28,11 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 from dcgym._app import VersionOption, new_app, run_app  # noqa: E402
+from dcgym.agents.algorithms import algorithms  # noqa: E402
 from dcgym.agents.training import CONFIG_FILE, Trainer, find_run, new_run_dir  # noqa: E402
 from dcgym.agents.training.experiment import load_experiment, parse_assignments  # noqa: E402
 from dcgym.envs.error import DcgymError, InvalidConfigError  # noqa: E402
+from dcgym.evaluate import print_summary  # noqa: E402
 
 __all__ = ["INTERRUPTED", "app", "main", "run"]
 
@@ -45,7 +47,14 @@ app = new_app(__doc__)
 
 @app.command()
 def main(
-    config: Annotated[str | None, typer.Option(help="experiment YAML (or a packaged experiment name)")] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            help="experiment YAML (or a packaged experiment name), its algorithm one of "
+            + ", ".join(algorithms())
+            + " (python -m dcgym list algorithms)"
+        ),
+    ] = None,
     iterations: Annotated[
         int | None, typer.Option(help="train this many iterations in total (budget.iterations)")
     ] = None,
@@ -101,8 +110,6 @@ def main(
     finally:
         trainer.close()
     if result.evaluation is not None:
-        from dcgym.evaluate import print_summary
-
         doc = result.evaluation
         print_summary(doc, f"{doc['scenario']}: the trained policy against the heuristics")
     print(f"run folder: {result.run_dir}")

@@ -1,7 +1,11 @@
 """The tree's contracts, kept by machines: layers, includes, style, and a repository that stands alone.
 
 - Python layers (import-linter, contracts in pyproject.toml): the library imports no command-line front,
-  environments import no agents, the engine package imports neither, families do not import each other.
+  environments import no agents, the engine package imports neither, families do not import each other,
+  agents/ is in layers with every learning system in its own, and no import cycle anywhere.
+- agents/ and the fronts use the engine's public facade (``dcgym.cpp_core``), never the compiled module.
+- What must stay light stays light: the environments, the registry, experiment files and an evaluation of
+  heuristics load neither torch nor Ray.
 - C++ layers: the kernel includes only itself, the runtime only itself, a model (rack, lb, ...) the kernel,
   the runtime and itself; no model or runtime header includes Python.
 - Style: ruff (lint and format) and clang-format report nothing.
@@ -18,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from dcgym.agents.evaluation.family import FAMILIES as EVALUATIONS
+from dcgym.agents.algorithms import LEARNING_SYSTEMS
+from dcgym.agents.evaluation.family import EVALUATIONS
 from dcgym.agents.heuristics import FAMILY_MODULES as HEURISTICS
 from dcgym.envs.families import FAMILIES
 
@@ -51,7 +56,7 @@ def test_import_layers_hold(tmp_path):
         text=True,
     )
     assert proc.returncode == 0, proc.stdout[proc.stdout.find("Contracts") :] + proc.stderr
-    assert "BROKEN" not in proc.stdout and proc.stdout.count("KEPT") >= 6
+    assert "BROKEN" not in proc.stdout and proc.stdout.count("KEPT") >= 8
 
 
 def test_every_family_is_in_every_registry_and_in_the_independence_contracts():
@@ -60,6 +65,42 @@ def test_every_family_is_in_every_registry_and_in_the_independence_contracts():
     independent = [set(c["modules"]) for c in contracts if c["type"] == "independence"]
     for layer in ("dcgym.envs", "dcgym.agents.heuristics", "dcgym.agents.evaluation"):
         assert {f"{layer}.{f}" for f in FAMILIES} in independent, layer
+
+
+def test_every_learning_system_is_a_layer_of_its_own_beside_the_others():
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers" and c.get("containers") == ["dcgym.agents"]]
+    systems = {s.name for s in LEARNING_SYSTEMS} - {"baselines"}  # the generic baselines live in the shared layer
+    assert any({part.strip() for part in layer.split("|")} == systems for layer in layers), layers
+
+
+def test_agents_and_fronts_use_the_engines_public_facade_only():
+    private = re.compile(r"cpp_core\._engine|from dcgym\.cpp_core import .*\b_engine\b")
+    offenders = [
+        f"{p.relative_to(ROOT)}:{n}"
+        for p in tracked("agents/*.py", "cli/*.py")
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if private.search(line)
+    ]
+    assert not offenders, offenders
+
+
+LIGHT = {
+    "environments": "import dcgym.envs",
+    "the registry and experiment files": "from dcgym.agents.training.experiment import load_experiment; "
+    "load_experiment('smoke')",
+    "an evaluation of heuristics": "from dcgym.agents.evaluation import evaluate; "
+    "evaluate('mm1', ['po2', 'jsq'], [0.5], tasks=1000, workers=0, progress=False)",
+}
+
+
+@pytest.mark.parametrize("code", LIGHT.values(), ids=LIGHT.keys())
+def test_light_paths_load_neither_torch_nor_ray(code):
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = {line.rpartition("|")[2].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "dcgym" in {name.partition(".")[0] for name in loaded}  # the import times were read
+    assert not {"torch", "ray"} & loaded
 
 
 def _includes(path: Path) -> list[str]:

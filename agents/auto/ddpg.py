@@ -33,7 +33,13 @@ from ray.rllib.algorithms.dqn.dqn import DQN
 from ray.rllib.algorithms.sac.sac import SACConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-__all__ = ["DDPG", "DDPGConfig"]
+from dcgym.agents.auto.ddpg_learner import DDPGTorchLearner
+from dcgym.agents.auto.ddpg_rl_module import DDPGRLModule
+from dcgym.agents.auto.system import AUTO_SRLA
+from dcgym.agents.rl.spec import TrainingRun
+from dcgym.agents.rl.wiring import common, training
+
+__all__ = ["DDPG", "DDPGConfig", "build_srla"]
 
 
 class DDPGConfig(SACConfig):
@@ -109,13 +115,9 @@ class DDPGConfig(SACConfig):
         }
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
-        from dcgym.agents.auto.ddpg_rl_module import DDPGRLModule
-
         return RLModuleSpec(module_class=DDPGRLModule)
 
     def get_default_learner_class(self) -> type:
-        from dcgym.agents.auto.ddpg_learner import DDPGTorchLearner
-
         return DDPGTorchLearner
 
     def validate(self) -> None:
@@ -158,3 +160,12 @@ class DDPG(DQN):
         # alike (debugging(seed=...) seeds the networks and the environment, not the buffer).
         if self.local_replay_buffer is not None and self.config.seed is not None:
             self.local_replay_buffer.rng = np.random.default_rng(self.config.seed)
+
+
+def build_srla(experiment: TrainingRun, env_config: dict[str, Any]) -> DDPGConfig:
+    """``algorithm: auto_srla``: sRLA (DDPG) on ``dcgym/FlowSrla-v0``, flow_v0 with lRLA held by MLFQ's rules; the
+    hyperparameters are the settings of :meth:`DDPGConfig.training`."""
+    config = common(DDPGConfig(), experiment, env_config)
+    config.environment(AUTO_SRLA.one_agent_forms[experiment.env].env_id, env_config=env_config)
+    training(config, experiment.hyperparameters)
+    return config

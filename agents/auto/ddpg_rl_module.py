@@ -38,6 +38,10 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, TargetNetworkAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import nn
 
+from dcgym.agents.auto.policy_file import one_module, srla_policy, threshold_range
+from dcgym.agents.policy_format import MlpPolicy
+from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
+
 __all__ = ["DDPGRLModule", "DeterministicAction", "QNetwork", "mlp"]
 
 FINAL_INIT = 3e-3
@@ -91,13 +95,17 @@ class QNetwork(nn.Module):
         return self.merged(torch.cat([self.state(obs), action], dim=-1)).squeeze(-1)
 
 
-class DDPGRLModule(TorchRLModule, TargetNetworkAPI, InferenceOnlyAPI):
+class DDPGRLModule(TorchRLModule, TargetNetworkAPI, InferenceOnlyAPI, PolicyFileAPI):
     """sRLA: actor μ(s) in [-1, 1]^n, critic Q(s, a), their target copies, Gaussian exploration.
 
     ``model_config`` keys: ``actor_hiddens`` ([600, 600]), ``critic_hiddens``
     ([600, 600]), ``critic_merge_hidden`` (600), ``exploration_noise`` (σ,
     0.1). The observation must be a flat Box, the action a Box of one axis.
     """
+
+    def policy_file(self, context: PolicyFileContext) -> MlpPolicy:
+        """sRLA's actor with the ``increasing`` head over flow_v0's threshold range (:mod:`dcgym.agents.auto.policy_file`)."""
+        return srla_policy(one_module(context), threshold_range(context))
 
     def setup(self) -> None:
         cfg = self.model_config or {}

@@ -32,8 +32,12 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-from dcgym.agents.auto.pg_rl_module import PAPER_HIDDENS
-from dcgym.agents.on_policy import on_policy_training_step
+from dcgym.agents.auto.pg_learner import PGTorchLearner
+from dcgym.agents.auto.pg_rl_module import PAPER_HIDDENS, PGRLModule
+from dcgym.agents.auto.system import AUTO_LRLA
+from dcgym.agents.rl.on_policy import on_policy_training_step
+from dcgym.agents.rl.spec import TrainingRun
+from dcgym.agents.rl.wiring import common, training
 
 __all__ = ["PG", "PGConfig"]
 
@@ -71,13 +75,9 @@ class PGConfig(AlgorithmConfig):
         return super()._model_config_auto_includes | {"hiddens": list(self.hiddens)}
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
-        from dcgym.agents.auto.pg_rl_module import PGRLModule
-
         return RLModuleSpec(module_class=PGRLModule)
 
     def get_default_learner_class(self) -> type:
-        from dcgym.agents.auto.pg_learner import PGTorchLearner
-
         return PGTorchLearner
 
     def validate(self) -> None:
@@ -105,3 +105,12 @@ class PG(Algorithm):
     def training_step(self) -> None:
         """Sample `train_batch_size_per_learner` steps, take one gradient step on all of them, sync the weights."""
         on_policy_training_step(self, minibatch_size=None)
+
+
+def build_lrla(experiment: TrainingRun, env_config: dict[str, Any]) -> PGConfig:
+    """``algorithm: auto_lrla``: lRLA (REINFORCE) on ``dcgym/FlowLrla-v0``, flow_v0 with the thresholds held at the
+    scenario's; the hyperparameters are the settings of :meth:`PGConfig.training`."""
+    config = common(PGConfig(), experiment, env_config)
+    config.environment(AUTO_LRLA.one_agent_forms[experiment.env].env_id, env_config=env_config)
+    training(config, experiment.hyperparameters)
+    return config

@@ -23,6 +23,10 @@ from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorica
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import nn
 
+from dcgym.agents.auto.policy_file import lrla_policy, one_module
+from dcgym.agents.policy_format import MlpPolicy
+from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
+
 __all__ = ["PAPER_HIDDENS", "PGRLModule", "group_sizes"]
 
 PAPER_HIDDENS = [300] * 10
@@ -38,11 +42,15 @@ def group_sizes(space: gym.Space) -> list[int]:
     raise ValueError(f"lRLA's policy needs a Discrete or one-axis MultiDiscrete action space, got {space}")
 
 
-class PGRLModule(TorchRLModule):
+class PGRLModule(TorchRLModule, PolicyFileAPI):
     """lRLA's stochastic policy π(a | s): an MLP to the concatenated logits of the action's categoricals.
 
     ``model_config`` keys: ``hiddens`` (default :data:`PAPER_HIDDENS`).
     """
+
+    def policy_file(self, context: PolicyFileContext) -> MlpPolicy:
+        """lRLA's policy with a softmax per categorical (:mod:`dcgym.agents.auto.policy_file`)."""
+        return lrla_policy(one_module(context))
 
     def setup(self) -> None:
         cfg = self.model_config or {}

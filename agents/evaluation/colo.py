@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
@@ -41,9 +41,10 @@ from matplotlib.figure import Figure
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Column, EvaluationFamily, LateChange, Options, Source, Spec
+from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options
 from dcgym.agents.evaluation.plots import save_figure, value_axis
-from dcgym.agents.heuristics.colo import make_scheduler
+from dcgym.agents.policies.colo import make_scheduler, osml_files
+from dcgym.agents.policies.sources import Source, Spec
 from dcgym.cpp_core import check_colo_config
 from dcgym.envs.colo.scenario import ColoScenario, SchedulerSpec, parse_scheduler
 from dcgym.envs.colo.server import ColoServer
@@ -242,11 +243,13 @@ class ColoEvaluation(EvaluationFamily):
     kind = "colo"
     work = "seconds"
     default_work = 180
+    run_length = "seconds of simulated time on a colo server"
     row_model = ColoRow
     load_grid = MixIndices
     load_name = "mix"
     headline = ("qos_met_fraction", "share of (1-s sample, running service) pairs within QoS", 3)
     headline_higher_is_better = True
+    card_metric = ("qos_met_fraction", "share of (1-s sample, running service) pairs within QoS", ",.3f")
     summary_metrics: ClassVar[tuple[str, ...]] = (
         "converged",
         "convergence_s",
@@ -261,7 +264,13 @@ class ColoEvaluation(EvaluationFamily):
     def default_work_for(self, scenario: Any) -> int:
         return int(math.ceil(scenario.horizon_s))
 
-    def late_changes(self, scenario: Any, load: int, work: int) -> list[LateChange]:
+    def run_length_help(self) -> str:
+        return f"{self.run_length} (default: the scenario's horizon_s)"
+
+    def warmup_fraction(self, scenario: Any) -> float:
+        return 0.0  # every run starts from nothing allocated: its convergence is what is measured
+
+    def changes(self, scenario: Any, load: int) -> list[Change]:
         events = []
         for i, (name, entry) in enumerate(zip(scenario.agent_names(load), scenario.mix(load))):
             where = f"mixes.{load}.{i}"
@@ -271,8 +280,13 @@ class ColoEvaluation(EvaluationFamily):
                 events.append((entry.end_s, f"{where}.end_s", f"{name} ends at {entry.end_s:g} s"))
             for k, (t, x) in enumerate(entry.changes):
                 events.append((t, f"{where}.changes.{k}", f"{name}'s load to {x:g} at {t:g} s"))
-        end = f"{work} s of simulated time"
-        return [LateChange(field, what, end, math.floor(t) + 1) for t, field, what in sorted(events) if t >= work]
+        return [Change(field, what, t) for t, field, what in sorted(events)]
+
+    def arrivals(self, scenario: Any, load: int) -> Callable[[float], float]:
+        return lambda seconds: seconds  # a run's length is simulated time
+
+    def run_end(self, scenario: Any, load: int, work: int) -> str:
+        return f"{work} s of simulated time"
 
     def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The summary metrics, less those no run of the cell has (convergence time and EMU when none converged)."""
@@ -302,7 +316,7 @@ class ColoEvaluation(EvaluationFamily):
         for spec in specs:
             label = None
             if spec.source is Source.POLICY_FILE:
-                label, files = _osml_files(spec.given)
+                label, files = osml_files(spec.given)
                 spec = Spec(files, Source.HEURISTIC)
             elif spec.source is Source.CHECKPOINT and (Path(spec.given) / "model_a.dcpol").is_file():
                 # a folder of OSML's policy files, as osml:files=DIR
@@ -364,29 +378,6 @@ class ColoEvaluation(EvaluationFamily):
             paths["latency"] = plot_timelines(doc, out / "latency_over_time.png", "ratio")
             paths["allocation"] = plot_timelines(doc, out / "allocation_over_time.png", "cores")
         return paths
-
-
-def _osml_files(given: Any) -> tuple[str, dict[str, Any]]:
-    """A policy-file spec on a colo scenario: ``zoo:NAME[:key=value,...]``, a zoo folder of OSML's models (docs/osml.md),
-    as its label and the ``osml`` scheduler with ``files`` (the options its parameters); anything else refused."""
-    from dcgym.agents.export.zoo import ZOO_PREFIX, resolve_zoo, split_options
-
-    where, options = split_options(str(given))
-    if not where.startswith(ZOO_PREFIX):
-        raise InvalidConfigError(
-            "policy",
-            str(given),
-            "zoo:NAME of OSML's models or osml:files=DIR (a folder of model_a/b/c.dcpol): one policy file is not a "
-            "colo scheduler (scenario kind colo)",
-        )
-    path = resolve_zoo(where, entry="folder")
-    parsed = parse_scheduler("osml:" + options) if options else SchedulerSpec({"policy": "osml"})
-    if "files" in parsed or "models" in parsed or "model_c" in parsed:
-        raise InvalidConfigError(
-            "policy", str(given), f"{where} with OSML's parameters other than files, models, model_c"
-        )
-    name = where.removeprefix(ZOO_PREFIX) + (f":{options}" if options else "")
-    return f"{name} (zoo)", {**parsed, "files": str(path)}
 
 
 def _as_policy(exc: InvalidConfigError) -> InvalidConfigError:

@@ -13,8 +13,8 @@ A policy is a heuristic name the family knows (``po2``,
 ``jbt:threshold=30``, ``ecmp``), a checkpoint or run folder written by
 ``train.py`` (run through its environment: ``<algorithm> (trained)``), or a
 policy file (``FILE.dcpol`` or ``zoo:NAME``: run inside the engine, ``<stem>
-(file)``); :mod:`dcgym.agents.evaluation.family` says how a family turns
-each into runs.
+(file)``); :mod:`dcgym.agents.policies` tells the sources apart, and
+:mod:`dcgym.agents.evaluation.family` says how a family turns each into runs.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from dcgym.agents.evaluation.document import build_document
-from dcgym.agents.evaluation.family import Options, classify, family_of
+from dcgym.agents.evaluation.family import Options, family_of
 from dcgym.agents.evaluation.runner import run_all
+from dcgym.agents.policies.checkpoints import checkpoint_scenario, find_checkpoint, read_meta
+from dcgym.agents.policies.sources import classify
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import load_scenario
 from dcgym.envs.schema import Load, Seed
@@ -37,19 +39,16 @@ from dcgym.envs.validation import validate
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "DEFAULT_TASKS",
     "Loads",
     "Seeds",
     "Tasks",
     "Workers",
     "evaluate",
+    "evaluate_checkpoint",
     "parse_seeds",
     "seed_list",
     "warn_late_changes",
 ]
-
-DEFAULT_TASKS = 1_000_000
-"""Units of work per run on a rack (tasks, warm-up included) when none is given (other families have theirs)."""
 
 Tasks = Annotated[int, Field(ge=1, le=10**12)]
 Loads = Annotated[list[Load], Field(min_length=1)]
@@ -113,6 +112,47 @@ def evaluate(
         )
     outputs = run_all(jobs, workers, address, progress, scenario.name or "scenario")
     return build_document(family, scenario, seeds_, work, jobs, outputs)
+
+
+def evaluate_checkpoint(
+    run_or_checkpoint: str | Path,
+    loads: Sequence[float] | None = None,
+    tasks: int | None = None,
+    seed: int | None = None,
+    *,
+    heuristics: Sequence[str] = (),
+    scenario: str | Path | None = None,
+    seeds: Sequence[int] | None = None,
+    workers: int | None = 0,
+    address: str | None = None,
+    explore: bool = False,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Evaluate a trained policy (a checkpoint, or a run folder's newest) and ``heuristics`` on one scenario.
+
+    ``scenario`` defaults to the one the policy was trained on (with the
+    training's scenario overrides), ``loads`` to its grid, ``tasks`` to the
+    experiment's ``evaluation.tasks`` (arrivals per run, warm-up included;
+    flows on a multi-LB scenario) and the seed to 1. Returns the results
+    document of :func:`evaluate`, the trained policy
+    named ``<algorithm> (trained)``.
+    """
+    experiment = read_meta(find_checkpoint(run_or_checkpoint))["experiment"]
+    if scenario is None:
+        name, overrides = checkpoint_scenario(run_or_checkpoint)
+        scenario = load_scenario(name, overrides) if overrides else name
+    return evaluate(
+        scenario,
+        [str(run_or_checkpoint), *heuristics],
+        loads,
+        tasks=experiment["evaluation"]["tasks"] if tasks is None else tasks,
+        seed=seed,
+        seeds=seeds,
+        progress=progress,
+        workers=workers,
+        address=address,
+        explore=explore,
+    )
 
 
 def warn_late_changes(family: Any, scenario: Any, loads: Sequence[Any], work: int) -> None:

@@ -24,12 +24,13 @@ import math
 from collections.abc import Mapping, Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from dcgym.agents.evaluation.family import EvaluationFamily, family_of
 from dcgym.agents.evaluation.stats import CDF_PROBABILITIES, mean_ci, merged_quantiles
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,8 @@ def to_json(doc: Mapping[str, Any]) -> str:
 
 def results_table(doc: Mapping[str, Any]) -> pd.DataFrame:
     """One row per run, nested fields flattened (``latency_us_p99``), the scenario repeated."""
+    import pandas as pd  # seconds to import: only when the tables are written
+
     table = pd.json_normalize(list(doc["results"]), sep="_")
     table.insert(0, "scenario", doc["scenario"])
     return table
@@ -128,6 +131,8 @@ def summary_table(doc: Mapping[str, Any]) -> pd.DataFrame:
     """One row per policy and load: mean and 95% half-width of each statistic (``latency_us_p99_mean``)."""
     cdf = family_of(doc.get("family", "rack")).cdf_field
     rows = [{k: v for k, v in s.items() if k != cdf} for s in doc["summary"]]
+    import pandas as pd  # seconds to import: only when the tables are written
+
     table = pd.json_normalize(rows, sep="_")
     table.insert(0, "scenario", doc["scenario"])
     return table

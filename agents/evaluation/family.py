@@ -2,8 +2,8 @@
 
 :func:`dcgym.agents.evaluation.evaluate` knows no family. It loads the
 scenario, looks up the scenario's family here, classifies each policy spec
-by where the policy comes from (:class:`Source`: a heuristic name, a
-checkpoint or run folder written by ``train.py``, or a policy file) and asks
+by where the policy comes from (:class:`dcgym.agents.policies.Source`: a heuristic
+name, a checkpoint or run folder written by ``train.py``, or a policy file) and asks
 the family for the runs (:meth:`EvaluationFamily.jobs`). The runs are plain
 data with a ``run()`` method, so they travel to Ray workers; each returns
 ``{"result": row, "histogram": ..., "timeline": ...}``. The shared code
@@ -12,34 +12,34 @@ then builds the document from the family's declared metrics
 for its console table and plots.
 
 Adding a family: a module with a subclass of :class:`EvaluationFamily` and
-one entry in :data:`FAMILIES`.
+one entry in :data:`EVALUATIONS`.
 """
 
 from __future__ import annotations
 
-import enum
 import importlib
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dcgym.agents.policies.sources import Spec
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.families import family as env_family
 from dcgym.envs.schema import Load
 
 __all__ = [
-    "FAMILIES",
+    "EVALUATIONS",
+    "WARMUP_FRACTION",
+    "Change",
     "Column",
     "EvaluationFamily",
     "LateChange",
     "Options",
     "Percentiles",
-    "Source",
-    "Spec",
-    "classify",
     "family_of",
 ]
 
@@ -55,33 +55,8 @@ class Percentiles(BaseModel):
     p999: float | None
 
 
-class Source(enum.Enum):
-    """Where a policy comes from."""
-
-    HEURISTIC = "heuristic"  # a name the family's engine or heuristics know: po2, jsq, ecmp, ...
-    CHECKPOINT = "checkpoint"  # a checkpoint or run folder written by train.py, run through its environment
-    POLICY_FILE = "policy file"  # an exported policy (FILE.dcpol or zoo:NAME), run inside the engine
-
-
-@dataclass(frozen=True)
-class Spec:
-    """A policy spec as the user gave it, with its source."""
-
-    given: Any
-    source: Source
-
-
-def classify(spec: Any) -> Spec:
-    """The source of a policy spec: a policy file (``zoo:NAME``, ``*.dcpol``, a path to a file), a checkpoint or
-    run folder (a path to a folder, or a name of one), else a heuristic (a name, a mapping or a parsed policy)."""
-    from dcgym.agents.export.zoo import is_policy_file_spec
-    from dcgym.agents.training.checkpoints import is_checkpoint_spec
-
-    if isinstance(spec, (str, Path)) and is_policy_file_spec(spec):
-        return Spec(spec, Source.POLICY_FILE)
-    if isinstance(spec, (str, Path)) and is_checkpoint_spec(spec):
-        return Spec(spec, Source.CHECKPOINT)
-    return Spec(spec, Source.HEURISTIC)
+WARMUP_FRACTION = 0.1
+"""Share of a run's work that is warm-up, left out of every statistic (a rack scenario sets its own)."""
 
 
 @dataclass(frozen=True)
@@ -116,15 +91,35 @@ class LateChange:
     """The run length (``--tasks``) that would reach the change."""
 
 
+@dataclass(frozen=True)
+class Change:
+    """A change over time that a scenario makes, as its family declares it."""
+
+    field: str
+    """Where the change is in the scenario file (``dynamics.0``, ``capacity_changes.0``, ``mixes.0.1.launch_s``)."""
+    what: str
+    """The change, with its time in the family's unit (``split at 500000 us``)."""
+    at: float
+    """When it happens, in the family's unit of simulated time (:meth:`EvaluationFamily.time_text`)."""
+
+
 class EvaluationFamily:
-    """How one family is evaluated. Subclasses fill in the class attributes and the methods."""
+    """How one family is evaluated. Subclasses fill in the class attributes and the methods.
+
+    A family whose scenarios change over time declares the changes (:meth:`changes`) and its arrival rate
+    (:meth:`arrival_rate`, or the work a run has done by a time: :meth:`arrivals`, :meth:`time_for`); the run
+    length that covers the changes
+    (:meth:`work_to_cover`) and the changes a shorter run misses (:meth:`late_changes`) follow from them.
+    """
 
     kind: ClassVar[str]
-    """The scenario kind (:data:`dcgym.envs.families.FAMILIES`)."""
+    """The scenario kind (a family of :data:`dcgym.envs.families.FAMILIES`)."""
     work: ClassVar[str]
     """What ``tasks`` counts in this family (``tasks``, ``flows``): the unit of a run's length."""
     default_work: ClassVar[int]
     """Units of work per run when the caller gives none."""
+    run_length: ClassVar[str]
+    """What a run's length counts here, in words for help texts (``tasks on a rack``)."""
     row_model: ClassVar[type[BaseModel]]
     """The fields of one result row, each with its unit in its name and a description (docs/results.md)."""
     summary_metrics: ClassVar[tuple[str, ...]]
@@ -139,6 +134,8 @@ class EvaluationFamily:
     """The leaderboard's metric: (dotted path in a summary cell, its label with unit, digits)."""
     headline_higher_is_better: ClassVar[bool] = False
     """Whether the leaderboard's best cell is the largest headline value (default: the smallest)."""
+    card_metric: ClassVar[tuple[str, str, str]]
+    """The statistic a zoo card's table shows: (dotted path in a summary cell, what it is, number format)."""
     load_name: ClassVar[str] = "load"
     """What one point of the load axis is called in messages (the colo family's is a mix index: ``mix``)."""
     load_grid: ClassVar[Any] = Annotated[list[Load], Field(min_length=1)]
@@ -150,16 +147,80 @@ class EvaluationFamily:
         family reads it from the scenario."""
         return self.default_work
 
-    def work_to_cover(self, scenario: Any, load: float) -> int:
-        """Units of work a run of ``scenario`` at ``load`` needs to see its changes over time twice over (the
-        leaderboard's minimum run length); 0 for a family whose scenarios do not change or whose runs cover
-        them anyway."""
-        return 0
+    def run_length_help(self) -> str:
+        """What ``--tasks`` counts here and its default, for help texts (``tasks on a rack (default 1000000)``)."""
+        return f"{self.run_length} (default {self.default_work})"
+
+    def warmup_fraction(self, scenario: Any) -> float:
+        """Share of a run's work that is warm-up on ``scenario`` (:data:`WARMUP_FRACTION` unless the family's
+        scenarios say)."""
+        return WARMUP_FRACTION
+
+    def warmup(self, scenario: Any, work: int) -> int:
+        """Units of warm-up at the start of a run of ``work`` units on ``scenario``."""
+        return math.floor(self.warmup_fraction(scenario) * work)
+
+    # ------------------------------------------------------------------ changes over time
+
+    def changes(self, scenario: Any, load: Any) -> list[Change]:
+        """The changes over time ``scenario`` makes at ``load``, in order of time; none by default."""
+        return []
+
+    def arrival_rate(self, scenario: Any, load: Any) -> float:
+        """Units of work (arrivals) per unit of time of :attr:`Change.at` that ``scenario`` offers at ``load``, for a
+        family whose rate stays what it is (needed only by a family whose scenarios change)."""
+        raise NotImplementedError
+
+    def arrivals(self, scenario: Any, load: Any) -> Callable[[float], float]:
+        """The expected units of work of a run of ``scenario`` at ``load`` by a time: at :meth:`arrival_rate` unless
+        the family's rate changes over a run."""
+        rate = self.arrival_rate(scenario, load)
+        return lambda at: at * rate
+
+    def time_for(self, scenario: Any, load: Any, work: int) -> float:
+        """When a run of ``scenario`` at ``load`` is expected to have done ``work`` units (the end of the run)."""
+        return work / self.arrival_rate(scenario, load)
+
+    def time_text(self, at: float) -> str:
+        """A time in the family's unit, in words for messages (``230000 us``)."""
+        return f"{at:.3g} s"
+
+    def run_end(self, scenario: Any, load: Any, work: int) -> str:
+        """How far a run of ``work`` units gets, for messages."""
+        return f"about {self.time_text(self.time_for(scenario, load, work))} of simulated time for {work} {self.work}"
+
+    def work_to_cover(self, scenario: Any, load: Any) -> int:
+        """Units of work a run of ``scenario`` at ``load`` needs to see its changes over time twice over: to one
+        period of changes past the last one (twice the last change's time for a single change), warm-up included
+        (the leaderboard's minimum run length); 0 for a scenario that does not change."""
+        times = sorted({c.at for c in self.changes(scenario, load)})
+        if not times:
+            return 0
+        period = times[-1] - times[-2] if len(times) > 1 else times[-1]
+        work = self.arrivals(scenario, load)(times[-1] + period)
+        return math.ceil(work / (1 - self.warmup_fraction(scenario)))
 
     def late_changes(self, scenario: Any, load: Any, work: int) -> list[LateChange]:
         """The changes over time of ``scenario`` that a run of ``work`` units at ``load`` ends before (evaluate logs
-        a warning for each); none for a family whose scenarios do not change."""
-        return []
+        a warning for each), each with the run length that would reach it: the work by 10% past its time."""
+        changes = self.changes(scenario, load)
+        if not changes:
+            return []
+        by = self.arrivals(scenario, load)
+        late = [change for change in changes if by(change.at) >= work]
+        if not late:
+            return []
+        end = self.run_end(scenario, load, work)
+        return [LateChange(change.field, change.what, end, math.ceil(by(1.1 * change.at))) for change in late]
+
+    # ------------------------------------------------------------------ the zoo
+
+    def zoo_usage(self, name: str, experiment: Mapping[str, Any]) -> str:
+        """A zoo card's line on how ``zoo:NAME`` is evaluated, for a policy trained as ``experiment`` says (its
+        resolved experiment: env, scenario, env_args, ...)."""
+        return f"Evaluate: `python evaluate.py --policy zoo:{name} --scenario {experiment['scenario']}`."
+
+    # ------------------------------------------------------------------ runs and results
 
     def summary_paths(self, rows: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
         """The metrics of a summary cell over ``rows`` (one cell's runs): :attr:`summary_metrics` by default."""
@@ -199,7 +260,7 @@ class EvaluationFamily:
         return InvalidConfigError("policy", str(spec.given), f"{why} (scenario kind {self.kind})")
 
 
-FAMILIES: dict[str, str] = {
+EVALUATIONS: dict[str, str] = {
     "rack": "dcgym.agents.evaluation.rack:RackEvaluation",
     "lb": "dcgym.agents.evaluation.lb:LbEvaluation",
     "colo": "dcgym.agents.evaluation.colo:ColoEvaluation",
@@ -213,9 +274,9 @@ _LOADED: dict[str, EvaluationFamily] = {}
 def family_of(kind: str) -> EvaluationFamily:
     """The evaluation of the family of scenario ``kind``; InvalidConfigError naming ``kind`` otherwise."""
     name = env_family(kind).name
-    if name not in FAMILIES:
-        raise InvalidConfigError("kind", kind, "a family with an evaluation: " + ", ".join(FAMILIES))
+    if name not in EVALUATIONS:
+        raise InvalidConfigError("kind", kind, "a family with an evaluation: " + ", ".join(EVALUATIONS))
     if name not in _LOADED:
-        module, _, attribute = FAMILIES[name].partition(":")
+        module, _, attribute = EVALUATIONS[name].partition(":")
         _LOADED[name] = getattr(importlib.import_module(module), attribute)()
     return _LOADED[name]

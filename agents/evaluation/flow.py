@@ -2,7 +2,7 @@
 
 Every policy runs at every load with every seed on the same flows (the
 engine's streams derive from the seed): ``flows`` arrivals, of which the
-first 10% (:data:`WARMUP_FRACTION`) are warm-up and the rest are *measured*.
+first 10% (:data:`~dcgym.agents.evaluation.family.WARMUP_FRACTION`) are warm-up and the rest are *measured*.
 Arrivals go on after the last measured one, so every measured flow shares
 the network with steady-state traffic until it completes; the run stops
 when every measured flow has completed, or after as much simulated time
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -41,25 +41,21 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation import plots
+from dcgym.agents.evaluation.checkpoints import checkpoint_jobs
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import (
-    Column,
-    EvaluationFamily,
-    LateChange,
-    Options,
-    Percentiles,
-    Source,
-    Spec,
-)
+from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles
 from dcgym.agents.evaluation.stats import nonzero_histogram
-from dcgym.cpp_core import FlowSim, check_flow_config, flow_workloads
+from dcgym.agents.policies.checkpoints import checkpoint_labels
+from dcgym.agents.policies.flow import auto_policy_files, trained_steps
+from dcgym.agents.policies.sources import Source, Spec
+from dcgym.agents.rl.envs import make_env
+from dcgym.cpp_core import FlowSim, check_flow_config, flow_workloads, run_auto_policies
 from dcgym.envs.error import InvalidConfigError
 
 __all__ = [
     "BUCKETS",
     "CENSORED_ABOVE",
     "DRAIN_FACTOR",
-    "WARMUP_FRACTION",
     "FlowEvaluation",
     "FlowFileJob",
     "FlowJob",
@@ -68,9 +64,6 @@ __all__ = [
     "measure",
     "run_checkpoint",
 ]
-
-WARMUP_FRACTION = 0.1
-"""Fraction of a run's arrivals that are warm-up (left out of every statistic)."""
 
 DRAIN_FACTOR = 1.0
 """After the last arrival counted, a run goes on for at most this times the time the arrivals took."""
@@ -247,80 +240,16 @@ class _Measured:
 
 
 def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
-    """A trained policy's run through flow_v0 (``job`` a CheckpointJob): as :class:`FlowJob`, both agents
-    acting every interval, from the first arrival to the end of the drain."""
-    from dcgym.agents.training.algorithms import make_env
-
+    """A trained policy's run through flow_v0 (``job`` a CheckpointJob): as :class:`FlowJob`, the policy acting every
+    interval (:func:`dcgym.agents.policies.flow.trained_steps`), from the first arrival to the end of the drain."""
     start = time.perf_counter()
     env = make_env("flow_v0", {**job.env_config, "max_steps": 2**62, "warmup_s": 0.0})
     policy.check_env(env)
     env.game.scenario = _Measured(env.game.scenario, job.warmup, job.tasks)  # reset() builds the engine from it
     observations, _ = env.reset(seed=job.seed)
-    spaces = {a: env.action_space(a) for a in env.possible_agents}
-    state = {"obs": observations}
-
-    trained = set(policy.agent_to_module)
-
-    def step() -> None:
-        if trained >= set(env.possible_agents):
-            state["obs"], *_ = env.step(policy.act(state["obs"], spaces))
-            return
-        # one of AuTO's agents trained alone: the other held by the environment's rules, as in training
-        acts = policy.act({a: o for a, o in state["obs"].items() if a in trained}, spaces)
-        srla = env.game.check_srla(acts["srla"])[None] if "srla" in acts else None
-        lrla = env.game.check_lrla(acts["lrla"])[None] if "lrla" in acts else None
-        obs, _, _ = env.game.step(srla, lrla, [0])
-        state["obs"] = {a: obs[a][0] for a in env.possible_agents}
-
-    left = measure(env.sim, job.tasks, job.warmup, step=step)
+    left = measure(env.sim, job.tasks, job.warmup, step=trained_steps(policy, env, observations))
     out = row(job.policy, job.load, job.seed, env.sim, job.warmup, left, time.perf_counter() - start)
     return {"result": out, "histogram": histogram(env.sim), "timeline": None}
-
-
-def _auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict[str, str], str]:
-    """Exported AuTO agents (agents/export/auto_policies.py): one file, or sRLA's and lRLA's joined by ``+``
-    (``srla.dcpol+lrla.dcpol``, ``zoo:A+zoo:B``). Returns their paths by agent (``srla`` for the ``increasing``
-    head, ``lrla`` for ``multi_categorical``), each checked against flow_v0's observation size, and a label."""
-    from dcgym.agents.export.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
-    from dcgym.agents.training.algorithms import make_env
-    from dcgym.cpp_core import RuntimePolicy
-
-    given = str(spec.given)
-    parts = given.split("+")
-    env = make_env("flow_v0", {"scenario": str(scenario_spec), "load": load})
-    paths: dict[str, str] = {}
-    stems: list[str] = []
-    for where in parts:
-        path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
-        if not path.is_file():
-            raise InvalidConfigError(
-                "policy", given, "an existing policy file (FILE.dcpol or zoo:NAME), or sRLA's and lRLA's joined by +"
-            )
-        try:
-            policy = RuntimePolicy.from_file(str(path))
-        except ValueError as exc:
-            raise InvalidConfigError("policy", where, f"a valid policy file ({exc})") from None
-        head = policy.head if policy.kind == "mlp" else None
-        agent = {"increasing": "srla", "multi_categorical": "lrla"}.get(head or "")
-        if agent is None:
-            raise InvalidConfigError(
-                "policy",
-                where,
-                f"an AuTO agent exported with the increasing or multi_categorical head, not {head or policy.kind}",
-            )
-        if agent in paths:
-            raise InvalidConfigError("policy", given, f"one file per agent; two are {agent} policies")
-        size = int(np.prod(env.observation_space(agent).shape))
-        if policy.num_inputs != size:
-            raise InvalidConfigError(
-                "policy",
-                where,
-                f"an {agent} policy for {size} observations on this scenario; it takes {policy.num_inputs}",
-            )
-        paths[agent] = str(path)
-        stems.append(where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX))
-    kind = "zoo" if all(w.startswith(ZOO_PREFIX) for w in parts) else "file"
-    return paths, f"{'+'.join(stems)} ({kind})"
 
 
 @dataclass(frozen=True)
@@ -338,9 +267,6 @@ class FlowFileJob:
     warmup: int
 
     def run(self) -> dict[str, Any]:
-        from dcgym.agents.training.algorithms import make_env
-        from dcgym.cpp_core import run_auto_policies
-
         start = time.perf_counter()
         env = make_env("flow_v0", {**self.env_config, "max_steps": 2**62, "warmup_s": 0.0})
         env.game.scenario = _Measured(env.game.scenario, self.warmup, self.flows)
@@ -428,6 +354,7 @@ class FlowEvaluation(EvaluationFamily):
     kind = "flow"
     work = "flows"
     default_work = 100_000
+    run_length = "flows on a flow scenario"
     row_model = FlowRow
     summary_metrics: ClassVar[tuple[str, ...]] = (
         *(f"fct_ms.{p}" for p in ("mean", "p50", "p99")),
@@ -442,6 +369,7 @@ class FlowEvaluation(EvaluationFamily):
         "censored_fraction",
     )
     headline = ("fct_ms.mean", "mean flow completion time (ms)", 3)
+    card_metric = ("fct_ms.mean", "mean flow completion time (ms)", ",.2f")
     cdf_field = "slowdown_cdf"
     censoring_note = (
         "* censored: more than 1% of the measured flows (or of the large ones) were still in flight when the run "
@@ -462,21 +390,23 @@ class FlowEvaluation(EvaluationFamily):
             return False
         return True
 
-    def work_to_cover(self, scenario: Any, load: float) -> int:
-        changes = scenario.workload.dynamics
-        if not changes:
-            return 0
-        times = sorted({c.time_s for c in changes})
-        period = times[-1] - times[-2] if len(times) > 1 else times[-1]
-        return math.ceil(expected_arrivals(scenario, load, times[-1] + period) / (1 - WARMUP_FRACTION))
+    def changes(self, scenario: Any, load: float) -> list[Change]:
+        return [
+            Change(f"workload.dynamics.{k}", _describe(c), c.time_s) for k, c in enumerate(scenario.workload.dynamics)
+        ]
 
-    def late_changes(self, scenario: Any, load: float, work: int) -> list[LateChange]:
-        by_then = [expected_arrivals(scenario, load, c.time_s) for c in scenario.workload.dynamics]
-        late = [(k, c, n) for k, (c, n) in enumerate(zip(scenario.workload.dynamics, by_then)) if n >= work]
-        if not late:
-            return []
-        end = f"about {_arrivals_end_s(scenario, load, work):.3g} s of simulated time for {work} flows"
-        return [LateChange(f"workload.dynamics.{k}", _describe(c), end, math.ceil(1.1 * n)) for k, c, n in late]
+    def arrivals(self, scenario: Any, load: float) -> Callable[[float], float]:
+        return lambda time_s: expected_arrivals(scenario, load, time_s)
+
+    def time_for(self, scenario: Any, load: float, work: int) -> float:
+        return _arrivals_end_s(scenario, load, work)
+
+    def zoo_usage(self, name: str, experiment: Mapping[str, Any]) -> str:
+        """In the engine: an AuTO agent's file, the runtime deciding every interval."""
+        return (
+            f"Evaluate in the engine (the runtime deciding every interval): `python evaluate.py --policy zoo:{name} "
+            f"--scenario {experiment['scenario']} --policy qsjf --policy pias`."
+        )
 
     def jobs(
         self,
@@ -488,21 +418,19 @@ class FlowEvaluation(EvaluationFamily):
         work: int,
         options: Options,
     ) -> list[Any]:
-        from dcgym.agents.training.checkpoints import checkpoint_jobs, checkpoint_labels
-
         if options.sample_period_us is not None:
             raise InvalidConfigError(
                 "sample_period_us", options.sample_period_us, "nothing on a flow scenario (no load samples over time)"
             )
         if work < 10:
             raise InvalidConfigError("tasks", work, "at least 10 flows (10% of them are warm-up)")
-        warmup = math.floor(WARMUP_FRACTION * work)
+        warmup = self.warmup(scenario, work)
         trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
         labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.POLICY_FILE:
-                paths, label = _auto_policy_files(spec, scenario_spec, loads[0])
+                paths, label = auto_policy_files(spec, scenario_spec, loads[0])
                 for load in loads:
                     for s in seeds:
                         env_config = {"scenario": str(scenario_spec), "load": load}

@@ -2,25 +2,18 @@
 
 Every policy runs at every load with every seed for the same stretch of
 simulated time: ``flows`` flows at the offered rate, rounded up to whole
-decision periods, of which the first 10% (:data:`WARMUP_FRACTION`) are
-warm-up, excluded from the statistics by the engine. A heuristic (``ecmp``,
+decision periods, of which the first 10% (the evaluation's
+:data:`~dcgym.agents.evaluation.family.WARMUP_FRACTION`) are warm-up,
+excluded from the statistics by the engine. A heuristic (``ecmp``,
 ``wcmp``, ``lsq``, ``sed``, ``oracle``) runs in ``LbSim`` directly;
 a trained policy runs through its environment (lb_v0, or lb_central_v0 for a
 centralized one), setting every LB's weights each decision period.
 
 A policy file (``FILE.dcpol`` or ``zoo:NAME``, an ``mlp`` exported from a
-Distr-LB, Centr-LB or RLB-SAC run) runs the same way: each decision period,
-lb_v0 in Python hands every LB's observation to the C++ deployment runtime
-(``RuntimePolicy``, cpp_core/include/dcgym/runtime/mlp.hpp), whose outputs
-become the LBs' weights: the weights themselves for continuous weights
-(K = N outputs), the argmax of each server's block of 3 logits for weight
-levels (K = 3 N). A file with one network over every LB's observation (M N
-12 inputs, K = 3 M N or M N) is a centralized policy and gets lb_v0's
-``state()``. A file does not store how the LBs apply the weights: the spec's
-options say it, with lb_v0's default ``weights``:
-``zoo:NAME:dispatch=sed``; a bare ``zoo:NAME`` takes the options of its
-card's evaluate command (how it was trained), so the leaderboard's
-``zoo:NAME`` runs it right.
+Distr-LB, Centr-LB or RLB-SAC run) runs the same way, the C++ deployment
+runtime deciding the LBs' weights each decision period
+(:mod:`dcgym.agents.policies.lb`: how a file's outputs become weights, and
+the options a file does not store: ``zoo:NAME:dispatch=sed``).
 
 Rows (:class:`LbRow`) hold flow completion times in seconds: the mean and
 the 50th, 90th, 95th, 99th and 99.9th percentiles (p95 from the engine's
@@ -41,39 +34,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation import plots
+from dcgym.agents.evaluation.checkpoints import checkpoint_jobs
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import (
-    Column,
-    EvaluationFamily,
-    LateChange,
-    Options,
-    Percentiles,
-    Source,
-    Spec,
-)
+from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles
 from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
+from dcgym.agents.policies.checkpoints import checkpoint_labels
+from dcgym.agents.policies.lb import LbPolicyFile, file_actions, load_lb_policy_file
+from dcgym.agents.policies.sources import Source, Spec
+from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import LbSim, check_lb_config
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.lb import lb_v0
 from dcgym.envs.lb.scenario import LbScenario
 
 __all__ = [
-    "WARMUP_FRACTION",
     "LbEvaluation",
     "LbJob",
     "LbPolicyFileJob",
     "LbRow",
     "horizon",
-    "lb_policy_file_jobs",
     "run_checkpoint",
-    "run_policy_file",
 ]
-
-WARMUP_FRACTION = 0.1
-"""Fraction of a run's flows that are warm-up (multi-LB scenarios have no warmup_fraction field)."""
 
 _PERCENTILES = ("mean", "p50", "p90", "p95", "p99", "p999")
 _ENGINE_PERCENTILES = ("mean", "p50", "p90", "p99", "p999")  # what LbSim.results() summarizes
@@ -220,9 +204,7 @@ class _WithWarmup:
 
 def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
     """A trained policy's run through the environment it was trained on (``job`` a CheckpointJob)."""
-    from dcgym.agents.training.algorithms import make_env
-
-    env = make_env(policy.experiment.env, {**job.env_config, "max_steps": 2**62})
+    env = make_env(policy.env, {**job.env_config, "max_steps": 2**62})
     policy.check_env(env)
     spaces = {a: env.action_space(a) for a in env.possible_agents}
     return _run_env(job, env, lambda observations: policy.act(observations, spaces))
@@ -260,113 +242,23 @@ def _run_env(job: Any, env: Any, act: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------ policy files
 
-POLICY_FILE_OPTIONS = {"dispatch": "weights"}
-"""What a policy file does not store, from the spec's options (``zoo:NAME:dispatch=sed``), lb_v0's default."""
-
 
 @dataclass(frozen=True)
 class LbPolicyFileJob:
-    """One run of an ``mlp`` policy file through lb_v0 (module docstring): plain data, so it travels to Ray."""
+    """One run of an ``mlp`` policy file through lb_v0 (:mod:`dcgym.agents.policies.lb`): plain data, so it travels
+    to Ray workers."""
 
     policy: str  # the label in the results
     load: float
     seed: int
-    data: bytes
-    env_config: dict[str, Any]  # lb_v0's arguments (scenario, load, action type, dispatch)
-    centralized: bool
+    file: LbPolicyFile
     tasks: int
     warmup: int
 
     def run(self) -> dict[str, Any]:
-        """The run (:func:`run_policy_file`)."""
-        return run_policy_file(self)
-
-
-def run_policy_file(job: LbPolicyFileJob) -> dict[str, Any]:
-    """Drive lb_v0 with the policy file's C++ runtime each decision period (module docstring)."""
-    from dcgym.cpp_core._engine import RuntimePolicy
-    from dcgym.envs.lb import lb_v0
-
-    runtime = RuntimePolicy.from_bytes(job.data)
-    env = lb_v0.parallel_env(**{**job.env_config, "max_steps": 2**62})
-    agents = env.possible_agents
-    discrete = job.env_config.get("action_type") == "discrete"
-
-    def act(observations: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        if job.centralized:
-            out = np.asarray(runtime.outputs(env.state().reshape(-1), 0)).reshape(len(agents), -1)
-        else:
-            out = np.stack([np.asarray(runtime.outputs(observations[a].reshape(-1), i)) for i, a in enumerate(agents)])
-        if discrete:  # each server's block of logits -> its weight level
-            return {a: out[i].reshape(env.num_servers, -1).argmax(axis=1) for i, a in enumerate(agents)}
-        return {a: np.clip(out[i], 0.0, 1.0) for i, a in enumerate(agents)}
-
-    return _run_env(job, env, act)
-
-
-def lb_policy_file_jobs(
-    spec: str,
-    scenario: LbScenario,
-    loads: Sequence[float],
-    seeds: Sequence[int],
-    tasks: int,
-    warmup: int,
-) -> list[LbPolicyFileJob]:
-    """The runs of one policy file on ``scenario``: the file and its shapes checked against lb_v0 first."""
-    from dcgym.agents.export.format import MlpPolicy, from_bytes
-    from dcgym.agents.export.zoo import ZOO_PREFIX, card_options, resolve_zoo, split_options
-    from dcgym.cpp_core._engine import RuntimePolicy
-    from dcgym.envs.lb import lb_v0
-
-    where, option_text = split_options(str(spec))
-    path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
-    if where.startswith(ZOO_PREFIX) and not option_text:  # a bare zoo:NAME runs as its card says
-        option_text = card_options(where.removeprefix(ZOO_PREFIX), path.parent)
-    label = f"{path.stem} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})"
-    options = dict(POLICY_FILE_OPTIONS)
-    for item in filter(None, option_text.split(",")):
-        key, _, value = item.partition("=")
-        if key not in options:
-            raise InvalidConfigError("policy", str(spec), "options " + ", ".join(f"{k}=..." for k in options))
-        options[key] = value
-    if not path.is_file():
-        raise InvalidConfigError("policy", str(spec), "an existing policy file or zoo:NAME")
-    data = path.read_bytes()
-    try:
-        RuntimePolicy.from_bytes(data)  # the deployment runtime's own checks
-        policy = from_bytes(data)
-    except (ValueError, RuntimeError) as exc:
-        raise InvalidConfigError("policy", str(spec), f"a valid policy file ({' '.join(str(exc).split())})") from None
-    if not isinstance(policy, MlpPolicy):
-        raise InvalidConfigError("policy", str(spec), f"an mlp policy file on a multi-LB scenario; got {policy.kind}")
-    m, n = scenario.lbs, scenario.num_servers
-    d = n * len(lb_v0.OBSERVATION_FEATURES)
-    shapes = {  # (inputs, agents) -> centralized; outputs -> action type
-        (d, m): False,
-        (m * d, 1): True,
-    }
-    centralized = shapes.get((policy.num_inputs, policy.num_agents))
-    per_agent = n * (m if centralized else 1)
-    kinds = {per_agent: "continuous", len(lb_v0.WEIGHT_LEVELS) * per_agent: "discrete"}
-    if centralized is None or policy.num_outputs not in kinds:
-        raise InvalidConfigError(
-            "policy",
-            str(spec),
-            f"a policy for {m} LBs over {n} servers: {m} agents of {d} inputs (or 1 of {m * d}) and "
-            f"{n} or {3 * n} outputs per LB; the file has {policy.num_agents} agents, {policy.num_inputs} inputs, "
-            f"{policy.num_outputs} outputs",
-        )
-    config = {
-        "scenario": scenario,  # the object: it keeps any overrides
-        "action_type": kinds[policy.num_outputs],
-        "dispatch": options["dispatch"],
-    }
-    lb_v0.parallel_env(**{**config, "load": loads[0]})  # refuses a bad dispatch before any run
-    return [
-        LbPolicyFileJob(label, load, s, data, {**config, "load": load}, centralized, tasks, warmup)
-        for load in loads
-        for s in seeds
-    ]
+        """Drive lb_v0 with the policy file's C++ runtime each decision period."""
+        env = lb_v0.parallel_env(**{**self.file.env_config, "load": self.load, "max_steps": 2**62})
+        return _run_env(self, env, file_actions(self.file, env))
 
 
 class LbEvaluation(EvaluationFamily):
@@ -375,6 +267,7 @@ class LbEvaluation(EvaluationFamily):
     kind = "lb"
     work = "flows"
     default_work = 5000
+    run_length = "flows on a multi-LB cluster"
     row_model = LbRow
     summary_metrics: ClassVar[tuple[str, ...]] = (
         "throughput_flows_per_s",
@@ -384,6 +277,7 @@ class LbEvaluation(EvaluationFamily):
         "rejected_fraction",
     )
     headline = ("fct_s.mean", "mean flow completion time (s)", 3)
+    card_metric = ("fct_s.p99", "p99 flow completion time (s)", ",.3f")
     cdf_field = "fct_cdf_s"
     cdf_scale = _US
     censoring_note = (
@@ -394,27 +288,30 @@ class LbEvaluation(EvaluationFamily):
     def default_policies(self, scenario: Any) -> list[Any]:
         return [scenario.policy if isinstance(scenario.policy, str) else ",".join(scenario.policy)]
 
-    def work_to_cover(self, scenario: Any, load: float) -> int:
-        if not scenario.capacity_changes:
-            return 0
-        rate = _arrival_rate_per_us(scenario, load)
-        return math.ceil(2 * scenario.capacity_changes[-1].at_us * rate / (1 - WARMUP_FRACTION))
-
-    def late_changes(self, scenario: Any, load: float, work: int) -> list[LateChange]:
-        if not scenario.capacity_changes:
-            return []
-        rate = _arrival_rate_per_us(scenario, load)
-        end_us = work / rate
+    def changes(self, scenario: Any, load: float) -> list[Change]:
         return [
-            LateChange(
+            Change(
                 f"capacity_changes.{k}",
                 f"server group {change.group} at speed {change.speed:g} from {change.at_us / 1e6:g} s",
-                f"about {end_us / 1e6:.3g} s of simulated time for {work} flows",
-                math.ceil(1.1 * change.at_us * rate),
+                change.at_us,
             )
             for k, change in enumerate(scenario.capacity_changes)
-            if change.at_us > end_us
         ]
+
+    def arrival_rate(self, scenario: Any, load: float) -> float:
+        return _arrival_rate_per_us(scenario, load)
+
+    def time_text(self, at: float) -> str:
+        return f"{at / 1e6:.3g} s"
+
+    def zoo_usage(self, name: str, experiment: Mapping[str, Any]) -> str:
+        """lb_v0 driven by the C++ runtime, with the ``dispatch`` it was trained with."""
+        env_args = dict(experiment.get("env_args") or {})
+        spec = f"zoo:{name}" + (f":dispatch={env_args['dispatch']}" if env_args.get("dispatch") else "")
+        return (
+            f"Evaluate (lb_v0 driven by the C++ runtime each decision period): `python evaluate.py --policy {spec} "
+            f"--scenario {experiment['scenario']} --policy sed`."
+        )
 
     def jobs(
         self,
@@ -426,8 +323,6 @@ class LbEvaluation(EvaluationFamily):
         work: int,
         options: Options,
     ) -> list[Any]:
-        from dcgym.agents.training.checkpoints import checkpoint_jobs, checkpoint_labels
-
         if options.sample_period_us is not None:
             raise InvalidConfigError(
                 "sample_period_us",
@@ -436,11 +331,12 @@ class LbEvaluation(EvaluationFamily):
             )
         trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
         labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
-        warmup = math.floor(WARMUP_FRACTION * work)
+        warmup = self.warmup(scenario, work)
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.POLICY_FILE:
-                jobs += lb_policy_file_jobs(spec.given, scenario, loads, seeds, work, warmup)
+                file = load_lb_policy_file(spec.given, scenario, loads[0])
+                jobs += [LbPolicyFileJob(file.label, load, s, file, work, warmup) for load in loads for s in seeds]
                 continue
             if spec.source is Source.CHECKPOINT:
                 jobs += checkpoint_jobs(

@@ -3,7 +3,8 @@
 A heuristic runs in :class:`dcgym.cpp_core.RackSim` directly (:class:`Job`);
 a checkpoint runs through rack_v0, its policy setting every node's tables
 each heartbeat (:func:`run_checkpoint`); a policy file runs inside the
-engine through the C++ RackController (:mod:`dcgym.agents.export.in_engine`).
+engine through the C++ RackController (:class:`PolicyFileJob`); how each
+source acts is :mod:`dcgym.agents.policies.rack`'s.
 All three see the same tasks at the same seed (the engine's streams derive
 from it) and report the same row (:class:`RackRow`): the first
 ``warmup_fraction`` of a run's arrivals are excluded from its statistics.
@@ -24,7 +25,7 @@ import logging
 import math
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -32,22 +33,37 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation import plots
+from dcgym.agents.evaluation.checkpoints import checkpoint_jobs
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import (
-    Column,
-    EvaluationFamily,
-    LateChange,
-    Options,
-    Percentiles,
-    Source,
-    Spec,
-)
+from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles
 from dcgym.agents.evaluation.stats import nonzero_histogram
-from dcgym.cpp_core import RackSim, check_rack_config
+from dcgym.agents.policies.checkpoints import checkpoint_labels
+from dcgym.agents.policies.rack import (
+    DEFAULT_OPTIONS,
+    PolicyFile,
+    PolicyFileError,
+    controller_inputs,
+    drive_controller,
+    drive_env,
+    game_engine_config,
+    load_policy_file,
+)
+from dcgym.agents.policies.sources import Source, Spec
+from dcgym.cpp_core import RackController, RackSim, check_rack_config
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DROPPED_ABOVE", "IN_FLIGHT_ABOVE", "Job", "RackEvaluation", "RackRow", "run_checkpoint", "run_record"]
+__all__ = [
+    "DROPPED_ABOVE",
+    "IN_FLIGHT_ABOVE",
+    "Job",
+    "PolicyFileJob",
+    "RackEvaluation",
+    "RackRow",
+    "policy_file_jobs",
+    "run_checkpoint",
+    "run_record",
+]
 
 DROPPED_ABOVE = 0.001
 """A row is censored when more than this share of its measured tasks was dropped."""
@@ -57,7 +73,6 @@ IN_FLIGHT_ABOVE = 0.01
 
 _PERCENTILES = ("mean", "p50", "p90", "p99", "p999")
 _TYPE_STATS = ("mean", "p50", "p99")
-_NO_LIMIT = 2**62  # max_steps of an evaluation episode: never truncated
 
 
 class RackRow(BaseModel):
@@ -176,29 +191,85 @@ def _timeline(sim: RackSim, job: Any) -> dict[str, Any]:
 
 
 def run_checkpoint(job: Any, policy: Any) -> dict[str, Any]:
-    """A trained policy's run through rack_v0 (``job`` a CheckpointJob): as :class:`Job`, the policy setting the
-    tables every heartbeat, from the first heartbeat by which the warm-up arrivals have arrived."""
-    from dcgym.agents.training.algorithms import make_env
-
+    """A trained policy's run through rack_v0 (``job`` a CheckpointJob, :func:`dcgym.agents.policies.rack.drive_env`):
+    as :class:`Job`, from the first heartbeat by which the warm-up arrivals have arrived."""
     start = time.perf_counter()
-    env = make_env("rack_v0", {**job.env_config, "max_steps": _NO_LIMIT, "max_time_us": None, "warmup_us": 0.0})
-    policy.check_env(env)
-    # The engine excludes the first `warmup` tasks from its latency statistics, as for the heuristics.
-    env.game.engine_config["warmup_tasks"] = job.warmup
-    if job.sample_period_us is not None:
-        env.game.engine_config["sample_period_us"] = job.sample_period_us
-    observations, _ = env.reset(seed=job.seed)
-    sim = env.game.sims[0]
-    spaces = {a: env.action_space(a) for a in env.possible_agents}
-    at_warmup, measured_from_us = (sim.results(), sim.now_us) if job.warmup == 0 else (None, 0.0)
-    while True:
-        r = sim.results()
-        if at_warmup is None and r["tasks_arrived"] >= job.warmup:
-            at_warmup, measured_from_us = r, sim.now_us
-        if r["tasks_arrived"] >= job.tasks:
-            break
-        observations, *_ = env.step(policy.act(observations, spaces))
-    return run_record(job, sim, at_warmup, measured_from_us, time.perf_counter() - start)
+    driven = drive_env(policy, job.env_config, job.seed, job.warmup, job.tasks, job.sample_period_us)
+    return run_record(job, *driven, time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class PolicyFileJob:
+    """One in-engine run of a policy file: plain data (the file's bytes included), so it travels to Ray workers."""
+
+    policy: str  # the label in the results
+    load: float
+    seed: int
+    data: bytes
+    config: dict[str, Any]  # the engine config (game_engine_config)
+    options: dict[str, Any]  # the controller's
+    tasks: int
+    warmup: int
+    groups: tuple[tuple[str, int, int, int], ...] = ()  # as Job
+    timeline: bool = False
+    types: tuple[str, ...] = ()
+    rate_factor: float = 1.0  # the highest arrival rate over the run (dynamics) / the initial one
+
+    def run(self) -> dict[str, Any]:
+        """The policy in the engine (:func:`dcgym.agents.policies.rack.drive_controller`): row, histogram, timeline."""
+        start = time.perf_counter()
+        driven = drive_controller(self.data, self.config, self.options, self.rate_factor, self.warmup, self.tasks)
+        return run_record(self, *driven, time.perf_counter() - start)
+
+
+def policy_file_jobs(
+    file: PolicyFile,
+    scenario: Any,
+    loads: Sequence[float],
+    seeds: Sequence[int],
+    tasks: int,
+    warmup: int,
+    groups: tuple = (),
+    sample_period_us: float | None = None,
+) -> list[PolicyFileJob]:
+    """The runs of one policy file on ``scenario``, one per load and seed; everything checked before any run."""
+    options, params = controller_inputs(file, scenario)
+    period = scenario.sample_period_us if sample_period_us is None else sample_period_us
+    peaks = [c.load for c in scenario.dynamics if c.kind == "load"]
+    jobs = []
+    for load in loads:
+        for s in seeds:
+            config = game_engine_config(
+                scenario,
+                load,
+                s,
+                warmup,
+                sample_period_us,
+                heartbeat_us=file.heartbeat_us,
+                load_metric=file.load_metric,
+            )
+            check_rack_config(config)
+            jobs.append(
+                PolicyFileJob(
+                    file.label,
+                    load,
+                    s,
+                    file.data,
+                    config,
+                    options,
+                    tasks,
+                    warmup,
+                    groups,
+                    bool(period and period > 0 and s == seeds[0]),
+                    tuple(scenario.type_names),
+                    max([1.0, *(p / load for p in peaks)]),
+                )
+            )
+    try:  # the controller's own checks (options, parameter shapes), on the first run's config
+        RackController(jobs[0].config, options, **params)
+    except ValueError as exc:
+        raise PolicyFileError(file.path, str(exc)) from None
+    return jobs
 
 
 def _arrival_rate_per_us(scenario: Any, load: float) -> float:
@@ -212,6 +283,7 @@ class RackEvaluation(EvaluationFamily):
     kind = "rack"
     work = "tasks"
     default_work = 1_000_000
+    run_length = "tasks on a rack"
     row_model = RackRow
     summary_metrics: ClassVar[tuple[str, ...]] = (
         "throughput_ktps",
@@ -222,6 +294,7 @@ class RackEvaluation(EvaluationFamily):
         "steals",
     )
     headline = ("latency_us.p99", "p99 latency (µs)", 1)
+    card_metric = ("latency_us.p99", "p99 latency (us)", ",.1f")
     cdf_field = "latency_cdf_us"
     censoring_note = (
         "* censored: more than 0.1% of the measured tasks were dropped, or more than 1% were unfinished "
@@ -238,27 +311,32 @@ class RackEvaluation(EvaluationFamily):
     def default_policies(self, scenario: Any) -> list[Any]:
         return [scenario.dispatch]
 
-    def work_to_cover(self, scenario: Any, load: float) -> int:
-        if not scenario.dynamics:
-            return 0
-        rate = _arrival_rate_per_us(scenario, load)
-        return math.ceil(2 * scenario.dynamics[-1].at_us * rate / (1 - scenario.warmup_fraction))
+    def warmup_fraction(self, scenario: Any) -> float:
+        return scenario.warmup_fraction
 
-    def late_changes(self, scenario: Any, load: float, work: int) -> list[LateChange]:
-        if not scenario.dynamics:
-            return []
-        rate = _arrival_rate_per_us(scenario, load)
-        end_us = work / rate
+    def changes(self, scenario: Any, load: float) -> list[Change]:
         return [
-            LateChange(
-                f"dynamics.{k}",
-                f"{change.kind} at {change.at_us:g} us",
-                f"about {end_us:.0f} us of simulated time for {work} tasks",
-                math.ceil(1.1 * change.at_us * rate),
-            )
+            Change(f"dynamics.{k}", f"{change.kind} at {change.at_us:g} us", change.at_us)
             for k, change in enumerate(scenario.dynamics)
-            if change.at_us > end_us
         ]
+
+    def arrival_rate(self, scenario: Any, load: float) -> float:
+        return _arrival_rate_per_us(scenario, load)
+
+    def time_text(self, at: float) -> str:
+        return f"{at:.0f} us"
+
+    def zoo_usage(self, name: str, experiment: Mapping[str, Any]) -> str:
+        """In the engine, with the options of rack_v0 the file does not store (those trained with, when not the
+        defaults)."""
+        env_args = dict(experiment.get("env_args") or {})
+        options = [f"{k}={env_args[k]}" for k, v in DEFAULT_OPTIONS.items() if k in env_args and env_args[k] != v]
+        spec = f"zoo:{name}" + (":" + ",".join(options) if options else "")
+        note = " (the scenario with the overrides above, as a YAML file)" if env_args.get("overrides") else ""
+        return (
+            f"Evaluate in the engine: `python evaluate.py --policy {spec} --scenario {experiment['scenario']} "
+            f"--policy po2`{note}."
+        )
 
     def jobs(
         self,
@@ -270,9 +348,7 @@ class RackEvaluation(EvaluationFamily):
         work: int,
         options: Options,
     ) -> list[Any]:
-        from dcgym.agents.training.checkpoints import checkpoint_jobs, checkpoint_labels
-
-        warmup = scenario.warmup_tasks(work)
+        warmup = self.warmup(scenario, work)
         groups = tuple(
             (
                 f"{g.count} x {g.workers} workers" + (f" x speed {g.speed:g}" if g.speed != 1 else ""),
@@ -304,8 +380,6 @@ class RackEvaluation(EvaluationFamily):
                     explore=options.explore,
                 )
             elif spec.source is Source.POLICY_FILE:
-                from dcgym.agents.export.in_engine import policy_file_jobs
-
                 jobs += policy_file_jobs(
                     files[id(spec.given)], scenario, loads, seeds, work, warmup, groups, options.sample_period_us
                 )
@@ -353,10 +427,6 @@ def _policy_files(specs: list[Any]) -> dict[int, Any]:
     """The loaded and checked policy file of each spec, by the spec object's id; labels made distinct."""
     if not specs:
         return {}
-    from dataclasses import replace
-
-    from dcgym.agents.export.in_engine import load_policy_file
-
     files = [load_policy_file(s) for s in specs]
     labels = [f.label for f in files]
     files = [replace(f, label=str(s)) if labels.count(f.label) > 1 else f for s, f in zip(specs, files)]

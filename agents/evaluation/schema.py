@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dcgym.agents.evaluation.family import FAMILIES, family_of
+from dcgym.agents.evaluation.family import EVALUATIONS, family_of
 
 __all__ = ["family_table", "markdown"]
 
@@ -40,7 +40,7 @@ def family_table(kind: str) -> str:
 def markdown() -> str:
     """Every family's section: its name, what a run's length counts, the summary metrics, the row table."""
     sections = []
-    for kind in FAMILIES:
+    for kind in EVALUATIONS:
         family = family_of(kind)
         summary = ", ".join(f"`{m}`" for m in family.summary_metrics)
         sections.append(

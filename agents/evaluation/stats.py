@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 CDF_PROBABILITIES: tuple[float, ...] = tuple(
     [round(k / 100, 6) for k in range(1, 100)]
@@ -35,6 +34,8 @@ def mean_ci(values: Sequence[float | None], level: float = 0.95) -> dict[str, An
     if n < 2:
         return {"mean": mean, "ci95": None, "n": n}
     sd = math.sqrt(math.fsum((x - mean) ** 2 for x in xs) / (n - 1))
+    from scipy import stats  # seconds to import: only when a cell has several seeds
+
     return {"mean": mean, "ci95": float(stats.t.ppf((1 + level) / 2, n - 1)) * sd / math.sqrt(n), "n": n}
 
 

@@ -1,111 +1,37 @@
-"""The policy zoo: exported policies of finished training runs, by name (``zoo/``, zoo/README.md).
+"""The policy zoo, built: zoo entries from finished training runs (``zoo/``, zoo/README.md).
 
-Each policy is ``NAME.dcpol`` (a policy file, docs/policy_format.md) beside
-``NAME.md`` (one provenance line and its training run's evaluation table).
-``evaluate.py --policy zoo:NAME`` evaluates ``NAME.dcpol`` in the engine.
-A scheduler made of several models is a folder ``NAME/`` of policy files
-beside its ``NAME.md``: OSML's Models A, B and C (``model_a.dcpol``,
-``model_b.dcpol``, ``model_c.dcpol``, docs/osml.md), which ``zoo:NAME`` runs
-on any colo scenario (:func:`resolve_zoo` with ``entry="folder"``).
-
-The zoo folder is ``$DCGYM_ZOO`` when set, else the ``zoo/`` folder beside
-the ``dcgym`` sources: the repository's top-level ``zoo/`` in a checkout or
-an editable install (``agents/`` -> ``dcgym.agents``, so its parent is the
-repository), and ``dcgym/zoo/`` in an installed wheel that ships it.
-
-:func:`build_entry` makes one zoo entry from a ``train.py`` run folder
-(``benchmarks/build_zoo.py`` is its command line).
+Each policy is ``NAME.dcpol`` (a policy file, docs/policy_format.md) beside ``NAME.md``, its card: one
+provenance line, the command that trained it, how to evaluate it (the family's words:
+:meth:`~dcgym.agents.evaluation.family.EvaluationFamily.zoo_usage`) and its training run's evaluation table (the
+family's :attr:`~dcgym.agents.evaluation.family.EvaluationFamily.card_metric`). OSML's three models make a folder
+``NAME/`` of policy files beside its ``NAME.md`` (:func:`build_osml_entry`). :func:`build_entry` makes one entry
+from a ``train.py`` run folder (``benchmarks/build_zoo.py`` is its command line); :mod:`dcgym.agents.policies.zoo`
+reads the zoo.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
-import os
-import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dcgym.envs.error import InvalidConfigError, did_you_mean
+import yaml
 
-__all__ = [
-    "ENTRIES",
-    "SUFFIX",
-    "ZOO_ENV",
-    "ZOO_PREFIX",
-    "ZooEntry",
-    "build_entry",
-    "build_osml_entry",
-    "card_options",
-    "evaluation_table",
-    "experiment_name",
-    "is_policy_file_spec",
-    "list_zoo",
-    "resolve_zoo",
-    "split_options",
-    "zoo_dir",
-]
+from dcgym.agents.evaluation.document import get_path
+from dcgym.agents.evaluation.family import family_of
+from dcgym.agents.export.exporter import export_policy
+from dcgym.agents.export.osml_policies import export_osml
+from dcgym.agents.policies.checkpoints import find_checkpoint, read_meta
+from dcgym.agents.policies.zoo import ENTRY_NAME, SUFFIX, ZOO_PREFIX
+from dcgym.agents.policy_format import read_policy
+from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.families import FAMILIES
 
-ZOO_ENV = "DCGYM_ZOO"
-"""Environment variable naming another zoo folder (tests, private zoos)."""
-ZOO_PREFIX = "zoo:"
-"""A policy spec ``zoo:NAME`` names the zoo's ``NAME.dcpol``."""
-SUFFIX = ".dcpol"
-"""The policy files' suffix."""
-
-_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
-
-
-def zoo_dir(folder: str | Path | None = None) -> Path:
-    """The zoo folder: ``folder`` if given, else ``$DCGYM_ZOO``, else the ``zoo/`` beside the dcgym sources."""
-    if folder is not None:
-        return Path(folder)
-    if os.environ.get(ZOO_ENV):
-        return Path(os.environ[ZOO_ENV])
-    import dcgym.agents
-
-    # dcgym.agents is <repo>/agents in a checkout or editable install, <site-packages>/dcgym/agents in a wheel.
-    return Path(dcgym.agents.__file__).resolve().parents[1] / "zoo"
-
-
-ENTRIES = ("file", "folder")
-"""The zoo's two kinds of entry: a policy file ``NAME.dcpol``, or a folder ``NAME/`` of policy files."""
-
-
-def list_zoo(folder: str | Path | None = None, entry: str = "file") -> list[str]:
-    """The names of the zoo's policies, sorted: ``NAME.dcpol`` files (``entry="file"``) or ``NAME/`` folders holding
-    policy files (``entry="folder"``: OSML's models); empty if there is no zoo folder."""
-    where = zoo_dir(folder)
-    if not where.is_dir():
-        return []
-    if entry == "folder":
-        return sorted(p.name for p in where.iterdir() if p.is_dir() and any(p.glob(f"*{SUFFIX}")))
-    return sorted(p.name.removesuffix(SUFFIX) for p in where.iterdir() if p.name.endswith(SUFFIX) and p.is_file())
-
-
-def resolve_zoo(spec: str, folder: str | Path | None = None, entry: str = "file") -> Path:
-    """The file of ``zoo:NAME`` (or ``NAME``), or with ``entry="folder"`` its folder of policy files;
-    InvalidConfigError naming ``policy``, with the available names and a did-you-mean suggestion, if the zoo has
-    no such policy."""
-    name = spec.removeprefix(ZOO_PREFIX)
-    where = zoo_dir(folder)
-    path = where / (name if entry == "folder" else f"{name}{SUFFIX}")
-    if _NAME.fullmatch(name) and name not in (".", "..") and (path.is_dir() if entry == "folder" else path.is_file()):
-        return path
-    known = list_zoo(folder, entry)
-    what = "a zoo folder of policy files" if entry == "folder" else "a zoo policy"
-    allowed = (
-        f"{what}, one of " + ", ".join(ZOO_PREFIX + k for k in known) if known else f"{what}, but the zoo has none"
-    )
-    suggestion = did_you_mean(name, known)
-    raise InvalidConfigError(
-        "policy",
-        spec,
-        f"{allowed} (zoo folder {where}; ${ZOO_ENV} sets another)",
-        suggestion=None if suggestion is None else ZOO_PREFIX + suggestion,
-    )
+__all__ = ["ZooEntry", "build_entry", "build_osml_entry", "build_zoo", "evaluation_table", "experiment_name"]
 
 
 # ------------------------------------------------------------------------------ building entries
@@ -140,17 +66,13 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, c
     and what was used of it, run and checkpoint) and the p99 table of the
     run's final evaluation (``evaluation/results.json``), if it has one.
     """
-    from dcgym.agents.export.exporter import export_policy
-    from dcgym.agents.export.format import read_policy
-    from dcgym.agents.training.checkpoints import find_checkpoint, read_meta
-
     run = Path(run_dir)
     if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():
         raise InvalidConfigError(
             "RUN", str(run_dir), "a run folder written by train.py (with run.json and config.yaml)"
         )
     name = experiment_name(run) if name is None else name
-    if not _NAME.fullmatch(name):
+    if not ENTRY_NAME.fullmatch(name):
         raise InvalidConfigError("name", name, "1 to 128 letters, digits, _, - and .")
     checkpoint = find_checkpoint(run)
     out = Path(out)
@@ -181,26 +103,22 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, c
     return ZooEntry(name, policy_path, card)
 
 
-def _metric(doc: Mapping[str, Any]) -> tuple[str, str, str, str]:
-    """The statistic the card shows: (summary key, statistic, what it is, number format): rack p99 latency in us,
-    multi-LB p99 FCT in s, flow mean FCT in ms (AuTO's headline)."""
-    if doc["summary"] and "fct_ms" in doc["summary"][0]:
-        return "fct_ms", "mean", "mean flow completion time (ms)", ",.2f"
-    if doc["summary"] and "fct_s" in doc["summary"][0]:
-        return "fct_s", "p99", "p99 flow completion time (s)", ",.3f"
-    return "latency_us", "p99", "p99 latency (us)", ",.1f"
+def _metric(doc: Mapping[str, Any]) -> tuple[str, str, str]:
+    """The statistic the card shows (the family's :attr:`~dcgym.agents.evaluation.family.EvaluationFamily.card_metric`):
+    (dotted path in a summary cell, what it is, number format)."""
+    return family_of(doc["family"]).card_metric
 
 
 def evaluation_table(doc: Mapping[str, Any]) -> str:
     """A Markdown table of the results document's headline statistic (:func:`_metric`): one row per policy, one
     column per load; ``mean ± ci95`` over seeds when there are several."""
-    key, stat, _, fmt = _metric(doc)
+    path, _, fmt = _metric(doc)
     loads: list[float] = []
     cells: dict[str, dict[float, str]] = {}
     for s in doc["summary"]:
         if s["load"] not in loads:
             loads.append(s["load"])
-        value = s[key][stat]
+        value = get_path(s, path)
         text = "-" if value["mean"] is None else format(value["mean"], fmt)
         if value["mean"] is not None and value.get("ci95") is not None:
             text += f" ± {format(value['ci95'], fmt)}"
@@ -214,8 +132,8 @@ def evaluation_table(doc: Mapping[str, Any]) -> str:
 def _table_caption(doc: Mapping[str, Any]) -> str:
     seeds = doc.get("seeds") or [doc.get("seed")]
     which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
-    what = _metric(doc)[2]
-    work = "flows" if "flows" in doc else "tasks"  # the document names its unit of work (document.py)
+    what = _metric(doc)[1]
+    work = family_of(doc["family"]).work
     return (
         f"{what} of the run's final evaluation on `{doc['scenario']}` ({which}, "
         f"{doc[work]:,} {work} per run, the trained policy through its environment):"
@@ -253,27 +171,9 @@ def _provenance(
 
 
 def _usage(name: str, experiment: Mapping[str, Any]) -> str:
-    env_args = dict(experiment.get("env_args") or {})
-    if str(experiment.get("env", "")).startswith("lb_"):  # a multi-LB policy: lb_v0 driven by the C++ runtime
-        spec = f"zoo:{name}" + (f":dispatch={env_args['dispatch']}" if env_args.get("dispatch") else "")
-        return (
-            f"Evaluate (lb_v0 driven by the C++ runtime each decision period): `python evaluate.py --policy {spec} "
-            f"--scenario {experiment['scenario']} --policy sed`."
-        )
-    if str(experiment.get("env", "")) == "flow_v0":  # an AuTO agent: the whole run in C++, deciding every interval
-        return (
-            f"Evaluate in the engine (the runtime deciding every interval): `python evaluate.py --policy zoo:{name} "
-            f"--scenario {experiment['scenario']} --policy qsjf --policy pias`."
-        )
-    options = [
-        f"{k}={env_args[k]}"
-        for k in ("heartbeat_us", "load_metric")
-        if k in env_args and env_args[k] != {"heartbeat_us": 100, "load_metric": "expected_wait"}[k]
-    ]
-    spec = f"zoo:{name}" + (":" + ",".join(options) if options else "")
-    scenario = str(experiment["scenario"])
-    note = " (the scenario with the overrides above, as a YAML file)" if env_args.get("overrides") else ""
-    return f"Evaluate in the engine: `python evaluate.py --policy {spec} --scenario {scenario} --policy po2`{note}."
+    """How the card's policy is evaluated: its family's words (:meth:`EvaluationFamily.zoo_usage`)."""
+    (kind,) = [f.name for f in FAMILIES.values() if experiment["env"] in f.envs]
+    return family_of(kind).zoo_usage(name, experiment)
 
 
 def _training_command(info: Mapping[str, Any]) -> list[str]:
@@ -283,16 +183,6 @@ def _training_command(info: Mapping[str, Any]) -> list[str]:
     if not commands:
         return []
     return [f"Trained with: `python {commands[0]}`.", ""]
-
-
-def card_options(name: str, folder: str | Path | None = None) -> str:
-    """The options the card of ``zoo:NAME`` evaluates it with (``zoo:NAME:dispatch=sed`` -> ``dispatch=sed``):
-    what a policy file does not store, so that a bare ``zoo:NAME`` runs as it was trained; ``""`` if none."""
-    card = zoo_dir(folder) / f"{name}.md"
-    if not card.is_file():
-        return ""
-    found = re.search(rf"--policy {re.escape(ZOO_PREFIX + name)}:(\S+?)[`\s]", card.read_text(encoding="utf-8"))
-    return "" if found is None else found.group(1)
 
 
 def _config_path(info: Mapping[str, Any]) -> str | None:
@@ -313,12 +203,10 @@ def _count(value: Any) -> str:
 
 def _commit() -> str:
     """``git rev-parse HEAD`` of the dcgym repository, or ``unknown`` outside one."""
-    import dcgym.agents
-
     try:
         proc = subprocess.run(
             ["git", "rev-parse", "HEAD"],
-            cwd=Path(dcgym.agents.__file__).resolve().parents[1],
+            cwd=Path(__file__).resolve().parents[2],  # <repo>/agents/export/zoo.py
             capture_output=True,
             text=True,
             timeout=30,
@@ -335,8 +223,6 @@ def _run_json(run: Path) -> dict[str, Any]:
 
 
 def _config(run: Path) -> dict[str, Any]:
-    import yaml
-
     return yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
 
 
@@ -362,13 +248,10 @@ def build_osml_entry(
     ``model_a.pt`` and ``model_b.pt``, ``model_c.dcpol`` from a Model-C run folder's final checkpoint) and the card
     ``out/NAME.md``: Model-C's provenance line (as :func:`build_entry`'s), Models A and B's rows and held-out errors
     (their files' training metrics), the commands that made them (``made_with``, as given) and how to evaluate it."""
-    from dcgym.agents.export.osml_policies import export_osml
-    from dcgym.agents.training.checkpoints import find_checkpoint, read_meta
-
     run = Path(run_dir)
     if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():
         raise InvalidConfigError("RUN", str(run_dir), "Model-C's run folder written by train.py (algorithm osml_dqn)")
-    if not _NAME.fullmatch(name) or name in (".", ".."):
+    if not ENTRY_NAME.fullmatch(name) or name in (".", ".."):
         raise InvalidConfigError("name", name, "1 to 128 letters, digits, _, - and .")
     experiment = _config(run)
     if experiment.get("algorithm") != "osml_dqn":
@@ -376,7 +259,7 @@ def build_osml_entry(
     checkpoint = find_checkpoint(run)
     folder = Path(out) / name
     written = export_osml(models, checkpoint, folder)
-    from dcgym.agents.osml.supervised import Model
+    from dcgym.agents.osml.supervised import Model  # torch: only to read the PyTorch models' training metrics
 
     metrics = {kind: Model.load(Path(models) / f"model_{kind.lower()}.pt").metrics for kind in ("A", "B")}
     sizes = sum(p.stat().st_size for p in written.values())
@@ -391,8 +274,6 @@ def build_osml_entry(
         ),
         "",
     ]
-    import datetime
-
     lines += [f"Built {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.", ""]
     if made_with:
         lines += ["Made with:", "", "```text", *made_with, "```", ""]
@@ -428,27 +309,3 @@ def _model_line(kind: str, metrics: Mapping[str, Any] | None) -> str:
     if not metrics:
         return f"Model-{kind} (no training metrics)"
     return f"Model-{kind} trained on {metrics['train_rows']:,} rows, {metrics['test_rows']:,} held out"
-
-
-# ------------------------------------------------------------------------------ policy-file specs
-
-
-def is_policy_file_spec(spec: Any) -> bool:
-    """Whether a policy spec names a policy file: ``zoo:NAME``, a path ending in ``.dcpol``, or a path (with a
-    folder separator) to a file; options after a last ``:`` (``FILE:heartbeat_us=50``) allowed."""
-    if isinstance(spec, Path):
-        return spec.suffix == SUFFIX or spec.is_file()
-    if not isinstance(spec, str):
-        return False
-    path, _ = split_options(spec)
-    if path.startswith(ZOO_PREFIX):
-        return True
-    return path.endswith(SUFFIX) or (("/" in path or "\\" in path) and Path(path).is_file())
-
-
-def split_options(spec: str) -> tuple[str, str]:
-    """``"a.dcpol:heartbeat_us=50"`` -> ``("a.dcpol", "heartbeat_us=50")``; no options -> ``(spec, "")``."""
-    head, sep, tail = spec.rpartition(":")
-    if sep and "=" in tail and "/" not in tail and "\\" not in tail:
-        return head, tail
-    return spec, ""

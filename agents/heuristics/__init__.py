@@ -8,37 +8,17 @@
 | flow | :mod:`dcgym.agents.heuristics.flow` | the flow engine's scheduling policies (fair, QSJF, QLAS, PIAS, LAS, SRPT) and PIAS's threshold optimizer |
 
 Each module has ``BASELINES``: the policy specs the family's leaderboard and
-``evaluate.py --list policies`` show, by name, with a one-line summary. The
-names below are the rack family's parser and registry, kept here for code
-written before there were several families.
+``dcgym list policies`` show, by name, with a one-line summary
+(:func:`baselines`).
 """
 
 from __future__ import annotations
 
 import importlib
 
-from dcgym.agents.heuristics.rack import (
-    HEURISTICS,
-    Heuristic,
-    Policy,
-    Rack,
-    known_policy_names,
-    parse_policy,
-    policy_parameters,
-)
 from dcgym.envs.families import family
 
-__all__ = [
-    "FAMILY_MODULES",
-    "HEURISTICS",
-    "Heuristic",
-    "Policy",
-    "Rack",
-    "baselines",
-    "known_policy_names",
-    "parse_policy",
-    "policy_parameters",
-]
+__all__ = ["FAMILY_MODULES", "baselines"]
 
 FAMILY_MODULES: dict[str, str] = {
     "rack": "dcgym.agents.heuristics.rack",

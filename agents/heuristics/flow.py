@@ -18,19 +18,20 @@ published for 8 queues only, so this module also finds thresholds:
   fewer queues are used than there are. The 4-queue presets and the 8-queue
   QSJF presets of :mod:`dcgym.envs.flow.thresholds` are its answers at
   load 0.8.
-- :func:`search_thresholds`: coordinate descent in the simulator: one
-  threshold at a time over a log grid of packets (within its neighbours),
-  the mean FCT of a scenario's flows (common random numbers over seeds) as
-  the objective, until a sweep changes nothing. On AuTO's testbed it
-  improves the model's sets by 0.01-0.7% of mean FCT (docs/flow.md has the
-  command, ``benchmarks/flow_thresholds.py``, and both methods' answers).
+- :func:`descend`: the coordinate descent both searches use, one threshold
+  at a time over a log grid of packets (within its neighbours), until a
+  sweep changes nothing; the model's cost is the model's delays, the
+  simulator's (:func:`dcgym.agents.evaluation.flow_thresholds.search_thresholds`)
+  the mean FCT of a scenario's flows measured as the evaluation measures them.
+  On AuTO's testbed the simulator's search improves the model's sets by
+  0.01-0.7% of mean FCT (docs/flow.md has the command,
+  ``benchmarks/flow_thresholds.py``, and both methods' answers).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,11 +41,11 @@ from dcgym.envs.flow.thresholds import PACKET_BYTES
 
 __all__ = [
     "BASELINES",
-    "SearchResult",
+    "descend",
     "model_objective",
     "model_thresholds",
     "packet_grid",
-    "search_thresholds",
+    "starts",
 ]
 
 BASELINES: dict[str, str] = {name: info.summary for name, info in FLOW_POLICIES.items()}
@@ -120,22 +121,22 @@ def model_thresholds(
         return model_objective([p * PACKET_BYTES for p in packets], cdf, load, kind)
 
     best: tuple[float, list[int]] = (math.inf, [])
-    for start in _starts(grid, levels - 1):
-        current, _ = _descend(list(start), grid, cost)
+    for start in starts(grid, levels - 1):
+        current, _ = descend(list(start), grid, cost)
         value = cost(current)
         if value < best[0]:
             best = (value, current)
     return best[1]
 
 
-def _starts(grid: np.ndarray, n: int) -> list[list[int]]:
+def starts(grid: np.ndarray, n: int) -> list[list[int]]:
     """Evenly spread starting sets over the grid (and near its bottom and top)."""
     m = len(grid)
     spreads = [np.linspace(0.1, 0.9, n), np.linspace(0.02, 0.3, n), np.linspace(0.5, 0.98, n)]
     return [[int(grid[int(round(f * (m - 1)))]) for f in spread] for spread in spreads]
 
 
-def _descend(current: list[int], grid: np.ndarray, cost, sweeps: int = 20) -> tuple[list[int], int]:
+def descend(current: list[int], grid: np.ndarray, cost, sweeps: int = 20) -> tuple[list[int], int]:
     """Coordinate descent over non-decreasing grid values; the final set and the evaluations made."""
     evaluations = 0
     value = cost(current)
@@ -156,56 +157,3 @@ def _descend(current: list[int], grid: np.ndarray, cost, sweeps: int = 20) -> tu
         if not changed:
             break
     return current, evaluations
-
-
-# ------------------------------------------------------------------ search in the simulator
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """What :func:`search_thresholds` found."""
-
-    packets: list[int]
-    mean_fct_ms: float
-    evaluations: int
-
-
-def search_thresholds(
-    scenario: Any,
-    load: float,
-    policy: str = "qlas",
-    levels: int | None = None,
-    flows: int = 50_000,
-    seeds: Sequence[int] = (1, 2),
-    grid: np.ndarray | None = None,
-    start: Sequence[int] | None = None,
-    sweeps: int = 4,
-) -> SearchResult:
-    """Thresholds (packets) minimising the mean FCT of ``scenario`` at ``load`` under ``policy`` (qlas, pias or
-    qsjf) with ``levels`` levels (default: the scenario's), by coordinate descent over ``grid`` (packets; default
-    4 points per octave from 1 to 65536) from ``start`` (default: spread over the grid). Each evaluation runs
-    ``flows`` arrivals per seed (10% warm-up) and measures them to completion, as the evaluation does."""
-    from dcgym.agents.evaluation.flow import WARMUP_FRACTION, measure
-    from dcgym.cpp_core import FlowSim
-
-    grid = packet_grid(4) if grid is None else np.asarray(grid)
-    k = levels or (FLOW_POLICIES[policy].default_levels or scenario.priorities)
-    warmup = math.floor(WARMUP_FRACTION * flows)
-    cache: dict[tuple[int, ...], float] = {}
-
-    def cost(packets: Sequence[int]) -> float:
-        key = tuple(int(p) for p in packets)
-        if key not in cache:
-            spec = {"policy": policy, "priorities": k, "thresholds": [p * PACKET_BYTES for p in key]}
-            total = 0.0
-            for s in seeds:
-                config = scenario.engine_config(load, s, spec, warmup_flows=warmup, measure_flows=flows - warmup)
-                sim = FlowSim(config)
-                measure(sim, flows, warmup)
-                total += sim.results()["fct_s"]["all"]["mean"]
-            cache[key] = total / len(seeds) * 1e3
-        return cache[key]
-
-    first = list(start) if start is not None else _starts(grid, k - 1)[0]
-    found, _ = _descend(first, grid, cost, sweeps)
-    return SearchResult(found, cost(found), len(cache))

@@ -3,24 +3,26 @@
 Laid out as RLlib's own algorithms: :mod:`.malcolm` (``MalcolmConfig``,
 ``Malcolm.training_step``, :func:`rack_config`), :mod:`.malcolm_rl_module`
 (one node's critic and actors), :mod:`.malcolm_learner` (Algorithm 1's
-update and consensus), :mod:`.basis` (§6.2's feature maps).
+update and consensus), :mod:`.basis` (§6.2's feature maps), :mod:`.policy_file`
+(the trained nodes as a ``linear_pair`` policy file), :mod:`.system` (the
+algorithm as the registry sees it). The names below are imported on first
+use: importing the package loads neither Ray nor torch.
 """
 
-from dcgym.agents.malcolm.basis import BASES, features, num_features
-from dcgym.agents.malcolm.malcolm import Malcolm, MalcolmConfig, RackMultiAgentEnv, rack_config
-from dcgym.agents.malcolm.malcolm_learner import AddDecisionCounts, MalcolmTorchLearner
-from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule, PassThroughLogits
+from dcgym.agents.rl.lazy import lazy_exports
 
-__all__ = [
-    "BASES",
-    "AddDecisionCounts",
-    "Malcolm",
-    "MalcolmConfig",
-    "MalcolmRLModule",
-    "MalcolmTorchLearner",
-    "PassThroughLogits",
-    "RackMultiAgentEnv",
-    "features",
-    "num_features",
-    "rack_config",
-]
+_EXPORTS = {
+    "BASES": "basis",
+    "features": "basis",
+    "num_features": "basis",
+    "Malcolm": "malcolm",
+    "MalcolmConfig": "malcolm",
+    "RackMultiAgentEnv": "malcolm",
+    "rack_config": "malcolm",
+    "AddDecisionCounts": "malcolm_learner",
+    "MalcolmTorchLearner": "malcolm_learner",
+    "MalcolmRLModule": "malcolm_rl_module",
+    "PassThroughLogits": "malcolm_rl_module",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -38,9 +38,14 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 
 from dcgym.agents.malcolm.basis import BASES
-from dcgym.agents.on_policy import on_policy_training_step
+from dcgym.agents.malcolm.malcolm_learner import MalcolmTorchLearner
+from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
+from dcgym.agents.rl.on_policy import on_policy_training_step
+from dcgym.agents.rl.spec import TrainingRun
+from dcgym.envs.error import InvalidConfigError, did_you_mean
+from dcgym.envs.rack import rack_v0
 
-__all__ = ["Malcolm", "MalcolmConfig", "RackMultiAgentEnv", "rack_config", "rack_rollout"]
+__all__ = ["Malcolm", "MalcolmConfig", "RackMultiAgentEnv", "build", "rack_config"]
 
 VARIANTS = ("paper", "code")
 
@@ -53,8 +58,6 @@ class RackMultiAgentEnv(ParallelPettingZooEnv):
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None):
-        from dcgym.envs import rack_v0
-
         super().__init__(rack_v0.parallel_env(**dict(config or {})))
 
 
@@ -177,13 +180,9 @@ class MalcolmConfig(AlgorithmConfig):
         }
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
-        from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
-
         return RLModuleSpec(module_class=MalcolmRLModule)
 
     def get_default_learner_class(self) -> type:
-        from dcgym.agents.malcolm.malcolm_learner import MalcolmTorchLearner
-
         return MalcolmTorchLearner
 
     def validate(self) -> None:
@@ -269,9 +268,6 @@ def rack_config(hparams: Mapping[str, Any]) -> MalcolmConfig:
     InvalidConfigError naming the key: ``env.<argument>`` for a bad
     environment argument, the key itself for an unknown hyperparameter.
     """
-    from dcgym.envs import rack_v0
-    from dcgym.envs.error import InvalidConfigError, did_you_mean
-
     params = dict(hparams)
     env_config = dict(params.pop("env", {}) or {})
     seed = params.pop("seed", None)
@@ -306,62 +302,14 @@ def _identity(agent_id: str, *args: Any, **kwargs: Any) -> str:
     return agent_id
 
 
-def rack_rollout(
-    modules: Mapping[str, Any],
-    env_config: Mapping[str, Any],
-    *,
-    heartbeats: int,
-    seed: int,
-    warmup_heartbeats: int = 0,
-) -> dict[str, Any]:
-    """Run node modules on rack_v0, each node acting on its own observation, and measure the rack.
-
-    Decentralized execution (§5): node i's action comes from
-    ``modules["node_i"]`` and observation i alone. The first
-    ``warmup_heartbeats`` are run but not measured (as evaluate.py excludes
-    its first arrivals); over the next ``heartbeats`` it returns the mean
-    imbalance of eq. (1) (Σ over ordered pairs of squared load differences,
-    true loads, no costs), the latency of the tasks completed (``latency_us``:
-    mean, p50, p90, p99, p999 from the engine's histogram), and the counts
-    ``tasks_completed``, ``tasks_dropped``, ``migrations``, ``steals``.
-    """
-    import torch
-    from ray.rllib.core.columns import Columns
-
-    from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
-    from dcgym.cpp_core import rack_imbalance
-    from dcgym.envs import rack_v0
-
-    env = rack_v0.parallel_env(**{**dict(env_config), "max_steps": warmup_heartbeats + heartbeats, "max_time_us": None})
-    obs, _ = env.reset(seed=seed)
-    sim = env.game.sims[0]
-    before, (_, counts_before) = sim.results(), sim.latency_histogram()
-    total, step = 0.0, 0
-    with torch.no_grad():
-        while env.agents:
-            actions = {
-                agent: modules[agent]
-                .forward_inference({Columns.OBS: torch.as_tensor(obs[agent][None])})[Columns.ACTION_DIST_INPUTS][0]
-                .numpy()
-                for agent in env.agents
-            }
-            obs, _, _, _, infos = env.step(actions)
-            step += 1
-            if step == warmup_heartbeats:
-                before, (_, counts_before) = sim.results(), sim.latency_histogram()
-            elif step > warmup_heartbeats:
-                total += rack_imbalance(infos["node_0"]["true_loads"], 1.0)  # eq. (1), the game's own
-    after, (lower, counts_after) = sim.results(), sim.latency_histogram()
-    env.close()
-    histogram = nonzero_histogram(lower, counts_after - counts_before)
-    completed = int(histogram["counts"].sum())
-    latency_sum = after["latency_us"]["mean"] * after["latency_us"]["count"]
-    if before["latency_us"]["count"]:
-        latency_sum -= before["latency_us"]["mean"] * before["latency_us"]["count"]
-    quantiles = merged_quantiles([histogram], [0.5, 0.9, 0.99, 0.999])
-    return {
-        "imbalance_mean": total / heartbeats,
-        "latency_us": {"mean": latency_sum / max(1, completed), **dict(zip(("p50", "p90", "p99", "p999"), quantiles))},
-        "tasks_completed": completed,
-        **{key: int(after[key] - before[key]) for key in ("tasks_dropped", "migrations", "steals")},
-    }
+def build(experiment: TrainingRun, env_config: dict[str, Any]) -> MalcolmConfig:
+    """``algorithm: malcolm`` of an experiment: :func:`rack_config` of its hyperparameters, environment and seed,
+    with the experiment's resources (one rack: at most one env runner, one environment, one learner)."""
+    try:
+        config = rack_config({**experiment.hyperparameters, "env": env_config, "seed": experiment.seed})
+    except InvalidConfigError as exc:
+        raise exc.under("hyperparameters") from None
+    res = experiment.resources
+    config.env_runners(num_env_runners=res.num_env_runners or 0, num_envs_per_env_runner=res.num_envs_per_env_runner)
+    config.learners(num_learners=res.num_learners)
+    return config

@@ -40,6 +40,9 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import nn
 
 from dcgym.agents.malcolm.basis import BASES, features, num_features
+from dcgym.agents.malcolm.policy_file import linear_pair_policy
+from dcgym.agents.policy_format import LinearPairPolicy
+from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
 
 __all__ = ["MIGRATION_LOGITS", "STEALING_LOGITS", "MalcolmRLModule", "PassThroughLogits", "log_softmax"]
 
@@ -68,7 +71,7 @@ class PassThroughLogits(TorchDeterministic):
         return int(space.shape[0])
 
 
-class MalcolmRLModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
+class MalcolmRLModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI, PolicyFileAPI):
     """A Malcolm node: linear critic over ``critic_basis``, migration and stealing actors over ``actor_basis``.
 
     ``model_config`` keys: ``critic_basis`` (default ``customized``),
@@ -76,6 +79,10 @@ class MalcolmRLModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
     it before the basis functions). The action space must be rack_v0's
     ``Box((2N,))``; the first N observation entries are the loads.
     """
+
+    def policy_file(self, context: PolicyFileContext) -> LinearPairPolicy:
+        """Every node's module as one ``linear_pair`` file (:mod:`dcgym.agents.malcolm.policy_file`)."""
+        return linear_pair_policy(context)
 
     def setup(self) -> None:
         cfg = self.model_config or {}

@@ -9,7 +9,7 @@
 
 Their hyperparameter schemas (the paper's values as defaults) are in
 :mod:`.hyperparameters`; the algorithm registry
-(:mod:`dcgym.agents.training.algorithms`) names all four, so ``train.py
+(:mod:`dcgym.agents.algorithms`, through :mod:`.system`) names all five, so ``train.py
 --config configs/experiments/<x>.yaml`` trains them (docs/results/multilb.md).
 This package imports nothing heavy on its own: import the submodules.
 """

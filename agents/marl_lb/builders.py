@@ -21,22 +21,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gymnasium.spaces import MultiDiscrete
+
+from dcgym.agents.rl.baselines import build_ppo, build_sac
+from dcgym.agents.rl.envs import make_env
+from dcgym.agents.rl.spec import TrainingRun
+from dcgym.agents.rl.wiring import require_continuous
 from dcgym.envs.error import InvalidConfigError
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
-    from dcgym.agents.training.experiment import Experiment
-
 __all__ = ["build_distr_lb_ppo", "build_rlb_sac", "require_discrete"]
 
 
-def require_discrete(experiment: Experiment, env_config: dict[str, Any], algorithm: str) -> None:
+def require_discrete(experiment: TrainingRun, env_config: dict[str, Any], algorithm: str) -> None:
     """Raise InvalidConfigError naming ``env_args`` unless every agent picks weight levels (MultiDiscrete)."""
-    from gymnasium.spaces import MultiDiscrete
-
-    from dcgym.agents.training.algorithms import make_env
-
     probe = make_env(experiment.env, env_config)
     agent = next((a for a in probe.possible_agents if not isinstance(probe.action_space(a), MultiDiscrete)), None)
     if agent is not None:
@@ -48,17 +48,13 @@ def require_discrete(experiment: Experiment, env_config: dict[str, Any], algorit
         )
 
 
-def build_distr_lb_ppo(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
+def build_distr_lb_ppo(experiment: TrainingRun, env_config: dict[str, Any]) -> AlgorithmConfig:
     """Distr-LB on RLlib's PPO, one module per LB, on lb_v0's discrete weight levels."""
-    from dcgym.agents.training.algorithms import build_ppo
-
     require_discrete(experiment, env_config, "distr_lb_ppo")
     return build_ppo(experiment, env_config)
 
 
-def build_rlb_sac(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
+def build_rlb_sac(experiment: TrainingRun, env_config: dict[str, Any]) -> AlgorithmConfig:
     """RLB-SAC: the generic SAC builder, one module per LB, with the paper's hyperparameters as defaults."""
-    from dcgym.agents.training.algorithms import _continuous_actions, build_sac
-
-    _continuous_actions(experiment, env_config, "rlb_sac")
+    require_continuous(experiment, env_config, "rlb_sac")
     return build_sac(experiment, env_config)

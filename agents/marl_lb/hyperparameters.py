@@ -19,7 +19,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from dcgym.agents.training.algorithms import Hyperparameters, PPOHyperparameters, SACHyperparameters
+from dcgym.agents.rl.baselines import PPOHyperparameters, SACHyperparameters
+from dcgym.agents.rl.hyperparameters import Hyperparameters
 
 __all__ = [
     "CentrLbHyperparameters",

@@ -50,7 +50,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -67,10 +67,17 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
+from dcgym.agents.marl_lb.builders import require_discrete
+from dcgym.agents.marl_lb.hyperparameters import (
+    CentrLbHyperparameters,
+    DistrLbHyperparameters,
+    QmixLbHyperparameters,
+)
+from dcgym.agents.marl_lb.qmix_learner import QmixTorchLearner
 from dcgym.agents.marl_lb.qmix_rl_module import MIXER, QmixAgentRLModule, QmixMixerRLModule
-
-if TYPE_CHECKING:
-    from dcgym.agents.training.experiment import Experiment
+from dcgym.agents.rl.envs import make_env
+from dcgym.agents.rl.spec import TrainingRun
+from dcgym.agents.rl.wiring import common
 
 __all__ = [
     "EpisodeReplay",
@@ -167,8 +174,6 @@ class QmixLbConfig(AlgorithmConfig):
         return RLModuleSpec(module_class=QmixAgentRLModule)
 
     def get_default_learner_class(self) -> type:
-        from dcgym.agents.marl_lb.qmix_learner import QmixTorchLearner
-
         return QmixTorchLearner
 
     def validate(self) -> None:
@@ -271,34 +276,25 @@ class QmixLb(Algorithm):
             self.env_runner_group.sync_weights(from_worker_or_learner_group=self.learner_group, inference_only=True)
 
 
-def build_qmix_lb(experiment: Experiment, env_config: dict[str, Any]) -> QmixLbConfig:
+def build_qmix_lb(experiment: TrainingRun, env_config: dict[str, Any]) -> QmixLbConfig:
     """QMIX-LB on lb_v0 (:class:`QmixLbHyperparameters`, the experiment's resources)."""
-    from dcgym.agents.marl_lb.hyperparameters import QmixLbHyperparameters
-
     return _build(experiment, env_config, QmixLbHyperparameters(**experiment.hyperparameters), "qmix", "qmix_lb")
 
 
-def build_distr_lb(experiment: Experiment, env_config: dict[str, Any]) -> QmixLbConfig:
+def build_distr_lb(experiment: TrainingRun, env_config: dict[str, Any]) -> QmixLbConfig:
     """Distr-LB on lb_v0: an independent Q-learner per LB (:class:`DistrLbHyperparameters`)."""
-    from dcgym.agents.marl_lb.hyperparameters import DistrLbHyperparameters
-
     hp = DistrLbHyperparameters(**experiment.hyperparameters)
     return _build(experiment, env_config, hp, "independent", "distr_lb")
 
 
-def build_centr_lb(experiment: Experiment, env_config: dict[str, Any]) -> QmixLbConfig:
+def build_centr_lb(experiment: TrainingRun, env_config: dict[str, Any]) -> QmixLbConfig:
     """Centr-LB on lb_central_v0: the same Q-learner as one agent for every LB (:class:`CentrLbHyperparameters`)."""
-    from dcgym.agents.marl_lb.hyperparameters import CentrLbHyperparameters
-
     hp = CentrLbHyperparameters(**experiment.hyperparameters)
     return _build(experiment, env_config, hp, "independent", "centr_lb")
 
 
-def _build(experiment: Experiment, env_config: dict[str, Any], hp: Any, mixing: str, name: str) -> QmixLbConfig:
+def _build(experiment: TrainingRun, env_config: dict[str, Any], hp: Any, mixing: str, name: str) -> QmixLbConfig:
     """The config: one Q-network module per agent (and the mixer with ``qmix``), the settings of ``hp``."""
-    from dcgym.agents.marl_lb.builders import require_discrete
-    from dcgym.agents.training.algorithms import _common, make_env
-
     require_discrete(experiment, env_config, name)
     probe = make_env(experiment.env, env_config)
     agents = list(probe.possible_agents)
@@ -334,7 +330,7 @@ def _build(experiment: Experiment, env_config: dict[str, Any], hp: Any, mixing: 
             },
             learner_only=True,
         )
-    config = _common(QmixLbConfig(), experiment, env_config)
+    config = common(QmixLbConfig(), experiment, env_config)
     config.multi_agent(policies=list(specs), policy_mapping_fn=_identity)
     config.rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs=specs))
     config.training(

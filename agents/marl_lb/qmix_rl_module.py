@@ -38,6 +38,10 @@ from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import nn
 from torch.nn import functional as F
 
+from dcgym.agents.marl_lb.policy_file import mlp_from_q_modules
+from dcgym.agents.policy_format import MlpPolicy
+from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
+
 __all__ = ["MIXER", "AgentQNetwork", "Mixer", "QmixAgentRLModule", "QmixMixerRLModule", "linear_epsilon"]
 
 MIXER = "mixer"
@@ -116,7 +120,7 @@ def _frozen_copy(net: nn.Module) -> nn.Module:
     return target
 
 
-class QmixAgentRLModule(TorchRLModule):
+class QmixAgentRLModule(TorchRLModule, PolicyFileAPI):
     """One LB's recurrent Q-network with per-server heads, greedy or epsilon-greedy (module docstring).
 
     ``model_config``: ``fc_hidden`` (64), ``gru_hidden`` (128; 0 = feed-forward,
@@ -124,6 +128,10 @@ class QmixAgentRLModule(TorchRLModule):
     ``epsilon_start`` (1.0), ``epsilon_end`` (0.05), ``epsilon_timesteps``
     (30000). The action space must be lb_v0's discrete ``MultiDiscrete([L] * N)``.
     """
+
+    def policy_file(self, context: PolicyFileContext) -> MlpPolicy:
+        """Every LB's feed-forward Q-network, in agent order (:mod:`dcgym.agents.marl_lb.policy_file`)."""
+        return mlp_from_q_modules(context.agent_modules)
 
     def setup(self) -> None:
         cfg = self.model_config or {}

@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from dcgym.agents.osml.features import A_FEATURES, A_TARGETS, B_FEATURES, B_TARGETS
+from dcgym.agents.osml.model_c import normalize
+from dcgym.cpp_core import RuntimePolicy
 from dcgym.envs.colo.colo_v0 import ACTIONS, OBSERVATION_FEATURES
 from dcgym.envs.error import InvalidConfigError
 
@@ -50,7 +52,6 @@ class FileModel:
 
 def file_q_values(runtime) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Model-C's Q-values from its policy file, as a function of (observations, masks), forbidden actions -inf."""
-    from dcgym.agents.osml.model_c import normalize
 
     def q_values(obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
         x = normalize(np.asarray(obs, dtype=np.float32)).astype(np.float32)
@@ -61,8 +62,6 @@ def file_q_values(runtime) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
 
 
 def _runtime(folder: Path, which: str, given: str):
-    from dcgym.cpp_core import RuntimePolicy
-
     path = folder / FILES[which]
     try:
         runtime = RuntimePolicy.from_file(str(path))

@@ -13,32 +13,26 @@ learner that are exactly OSML's network and loss:
 * :class:`ModelCLearner`: §4.3's loss, mean((r + γ max_a' Q_target(s', a') - Q(s, a))²) with Q_target(s') = 0
   at termination, minimized by RMSProp; the target network is copied every ``target_sync`` sampled steps.
 
-:func:`build` turns an experiment (``algorithm: osml_dqn``, ``env: colo_v0``) into the ``AlgorithmConfig``; every
-service of the scenario shares the one Model-C, as OSML's code does. :func:`osml_dqn_loss` is the loss on plain
+:func:`dcgym.agents.osml.model_c_rllib.build` turns an experiment (``algorithm: osml_dqn``, ``env: colo_v0``) into
+the ``AlgorithmConfig``; every service of the scenario shares the one Model-C, as OSML's code does. :func:`osml_dqn_loss` is the loss on plain
 tensors (the learner calls it).
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
 
-from dcgym.agents.training.algorithms import Hyperparameters, _common, _policies
-
-if TYPE_CHECKING:
-    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
-
-    from dcgym.agents.training.experiment import Experiment
+from dcgym.agents.rl.hyperparameters import Hyperparameters
 
 __all__ = [
     "FEATURE_MAX",
     "FEATURE_MIN",
     "LOG_FEATURES",
     "ModelCHyperparameters",
-    "build",
     "normalize",
     "osml_dqn_loss",
 ]
@@ -105,46 +99,3 @@ class ModelCHyperparameters(Hyperparameters):
     """Standard deviation of the initial weights (biases start at 0.1)."""
     policy_sharing: Literal["shared", "per_agent"] = "shared"
     """One Model-C for every service (OSML) or one per service."""
-
-
-def build(experiment: Experiment, env_config: dict[str, Any]) -> AlgorithmConfig:
-    """RLlib's DQN with :class:`ModelCModule` and :class:`ModelCLearner` (imported only now: they need Ray)."""
-    from ray.rllib.algorithms.dqn import DQNConfig
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-
-    from dcgym.agents.osml.model_c_rllib import ModelCLearner, ModelCModule
-
-    hp = ModelCHyperparameters(**experiment.hyperparameters)
-    config = _common(DQNConfig(), experiment, env_config)
-    config.env_runners(rollout_fragment_length=hp.rollout_fragment_length)
-    config.training(
-        lr=hp.lr,
-        gamma=hp.gamma,
-        train_batch_size_per_learner=hp.train_batch_size,
-        target_network_update_freq=hp.target_sync,
-        tau=1.0,
-        n_step=1,
-        double_q=False,
-        dueling=False,
-        num_atoms=1,
-        epsilon=[(0, hp.epsilon), (1, hp.epsilon)],
-        num_steps_sampled_before_learning_starts=hp.learning_starts,
-        replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer", "capacity": hp.replay_capacity},
-    )
-    config.learners(learner_class=ModelCLearner)
-    config.reporting(min_sample_timesteps_per_iteration=hp.steps_per_iteration)
-    config.rl_module(
-        rl_module_spec=RLModuleSpec(
-            module_class=ModelCModule,
-            model_config={
-                "hidden": list(hp.hidden),
-                "init_std": hp.init_std,
-                "epsilon": [(0, hp.epsilon), (1, hp.epsilon)],
-                "dueling": False,
-                "double_q": False,
-                "num_atoms": 1,
-            },
-        )
-    )
-    _policies(config, experiment, env_config, hp.policy_sharing)
-    return config

@@ -1,4 +1,4 @@
-"""Model-C's RLlib pieces (imports Ray): the Q-network module and the learner with OSML's loss and RMSProp.
+"""Model-C's RLlib pieces (imports Ray): the Q-network module, the learner with OSML's loss and RMSProp, the builder.
 
 See :mod:`dcgym.agents.osml.model_c` for what they compute and why.
 """
@@ -8,20 +8,27 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from ray.rllib.algorithms.dqn import DQNConfig
 from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS, QF_TARGET_NEXT_PREDS
 from ray.rllib.algorithms.dqn.dqn_learner import QF_LOSS_KEY, QF_MEAN_KEY, TD_ERROR_MEAN_KEY
 from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
 from ray.rllib.algorithms.dqn.torch.dqn_torch_learner import DQNTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.utils import make_target_network
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
 from ray.rllib.utils.metrics import TD_ERROR_KEY
 from ray.rllib.utils.schedules.scheduler import Scheduler
 from torch import nn
 
-from dcgym.agents.osml.model_c import normalize, osml_dqn_loss
+from dcgym.agents.osml.model_c import ModelCHyperparameters, normalize, osml_dqn_loss
+from dcgym.agents.osml.policy_file import model_c_policy
+from dcgym.agents.policy_format import MlpPolicy
+from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
+from dcgym.agents.rl.spec import TrainingRun
+from dcgym.agents.rl.wiring import common, policies
 
-__all__ = ["ModelCLearner", "ModelCModule", "q_network"]
+__all__ = ["ModelCLearner", "ModelCModule", "build", "q_network"]
 
 
 def q_network(n_in: int, n_out: int, hidden: list[int], init_std: float) -> nn.Sequential:
@@ -37,12 +44,18 @@ def q_network(n_in: int, n_out: int, hidden: list[int], init_std: float) -> nn.S
     return nn.Sequential(*mods[:-1])  # no activation on the Q-values
 
 
-class ModelCModule(DefaultDQNTorchRLModule):
+class ModelCModule(DefaultDQNTorchRLModule, PolicyFileAPI):
     """OSML's policy network (and, on the learner, its target network): masked Q-values of the 49 actions."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.pop("catalog_class", None)
         TorchRLModule.__init__(self, *args, catalog_class=None, **kwargs)
+
+    def policy_file(self, context: PolicyFileContext) -> MlpPolicy:
+        """Model-C's Q-network on the scaled counters (:func:`dcgym.agents.osml.policy_file.model_c_policy`)."""
+        if len(set(context.module_ids)) != 1:
+            raise ValueError(f"{context.path}: one Model-C per service; OSML's files hold one shared Model-C")
+        return model_c_policy(self)
 
     def setup(self) -> None:
         self.uses_dueling = False
@@ -125,3 +138,41 @@ class ModelCLearner(DQNTorchLearner):
             window=1,
         )
         return loss
+
+
+def build(experiment: TrainingRun, env_config: dict[str, Any]) -> DQNConfig:
+    """``algorithm: osml_dqn``: RLlib's DQN with :class:`ModelCModule` and :class:`ModelCLearner`."""
+    hp = ModelCHyperparameters(**experiment.hyperparameters)
+    config = common(DQNConfig(), experiment, env_config)
+    config.env_runners(rollout_fragment_length=hp.rollout_fragment_length)
+    config.training(
+        lr=hp.lr,
+        gamma=hp.gamma,
+        train_batch_size_per_learner=hp.train_batch_size,
+        target_network_update_freq=hp.target_sync,
+        tau=1.0,
+        n_step=1,
+        double_q=False,
+        dueling=False,
+        num_atoms=1,
+        epsilon=[(0, hp.epsilon), (1, hp.epsilon)],
+        num_steps_sampled_before_learning_starts=hp.learning_starts,
+        replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer", "capacity": hp.replay_capacity},
+    )
+    config.learners(learner_class=ModelCLearner)
+    config.reporting(min_sample_timesteps_per_iteration=hp.steps_per_iteration)
+    config.rl_module(
+        rl_module_spec=RLModuleSpec(
+            module_class=ModelCModule,
+            model_config={
+                "hidden": list(hp.hidden),
+                "init_std": hp.init_std,
+                "epsilon": [(0, hp.epsilon), (1, hp.epsilon)],
+                "dueling": False,
+                "double_q": False,
+                "num_atoms": 1,
+            },
+        )
+    )
+    policies(config, experiment, env_config, hp.policy_sharing)
+    return config

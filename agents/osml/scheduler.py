@@ -69,6 +69,8 @@ from pathlib import Path
 import numpy as np
 
 from dcgym.agents.heuristics.colo.base import Scheduler
+from dcgym.agents.osml.features import A_FEATURES
+from dcgym.agents.osml.files import load_files
 from dcgym.envs.colo.colo_v0 import ACTIONS, MAX_DELTA, OBSERVATION_FEATURES
 from dcgym.envs.colo.server import COUNTERS, ColoServer
 from dcgym.envs.error import InvalidConfigError
@@ -79,7 +81,7 @@ HISTORY_LEN = 5
 RULES = ("paper", "code")
 RECLAIMS = ("always", "code")
 BANDWIDTHS = ("partition", "none")
-_A_COLS = None  # filled on first use
+_A_COLS = [COUNTERS.index(k) for k in A_FEATURES]
 _OBS_COLS = [COUNTERS.index(k) for k in OBSERVATION_FEATURES]
 _DELTAS = np.array([(k // 7 - MAX_DELTA, k % 7 - MAX_DELTA) for k in range(ACTIONS)])
 
@@ -139,7 +141,7 @@ class OSML(Scheduler):
         self.model_b_shadow = None  # Model-B' (Algorithm 4): models/model_b_shadow.pt when there
         self.q_values: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
         if models is not None:
-            from dcgym.agents.osml.supervised import Model
+            from dcgym.agents.osml.supervised import Model  # torch: only with PyTorch models
 
             folder = Path(str(models))
             for f in ("model_a.pt", "model_b.pt"):
@@ -154,8 +156,6 @@ class OSML(Scheduler):
         if model_c is not None:
             self.q_values = _load_model_c(str(model_c))
         if files is not None:
-            from dcgym.agents.osml.files import load_files
-
             self.model_a, self.model_b, self.q_values = load_files(str(files))
 
     # ------------------------------------------------------------------ state
@@ -308,11 +308,6 @@ class OSML(Scheduler):
                         held[i] = 1
 
     def _features(self, server: ColoServer, i: int) -> np.ndarray:
-        global _A_COLS
-        if _A_COLS is None:
-            from dcgym.agents.osml.features import A_FEATURES
-
-            _A_COLS = [COUNTERS.index(k) for k in A_FEATURES]
         return server.counters[i, _A_COLS].astype(np.float64)
 
     def _colocated_features(self, server: ColoServer, i: int) -> np.ndarray:
@@ -453,7 +448,7 @@ def _load_model_c(path: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """Q-values of a trained Model-C module folder, as a function of (observations, masks)."""
     if not Path(path).is_dir():
         raise InvalidConfigError("model_c", path, "a trained Model-C module folder")
-    import torch
+    import torch  # torch and Ray: only with a Model-C module folder
     from ray.rllib.core.rl_module.rl_module import RLModule
 
     module = RLModule.from_checkpoint(path)

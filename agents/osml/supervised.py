@@ -5,7 +5,7 @@ Adam on min-max normalized inputs and outputs (Normalized = (x - min) / (max - m
 
 * **Model-A**: the nine counters of one sample (:data:`A_FEATURES`) to the service's OAA and RCliff (cores,
   ways) and the memory bandwidth it uses at OAA (:data:`A_TARGETS`); the labels are those of the sample's
-  (threads, RPS) group (:func:`dcgym.envs.colo.dataset.labels`). Mean squared error.
+  (threads, RPS) group (:func:`dcgym.agents.osml.dataset.labels`). Mean squared error.
 * **Model-B**: the same nine counters plus an allowed QoS slowdown (5/10/15/20%) to the resources the service
   can give up from its current allocation, for the three policies of Figure 4 (:data:`B_TARGETS`): ways only
   ("cores dominated": the service keeps its cores), cores and ways together, cores only ("ways dominated").
@@ -13,7 +13,7 @@ Adam on min-max normalized inputs and outputs (Normalized = (x - min) / (max - m
   current one (and within QoS); 0 where none exists. The loss is §4.2's modified MSE,
   mean(y / (y + c) x (s - y)^2), which ignores the zero labels.
 
-Data comes from a data set in OSML's layout (:mod:`dcgym.envs.colo.dataset`). The split is hold-out per service
+Data comes from a data set in OSML's layout (:mod:`dcgym.agents.osml.dataset`). The split is hold-out per service
 as §4.4: 30% of each service's cells (all ten samples of a cell on the same side) are kept for testing.
 
     python -m dcgym.agents.osml.supervised /tmp/osml_data --out /tmp/osml_models --quick
@@ -31,9 +31,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from dcgym.agents.osml import colocation as co
+from dcgym.agents.osml import dataset as ds
 from dcgym.agents.osml.features import A_FEATURES, A_TARGETS, B_SLOWDOWNS, B_TARGETS
 from dcgym.envs.colo import catalog as cc
-from dcgym.envs.colo import dataset as ds
 from dcgym.envs.error import InvalidConfigError
 
 __all__ = [
@@ -327,10 +328,8 @@ slowdown beyond the allowed 5-20% is refused alike."""
 
 
 def build_a_shadow(catalog: dict, root: str | Path, services: list[str]) -> dict[str, np.ndarray]:
-    """Model-A''s rows from a co-location sweep (:mod:`dcgym.envs.colo.colocation`): every sample of a
+    """Model-A''s rows from a co-location sweep (:mod:`dcgym.agents.osml.colocation`): every sample of a
     neighbourhood whose service meets QoS somewhere, with the neighbourhood's labels; a neighbourhood is a group."""
-    from dcgym.envs.colo import colocation as co
-
     xs, ys, groups, names = [], [], [], []
     for s in services:
         for hood, data in co.read_colocated(root, s):
@@ -351,8 +350,6 @@ def build_b_shadow(catalog: dict, root: str | Path, services: list[str]) -> dict
     """Model-B''s rows: for each cell of a neighbourhood that meets QoS and each smaller swept allocation (no more
     cores, no more ways), the cell's mean inputs and the allocation kept, labelled with the slowdown of the mean
     latency (kept / current - 1, at most :data:`MAX_SLOWDOWN`)."""
-    from dcgym.envs.colo import colocation as co
-
     xs, ys, groups, names = [], [], [], []
     for s in services:
         qos = cc.qos_ms(catalog, s)
@@ -444,7 +441,7 @@ def train_all(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Train OSML's Model-A and Model-B on a data set in OSML's layout.")
-    ap.add_argument("root", type=Path, help="the data set (dcgym.envs.colo.dataset collect writes one)")
+    ap.add_argument("root", type=Path, help="the data set (dcgym.agents.osml.dataset collect writes one)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--services", nargs="+", default=None, help="default: every service found under root")
     ap.add_argument("--epochs", type=int, default=TrainConfig.epochs)

@@ -1,39 +1,33 @@
-"""Training: experiment files, the algorithm registry, the training loop and its run folders, checkpoints.
+"""Training: experiment files, the training loop and its run folders, what a run measures.
 
 | module | what |
 |---|---|
 | ``experiment`` | experiment files (``configs/experiments/*.yaml``), validated |
-| ``algorithms`` | algorithm name -> RLlib config builder; the generic baselines (PPO, SAC); environments for RLlib |
-| ``rllib_envs`` | every environment as an RLlib env id that needs no registration |
 | ``trainer`` | :func:`train` and :func:`resume`: the loop behind ``train.py`` and its run folder |
 | ``metrics``, ``plots`` | what a run measures (CSV, TensorBoard, W&B) and its learning curve |
-| ``checkpoints`` | self-describing checkpoints and trained policies acting from them |
+
+The algorithms are the registry's (:mod:`dcgym.agents.algorithms`); the checkpoints a run writes are read by
+:mod:`dcgym.agents.policies.checkpoints`. The names below are imported on first use: reading an experiment file
+loads neither Ray nor torch.
 """
 
-from dcgym.agents.training.trainer import (
-    CONFIG_FILE,
-    METRICS_FILE,
-    RUN_FILE,
-    MissingPackageError,
-    Trainer,
-    TrainResult,
-    check_experiment,
-    find_run,
-    new_run_dir,
-    resume,
-    train,
-)
+from dcgym.agents.rl.lazy import lazy_exports
 
-__all__ = [
-    "CONFIG_FILE",
-    "METRICS_FILE",
-    "RUN_FILE",
-    "MissingPackageError",
-    "TrainResult",
-    "Trainer",
-    "check_experiment",
-    "find_run",
-    "new_run_dir",
-    "resume",
-    "train",
-]
+_EXPORTS = {
+    name: "trainer"
+    for name in (
+        "CONFIG_FILE",
+        "METRICS_FILE",
+        "RUN_FILE",
+        "MissingPackageError",
+        "TrainResult",
+        "Trainer",
+        "check_experiment",
+        "find_run",
+        "new_run_dir",
+        "resume",
+        "train",
+    )
+}
+__all__ = sorted(_EXPORTS)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

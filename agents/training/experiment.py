@@ -1,7 +1,7 @@
 """Experiment files (``configs/experiments/*.yaml``): what ``train.py`` trains, validated before anything runs.
 
 An experiment names an environment and a scenario, the environment's
-arguments, an algorithm of :mod:`dcgym.agents.training.algorithms` with its
+arguments, an algorithm of :mod:`dcgym.agents.algorithms` with its
 hyperparameters, a budget, the final evaluation and the resources::
 
     description: "Malcolm on Malcolm's heterogeneous rack (§7.1), Exp(75)"
@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
+from dcgym.agents.algorithms import check_algorithm, check_env, resolve_hyperparameters
 from dcgym.envs.error import InvalidConfigError, Verbatim, did_you_mean
 from dcgym.envs.families import known_envs
 from dcgym.envs.scenario import Load, Seed, apply_overrides, read_yaml
@@ -80,7 +81,7 @@ class Evaluation(_Schema):
     enabled: bool = True
     """Run it (``false``: train and checkpoint only)."""
     heuristics: list[str] = ["po2", "jsq"]
-    """Baselines by name (rack: ``po2``, ``jbt:threshold=1``, ...; multistage: ``ecmp``, ``wcmp``, ``lsq``, ``sed``)."""
+    """Baselines by name (rack: ``po2``, ``jbt:threshold=1``, ...; lb: ``ecmp``, ``wcmp``, ``lsq``, ``sed``)."""
     loads: list[Load] | None = None
     """Loads to evaluate at; null = the scenario's grid."""
     tasks: int = Field(200_000, ge=1)
@@ -114,11 +115,11 @@ class Experiment(_Schema):
     env: str
     """A versioned environment (``ENVS``: rack_v0, lb_v0, ...)."""
     scenario: str
-    """A packaged scenario name or a YAML path (rack for rack_v0, multistage for lb_v0)."""
+    """A packaged scenario name or a YAML path (of the environment's family: rack for rack_v0, lb for lb_v0)."""
     env_args: dict[str, Any] = {}
     """Arguments of the environment besides the scenario (docs/environments.md, "Arguments")."""
     algorithm: str
-    """A name in :data:`dcgym.agents.training.algorithms.ALGORITHMS` (malcolm, ppo, sac)."""
+    """An algorithm of :mod:`dcgym.agents.algorithms` (``dcgym list algorithms``: malcolm, ppo, sac, ...)."""
     hyperparameters: dict[str, Any] = Field({}, validate_default=True)
     """The algorithm's settings; the defaults fill in what is not given (docs/training.md)."""
     seed: Seed = 1
@@ -145,15 +146,11 @@ class Experiment(_Schema):
     @field_validator("algorithm")
     @classmethod
     def _known_algorithm(cls, value: str) -> str:
-        from dcgym.agents.training.algorithms import check_algorithm  # the registry imports this module
-
         return check_algorithm(value)
 
     @field_validator("hyperparameters")
     @classmethod
     def _resolve_hyperparameters(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        from dcgym.agents.training.algorithms import resolve_hyperparameters
-
         if "algorithm" not in info.data:
             return value  # the algorithm is wrong: that error is reported
         return resolve_hyperparameters(info.data["algorithm"], value)
@@ -167,8 +164,6 @@ class Experiment(_Schema):
 
     @model_validator(mode="after")
     def _algorithm_runs_on_env(self) -> Experiment:
-        from dcgym.agents.training.algorithms import check_env
-
         check_env(self.algorithm, self.env)
         return self
 

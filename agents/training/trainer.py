@@ -10,9 +10,9 @@ A run folder ``{out}/{scenario}__{algorithm}__{seed}__{unix time}/`` holds:
 |---|---|
 | ``config.yaml`` | the resolved experiment (every default filled in); ``--config`` takes it back |
 | ``run.json`` | status (running, finished, interrupted), iterations, timesteps, newest checkpoint, commands, Ray address and env runners, versions |
-| ``metrics.csv`` | one row per iteration (:mod:`dcgym.agents.training.metrics`) |
+| ``metrics.csv`` | one row per iteration (:mod:`dcgym.agents.training.metrics`, :mod:`dcgym.agents.training.logs`) |
 | ``tensorboard/`` | the same metrics as TensorBoard events (``tensorboard --logdir runs``) |
-| ``checkpoints/iter_NNNNNN/`` | ``Algorithm.save_to_path`` plus ``dcgym_checkpoint.json`` (:mod:`dcgym.agents.training.checkpoints`) |
+| ``checkpoints/iter_NNNNNN/`` | ``Algorithm.save_to_path`` plus ``dcgym_checkpoint.json`` (:mod:`dcgym.agents.policies.checkpoints`) |
 | ``evaluation/`` | results.json, results.csv, summary.csv: the trained policy against the heuristics |
 | ``plots/`` | learning_curve.png, p99_vs_load.png, latency_cdf.png |
 | ``rllib/`` | RLlib's own log folder (kept out of ``~/ray_results``) |
@@ -39,13 +39,21 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from gymnasium.spaces import flatdim
 
 from dcgym.agents import ray_session
-from dcgym.agents.training.checkpoints import CHECKPOINTS_DIR, list_checkpoints, write_meta
+from dcgym.agents.algorithms import build_config, trained_agents
+from dcgym.agents.evaluation import evaluate, write_plots, write_results
+from dcgym.agents.policies.checkpoints import CHECKPOINTS_DIR, list_checkpoints, read_meta, write_meta
+from dcgym.agents.progress import Progress
+from dcgym.agents.rl.envs import make_env
 from dcgym.agents.training.experiment import Experiment, load_experiment
+from dcgym.agents.training.logs import MetricsCsv, iteration_metrics, summary_writer
+from dcgym.agents.training.plots import plot_learning_curve
 from dcgym.envs.error import DcgymError, InvalidConfigError, Verbatim
+from dcgym.envs.scenario import load_scenario
 
 log = logging.getLogger(__name__)
 
@@ -113,9 +121,6 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 def check_experiment(experiment: Experiment) -> list[str]:
     """Check what the schema cannot: the environment's arguments, the algorithm's config (RLlib's checks) and
     the heuristics, all before Ray starts. Returns the agents."""
-    from dcgym.agents.training.algorithms import build_config, trained_agents
-    from dcgym.envs.scenario import load_scenario
-
     try:
         agents = trained_agents(experiment.algorithm, experiment.env, experiment.env_config)
     except InvalidConfigError as exc:
@@ -190,8 +195,6 @@ class Trainer:
 
     def setup(self) -> None:
         """Validate, start Ray, build (or restore) the algorithm, open the loggers. Cleans up after itself on error."""
-        from dcgym.agents.training.algorithms import make_env
-
         wandb = _wandb_module() if self.use_wandb else None
         self.agents = check_experiment(self.experiment)
         env = make_env(self.experiment.env, self.experiment.env_config)
@@ -248,10 +251,7 @@ class Trainer:
         return self.experiment.model_copy(update={"resources": res.model_copy(update={"num_env_runners": runners})})
 
     def _build(self):
-        from unittest import mock
-
-        from dcgym.agents.training.algorithms import build_config
-        from dcgym.agents.training.metrics import DcgymMetrics
+        from dcgym.agents.training.metrics import DcgymMetrics  # Ray: an RLlib callback, needed once Ray runs
 
         experiment = self._resolved_experiment()
         self._env_runners = experiment.resources.num_env_runners
@@ -268,8 +268,6 @@ class Trainer:
             return config.build_algo()
 
     def _open_logs(self, wandb) -> None:
-        from dcgym.agents.training.metrics import MetricsCsv, summary_writer
-
         self._csv = MetricsCsv(self.run_dir / METRICS_FILE, keep_through=self.iteration if self.resuming else None)
         self._writer = summary_writer(
             self.run_dir / "tensorboard", purge_step=self.timesteps + 1 if self.resuming else None
@@ -295,8 +293,6 @@ class Trainer:
 
     def run(self) -> TrainResult:
         """Train to the budget, checkpoint, evaluate, plot. Ctrl-C checkpoints, then re-raises."""
-        from dcgym.agents.progress import Progress
-
         budget = self.experiment.budget
         start = time.monotonic()
         total = budget.iterations if budget.iterations is not None else budget.timesteps
@@ -348,8 +344,6 @@ class Trainer:
         return result
 
     def _log(self, result: Mapping[str, Any]) -> dict[str, float]:
-        from dcgym.agents.training.metrics import iteration_metrics
-
         metrics = iteration_metrics(result)
         self._csv.append(metrics)
         if self._writer is not None:
@@ -362,8 +356,6 @@ class Trainer:
         return metrics
 
     def _checkpoint_iteration(self) -> int | None:
-        from dcgym.agents.training.checkpoints import read_meta
-
         return read_meta(self.checkpoint)["iteration"] if self.checkpoint else None
 
     def _save(self) -> Path:
@@ -407,9 +399,6 @@ class Trainer:
 
     def _evaluate(self) -> dict[str, Any]:
         """The final checkpoint against the heuristics on the scenario's load grid; written to evaluation/."""
-        from dcgym.agents.evaluation import evaluate, write_results
-        from dcgym.envs.scenario import load_scenario
-
         ev = self.experiment.evaluation
         overrides = self.experiment.env_args.get("overrides")
         scenario = load_scenario(self.experiment.scenario, overrides) if overrides else self.experiment.scenario
@@ -430,9 +419,6 @@ class Trainer:
         return doc
 
     def _plot(self, evaluation: dict[str, Any] | None) -> None:
-        from dcgym.agents.evaluation import write_plots
-        from dcgym.agents.training.plots import plot_learning_curve
-
         plots = self.run_dir / "plots"
         plot_learning_curve(self._csv.rows, plots / "learning_curve.png", title=self.run_dir.name)
         if evaluation is not None:

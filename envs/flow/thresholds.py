@@ -20,7 +20,7 @@ minimised over a log grid of packets
 octave, load 0.8). Where the model collapses (two thresholds equal: data
 mining's MLFQ set uses 3 of its 4 queues) the set is kept as the model gives
 it. ``benchmarks/flow_thresholds.py`` recomputes them and compares each with
-a search in the simulator (:func:`dcgym.agents.heuristics.flow.search_thresholds`,
+a search in the simulator (:func:`dcgym.agents.evaluation.flow_thresholds.search_thresholds`,
 coordinate descent on the mean FCT of AuTO's testbed): the search improves
 the mean FCT by 0.01-0.7% only (docs/flow.md, "Baselines"), so the model's
 sets stand. Every set is stored in packets.

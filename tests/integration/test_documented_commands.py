@@ -96,7 +96,7 @@ class Page:
         return str(max(malcolm or runs, key=lambda p: p.stat().st_mtime).relative_to(ROOT))
 
     def substitute(self, text: str) -> str:
-        from dcgym.agents.export.zoo import list_zoo, zoo_dir
+        from dcgym.agents.policies.zoo import list_zoo, zoo_dir
 
         if re.search(r"<run>|\bRUN\b", text):
             text = re.sub(r"runs/<run>|runs/RUN\b|<run>|\bRUN\b", self.newest_run(), text)

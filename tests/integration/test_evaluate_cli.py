@@ -207,7 +207,7 @@ def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
 
 
-def test_multistage_scenario_runs_lb_heuristics_from_the_cli(tmp_path):
+def test_lb_scenario_runs_lb_heuristics_from_the_cli(tmp_path):
     """The multi-LB reference point from evaluate.py: SED beats ECMP at load 0.61 (authors: 0.500 vs 1.652 s)."""
     proc = subprocess.run(
         [

@@ -176,7 +176,7 @@ def test_malformed_experiments_exit_2_with_one_line(config, sets, message, tmp_p
 
 
 def test_the_multi_lb_zoo_entries_are_small_and_say_how_they_were_made():
-    from dcgym.agents.export.zoo import card_options, list_zoo, zoo_dir
+    from dcgym.agents.policies.zoo import card_options, list_zoo, zoo_dir
 
     names = [n for n in list_zoo() if n.startswith("multilb_")]
     assert names, "no multi-LB zoo entries"

@@ -22,8 +22,8 @@ import pytest
 
 from dcgym.agents.evaluation import evaluate
 from dcgym.agents.export import Layer, MlpPolicy, demo_policy, export_policy, write_policy
-from dcgym.agents.export.in_engine import safe_heartbeats
-from dcgym.agents.export.zoo import ZOO_ENV, list_zoo, zoo_dir
+from dcgym.agents.policies.rack import safe_heartbeats
+from dcgym.agents.policies.zoo import ZOO_ENV, list_zoo, zoo_dir
 from dcgym.agents.training.experiment import load_experiment
 from dcgym.envs.scenario import load_scenario
 

@@ -376,7 +376,7 @@ def test_resume_restores_weights_and_advances_the_iteration(ray_session, smoke_r
 
 
 def test_evaluate_checkpoint_runs_the_policy_on_the_same_tasks_as_the_heuristics(smoke_run):
-    from dcgym.agents.training.checkpoints import evaluate_checkpoint
+    from dcgym.agents.evaluation import evaluate_checkpoint
 
     doc = evaluate_checkpoint(smoke_run, loads=[0.9], tasks=3000, heuristics=["po2"])
     assert doc["scenario"] == "malcolm_homog_exp"

@@ -5,7 +5,8 @@ every ``interval_s`` seconds: it reads the counters (latency, CPU
 utilization, ...) and sets allocations. :func:`make_scheduler` builds one
 from a spec (``parties``, ``parties:variant=code``, ``{policy: clite}``);
 ``dcgym.agents.evaluation.colo`` drives one through a run. OSML's own scheduler (``osml``,
-:mod:`dcgym.agents.osml.scheduler`, with trained models) plugs in the same way.
+:mod:`dcgym.agents.osml.scheduler`, with trained models) is a :class:`Scheduler` too; the colo policies
+(:func:`dcgym.agents.policies.colo.make_scheduler`) add it to these.
 
 | name | what | source |
 |---|---|---|
@@ -20,13 +21,13 @@ Modules: ``base`` (the Scheduler class, Unmanaged, Equal), ``parties``, ``clite`
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
 from dcgym.agents.heuristics.colo.base import Equal, Scheduler, Unmanaged, equal_split
 from dcgym.envs.colo.scenario import SCHEDULERS, SchedulerSpec, parse_scheduler
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.families import load_entry_point
 
 __all__ = [
     "BASELINES",
@@ -39,19 +40,17 @@ __all__ = [
     "scheduler_names",
 ]
 
-BASELINES: dict[str, str] = {name: SCHEDULERS[name] for name in ("unmanaged", "equal", "parties", "clite", "oracle")}
-"""The built-in schedulers a colo leaderboard runs (OSML needs trained models: its rows come from the zoo)."""
-
-
 _CLASSES: dict[str, str] = {
     "unmanaged": "dcgym.agents.heuristics.colo.base:Unmanaged",
     "equal": "dcgym.agents.heuristics.colo.base:Equal",
     "parties": "dcgym.agents.heuristics.colo.parties:Parties",
     "clite": "dcgym.agents.heuristics.colo.clite:Clite",
     "oracle": "dcgym.agents.heuristics.colo.oracle:Oracle",
-    "osml": "dcgym.agents.osml.scheduler:OSML",
 }
-"""Each implemented scheduler's class, imported when first used (CLITE imports scikit-learn)."""
+"""Each heuristic scheduler's class, imported when first used (CLITE imports scikit-learn)."""
+
+BASELINES: dict[str, str] = {name: SCHEDULERS[name] for name in _CLASSES}
+"""The built-in schedulers a colo leaderboard runs (OSML needs trained models: its rows come from the zoo)."""
 
 
 def scheduler_names() -> list[str]:
@@ -61,19 +60,23 @@ def scheduler_names() -> list[str]:
 
 def scheduler_class(name: str) -> type[Scheduler]:
     """The class of scheduler ``name`` (one of :func:`scheduler_names`)."""
-    module, _, attribute = _CLASSES[name].partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    return load_entry_point(_CLASSES[name])
 
 
-def make_scheduler(spec: str | Mapping[str, Any] | SchedulerSpec) -> Scheduler:
-    """A scheduler from a spec: ``parties``, ``parties:variant=code``, ``{policy: clite, samples: 50}``.
+def make_scheduler(
+    spec: str | Mapping[str, Any] | SchedulerSpec, others: Mapping[str, type[Scheduler]] | None = None
+) -> Scheduler:
+    """A scheduler from a spec: ``parties``, ``parties:variant=code``, ``{policy: clite, samples: 50}``; ``others``
+    adds schedulers by name beside the heuristics (a learned one, such as OSML's).
 
     Raises InvalidConfigError naming ``policy`` (an unknown or unimplemented one) or the parameter.
     """
     parsed = parse_scheduler(spec)
-    if parsed.policy not in _CLASSES:
-        raise InvalidConfigError("policy", parsed.policy, "a scheduler implemented so far: " + ", ".join(_CLASSES))
-    cls = scheduler_class(parsed.policy)
+    others = dict(others or {})
+    known = [*_CLASSES, *others]
+    if parsed.policy not in known:
+        raise InvalidConfigError("policy", parsed.policy, "a scheduler implemented so far: " + ", ".join(known))
+    cls = others[parsed.policy] if parsed.policy in others else scheduler_class(parsed.policy)
     params = parsed.params
     unknown = [k for k in params if k not in cls.PARAMS]
     if unknown:

@@ -179,8 +179,8 @@ def test_bad_arguments_fail_before_any_run(kwargs, field):
     assert info.value.field == field
 
 
-def test_a_multistage_scenario_refuses_rack_policies():
-    """Multistage scenarios run LB policies only: a rack dispatcher is refused, naming the policy."""
+def test_an_lb_scenario_refuses_rack_policies():
+    """Multi-LB scenarios run LB policies only: a rack dispatcher is refused, naming the policy."""
     with pytest.raises(InvalidConfigError) as info:
         evaluate("lb_sim", policies=["po2"], tasks=100, **SERIAL)
     assert info.value.field.startswith("policy")

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 import torch
 
+from dcgym.agents.auto.policy_file import lrla_policy, srla_policy
 from dcgym.agents.evaluation.flow import FlowFileJob, _Measured, histogram, measure, row
-from dcgym.agents.export.auto_policies import lrla_policy, srla_policy
-from dcgym.agents.export.format import write_policy
-from dcgym.agents.training.algorithms import make_env
+from dcgym.agents.policy_format import write_policy
+from dcgym.agents.rl.envs import make_env
 
 FLOWS, WARMUP, SEED, LOAD = 300, 30, 7, 0.8
 ENV = {"scenario": "auto_websearch", "load": LOAD}
@@ -140,8 +140,8 @@ def test_both_agents_from_files_in_the_engine_equal_python_stepping_bit_for_bit(
 
 
 def test_two_files_of_one_agent_or_a_wrong_head_are_refused(tmp_path):
-    from dcgym.agents.evaluation.family import Source, Spec
-    from dcgym.agents.evaluation.flow import _auto_policy_files
+    from dcgym.agents.policies import Source, Spec
+    from dcgym.agents.policies.flow import auto_policy_files
     from dcgym.envs.error import InvalidConfigError
 
     env = make_env("flow_v0", ENV)
@@ -150,8 +150,8 @@ def test_two_files_of_one_agent_or_a_wrong_head_are_refused(tmp_path):
     net = torch.nn.Sequential(torch.nn.Linear(n_l, 4), torch.nn.ReLU(), torch.nn.Linear(4, sum(nvec)))
     path = write_policy(lrla_policy(types.SimpleNamespace(policy=net, groups=nvec)), tmp_path / "l.dcpol")
     with pytest.raises(InvalidConfigError, match="one file per agent; two are lrla policies"):
-        _auto_policy_files(Spec(f"{path}+{path}", Source.POLICY_FILE), "auto_websearch", LOAD)
-    paths, label = _auto_policy_files(Spec(str(path), Source.POLICY_FILE), "auto_websearch", LOAD)
+        auto_policy_files(Spec(f"{path}+{path}", Source.POLICY_FILE), "auto_websearch", LOAD)
+    paths, label = auto_policy_files(Spec(str(path), Source.POLICY_FILE), "auto_websearch", LOAD)
     assert paths == {"lrla": str(path)} and label == "l (file)"
 
 

@@ -9,11 +9,10 @@ import pytest
 import torch
 from ray.rllib.core.columns import Columns
 
+from dcgym.agents import policy_format as fmt
 from dcgym.agents.auto import DDPGConfig, DDPGRLModule, PGConfig, PGRLModule
-from dcgym.agents.export import format as fmt
-from dcgym.agents.export.auto_policies import lrla_policy, srla_policy
-from dcgym.cpp_core import flow_thresholds_from_action
-from dcgym.cpp_core._engine import RuntimePolicy
+from dcgym.agents.auto.policy_file import lrla_policy, srla_policy
+from dcgym.cpp_core import RuntimePolicy, flow_thresholds_from_action
 
 LO, HI = 1460.0, 1460.0 * 65536  # flow_v0's default threshold_range_bytes
 

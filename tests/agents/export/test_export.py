@@ -13,10 +13,11 @@ import pytest
 import torch
 from ray.rllib.core import Columns
 
-from dcgym.agents.export import export_policy, mlp_from_modules, read_policy, to_bytes
-from dcgym.agents.training.checkpoints import TrainedPolicy
+from dcgym.agents.export import export_policy, read_policy, to_bytes
+from dcgym.agents.policies.checkpoints import TrainedPolicy, trained_env_config
+from dcgym.agents.rl.default_modules import mlp_from_modules
 from dcgym.agents.training.experiment import load_experiment
-from dcgym.cpp_core._engine import RuntimePolicy
+from dcgym.cpp_core import RuntimePolicy
 from dcgym.export import run as export_cli
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -45,10 +46,9 @@ def ppo_run(ray_session, tmp_path_factory):
 
 def rollout(trained: TrainedPolicy, steps: int, seed: int = 3):
     """(raw beliefs (N, N) in us, observations) of rack_v0 under the trained policy, step by step."""
-    from dcgym.agents.training.algorithms import make_env
-    from dcgym.agents.training.checkpoints import _env_config
+    from dcgym.agents.rl.envs import make_env
 
-    env = make_env("rack_v0", {**_env_config(trained.meta), "max_steps": steps + 1})
+    env = make_env("rack_v0", {**trained_env_config(trained.meta), "max_steps": steps + 1})
     observations, _ = env.reset(seed=seed)
     spaces = {a: env.action_space(a) for a in env.possible_agents}
     for _ in range(steps):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from dcgym.agents.export import format as fmt
+from dcgym.agents import policy_format as fmt
 from dcgym.agents.export.osml_policies import export_osml, load_model_c, model_c_policy, supervised_policy
 from dcgym.agents.osml import model_c as mc
 from dcgym.agents.osml import supervised as sv
@@ -288,7 +288,7 @@ def test_build_zoo_makes_an_osml_folder_with_its_card_and_the_leaderboard_runs_i
         import leaderboard
     finally:
         sys.path.pop(0)
-    from dcgym.agents.export.zoo import ZOO_ENV, list_zoo, resolve_zoo
+    from dcgym.agents.policies.zoo import ZOO_ENV, list_zoo, resolve_zoo
 
     run = _fake_model_c_run(tmp_path, trained / "model_c")
     zoo = tmp_path / "zoo"

@@ -16,6 +16,7 @@ from dcgym.agents.heuristics.colo import BASELINES, make_scheduler, scheduler_na
 from dcgym.agents.heuristics.colo.clite import Clite, Posterior, round_shares, score
 from dcgym.agents.heuristics.colo.oracle import cheapest
 from dcgym.agents.heuristics.colo.parties import Parties
+from dcgym.agents.policies import colo as colo_policies
 from dcgym.envs.colo.scenario import SCHEDULERS, load_colo_scenario
 from dcgym.envs.colo.server import ColoServer
 from dcgym.envs.error import InvalidConfigError
@@ -162,7 +163,7 @@ def test_parties_variants_hold_the_papers_and_the_codes_settings():
 
 
 def test_registry_and_refusals():
-    assert set(BASELINES) == set(scheduler_names()) - {"osml"} and set(scheduler_names()) == set(SCHEDULERS)
+    assert set(BASELINES) == set(scheduler_names()) and set(colo_policies.names()) == set(SCHEDULERS)
     assert make_scheduler("parties:variant=code,interval_s=0.2").interval_s == 0.2
     with pytest.raises(InvalidConfigError, match="^samples: got 3; allowed: a parameter of clite: interval_s"):
         make_scheduler("clite:samples=3")

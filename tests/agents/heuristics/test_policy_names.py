@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dcgym.agents.heuristics import HEURISTICS, Rack, known_policy_names, parse_policy
+from dcgym.agents.heuristics.rack import HEURISTICS, Rack, known_policy_names, parse_policy
 from dcgym.cpp_core import RackSim, check_rack_config
 from dcgym.envs.error import InvalidConfigError, UnknownPolicyError
 from dcgym.envs.scenario import load_scenario

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import yaml
 
+from dcgym.agents.policies.checkpoints import TrainedPolicy
 from dcgym.agents.training import train
-from dcgym.agents.training.checkpoints import TrainedPolicy
 from dcgym.agents.training.experiment import load_experiment
 from dcgym.envs import lb_v0
 

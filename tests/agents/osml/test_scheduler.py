@@ -8,8 +8,8 @@ from collections import deque
 import numpy as np
 import pytest
 
-from dcgym.agents.heuristics.colo import make_scheduler
 from dcgym.agents.osml.scheduler import _DELTAS, OSML
+from dcgym.agents.policies.colo import make_scheduler
 from dcgym.envs.colo.scenario import load_colo_scenario
 from dcgym.envs.colo.server import COUNTERS, ColoServer
 from dcgym.envs.error import InvalidConfigError

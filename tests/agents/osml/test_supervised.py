@@ -90,8 +90,8 @@ def test_bad_config_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def _small_data_set(root):
+    from dcgym.agents.osml import dataset as ds
     from dcgym.envs.colo import catalog as cc
-    from dcgym.envs.colo import dataset as ds
 
     ds.collect(
         cc.load_catalog(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from dcgym.agents.training.algorithms import build_config
+from dcgym.agents.algorithms import build_config
 from dcgym.agents.training.experiment import load_experiment
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")

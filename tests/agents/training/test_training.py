@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from dcgym.agents.training.algorithms import ALGORITHMS, HYPERPARAMETERS, PPOHyperparameters, SACHyperparameters
+from dcgym.agents.algorithms import LEARNING_SYSTEMS, algorithm, algorithms
+from dcgym.agents.rl.baselines import PPOHyperparameters, SACHyperparameters
 from dcgym.agents.training.experiment import list_experiments, load_experiment, parse_assignments
-from dcgym.agents.training.metrics import MetricsCsv, iteration_metrics
+from dcgym.agents.training.logs import MetricsCsv, iteration_metrics
 from dcgym.envs.error import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -65,9 +66,12 @@ def test_experiment_errors_name_the_field():
         assert str(info.value).startswith(message), name
 
 
-def test_registry_has_the_three_algorithms_and_schemas_for_the_builtin_ones():
-    assert set(ALGORITHMS) >= {"malcolm", "ppo", "sac"}
-    assert HYPERPARAMETERS["ppo"] is PPOHyperparameters and HYPERPARAMETERS["sac"] is SACHyperparameters
+def test_registry_has_every_learning_systems_algorithms_once_and_schemas_for_the_baselines():
+    names = [spec.name for system in LEARNING_SYSTEMS for spec in system.algorithms]
+    assert len(names) == len(set(names)) == len(algorithms())
+    assert set(names) >= {"malcolm", "ppo", "sac", "auto_srla", "auto_lrla", "osml_dqn", "distr_lb", "qmix_lb"}
+    assert algorithm("ppo").hyperparameters is PPOHyperparameters
+    assert algorithm("sac").hyperparameters is SACHyperparameters
     for schema in (PPOHyperparameters, SACHyperparameters):  # CleanRL style: every field documented
         assert all(field.description for field in schema.model_fields.values()), schema.__name__
     assert "smoke" in list_experiments() and "malcolm_hetero_exp" in list_experiments()
@@ -167,7 +171,7 @@ def test_deterministic_actions_are_the_modes_squashed_like_the_samples():
     import torch
     from ray.rllib.core.distribution.torch.torch_distribution import TorchDiagGaussian, TorchSquashedGaussian
 
-    from dcgym.agents.training.checkpoints import deterministic_action
+    from dcgym.agents.policies.checkpoints import deterministic_action
 
     inputs = torch.tensor([[2.0, -0.5, -30.0, -30.0]])  # means (2, -0.5), tiny log stds (RLlib clamps them)
     squashed = TorchSquashedGaussian.from_logits(inputs)

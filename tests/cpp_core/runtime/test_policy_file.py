@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import torch
 
-from dcgym.agents.export import format as fmt
-from dcgym.agents.export.format import InputSpec, Layer, LinearPairPolicy, LinearValuePolicy, MlpPolicy
+from dcgym.agents import policy_format as fmt
 from dcgym.agents.malcolm.basis import features
+from dcgym.agents.policy_format import InputSpec, Layer, LinearPairPolicy, LinearValuePolicy, MlpPolicy
 from dcgym.cpp_core._engine import RuntimePolicy
 
 ROOT = Path(__file__).resolve().parents[3]

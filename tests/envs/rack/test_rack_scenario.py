@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from dcgym.agents.heuristics import known_policy_names
 from dcgym.cpp_core import RackSim, check_rack_config
 from dcgym.envs.error import InvalidConfigError, UnknownPolicyError, UnknownScenarioError
+from dcgym.envs.rack.dispatch import known_policy_names
 from dcgym.envs.rack.scenario import RackScenario
 from dcgym.envs.scenario import DEFAULT_SCENARIO, list_scenarios, load_scenario
 

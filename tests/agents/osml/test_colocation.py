@@ -1,4 +1,4 @@
-"""Co-location sweeps (dcgym.envs.colo.colocation) and Models A' and B' trained on them: the neighbours' columns
+"""Co-location sweeps (dcgym.agents.osml.colocation) and Models A' and B' trained on them: the neighbours' columns
 are theirs, labels follow OSML's rule within a neighbourhood, the commands write what the scheduler reads."""
 
 from __future__ import annotations
@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dcgym.agents.osml import colocation as co
+from dcgym.agents.osml import dataset as ds
+from dcgym.agents.osml import dataset_cli
 from dcgym.agents.osml import supervised as sv
 from dcgym.envs.colo import catalog as cc
-from dcgym.envs.colo import colocation as co
-from dcgym.envs.colo import dataset as ds
 
 HOOD = {
     "service": "img-dnn",
@@ -88,7 +89,7 @@ def test_commands_sweep_and_train_the_shadows_the_scheduler_uses(tmp_path, capsy
     from dcgym.envs.colo.scenario import load_colo_scenario
     from dcgym.envs.colo.server import ColoServer
 
-    assert ds.main(["colocate", str(tmp_path / "coloc"), "--quick", "--workers", "1"]) == 0
+    assert dataset_cli.main(["colocate", str(tmp_path / "coloc"), "--quick", "--workers", "1"]) == 0
     assert sorted(p.parent.name for p in (tmp_path / "coloc").glob("*/*.csv")) == ["img-dnn"] * 2 + ["moses"] * 2
     ds.collect(
         cc.load_catalog(),

@@ -1,25 +1,15 @@
-"""Checkpoints of trained agents: what train.py writes, how a trained policy acts, and how it is evaluated.
+"""Checkpoints of trained agents: how to find and read them, and how a trained policy acts from one.
 
-A checkpoint is the folder ``Algorithm.save_to_path`` writes plus
-``dcgym_checkpoint.json`` (:data:`META_FILE`): the resolved experiment, the
-iteration and timesteps, which module acts for which agent, and how RLlib
-maps the module's actions to the environment's bounds. So a checkpoint is
-self-describing: copied anywhere, it can be evaluated without its run folder.
+A checkpoint is the folder ``Algorithm.save_to_path`` writes plus ``dcgym_checkpoint.json``
+(:data:`META_FILE`): the resolved experiment, the iteration and timesteps, which module acts for which agent,
+and how RLlib maps the module's actions to the environment's bounds. So a checkpoint is self-describing:
+copied anywhere, it can be evaluated and exported without its run folder.
 
-:class:`TrainedPolicy` loads the trained modules (no Ray needed) and acts
-for every agent of the environment, decentralized: each agent's
-observation goes through its own module's ``forward_inference`` (agents
-sharing a module are batched) and the action distribution's deterministic
-action (or a sample, with ``explore``) goes to the environment, rescaled as
-RLlib's env runners do.
-
-:func:`evaluate_checkpoint` evaluates it through the environment on the
-scenario's load grid against heuristics, with the same metrics and the same
-results document as :func:`dcgym.agents.evaluation.evaluate` (which it
-calls): on a rack scenario the environment's engine measures latency
-mean/p50/p90/p99/p999, throughput, drops, migrations and steals over
-``tasks`` arrivals after the scenario's warm-up, with the same seed (the
-same tasks) as the heuristics.
+:class:`TrainedPolicy` loads the trained modules (no Ray session needed) and acts for every trained agent of
+the environment, decentralized: each agent's observation goes through its own module's ``forward_inference``
+(agents sharing a module are batched) and the action distribution's deterministic action (or a sample, with
+``explore``) goes to the environment, rescaled as RLlib's env runners do. Each family's evaluation runs it
+through its environment (:mod:`dcgym.agents.evaluation.checkpoints`).
 """
 
 from __future__ import annotations
@@ -27,27 +17,27 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gymnasium.spaces import flatdim
 
-from dcgym.agents.training.experiment import Experiment, load_experiment
 from dcgym.envs.error import InvalidConfigError
 
 __all__ = [
+    "CHECKPOINTS_DIR",
     "META_FILE",
-    "CheckpointJob",
     "TrainedPolicy",
-    "evaluate_checkpoint",
+    "check_fits",
+    "checkpoint_labels",
+    "checkpoint_scenario",
+    "deterministic_action",
     "find_checkpoint",
-    "is_checkpoint_spec",
     "list_checkpoints",
     "read_meta",
-    "run_checkpoint_job",
+    "trained_env_config",
     "write_meta",
 ]
 
@@ -103,21 +93,6 @@ def find_checkpoint(run_or_checkpoint: str | Path) -> Path:
     )
 
 
-_PARAMETERIZED = re.compile(r"^[A-Za-z_][\w-]*:[A-Za-z_]\w*=")
-
-
-def is_checkpoint_spec(spec: Any) -> bool:
-    """Whether a policy spec names a checkpoint or run folder (a path) rather than a heuristic."""
-    if isinstance(spec, Path):
-        return True
-    if not isinstance(spec, str):
-        return False
-    path = Path(spec)
-    if _PARAMETERIZED.match(spec) and not path.exists():
-        return False  # a policy with parameters whose values are paths: osml:models=/tmp/m,model_c=/tmp/c
-    return "/" in spec or "\\" in spec or (path / META_FILE).is_file() or (path / CHECKPOINTS_DIR).is_dir()
-
-
 # ------------------------------------------------------------------------------ acting
 
 
@@ -137,12 +112,15 @@ class TrainedPolicy:
     """The trained modules of a checkpoint, each agent acting through its own module (decentralized)."""
 
     def __init__(self, run_or_checkpoint: str | Path, explore: bool = False) -> None:
-        import torch
+        import torch  # torch and Ray: only to act from a checkpoint
         from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
 
         self.path = find_checkpoint(run_or_checkpoint)
         self.meta = read_meta(self.path)
-        self.experiment: Experiment = load_experiment(self.meta["experiment"])
+        self.env: str = self.meta["experiment"]["env"]
+        """The versioned environment it was trained on (``rack_v0``)."""
+        self.algorithm: str = self.meta["experiment"]["algorithm"]
+        """The algorithm that trained it (``ppo``)."""
         self.explore = explore
         self.agent_to_module: dict[str, str] = dict(self.meta["agent_to_module"])
         with _quiet("ray._common.deprecation"):  # RLlib warns about its own deprecated call while rebuilding modules
@@ -159,7 +137,8 @@ class TrainedPolicy:
 
     def check_env(self, env) -> None:
         """Raise InvalidConfigError if ``env``'s agents or observation sizes differ from the trained modules'."""
-        sizes = {a: int(np.prod(self.modules[m].observation_space.shape)) for a, m in self.agent_to_module.items()}
+        # flatdim: a Box's size, and a Dict's (colo_v0: counters and action mask) flattened, as train.py counts them
+        sizes = {a: int(flatdim(self.modules[m].observation_space)) for a, m in self.agent_to_module.items()}
         check_fits(self.path, sizes, env, partial=bool(self.meta.get("partial_agents")))
 
     def act(self, observations: Mapping[str, np.ndarray], action_spaces: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -238,106 +217,14 @@ def check_fits(path: str | Path, sizes: Mapping[str, int], env, *, partial: bool
             f"it was trained with {len(sizes)}",
         )
     for agent in agents:
-        got = int(np.prod(env.observation_space(agent).shape))
+        got = int(flatdim(env.observation_space(agent)))
         if sizes[agent] != got:
             raise InvalidConfigError(
                 "policy", str(path), f"a checkpoint for observations of size {got} ({agent}); it takes {sizes[agent]}"
             )
 
 
-# ------------------------------------------------------------------------------ evaluation jobs
-
-
-@dataclass(frozen=True)
-class CheckpointJob:
-    """One evaluation run of a trained policy through its environment: plain data, so it travels to Ray workers."""
-
-    policy: str  # the label in the results
-    load: float
-    seed: int
-    checkpoint: str
-    env_config: dict[str, Any]  # the environment's arguments, scenario and load included
-    tasks: int  # units of work (tasks, flows, ...) of the run, warm-up included
-    warmup: int
-    runner: str  # "module:function" of the family's evaluation that runs it: f(job, TrainedPolicy) -> output
-    groups: tuple[tuple[str, int, int, int], ...] = ()  # the rack's node groups, for timelines
-    timeline: bool = False
-    sample_period_us: float | None = None
-    explore: bool = False
-
-    def run(self) -> dict[str, Any]:
-        """The run (:func:`run_checkpoint_job`)."""
-        return run_checkpoint_job(self)
-
-
-def run_checkpoint_job(job: CheckpointJob) -> dict[str, Any]:
-    """Load the trained policy and hand it to the family's runner: the result row, histogram and timeline."""
-    import torch
-
-    from dcgym.envs.families import load_entry_point
-
-    torch.set_num_threads(1)  # small networks: one thread is fastest, and Ray workers share the CPUs
-    torch.manual_seed(job.seed)
-    return load_entry_point(job.runner)(job, TrainedPolicy(job.checkpoint, explore=job.explore))
-
-
-def checkpoint_jobs(
-    spec: str | Path,
-    label: str,
-    scenario: Any,
-    scenario_spec: str | Path,
-    loads: Sequence[float],
-    seeds: Sequence[int],
-    *,
-    tasks: int,
-    warmup: int,
-    runner: str,
-    groups: tuple = (),
-    sample_period_us: float | None = None,
-    explore: bool = False,
-) -> list[CheckpointJob]:
-    """The runs of one trained policy on ``scenario`` (loaded from ``scenario_spec``), one per load and seed.
-
-    On the scenario it was trained on (same name), the environment is the
-    training one, scenario overrides included; on another, the training
-    environment's arguments with that scenario (and no overrides).
-    """
-    path = find_checkpoint(spec)
-    experiment = read_meta(path)["experiment"]
-    config = _env_config(read_meta(path))
-    config.pop("load_range", None)  # trained over a range of loads: evaluated at each load of the grid
-    trained_on = Path(str(experiment["scenario"]))
-    if scenario.name not in (str(trained_on), trained_on.stem):
-        config["scenario"] = str(scenario_spec)
-        config.pop("overrides", None)
-    meta = read_meta(path)
-    if meta.get("observation_sizes"):  # refuse a policy for another rack before any run
-        from dcgym.agents.training.algorithms import make_env
-
-        env = make_env(experiment["env"], {**config, "load": loads[0]})
-        check_fits(path, meta["observation_sizes"], env, partial=bool(meta.get("partial_agents")))
-    period = getattr(scenario, "sample_period_us", 0.0) if sample_period_us is None else sample_period_us
-    return [
-        CheckpointJob(
-            label,
-            load,
-            s,
-            str(path),
-            {**config, "load": load},
-            tasks,
-            warmup,
-            runner,
-            groups,
-            bool(period and period > 0 and s == seeds[0]),
-            sample_period_us,
-            explore,
-        )
-        for load in loads
-        for s in seeds
-    ]
-
-
-def _env_config(meta: Mapping[str, Any]) -> dict[str, Any]:
+def trained_env_config(meta: Mapping[str, Any]) -> dict[str, Any]:
     """The environment's arguments as the algorithm used them (or as the experiment gave them)."""
     if meta.get("env_config"):
         return dict(meta["env_config"])
@@ -369,51 +256,3 @@ def checkpoint_scenario(spec: Any) -> tuple[str, dict[str, Any]]:
     """The scenario a checkpoint was trained on and its overrides (the default scenario of its evaluation)."""
     experiment = read_meta(find_checkpoint(spec))["experiment"]
     return experiment["scenario"], dict(experiment.get("env_args", {}).get("overrides") or {})
-
-
-# ------------------------------------------------------------------------------ the public function
-
-
-def evaluate_checkpoint(
-    run_or_checkpoint: str | Path,
-    loads: Sequence[float] | None = None,
-    tasks: int | None = None,
-    seed: int | None = None,
-    *,
-    heuristics: Sequence[str] = (),
-    scenario: str | Path | None = None,
-    seeds: Sequence[int] | None = None,
-    workers: int | None = 0,
-    address: str | None = None,
-    explore: bool = False,
-    progress: bool = False,
-) -> dict[str, Any]:
-    """Evaluate a trained policy (a checkpoint, or a run folder's newest) and ``heuristics`` on one scenario.
-
-    ``scenario`` defaults to the one the policy was trained on (with the
-    training's scenario overrides), ``loads`` to its grid, ``tasks`` to the
-    experiment's ``evaluation.tasks`` (arrivals per run, warm-up included;
-    flows on a multi-LB scenario) and the seed to 1. Returns the results
-    document of :func:`dcgym.agents.evaluation.evaluate`, the trained policy
-    named ``<algorithm> (trained)``.
-    """
-    from dcgym.agents.evaluation import evaluate
-    from dcgym.envs.scenario import load_scenario
-
-    meta = read_meta(find_checkpoint(run_or_checkpoint))
-    experiment = load_experiment(meta["experiment"])
-    if scenario is None:
-        overrides = experiment.env_args.get("overrides")
-        scenario = load_scenario(experiment.scenario, overrides) if overrides else experiment.scenario
-    return evaluate(
-        scenario,
-        [str(run_or_checkpoint), *heuristics],
-        loads,
-        tasks=experiment.evaluation.tasks if tasks is None else tasks,
-        seed=seed,
-        seeds=seeds,
-        progress=progress,
-        workers=workers,
-        address=address,
-        explore=explore,
-    )

@@ -1,4 +1,4 @@
-"""The OSML data-set tools (dcgym.envs.colo.dataset): the layout round-trips and the fit
+"""The OSML data-set tools (dcgym.agents.osml.dataset): the layout round-trips and the fit
 recovers the parameters of data the model itself generated with its noise on.
 
 Each case writes a reduced grid (every second core count, all 20 ways, two RPS
@@ -12,11 +12,13 @@ mlp is barely identifiable and not checked.
 
 from __future__ import annotations
 
-import colo_helpers as h
 import numpy as np
 import pytest
 
-from dcgym.envs.colo import dataset as ds
+from dcgym.agents.osml import dataset as ds
+from dcgym.envs.colo import catalog as cc
+
+CATALOG = cc.load_catalog()
 
 CASES = {
     "moses": {"rps": [400.0, 800.0], "threads": [36, 20]},
@@ -30,7 +32,7 @@ def fitted(request, tmp_path_factory):
     root = tmp_path_factory.mktemp(service)
     case = CASES[service]
     n = ds.generate(
-        h.CATALOG,
+        CATALOG,
         service,
         root,
         rps_levels=case["rps"],
@@ -40,12 +42,12 @@ def fitted(request, tmp_path_factory):
         seed=1,
     )
     assert n == len(case["rps"]) * len(case["threads"]) * 18 * 20
-    return service, ds.fit(ds.read_dataset(root, service), h.CATALOG, service)
+    return service, ds.fit(ds.read_dataset(root, service), CATALOG, service)
 
 
 def test_fit_recovers_the_parameters(fitted):
     service, got = fitted
-    truth = h.service(service)
+    truth = cc.service_config(CATALOG, service)
     assert got["service_ms"] == pytest.approx(truth["service_ms"], rel=0.02)
     assert got["ipc"] == pytest.approx(truth["ipc"], rel=0.02)
     assert got["bytes_per_miss"] == pytest.approx(truth["bytes_per_miss"], rel=0.02)

@@ -12,12 +12,12 @@ at the cell's allocation, then ten one-second samples), and writes one CSV per n
 
     <root>/<service>/<neighbourhood>.csv
 
-with the ten columns of OSML's layout (:data:`dcgym.envs.colo.dataset.COLUMNS`), the three neighbour columns
+with the ten columns of OSML's layout (:data:`dcgym.agents.osml.dataset.COLUMNS`), the three neighbour columns
 (:data:`NEIGHBOUR_COLUMNS`) and the cell's ``rps``, ``cores`` and ``ways``. :func:`neighbourhoods` draws them.
 Labels (:func:`labels`) are OSML's rule within a neighbourhood (RCliff = the fewest cores + ways meeting QoS, OAA =
 RCliff + 2 + 2, within what the neighbours leave).
 
-    python -m dcgym.envs.colo.dataset colocate /tmp/osml_coloc --quick
+    python -m dcgym.agents.osml.dataset_cli colocate /tmp/osml_coloc --quick
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from dcgym.agents.osml import dataset as ds
 from dcgym.cpp_core import ColoSim
 from dcgym.envs.colo import catalog as cc
-from dcgym.envs.colo import dataset as ds
 
 __all__ = ["NEIGHBOUR_COLUMNS", "labels", "neighbourhoods", "read_colocated", "sweep"]
 

@@ -1,21 +1,15 @@
-"""Policy files evaluated inside the engine: Malcolm's exported actor pair driving the rack through RackController.
+"""How each source of a rack policy acts on the rack: a trained policy through rack_v0, a policy file in the engine.
 
-``evaluate.py --policy FILE`` (or ``--policy zoo:NAME``) evaluates a
-``linear_pair`` policy file (docs/policy_format.md) with no Python between
-heartbeats: every heartbeat, the C++ ``RackController``
-(cpp_core/include/dcgym/rack/controller.hpp) observes each node's
-view as rack_v0 does, computes the node's migration and stealing
-distributions from the file's weights and sets them as the node's tables
-(fixed policy, no learning). The run is the one a trained policy gets
-through its environment (:func:`dcgym.agents.training.checkpoints.checkpoint_jobs`):
-the environment's engine config (entry ``nodes``, dispatch ``table``, fresh
-load information made periodic at the heartbeat) at the job's load with the
-job's seed, so the same seed gives the same tasks as the heuristics and the
-trained checkpoints; the first ``warmup`` arrivals are excluded from the
-statistics, and the same result fields come back
-(:func:`dcgym.agents.evaluation.rack.run_record`).
+A checkpoint acts through rack_v0, its policy setting every node's tables each heartbeat (:func:`drive_env`); a
+``linear_pair`` policy file (Malcolm's exported actor pair, docs/policy_format.md) acts with no Python between
+heartbeats: every heartbeat the C++ ``RackController`` (cpp_core/include/dcgym/rack/controller.hpp) observes each
+node's view as rack_v0 does, computes the node's migration and stealing distributions from the file's weights
+and sets them as the node's tables (fixed policy, no learning; :func:`drive_controller`). Both see the engine
+config rack_v0 runs (:func:`game_engine_config`: entry ``nodes``, dispatch ``table``, fresh load information
+made periodic at the heartbeat) at the run's load with its seed, so the same seed gives the same tasks as the
+heuristics.
 
-What the controller needs and where it comes from:
+What the controller needs and where it comes from (:func:`controller_inputs`):
 
 - from the file: the actor basis, the weights, the critic (unused: the
   policy does not learn), ``max_logit`` and the normaliser
@@ -27,8 +21,8 @@ What the controller needs and where it comes from:
   significant digits when that gives back the file's float32 value, as for
   Malcolm's 0.1 and rack_v0's 100).
 - from the spec's options, with rack_v0's defaults (a policy file does not
-  store them): ``heartbeat_us`` (100) and ``load_metric``
-  (``expected_wait``): ``FILE:heartbeat_us=50,load_metric=queue``.
+  store them): ``heartbeat_us`` and ``load_metric``
+  (:data:`DEFAULT_OPTIONS`): ``FILE:heartbeat_us=50,load_metric=queue``.
 
 Only ``linear_pair`` files run in the engine; ``mlp`` files (PPO, SAC) and
 ``linear_value`` files are refused with an error saying so (evaluate the run
@@ -38,34 +32,40 @@ folder or checkpoint they came from instead).
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
-from dcgym.agents.export.format import LinearPairPolicy, Policy, from_bytes
-from dcgym.agents.export.zoo import SUFFIX, ZOO_PREFIX, is_policy_file_spec, resolve_zoo, split_options
+from dcgym.agents.policies.sources import split_options
+from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
+from dcgym.agents.policy_format import LinearPairPolicy, Policy, from_bytes
+from dcgym.agents.rl.envs import make_env
+from dcgym.cpp_core import Distribution, RackController, RuntimePolicy
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
+from dcgym.envs.rack.game import RackEnvConfig
+from dcgym.envs.rack.scenario import RackScenario
+from dcgym.envs.scenario import apply_overrides
+from dcgym.envs.validation import validate
 
 __all__ = [
     "DEFAULT_OPTIONS",
     "PolicyFile",
     "PolicyFileError",
-    "PolicyFileJob",
     "controller_inputs",
+    "drive_controller",
+    "drive_env",
     "game_engine_config",
-    "is_policy_file_spec",
     "load_policy_file",
-    "policy_file_jobs",
-    "run_policy_file_job",
+    "safe_heartbeats",
 ]
 
-DEFAULT_OPTIONS = {"heartbeat_us": 100.0, "load_metric": "expected_wait"}
+DEFAULT_OPTIONS: dict[str, Any] = {k: RackEnvConfig.model_fields[k].default for k in ("heartbeat_us", "load_metric")}
 """The environment settings a policy file does not store: rack_v0's defaults, replaced by the spec's options."""
 
+_NO_LIMIT = 2**62  # max_steps of an evaluation episode: never truncated
 _SIGMAS = 10.0  # a chunk of heartbeats is run at once only if it stays this many sigmas below the next threshold
 
 
@@ -100,8 +100,6 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
     Raises PolicyFileError (``<file>: <the loader's message>``) or, for bad
     options or an unknown zoo name, InvalidConfigError naming ``policy``.
     """
-    from dcgym.cpp_core._engine import RuntimePolicy
-
     text = str(spec)
     where, option_text = split_options(text)
     options = _parse_options(where, option_text)
@@ -127,11 +125,6 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
 
 def _parse_options(where: str, text: str) -> dict[str, Any]:
     """``heartbeat_us=50,load_metric=queue`` -> checked values; InvalidConfigError naming ``<where>: option``."""
-    import yaml
-
-    from dcgym.envs.rack.game import RackEnvConfig
-    from dcgym.envs.validation import validate
-
     allowed = "heartbeat_us=US or load_metric=expected_wait|queue|outstanding (FILE:key=value,...)"
     options: dict[str, Any] = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -159,16 +152,12 @@ def game_engine_config(
     warmup: int = 0,
     sample_period_us: float | None = None,
     *,
-    heartbeat_us: float = 100.0,
-    load_metric: str = "expected_wait",
+    heartbeat_us: float = DEFAULT_OPTIONS["heartbeat_us"],
+    load_metric: str = DEFAULT_OPTIONS["load_metric"],
 ) -> dict[str, Any]:
     """The engine config rack_v0 (:class:`~dcgym.envs.rack.game.RackGame`) runs ``scenario`` with, at ``load``
     with ``seed``: dispatch ``table`` with ``load_metric``, entry ``nodes``, fresh load information made
     periodic at the heartbeat; ``warmup`` arrivals excluded from the statistics."""
-    from dcgym.envs.rack.scenario import RackScenario
-    from dcgym.envs.scenario import apply_overrides
-    from dcgym.envs.validation import validate
-
     forced: dict[str, Any] = {"dispatch": "table"}  # as RackGame._game_scenario
     if scenario.entry.kind != "nodes":
         forced["entry"] = {"kind": "nodes"}
@@ -182,8 +171,6 @@ def game_engine_config(
 
 def controller_inputs(file: PolicyFile, scenario: Any) -> tuple[dict[str, Any], dict[str, np.ndarray | None]]:
     """The RackController options and parameters of ``file`` on ``scenario``; PolicyFileError if they do not fit."""
-    from dcgym.cpp_core import Distribution
-
     policy = file.policy
     assert isinstance(policy, LinearPairPolicy)
     if policy.num_agents != scenario.num_nodes:
@@ -234,113 +221,61 @@ def _snap(value: float, reproduces) -> float:
     return rounded if reproduces(rounded) else value
 
 
-# ------------------------------------------------------------------------------ evaluation jobs
+# ------------------------------------------------------------------------------ acting
 
 
-@dataclass(frozen=True)
-class PolicyFileJob:
-    """One in-engine run of a policy file: plain data (the file's bytes included), so it travels to Ray workers."""
-
-    policy: str  # the label in the results
-    load: float
-    seed: int
-    data: bytes
-    config: dict[str, Any]  # the engine config (game_engine_config)
-    options: dict[str, Any]  # the controller's
-    tasks: int
-    warmup: int
-    groups: tuple[tuple[str, int, int, int], ...] = ()  # as dcgym.agents.evaluation.rack.Job
-    timeline: bool = False
-    types: tuple[str, ...] = ()
-    rate_factor: float = 1.0  # the highest arrival rate over the run (dynamics) / the initial one
-
-    def run(self) -> dict[str, Any]:
-        """The run (:func:`run_policy_file_job`)."""
-        return run_policy_file_job(self)
-
-
-def policy_file_jobs(
-    file: PolicyFile,
-    scenario: Any,
-    loads: Sequence[float],
-    seeds: Sequence[int],
-    tasks: int,
-    warmup: int,
-    groups: tuple = (),
-    sample_period_us: float | None = None,
-) -> list[PolicyFileJob]:
-    """The runs of one policy file on ``scenario``, one per load and seed; everything checked before any run."""
-    from dcgym.cpp_core import _engine, check_rack_config
-
-    options, params = controller_inputs(file, scenario)
-    period = scenario.sample_period_us if sample_period_us is None else sample_period_us
-    peaks = [c.load for c in scenario.dynamics if c.kind == "load"]
-    jobs = []
-    for load in loads:
-        for s in seeds:
-            config = game_engine_config(
-                scenario,
-                load,
-                s,
-                warmup,
-                sample_period_us,
-                heartbeat_us=file.heartbeat_us,
-                load_metric=file.load_metric,
-            )
-            check_rack_config(config)
-            jobs.append(
-                PolicyFileJob(
-                    file.label,
-                    load,
-                    s,
-                    file.data,
-                    config,
-                    options,
-                    tasks,
-                    warmup,
-                    groups,
-                    bool(period and period > 0 and s == seeds[0]),
-                    tuple(scenario.type_names),
-                    max([1.0, *(p / load for p in peaks)]),
-                )
-            )
-    try:  # the controller's own checks (options, parameter shapes), on the first run's config
-        _engine.RackController(jobs[0].config, options, **params)
-    except ValueError as exc:
-        raise PolicyFileError(file.path, str(exc)) from None
-    return jobs
+def drive_env(
+    policy: Any, env_config: dict[str, Any], seed: int, warmup: int, tasks: int, sample_period_us: float | None
+) -> tuple[Any, dict[str, Any], float]:
+    """Run a trained policy (:class:`~dcgym.agents.policies.checkpoints.TrainedPolicy`) through rack_v0 to ``tasks``
+    arrivals, setting every node's tables each heartbeat: the simulation, its results at the first heartbeat by
+    which ``warmup`` tasks had arrived, and the time then. The engine excludes the first ``warmup`` tasks from its
+    latency statistics, as for the heuristics."""
+    env = make_env("rack_v0", {**env_config, "max_steps": _NO_LIMIT, "max_time_us": None, "warmup_us": 0.0})
+    policy.check_env(env)
+    env.game.engine_config["warmup_tasks"] = warmup
+    if sample_period_us is not None:
+        env.game.engine_config["sample_period_us"] = sample_period_us
+    observations, _ = env.reset(seed=seed)
+    sim = env.game.sims[0]
+    spaces = {a: env.action_space(a) for a in env.possible_agents}
+    at_warmup, measured_from_us = (sim.results(), sim.now_us) if warmup == 0 else (None, 0.0)
+    while True:
+        r = sim.results()
+        if at_warmup is None and r["tasks_arrived"] >= warmup:
+            at_warmup, measured_from_us = r, sim.now_us
+        if r["tasks_arrived"] >= tasks:
+            break
+        observations, *_ = env.step(policy.act(observations, spaces))
+    return sim, at_warmup, measured_from_us
 
 
-def run_policy_file_job(job: PolicyFileJob) -> dict[str, Any]:
-    """Run the policy in the engine: the result row, latency histogram and timeline (``evaluation.run_job``'s).
+def drive_controller(
+    data: bytes, config: dict[str, Any], options: dict[str, Any], rate_factor: float, warmup: int, tasks: int
+) -> tuple[Any, dict[str, Any], float]:
+    """Run a policy file's controller in the engine to ``tasks`` arrivals: the simulation, its results when
+    ``warmup`` tasks had arrived, and the time then (``rate_factor``: the highest arrival rate over the run / the
+    initial one).
 
-    As the environment path (``checkpoints._run_rack``), the run stops at the
-    first heartbeat by which ``tasks`` tasks have arrived, and the warm-up
-    counts are taken at the first heartbeat by which ``warmup`` have. The
-    heartbeats in between run in chunks that, by a 10-sigma bound on the
-    Poisson arrivals, cannot cross either threshold before their last
-    heartbeat, so no Python runs between most heartbeats.
+    As a checkpoint's run through rack_v0 (:func:`drive_env`), the run stops at the first heartbeat by which
+    ``tasks`` tasks have arrived, and the warm-up counts are taken at the first heartbeat by which ``warmup``
+    have. The heartbeats in between run in chunks that, by a 10-sigma bound on the Poisson arrivals, cannot cross
+    either threshold before their last heartbeat, so no Python runs between most heartbeats.
     """
-    from dcgym.agents.evaluation.rack import run_record
-    from dcgym.cpp_core import _engine
-
-    start = time.perf_counter()
-    policy = from_bytes(job.data)
-    ctl = _engine.RackController(
-        job.config, job.options, critic=policy.critic, migration=policy.migration, stealing=policy.stealing
-    )
+    policy = from_bytes(data)
+    ctl = RackController(config, options, critic=policy.critic, migration=policy.migration, stealing=policy.stealing)
     sim = ctl.sim
     r = sim.results()
-    per_heartbeat = r["arrival_rate_per_us"] * job.rate_factor * job.options["heartbeat_us"]
-    at_warmup, measured_from_us = (r, sim.now_us) if job.warmup == 0 else (None, 0.0)
+    per_heartbeat = r["arrival_rate_per_us"] * rate_factor * options["heartbeat_us"]
+    at_warmup, measured_from_us = (r, sim.now_us) if warmup == 0 else (None, 0.0)
     while True:
-        if at_warmup is None and r["tasks_arrived"] >= job.warmup:
+        if at_warmup is None and r["tasks_arrived"] >= warmup:
             at_warmup, measured_from_us = r, sim.now_us
-        if r["tasks_arrived"] >= job.tasks:
+        if r["tasks_arrived"] >= tasks:
             break
-        target = job.warmup if at_warmup is None else job.tasks
+        target = warmup if at_warmup is None else tasks
         r = ctl.run(safe_heartbeats(target - r["tasks_arrived"], per_heartbeat))
-    return run_record(job, sim, at_warmup, measured_from_us, time.perf_counter() - start)
+    return sim, at_warmup, measured_from_us
 
 
 def safe_heartbeats(remaining: int, per_heartbeat: float) -> int:

@@ -18,33 +18,30 @@ Outputs agree with the torch modules to float32 rounding
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from dcgym.agents.export.format import Layer, MlpPolicy
+from dcgym.agents.policy_format import MlpPolicy
+from dcgym.agents.rl.apis import PolicyFileContext
+from dcgym.agents.rl.torch_layers import layers_of
 
-__all__ = ["layers_of", "lrla_policy", "srla_policy"]
-
-_ACTIVATIONS = {"ReLU": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "SiLU": "silu", "ELU": "elu"}
+__all__ = ["lrla_policy", "one_module", "srla_policy", "threshold_range"]
 
 
-def layers_of(sequential) -> list[Layer]:
-    """The dense layers of a torch ``nn.Sequential`` of Linear layers and activations, as policy-file layers."""
-    import torch
+def one_module(context: PolicyFileContext) -> Any:
+    """The one trained module of ``context`` (AuTO trains one agent at a time); ValueError if there are several."""
+    if len(set(context.module_ids)) != 1:
+        raise ValueError(
+            f"{context.path}: one trained module (one of AuTO's agents); it has {len(set(context.module_ids))}"
+        )
+    return context.agent_modules[0]
 
-    layers: list[Layer] = []
-    for m in sequential:
-        if isinstance(m, torch.nn.Linear):
-            layers.append(
-                Layer(
-                    m.weight.detach().cpu().numpy().astype(np.float32), m.bias.detach().cpu().numpy().astype(np.float32)
-                )
-            )
-        elif type(m).__name__ in _ACTIVATIONS and layers and layers[-1].activation == "identity":
-            layers[-1].activation = _ACTIVATIONS[type(m).__name__]
-        else:
-            raise ValueError(f"layer {type(m).__name__}: expected Linear or one of {sorted(_ACTIVATIONS)} after one")
-    return layers
+
+def threshold_range(context: PolicyFileContext) -> Sequence[float] | None:
+    """flow_v0's ``threshold_range_bytes`` (the bytes sRLA's action maps to), or None for another environment."""
+    config = getattr(getattr(context.env, "game", None), "config", None)
+    return getattr(config, "threshold_range_bytes", None)
 
 
 def srla_policy(module, threshold_range_bytes: Sequence[float] | None = None) -> MlpPolicy:

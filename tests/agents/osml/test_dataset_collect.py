@@ -1,22 +1,25 @@
-"""OSML's sweep (dcgym.envs.colo.dataset collect): labels by OSML's rule, resumable, the same bits with any
+"""OSML's sweep (dcgym.agents.osml.dataset_cli collect): labels by OSML's rule, resumable, the same bits with any
 number of processes, and a command that refuses bad input with one line."""
 
 from __future__ import annotations
 
 import csv
 
-import colo_helpers as h
 import numpy as np
 import pytest
 
-from dcgym.envs.colo import dataset as ds
+from dcgym.agents.osml import dataset as ds
+from dcgym.agents.osml import dataset_cli
+from dcgym.envs.colo import catalog as cc
+
+CATALOG = cc.load_catalog()
 
 SWEEP = {"services": ["img-dnn"], "threads": [36], "cores": [1, 2, 4, 8, 16], "ways": [1, 4, 10]}
 
 
 def _collect(root, workers=1):
     return ds.collect(
-        h.CATALOG, root, rps={"img-dnn": [1300.0, 2300.0]}, seed=3, workers=workers, progress=False, **SWEEP
+        CATALOG, root, rps={"img-dnn": [1300.0, 2300.0]}, seed=3, workers=workers, progress=False, **SWEEP
     )
 
 
@@ -43,7 +46,7 @@ def test_collect_writes_every_cell_and_labels(tmp_path):
     data = ds.read_dataset(tmp_path, "img-dnn")
     assert len(data["Latency"]) == 30 * ds.SAMPLES
     cells = ds._cells(data)
-    qos = h.CATALOG["services"]["img-dnn"]["qos_ms"]["value"]
+    qos = CATALOG["services"]["img-dnn"]["qos_ms"]["value"]
     for r in rows:
         c, w = int(r["RCliff_Core"]), int(r["RCliff_Cache"])
         sel = (cells["rps"] == float(r["rps"])) & (cells["cores"] == c) & (cells["ways"] == w)
@@ -80,7 +83,7 @@ def test_collect_resumes_and_does_not_depend_on_workers(tmp_path):
     ],
 )
 def test_collect_command_refuses_bad_input(tmp_path, capsys, args, field):
-    assert ds.main(["collect", str(tmp_path), "--no-progress", *args]) == 2
+    assert dataset_cli.main(["collect", str(tmp_path), "--no-progress", *args]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and field in err[0]
 

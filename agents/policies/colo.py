@@ -1,0 +1,57 @@
+"""What a colo policy spec names: a heuristic scheduler, or OSML's scheduler with its trained models.
+
+OSML's scheduler (:class:`dcgym.agents.osml.scheduler.OSML`) is a colo :class:`~dcgym.agents.heuristics.colo.
+Scheduler` driven by trained models: by PyTorch and RLlib files (``osml:models=DIR,model_c=DIR``) or by policy
+files that the C++ runtime runs: a zoo folder (``zoo:NAME``, :func:`osml_files`) or ``osml:files=DIR``.
+:func:`make_scheduler` builds any of them from a spec.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dcgym.agents.heuristics.colo import Scheduler, scheduler_names
+from dcgym.agents.heuristics.colo import make_scheduler as make_heuristic
+from dcgym.agents.osml.scheduler import OSML
+from dcgym.agents.policies.sources import split_options
+from dcgym.agents.policies.zoo import ZOO_PREFIX, resolve_zoo
+from dcgym.envs.colo.scenario import SchedulerSpec, parse_scheduler
+from dcgym.envs.error import InvalidConfigError
+
+__all__ = ["LEARNED", "make_scheduler", "names", "osml_files"]
+
+LEARNED: dict[str, type[Scheduler]] = {"osml": OSML}
+"""The colo schedulers driven by trained models, by name."""
+
+
+def names() -> list[str]:
+    """Every scheduler a colo spec may name: the heuristics and the learned ones."""
+    return [*scheduler_names(), *LEARNED]
+
+
+def make_scheduler(spec: str | Mapping[str, Any] | SchedulerSpec) -> Scheduler:
+    """A scheduler from a spec (``parties:variant=code``, ``osml:files=DIR``, a mapping); InvalidConfigError naming
+    ``policy`` or the parameter otherwise."""
+    return make_heuristic(spec, LEARNED)
+
+
+def osml_files(given: Any) -> tuple[str, dict[str, Any]]:
+    """A policy-file spec on a colo scenario: ``zoo:NAME[:key=value,...]``, a zoo folder of OSML's models (docs/osml.md),
+    as its label and the ``osml`` scheduler with ``files`` (the options its parameters); anything else refused."""
+    where, options = split_options(str(given))
+    if not where.startswith(ZOO_PREFIX):
+        raise InvalidConfigError(
+            "policy",
+            str(given),
+            "zoo:NAME of OSML's models or osml:files=DIR (a folder of model_a/b/c.dcpol): one policy file is not a "
+            "colo scheduler (scenario kind colo)",
+        )
+    path = resolve_zoo(where, entry="folder")
+    parsed = parse_scheduler("osml:" + options) if options else SchedulerSpec({"policy": "osml"})
+    if "files" in parsed or "models" in parsed or "model_c" in parsed:
+        raise InvalidConfigError(
+            "policy", str(given), f"{where} with OSML's parameters other than files, models, model_c"
+        )
+    name = where.removeprefix(ZOO_PREFIX) + (f":{options}" if options else "")
+    return f"{name} (zoo)", {**parsed, "files": str(path)}

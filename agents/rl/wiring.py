@@ -1,0 +1,123 @@
+"""The RLlib config wiring every learning system shares: environment, resources, seed, module mapping, settings.
+
+Builders (``build(experiment, env_config) -> AlgorithmConfig``) start from :func:`common` and add their own
+settings; :func:`policies` maps agents to one shared module or one each; :func:`training` hands a dict of
+settings to an ``AlgorithmConfig.training`` with an unknown key named; :func:`require_continuous` refuses an
+environment whose agents do not all act in a Box.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from gymnasium.spaces import Box
+
+from dcgym.agents.rl.envs import RLLIB_ENV_IDS, agent_ids, make_env, matrix_observations
+from dcgym.envs.error import InvalidConfigError, did_you_mean
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+    from dcgym.agents.rl.spec import TrainingRun
+
+__all__ = [
+    "SHARED_MODULE",
+    "common",
+    "own_module",
+    "policies",
+    "require_continuous",
+    "shared_module",
+    "training",
+]
+
+SHARED_MODULE = "shared"
+"""The module id of a network shared by every agent."""
+
+
+def shared_module(agent_id, *args, **kwargs) -> str:
+    """Policy mapping: every agent to the one shared module."""
+    return SHARED_MODULE
+
+
+def own_module(agent_id, *args, **kwargs) -> str:
+    """Policy mapping: each agent to its own module, named like the agent."""
+    return agent_id
+
+
+def common(config: AlgorithmConfig, experiment: TrainingRun, env_config: dict[str, Any]) -> AlgorithmConfig:
+    """Environment, resources and seed, the same for every algorithm."""
+    res = experiment.resources
+    config.environment(RLLIB_ENV_IDS[experiment.env], env_config=env_config)
+    config.env_runners(num_env_runners=res.num_env_runners or 0, num_envs_per_env_runner=res.num_envs_per_env_runner)
+    if matrix_observations(experiment.env, env_config):
+        config.env_runners(env_to_module_connector=_flatten_observations)
+    config.learners(num_learners=res.num_learners)
+    config.debugging(seed=experiment.seed)
+    config.callbacks(on_algorithm_init=_seed_replay_buffer)
+    config.reporting(min_time_s_per_iteration=0)  # an iteration is a number of steps, never of seconds (SAC: 1 s)
+    return config
+
+
+def _flatten_observations(env, spaces=None, device=None):
+    """Matrix observations (lb_v0's (N, 12)) flattened: RLlib's default networks take flat vectors."""
+    from ray.rllib.connectors.env_to_module import FlattenObservations  # Ray: called in the training processes
+
+    return FlattenObservations(multi_agent=True)
+
+
+def _seed_replay_buffer(algorithm: Any, **_: Any) -> None:
+    """Seed the replay buffer's sampler from the experiment's seed.
+
+    RLlib's episode replay buffers draw their samples from ``np.random.default_rng(None)``, which
+    ``debugging(seed=...)`` does not reach: two runs of the same seed trained on different batches.
+    """
+    buffer = getattr(algorithm, "local_replay_buffer", None)
+    if buffer is not None and hasattr(buffer, "rng"):
+        buffer.rng = np.random.default_rng(algorithm.config.seed)
+
+
+def policies(config: AlgorithmConfig, experiment: TrainingRun, env_config: dict[str, Any], sharing: str) -> None:
+    """One module shared by every agent (``sharing == "shared"``) or one per agent, named like it."""
+    agents = agent_ids(experiment.env, env_config)
+    if sharing == "shared":
+        config.multi_agent(policies={SHARED_MODULE}, policy_mapping_fn=shared_module)
+    else:
+        config.multi_agent(policies=set(agents), policy_mapping_fn=own_module)
+
+
+def training(config: AlgorithmConfig, hyperparameters: Mapping[str, Any]) -> None:
+    """``config.training(**hyperparameters)``, an unknown key named as ``hyperparameters.<key>``."""
+    parameters: dict[str, Any] = {}
+    for cls in type(config).__mro__:  # a subclass's training(**kwargs) passes the rest on to its bases'
+        if "training" in vars(cls):
+            parameters |= dict(inspect.signature(vars(cls)["training"]).parameters)
+            if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+                break
+    parameters = {k: p for k, p in parameters.items() if p.kind is not p.VAR_KEYWORD and k != "self"}
+    if parameters:
+        for key, value in hyperparameters.items():
+            if key not in parameters:
+                raise InvalidConfigError(
+                    key,
+                    value,
+                    f"one of the settings of {type(config).__name__}.training",
+                    suggestion=did_you_mean(key, list(parameters)),
+                ).under("hyperparameters")
+    config.training(**hyperparameters)
+
+
+def require_continuous(experiment: TrainingRun, env_config: Mapping[str, Any], algorithm: str) -> None:
+    """Raise InvalidConfigError naming ``env_args`` unless every agent of the environment acts in a Box."""
+    probe = make_env(experiment.env, env_config)
+    agent = next((a for a in probe.possible_agents if not isinstance(probe.action_space(a), Box)), None)
+    if agent is not None:
+        raise InvalidConfigError(
+            "env_args",
+            dict(env_config),
+            f"arguments that give {experiment.env} continuous "
+            f"(Box) actions: {algorithm} needs them, and {agent} acts in "
+            f"{probe.action_space(agent)} (lb_v0: action_type continuous)",
+        )
