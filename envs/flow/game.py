@@ -219,14 +219,21 @@ class FlowGame:
     # ------------------------------------------------------------------ stepping
 
     def step(
-        self, srla: np.ndarray | None, lrla: np.ndarray | None, which: Sequence[int], threads: int = 1
+        self,
+        srla: np.ndarray | None,
+        lrla: np.ndarray | None,
+        which: Sequence[int],
+        threads: int = 1,
+        out: tuple[dict[str, np.ndarray], np.ndarray] | None = None,
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Step the copies ``which`` one interval with checked actions stacked in that order (None: the agent
-        does not act), on up to ``threads`` threads; (observations by agent, rewards (b, 2), truncated (b,))."""
+        does not act), on up to ``threads`` threads; (observations by agent, rewards (b, 2), truncated (b,)).
+
+        ``out`` (observations by agent, rewards) are arrays of len(which) rows to write into, allocated once
+        by the caller; without it, new ones."""
         which = list(which)
         b = len(which)
-        obs = self._empty_obs(b)
-        rewards = np.empty((b, 2))
+        obs, rewards = out if out is not None else (self._empty_obs(b), np.empty((b, 2)))
         sims, agents = [self.sims[k] for k in which], [self.agents[k] for k in which]
         if b == 1:
             agents[0].step(

@@ -79,8 +79,8 @@ class _RackSingleAgent(gymnasium.Env):
 
     @staticmethod
     def _info(out: dict[str, np.ndarray]) -> dict[str, Any]:
-        info: dict[str, Any] = {key: out[key][0] for key in ("migrate", "steal", "true_loads")}
-        info.update({key: out[key][0].copy() for key in ("migrations", "steals", "failed_steals", "dropped")})
+        keys = ("migrate", "steal", "true_loads", "migrations", "steals", "failed_steals", "dropped")
+        info: dict[str, Any] = {key: out[key][0].copy() for key in keys}  # the game's arrays change next step
         info.update({key: float(out[key][0]) for key in ("latency_mean_us", "latency_p99_us", "sim_time_us")})
         info["completed"] = int(out["completed"][0])
         return info
@@ -159,7 +159,7 @@ class RackCentralEnv(_RackSingleAgent):
         return a.reshape(1, n, 2 * n)
 
     def _observation(self, out: dict[str, np.ndarray]) -> np.ndarray:
-        return out["obs"][0].reshape(-1)
+        return out["obs"][0].flatten()
 
 
 class RackDispatchEnv(_RackSingleAgent):
