@@ -22,7 +22,7 @@ from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.schema import Seed
 from dcgym.envs.validation import describe, validate
 
-__all__ = ["check_seed", "copy_seeds", "draw_seed", "episode_seed"]
+__all__ = ["check_seed", "copy_seeds", "draw_seed", "episode_generator", "episode_seed"]
 
 _ALLOWED = describe(Seed)
 
@@ -43,16 +43,19 @@ def draw_seed(np_random: np.random.Generator) -> int:
     return int(np_random.integers(2**63))
 
 
-def episode_seed(np_random: np.random.Generator | None, seed: Any) -> tuple[np.random.Generator, int]:
-    """(generator, engine seed) of a new episode: restarted at ``seed`` and ``seed``, or drawn (module docstring).
-
-    ``np_random`` None (no episode yet) is an unseeded generator, as Gymnasium's.
-    """
-    seed = check_seed(seed)
+def episode_generator(np_random: np.random.Generator | None, seed: int | None) -> np.random.Generator:
+    """The generator of a new episode: restarted at a checked ``seed``, or the running one (a new unseeded one if
+    there is none yet, as Gymnasium's)."""
     if seed is not None:
-        return seeding.np_random(seed)[0], seed
-    np_random = np_random if np_random is not None else seeding.np_random()[0]
-    return np_random, draw_seed(np_random)
+        return seeding.np_random(seed)[0]
+    return np_random if np_random is not None else seeding.np_random()[0]
+
+
+def episode_seed(np_random: np.random.Generator | None, seed: Any) -> tuple[np.random.Generator, int]:
+    """(generator, engine seed) of a new episode: restarted at ``seed`` and ``seed``, or drawn (module docstring)."""
+    seed = check_seed(seed)
+    np_random = episode_generator(np_random, seed)
+    return np_random, seed if seed is not None else draw_seed(np_random)
 
 
 def copy_seeds(seed: Any, copies: int) -> list[int | None]:
@@ -64,7 +67,6 @@ def copy_seeds(seed: Any, copies: int) -> list[int | None]:
         return [check_seed(first + k) for k in range(copies)]
     seeds = list(seed) if isinstance(seed, (Sequence, np.ndarray)) and not isinstance(seed, str) else None
     if seeds is None or len(seeds) != copies:
-        raise InvalidConfigError(
-            "seed", seed if seeds is None else seeds, f"one seed, or a list of {copies} (one per copy)"
-        )
+        allowed = f"{_ALLOWED}, or a list of {copies} such seeds (one per copy)"
+        raise InvalidConfigError("seed", seed if seeds is None else seeds, allowed)
     return [check_seed(s, f"seed.{k}") for k, s in enumerate(seeds)]

@@ -85,11 +85,12 @@ class BatchedEnv:
         """Advance every copy one step, resetting instead those whose episode ended at the last step."""
         if not self._started:
             raise ResetNeededError("Call reset() before step()")
-        acting = ~self._autoreset
+        acting = ~self._autoreset if self._autoreset.any() else None  # None: every copy acts (the common case)
         checked = self._check_actions(actions, acting)
-        for k in np.flatnonzero(self._autoreset):
-            self._reset_copy(int(k), None, {})
-        self._advance(checked, None if acting.all() else acting)
+        if acting is not None:
+            for k in np.flatnonzero(self._autoreset):
+                self._reset_copy(int(k), None, {})
+        self._advance(checked, acting)
         result = self._result(reset=False)
         np.copyto(self._autoreset, self._done())
         return self._returned(result)
@@ -103,8 +104,8 @@ class BatchedEnv:
         """Rebuild copy k for a new episode (``seed`` None: drawn) and write its first arrays into row k."""
         raise NotImplementedError
 
-    def _check_actions(self, actions: Any, acting: np.ndarray) -> Any:
-        """The actions of the copies ``acting`` (a mask) checked before any copy changes (default: as given)."""
+    def _check_actions(self, actions: Any, acting: np.ndarray | None) -> Any:
+        """The actions checked before any copy changes (default: as given); ``acting`` as in :meth:`_advance`."""
         return actions
 
     def _advance(self, actions: Any, acting: np.ndarray | None) -> None:
@@ -128,19 +129,15 @@ class BatchedEnv:
         self.np_randoms[k], engine = episode_seed(self.np_randoms[k], seed)
         return engine
 
-    def _returned(self, result: Any) -> Any:
+    def _returned(self, result: tuple) -> tuple:
         return copied(result) if self.copy else result
 
 
-def copied(value: Any) -> Any:
-    """A copy of every array in a structure of tuples and dicts (other values as they are)."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, tuple):
-        return tuple(copied(v) for v in value)
-    if isinstance(value, dict):
-        return {key: copied(v) for key, v in value.items()}
-    return value
+def copied(result: tuple) -> tuple:
+    """A copy of every array of a reset's or step's result: arrays, and dicts of arrays (by agent, infos)."""
+    return tuple(
+        {key: a.copy() for key, a in value.items()} if isinstance(value, dict) else value.copy() for value in result
+    )
 
 
 def masked(infos: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -104,13 +104,14 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import EzPickle, seeding
+from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from dcgym.envs.colo.scenario import ColoScenario, load_colo_scenario
 from dcgym.envs.colo.server import COUNTERS, ENDED, PENDING, RUNNING, WARMING, ColoServer
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
+from dcgym.envs.seeding import check_seed, draw_seed, episode_generator
 
 __all__ = [
     "ACTIONS",
@@ -263,18 +264,16 @@ class ColoEnv(ParallelEnv, EzPickle):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         """A new episode: the engine rebuilt with ``seed`` (or the next of the episode generator), equal shares."""
-        if seed is not None:
-            self._np_random, _ = seeding.np_random(int(seed))
-        elif self._np_random is None:
-            self._np_random, _ = seeding.np_random()
+        seed = check_seed(seed)
+        self._np_random = episode_generator(self._np_random, seed)
         mix = (options or {}).get("mix")
         if mix is None:
             mix = int(self._np_random.integers(len(self.scenario.mixes))) if self.random_mix else self.mix
         if self.scenario.agent_names(mix) != self.possible_agents:
             raise InvalidConfigError("mix", mix, f"a mix of the same services as mix {self.mix}")
         self.episode_mix = int(mix)
-        if seed is None:
-            seed = int(self._np_random.integers(2**63))
+        if seed is None:  # drawn after the mix (dcgym.envs.seeding's rule otherwise)
+            seed = draw_seed(self._np_random)
         self.server = ColoServer(self.scenario.engine_config(mix=mix, seed=seed))
         self._counters = self.server.counters
         self._qos = self.server.qos_ms.tolist()

@@ -100,7 +100,7 @@ class ColoVectorEnv(BatchedEnv):
         self._rebuild([k])
         self._ended[k] = False
 
-    def _check_actions(self, actions: Any, acting: np.ndarray) -> np.ndarray:
+    def _check_actions(self, actions: Any, acting: np.ndarray | None) -> np.ndarray:
         """(B, N) action indices; those of absent services (and of copies resetting: none present) unchecked."""
         a = np.asarray(actions)
         b_, n = self.num_envs, self.num_agents

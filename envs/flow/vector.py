@@ -81,7 +81,7 @@ class FlowVectorEnv(BatchedEnv):
         self._rewards[k] = 0.0
         self._truncated[k] = False
 
-    def _check_actions(self, actions: Mapping[str, np.ndarray], acting: np.ndarray):
+    def _check_actions(self, actions: Mapping[str, np.ndarray], acting: np.ndarray | None):
         unknown = [a for a in actions if a not in AGENTS]
         if unknown:
             raise InvalidActionError(f"actions for unknown agents {', '.join(map(str, unknown))}; agents: srla, lrla")

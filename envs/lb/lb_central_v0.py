@@ -118,6 +118,10 @@ class CentralLbEnv(ParallelEnv, EzPickle):
         return self.lb.sim
 
     @property
+    def engine_seed(self) -> int | None:
+        return self.lb.engine_seed
+
+    @property
     def period_us(self) -> float:
         return self.lb.period_us
 

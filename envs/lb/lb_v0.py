@@ -11,7 +11,7 @@ reject it when they hold more than ``backlog`` jobs (the flow then ends after a
 reservoir samples of their flow durations and completion times (App. C.2.4).
 Every ``decision_period_us`` of simulated time (Table 9: 0.5 s in simulation,
 0.25 s at large scale) each agent sets its LB's weights for the next period.
-The engine is :class:`dcgym.cpp_core._engine.LbSim` with every LB on
+The engine is :class:`dcgym.cpp_core.LbSim` with every LB on
 its ``weights`` policy (or ``sed``, argument ``dispatch``; docs/lb.md); one
 step runs a whole decision period in C++.
 
@@ -165,13 +165,14 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import EzPickle, seeding
+from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from dcgym.cpp_core._engine import LbSim
+from dcgym.cpp_core import LbSim
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError, did_you_mean
 from dcgym.envs.lb.scenario import LbScenario, load_lb_scenario
+from dcgym.envs.seeding import episode_seed
 
 __all__ = [
     "ACTION_TYPES",
@@ -408,14 +409,8 @@ class LbEnv(ParallelEnv, EzPickle):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         """Rebuild the engine, empty, with ``seed`` (or the next seed of the episode generator)."""
         load = (options or {}).get("load", self.load)
-        if seed is not None:
-            config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)  # validates seed, load
-            self._np_random, _ = seeding.np_random(int(seed))
-        else:
-            if self._np_random is None:
-                self._np_random, _ = seeding.np_random()
-            seed = int(self._np_random.integers(2**63))
-            config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)
+        self._np_random, seed = episode_seed(self._np_random, seed)
+        config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)  # validates the load
         self._sim = LbSim(config)
         self._engine_seed, self._episode_load = int(seed), float(load)
         self.agents = list(self.possible_agents)

@@ -174,6 +174,7 @@ from pettingzoo.utils.conversions import parallel_to_aec
 from dcgym.envs.error import InvalidActionError, ResetNeededError
 from dcgym.envs.rack.game import RackEnvConfig, RackGame
 from dcgym.envs.rack.render import LoadHistory, render_rack
+from dcgym.envs.seeding import episode_seed
 from dcgym.envs.validation import validate
 
 __all__ = ["RackEnv", "env", "parallel_env", "raw_env"]
@@ -229,11 +230,9 @@ class RackEnv(ParallelEnv):
     # ------------------------------------------------------------ reset, step
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.np_random, engine_seed = episode_seed(self.np_random, seed)
         if seed is not None:
-            self.np_random, self.np_random_seed = seeding.np_random(seed)
-            engine_seed = seed
-        else:
-            engine_seed = int(self.np_random.integers(2**63))
+            self.np_random_seed = engine_seed
         out = self.game.reset(0, engine_seed, (options or {}).get("load"))
         self.agents = list(self.possible_agents)
         self._started = True

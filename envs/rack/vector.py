@@ -93,7 +93,7 @@ class RackVectorEnv(BatchedEnv):
     def _reset_copy(self, k: int, seed: int | None, options: Mapping[str, Any]) -> None:
         self.game.reset(k, self.engine_seed(k, seed), options.get("load"))
 
-    def _check_actions(self, actions: Any, acting: np.ndarray) -> np.ndarray:
+    def _check_actions(self, actions: Any, acting: np.ndarray | None) -> np.ndarray:
         actions = np.asarray(actions)
         if actions.shape != self.action_space.shape:
             n = self.num_agents
