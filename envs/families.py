@@ -11,6 +11,7 @@ imports no family.
 from __future__ import annotations
 
 import importlib
+import warnings
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -29,6 +30,14 @@ class Family:
     scenario: str  # "module:Class" of the scenario schema (kind: <name>)
     envs: dict[str, str] = field(default_factory=dict)  # versioned env name -> module (env, parallel_env, raw_env)
     legacy_kinds: tuple[str, ...] = ()  # earlier spellings of ``kind`` still accepted in scenario files
+    title: str = ""  # how messages name the family's scenarios ("a multi-LB scenario"); the name if empty
+
+    def scenario_error(self, given: Any, known: list[str]) -> InvalidConfigError:
+        """The error for a scenario of another family where one of this family is needed (naming ``scenario``)."""
+        title = self.title or self.name
+        return InvalidConfigError(
+            "scenario", str(given), f"a {title} scenario (kind {self.name}): " + ", ".join(known) + ", or a file path"
+        )
 
 
 FAMILIES: dict[str, Family] = {
@@ -46,6 +55,7 @@ FAMILIES: dict[str, Family] = {
         "dcgym.envs.lb.scenario:LbScenario",
         {"lb_v0": "dcgym.envs.lb.lb_v0", "lb_central_v0": "dcgym.envs.lb.lb_central_v0"},
         legacy_kinds=("multistage",),
+        title="multi-LB",
     ),
     "colo": Family(
         "colo",
@@ -66,11 +76,16 @@ FAMILIES: dict[str, Family] = {
 
 
 def family(kind: str) -> Family:
-    """The family of a scenario ``kind`` (or a legacy spelling); InvalidConfigError naming ``kind`` otherwise."""
+    """The family of a scenario ``kind``; InvalidConfigError naming ``kind`` otherwise.
+
+    A legacy spelling still names its family, with a FutureWarning (shown to users, as DeprecationWarning is not)
+    that names the current one.
+    """
     if kind in FAMILIES:
         return FAMILIES[kind]
     for f in FAMILIES.values():
         if kind in f.legacy_kinds:
+            warnings.warn(f"kind {kind} is now called {f.name}: write kind: {f.name}", FutureWarning, stacklevel=2)
             return f
     raise InvalidConfigError("kind", kind, "one of " + ", ".join(FAMILIES), suggestion=did_you_mean(kind, FAMILIES))
 

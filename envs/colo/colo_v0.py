@@ -108,9 +108,10 @@ from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
-from dcgym.envs.colo.scenario import ColoScenario, load_colo_scenario
+from dcgym.envs.colo.scenario import ColoScenario
 from dcgym.envs.colo.server import COUNTERS, ENDED, PENDING, RUNNING, WARMING, ColoServer
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
+from dcgym.envs.scenario import scenario_for
 from dcgym.envs.seeding import check_seed, draw_seed, episode_generator
 
 __all__ = [
@@ -173,14 +174,6 @@ def osml_reward(latency_ms: float, previous_ms: float, dcores: int, dways: int) 
     return float(-cost)
 
 
-def _load(scenario: str | Path | ColoScenario, overrides: Mapping[str, Any] | None) -> ColoScenario:
-    if isinstance(scenario, ColoScenario):
-        if overrides:
-            raise InvalidConfigError("overrides", dict(overrides), "none when scenario is a ColoScenario object")
-        return scenario
-    return load_colo_scenario(scenario, overrides)
-
-
 class ColoEnv(ParallelEnv, EzPickle):
     """colo_v0 as a PettingZoo ParallelEnv (module docstring)."""
 
@@ -197,7 +190,7 @@ class ColoEnv(ParallelEnv, EzPickle):
         start: str | Sequence[int] = "equal",
     ) -> None:
         EzPickle.__init__(self, scenario, mix, interval_s, max_steps, overrides, render_mode, start)
-        self.scenario = _load(scenario, overrides)
+        self.scenario = scenario_for("colo", scenario, overrides)
         self.random_mix = mix == "random"
         if self.random_mix:
             mix = 0

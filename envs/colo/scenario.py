@@ -37,8 +37,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
 from dcgym.envs.colo import catalog as cc
-from dcgym.envs.error import InvalidConfigError, UnknownScenarioError, did_you_mean
+from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.policy_spec import parse_spec, scalar
+from dcgym.envs.scenario import load_scenario
 from dcgym.envs.schema import ScenarioBase, Seed
 from dcgym.envs.schema import Schema as _Schema
 from dcgym.envs.validation import validate
@@ -308,16 +309,5 @@ class ColoScenario(ScenarioBase):
 
 
 def load_colo_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> ColoScenario:
-    """:func:`dcgym.envs.scenario.load_scenario` for a colo scenario (``kind: colo``): a packaged name or a path."""
-    from dcgym.envs.scenario import list_scenarios, load_scenario
-
-    try:
-        return load_scenario(name_or_path, overrides, kind="colo")
-    except InvalidConfigError as exc:
-        if exc.field != "kind" or isinstance(exc, UnknownScenarioError) or "kind" in (overrides or {}):
-            raise
-        raise InvalidConfigError(
-            "scenario",
-            str(name_or_path),
-            "a colo scenario (kind colo): " + ", ".join(list_scenarios("colo")) + ", or a file path",
-        ) from None
+    """:func:`dcgym.envs.scenario.load_scenario` of a colo scenario (``kind: colo``): a packaged name or a path."""
+    return load_scenario(name_or_path, overrides, kind="colo")

@@ -24,7 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dcgym.cpp_core import AutoAgents, FlowSim, step_auto_batch
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
-from dcgym.envs.flow.scenario import FlowScenario, load_flow_scenario
+from dcgym.envs.flow.scenario import FlowScenario
+from dcgym.envs.scenario import scenario_for
 from dcgym.envs.schema import Load
 from dcgym.envs.validation import validate
 
@@ -94,20 +95,12 @@ class FlowEnvConfig(BaseModel):
         return float(np.random.default_rng([engine_seed, LOAD_STREAM]).uniform(low, high))
 
 
-def _scenario(config: FlowEnvConfig) -> FlowScenario:
-    if isinstance(config.scenario, FlowScenario):
-        if config.overrides:
-            raise InvalidConfigError("overrides", dict(config.overrides), "none when scenario is a FlowScenario")
-        return config.scenario
-    return load_flow_scenario(config.scenario, config.overrides)
-
-
 class FlowGame:
     """B copies of a flow scenario with AuTO's agents, stepped together (module docstring)."""
 
     def __init__(self, config: FlowEnvConfig | dict[str, Any], copies: int = 1) -> None:
         self.config = config if isinstance(config, FlowEnvConfig) else validate(FlowEnvConfig, config)
-        self.scenario = _scenario(self.config)
+        self.scenario = scenario_for("flow", self.config.scenario, self.config.overrides)
         c = self.config
         self.policy = self.scenario.policy(c.policy)
         if not self.policy.ranked:

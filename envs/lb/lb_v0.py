@@ -171,7 +171,8 @@ from pettingzoo.utils.conversions import parallel_to_aec
 
 from dcgym.cpp_core import LbSim
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError, did_you_mean
-from dcgym.envs.lb.scenario import LbScenario, load_lb_scenario
+from dcgym.envs.lb.scenario import LbScenario
+from dcgym.envs.scenario import scenario_for
 from dcgym.envs.seeding import episode_seed
 
 __all__ = [
@@ -290,14 +291,6 @@ def _choice(field: str, value: Any, allowed: Mapping[str, Any] | tuple[str, ...]
     return value
 
 
-def _load_scenario(scenario: str | Path | LbScenario, overrides: Mapping[str, Any] | None) -> LbScenario:
-    if isinstance(scenario, LbScenario):
-        if overrides:
-            raise InvalidConfigError("overrides", dict(overrides), "none when scenario is an LbScenario object")
-        return scenario
-    return load_lb_scenario(scenario, overrides)
-
-
 class LbEnv(ParallelEnv, EzPickle):
     """The multi-LB game as a PettingZoo ParallelEnv (module docstring)."""
 
@@ -318,7 +311,7 @@ class LbEnv(ParallelEnv, EzPickle):
         EzPickle.__init__(
             self, scenario, load, reward, action_type, load_estimate, max_steps, overrides, render_mode, dispatch
         )
-        self.scenario = _load_scenario(scenario, overrides)
+        self.scenario = scenario_for("lb", scenario, overrides)
         self.reward_name = _choice("reward", reward, REWARDS)
         self.action_type = _choice("action_type", action_type, ACTION_TYPES)
         self.load_estimate = _choice("load_estimate", load_estimate, OBSERVATION_FEATURES)

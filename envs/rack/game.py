@@ -227,11 +227,7 @@ class RackGame:
     def _game_scenario(self) -> RackScenario:
         """The scenario with entry nodes and the table policy forced, fresh load info made periodic."""
         cfg = self.config
-        base = load_scenario(cfg.scenario, cfg.overrides)
-        if not isinstance(base, RackScenario):
-            raise InvalidConfigError(
-                "scenario", str(cfg.scenario), f"a rack scenario (this one is kind {getattr(base, 'kind', '?')})"
-            )
+        base = load_scenario(cfg.scenario, cfg.overrides, kind="rack")
         forced: dict[str, Any] = {"dispatch": "table"}
         if self.dispatcher:
             if any(change.kind == "split" for change in base.dynamics):
