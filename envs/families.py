@@ -11,7 +11,6 @@ imports no family.
 from __future__ import annotations
 
 import importlib
-import warnings
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -76,16 +75,11 @@ FAMILIES: dict[str, Family] = {
 
 
 def family(kind: str) -> Family:
-    """The family of a scenario ``kind``; InvalidConfigError naming ``kind`` otherwise.
-
-    A legacy spelling still names its family, with a FutureWarning (shown to users, as DeprecationWarning is not)
-    that names the current one.
-    """
+    """The family of a scenario ``kind`` (or a legacy spelling); InvalidConfigError naming ``kind`` otherwise."""
     if kind in FAMILIES:
         return FAMILIES[kind]
     for f in FAMILIES.values():
         if kind in f.legacy_kinds:
-            warnings.warn(f"kind {kind} is now called {f.name}: write kind: {f.name}", FutureWarning, stacklevel=2)
             return f
     raise InvalidConfigError("kind", kind, "one of " + ", ".join(FAMILIES), suggestion=did_you_mean(kind, FAMILIES))
 

@@ -179,7 +179,10 @@ def _load(name_or_path: str | Path, overrides: Mapping[str, Any], wanted: Family
         raise InvalidConfigError(shown, raw, "a YAML mapping of scenario fields")
     data = apply_overrides(raw, overrides)
     if isinstance(data.get("kind"), str):
-        data["kind"] = family(data["kind"]).name
+        name = family(data["kind"]).name
+        if name != data["kind"]:  # a FutureWarning: shown to users (DeprecationWarning is not)
+            warnings.warn(f"kind {data['kind']} is now called {name}: write kind: {name}", FutureWarning, stacklevel=3)
+        data["kind"] = name
     if wanted is not None and data.get("kind") != wanted.name:
         raise InvalidConfigError(
             "kind",

@@ -8,19 +8,33 @@ registered family's class, discriminated on ``kind``.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, PrivateAttr
 
+from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.validation import OneLine
 
-__all__ = ["Load", "ScenarioBase", "Schema", "Seed"]
+__all__ = ["Load", "MaxSteps", "ScenarioBase", "Schema", "Seed"]
 
 Load = Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
 """Offered load as a fraction of the scenario's capacity (each family defines its capacity); up to 10."""
 
 Seed = Annotated[int, Field(ge=0, lt=2**64)]
 """The one seed every random stream of a run derives from."""
+
+
+def _max_steps(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise InvalidConfigError("", value, "a positive integer (steps per episode)")
+    return int(value)
+
+
+MaxSteps = Annotated[int | None, PlainValidator(_max_steps, json_schema_input_type=int | None)]
+"""An environment's episode length in steps; None: the environment derives it from its scenario."""
 
 
 class Schema(BaseModel):
