@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import gymnasium
 import numpy as np
 from gymnasium.utils import seeding
 
@@ -22,7 +23,7 @@ from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.schema import Seed
 from dcgym.envs.validation import describe, validate
 
-__all__ = ["check_seed", "copy_seeds", "draw_seed", "episode_generator", "episode_seed"]
+__all__ = ["check_seed", "copy_seeds", "draw_seed", "episode_generator", "episode_seed", "gymnasium_seed"]
 
 _ALLOWED = describe(Seed)
 
@@ -56,6 +57,14 @@ def episode_seed(np_random: np.random.Generator | None, seed: Any) -> tuple[np.r
     seed = check_seed(seed)
     np_random = episode_generator(np_random, seed)
     return np_random, seed if seed is not None else draw_seed(np_random)
+
+
+def gymnasium_seed(env: gymnasium.Env, seed: Any) -> int:
+    """A Gymnasium environment's engine seed for a new episode: ``Env.reset`` restarts its ``np_random`` at a
+    checked ``seed`` (the engine seed then) or keeps it running (the engine seed drawn from it)."""
+    seed = check_seed(seed)
+    gymnasium.Env.reset(env, seed=seed)
+    return seed if seed is not None else draw_seed(env.np_random)
 
 
 def copy_seeds(seed: Any, copies: int) -> list[int | None]:

@@ -34,7 +34,7 @@ from gymnasium import spaces
 
 from dcgym.envs.colo.colo_v0 import ACTIONS, FLOAT32_MAX, NO_CHANGE, OBSERVATION_FEATURES, ColoEnv
 from dcgym.envs.error import InvalidActionError
-from dcgym.envs.seeding import check_seed, draw_seed
+from dcgym.envs.seeding import gymnasium_seed
 
 __all__ = ["ColoCentralEnv"]
 
@@ -60,11 +60,7 @@ class ColoCentralEnv(gymnasium.Env):
         return self.game.engine_seed
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        seed = check_seed(seed)
-        super().reset(seed=seed)
-        if seed is None:
-            seed = draw_seed(self.np_random)
-        obs, infos = self.game.reset(seed=seed, options=options)
+        obs, infos = self.game.reset(seed=gymnasium_seed(self, seed), options=options)
         return self._stack(obs), self._info(obs, infos, {})
 
     def step(self, action: Any):

@@ -16,17 +16,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from dcgym.cpp_core import AutoAgents, FlowSim, step_auto_batch
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.flow.scenario import FlowScenario
 from dcgym.envs.scenario import scenario_for
-from dcgym.envs.schema import Load
+from dcgym.envs.schema import EpisodeLoads, Load
 from dcgym.envs.validation import validate
 
 __all__ = ["AGENTS", "LOAD_STREAM", "FlowEnvConfig", "FlowGame"]
@@ -40,10 +40,11 @@ LOAD_STREAM = 0xF10
 PACKET = 1460.0
 
 
-class FlowEnvConfig(BaseModel):
+class FlowEnvConfig(EpisodeLoads):
     """Every argument of the flow environments (flow_v0, FlowSrla-v0, FlowLrla-v0, the vector forms)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    load_stream: ClassVar[int] = LOAD_STREAM
 
     scenario: str | Path | FlowScenario = Field(
         "auto_websearch", description="a packaged flow scenario name, a YAML file path or a FlowScenario"
@@ -78,21 +79,12 @@ class FlowEnvConfig(BaseModel):
 
     @model_validator(mode="after")
     def _ordered(self) -> FlowEnvConfig:
-        if self.load_range is not None and self.load_range[0] > self.load_range[1]:
-            raise InvalidConfigError("load_range", list(self.load_range), "[low, high] with low <= high")
         low, high = self.threshold_range_bytes
         if not (0 < low < high < math.inf):
             raise InvalidConfigError("threshold_range_bytes", [low, high], "[low, high] bytes with 0 < low < high")
         if any(not (0 < c < math.inf) for c in self.rate_caps):
             raise InvalidConfigError("rate_caps", list(self.rate_caps), "positive finite fractions of link_gbps")
         return self
-
-    def episode_load(self, engine_seed: int) -> float:
-        """The load of an episode with ``engine_seed``: ``load``, or a draw from ``load_range``."""
-        if self.load_range is None:
-            return self.load
-        low, high = self.load_range
-        return float(np.random.default_rng([engine_seed, LOAD_STREAM]).uniform(low, high))
 
 
 class FlowGame:

@@ -28,7 +28,7 @@ from gymnasium.utils import EzPickle
 from dcgym.envs.error import ResetNeededError
 from dcgym.envs.flow.game import FlowGame
 from dcgym.envs.flow.render import History, render_ansi, render_rgb
-from dcgym.envs.seeding import check_seed, draw_seed
+from dcgym.envs.seeding import gymnasium_seed
 
 __all__ = ["FlowLrlaEnv", "FlowSrlaEnv"]
 
@@ -58,9 +58,7 @@ class _FlowSingleAgent(gymnasium.Env, EzPickle):
         return int(self.game.engine_seeds[0])
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        seed = check_seed(seed)
-        super().reset(seed=seed)
-        engine_seed = seed if seed is not None else draw_seed(self.np_random)
+        engine_seed = gymnasium_seed(self, seed)
         obs = self.game.reset(0, engine_seed, (options or {}).get("load"))
         self._history.clear()
         if self.render_mode == "rgb_array":  # the only mode that draws the history

@@ -20,15 +20,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from dcgym.cpp_core import Distribution, RackSim, rack_imbalance, rack_reward_costs, step_rack_batch, step_rack_game
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.rack.scenario import RackScenario
 from dcgym.envs.scenario import DEFAULT_SCENARIO, Load, load_scenario
+from dcgym.envs.schema import EpisodeLoads
 from dcgym.envs.validation import validate
 
 _BUFFERS: dict[str, tuple[str, type]] = {
@@ -91,10 +92,11 @@ REWARD_COSTS: dict[str, Costs] = {
 """Default costs of each reward variant (the engine's, rack/game.hpp); a cost set explicitly replaces its default."""
 
 
-class RackEnvConfig(BaseModel):
+class RackEnvConfig(EpisodeLoads):
     """Every argument of the rack environments (rack_v0, RackCentral-v0, RackDispatch-v0, RackVectorEnv)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    load_stream: ClassVar[int] = LOAD_STREAM
 
     scenario: str | Path = Field(DEFAULT_SCENARIO, description="a packaged rack scenario name or a YAML file path")
     overrides: dict[str, Any] = Field({}, description="dotted-key overrides applied to the scenario")
@@ -134,19 +136,6 @@ class RackEnvConfig(BaseModel):
                 "obs_extras", list(self.obs_extras), "distinct names of arrival_rate, capacity, rank"
             )
         return self
-
-    @model_validator(mode="after")
-    def _ordered_range(self) -> RackEnvConfig:
-        if self.load_range is not None and self.load_range[0] > self.load_range[1]:
-            raise InvalidConfigError("load_range", list(self.load_range), "[low, high] with low <= high")
-        return self
-
-    def episode_load(self, engine_seed: int) -> float:
-        """The load of an episode with ``engine_seed``: ``load``, or a draw from ``load_range``."""
-        if self.load_range is None:
-            return self.load
-        low, high = self.load_range
-        return float(np.random.default_rng([engine_seed, LOAD_STREAM]).uniform(low, high))
 
     @property
     def costs(self) -> Costs:

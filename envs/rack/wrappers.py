@@ -19,7 +19,7 @@ from gymnasium.spaces import Box
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
 from dcgym.envs.rack.game import RackEnvConfig, RackGame
 from dcgym.envs.rack.render import LoadHistory, render_rack
-from dcgym.envs.seeding import check_seed, draw_seed
+from dcgym.envs.seeding import gymnasium_seed
 from dcgym.envs.validation import validate
 
 __all__ = ["RackCentralEnv", "RackDispatchEnv", "central_spaces"]
@@ -53,9 +53,7 @@ class _RackSingleAgent(gymnasium.Env):
         return int(self.game.engine_seeds[0])
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        seed = check_seed(seed)
-        super().reset(seed=seed)
-        engine_seed = seed if seed is not None else draw_seed(self.np_random)
+        engine_seed = gymnasium_seed(self, seed)
         out = self.game.reset(0, engine_seed, (options or {}).get("load"))
         self._history.clear()
         return self._observe(out), self._info(out)
