@@ -286,61 +286,6 @@ RewardArg ParseReward(const py::object& reward, py::ssize_t b) {
   return r;
 }
 
-// The arrays a batched step writes, by name, with their shape after the leading axis of rows (N nodes, obs_dim).
-template <typename T>
-struct OutField {
-  const char* name;
-  T* game::StepBuffers::* slot;
-  int dims;  // 0: (R,); 1: (R, N); 2: (R, N, N); 3: (R, N, obs_dim); 4: (R, 4)
-};
-
-std::vector<py::ssize_t> OutShape(int dims, py::ssize_t rows, py::ssize_t n, py::ssize_t obs_dim) {
-  switch (dims) {
-    case 0: return {rows};
-    case 1: return {rows, n};
-    case 2: return {rows, n, n};
-    case 3: return {rows, n, obs_dim};
-    default: return {rows, 4};
-  }
-}
-
-constexpr OutField<double> kDoubleOut[] = {{"beliefs", &game::StepBuffers::beliefs, 2},
-                                           {"loads", &game::StepBuffers::loads, 1},
-                                           {"latency_mean_us", &game::StepBuffers::latency_mean, 0},
-                                           {"latency_p99_us", &game::StepBuffers::latency_p99, 0},
-                                           {"now_us", &game::StepBuffers::now, 0},
-                                           {"imbalance", &game::StepBuffers::imbalance, 0},
-                                           {"cost_counts", &game::StepBuffers::cost_counts, 4},
-                                           {"reward", &game::StepBuffers::reward, 0}};
-constexpr OutField<uint64_t> kCountOut[] = {{"migrate", &game::StepBuffers::migrate, 2},
-                                            {"steal", &game::StepBuffers::steal, 2},
-                                            {"migrations", &game::StepBuffers::migrations, 1},
-                                            {"steals", &game::StepBuffers::steals, 1},
-                                            {"failed_steals", &game::StepBuffers::failed_steals, 1},
-                                            {"dropped", &game::StepBuffers::dropped, 1},
-                                            {"completed_by_node", &game::StepBuffers::completed_by_node, 1},
-                                            {"completed", &game::StepBuffers::completed, 0}};
-constexpr OutField<float> kObsOut[] = {{"obs", &game::StepBuffers::obs, 3}};
-
-// The caller's array `key` of `out` as a pointer for `slot`: of dtype T, C-contiguous, writeable, of `shape`.
-template <typename T>
-void Bind(const py::dict& out, const OutField<T>& f, const std::vector<py::ssize_t>& shape, game::StepBuffers& into) {
-  py::object value = out[f.name];
-  std::string want = "(";
-  for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
-  want += shape.size() == 1 ? ",)" : ")";
-  const std::string what = "out." + std::string(f.name) + ": must be a writeable C-contiguous " +
-                           std::string(py::str(py::dtype::of<T>())) + " array of shape " + want;
-  if (!py::isinstance<py::array_t<T>>(value)) throw std::invalid_argument(what);
-  auto a = py::reinterpret_borrow<py::array>(value);
-  const bool layout =
-      (a.flags() & py::array::c_style) && a.writeable() && a.ndim() == static_cast<py::ssize_t>(shape.size());
-  for (size_t i = 0; layout && i < shape.size(); ++i)
-    if (a.shape(static_cast<py::ssize_t>(i)) != shape[i]) throw std::invalid_argument(what);
-  if (!layout) throw std::invalid_argument(what);
-  into.*f.slot = static_cast<T*>(a.mutable_data());
-}
-
 // An output array of a batched step: its name, where StepBuffers points to it, its shape after the rows.
 enum class Tail { kScalar, kNodes, kPairs, kObs, kCosts };  // (), (N), (N, N), (N, obs_dim), (4)
 

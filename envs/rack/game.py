@@ -11,8 +11,11 @@ dispatcher's game (RackDispatch-v0) sets its tables here and calls
 ``step_rack_batch``. Both compute the team reward in C++
 (``cpp_core/include/dcgym/rack/game.hpp``: the one definition of the reward,
 its default costs and the imbalance); Python adds the optional observation
-extras and the per-node counts. :class:`RackEnvConfig` is every setting of
-the game, validated at construction with errors that name the field.
+extras and the per-node counts. Every reset and step writes into arrays
+allocated once, one row per copy (:attr:`RackGame.out`; the engine fills the
+rows of the copies it steps), so a step allocates no output array.
+:class:`RackEnvConfig` is every setting of the game, validated at
+construction with errors that name the field.
 """
 
 from __future__ import annotations
@@ -52,22 +55,16 @@ _BUFFERS: dict[str, tuple[str, type]] = {
 }
 """The arrays of a step besides the observations: (shape after the copies' axis, dtype)."""
 
-_ENGINE_KEYS = (*list(_BUFFERS)[:14], "obs")
-"""The arrays the engine writes (``step_rack_game``, ``step_rack_batch``); the game computes the others."""
+_ENGINE_KEYS = (*(key for key in _BUFFERS if key not in ("true_loads", "truncated")), "obs")
+"""The arrays the engine writes (``step_rack_game``, ``step_rack_batch``); the game computes the other two."""
 
 _ZEROED = (
-    "migrate",
-    "steal",
-    "migrations",
-    "steals",
-    "failed_steals",
-    "dropped",
+    *(key for key, (_, dtype) in _BUFFERS.items() if dtype is np.uint64),
     "latency_mean_us",
     "latency_p99_us",
-    "completed",
     "reward",
 )
-"""What a reset sets to 0: nothing has happened in the new episode yet."""
+"""What a reset sets to 0, the step's counts (every uint64 array) and statistics: nothing has happened yet."""
 
 LOAD_STREAM = 0x10AD
 """Second word of the RNG seed that draws an episode's load from ``load_range`` (the first is the engine seed)."""
