@@ -265,7 +265,7 @@ class RackGame:
         :attr:`out`, the arrays of every copy (one row each): the engine writes them in place, so a step
         allocates none, and the next reset or step overwrites them (copy what is kept).
         """
-        every = which is None or np.array_equal(which, self._all)
+        every = which is None or len(which) == self.num_copies == 1 or np.array_equal(which, self._all)
         which = self._all if which is None else which
         rows: slice | np.ndarray = slice(None) if every else np.asarray(which, dtype=np.int64)
         sims = self.sims if every else [self.sims[k] for k in which]
