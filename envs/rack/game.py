@@ -317,29 +317,33 @@ class RackGame:
         out["latency_p99_us"][rows] = np.where(done, out["latency_p99_us"][rows], 0.0)
         x = out["loads"][rows] * self.scale
         out["true_loads"][rows] = x
-        obs = out["obs"][rows]  # a view for a slice of rows; for rows by index, a copy written back below
-        self.observe(out["beliefs"][rows], x, out["migrate"][rows], obs, prefilled)
-        if not isinstance(rows, slice):
+        # The engine's columns, a view of the rows for a slice (extras added in place), else a copy written back.
+        written = out["obs"][rows] if prefilled else None
+        obs = self.observe(out["beliefs"][rows], x, out["migrate"][rows], written)
+        if not (prefilled and isinstance(rows, slice)):
             out["obs"][rows] = obs
         out["truncated"][rows] = self.steps[rows] >= self.config.episode_steps
         return out
 
     def observe(
-        self, beliefs: np.ndarray, x: np.ndarray, migrate: np.ndarray, obs: np.ndarray, prefilled: bool
-    ) -> None:
-        """Write observations (B, N, obs_dim), float32, into ``obs``: beliefs row, own fresh load, extras, clipped.
+        self, beliefs: np.ndarray, x: np.ndarray, migrate: np.ndarray, prefilled: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Observations (B, N, obs_dim), float32: beliefs row, own fresh load, extras; clipped to [0, obs_clip].
 
-        ``prefilled``: the first N + 1 columns are already written (by ``step_rack_game``); only the extras are
-        added. Values are clipped to [0, obs_clip].
+        ``prefilled``: the observations with the first N + 1 columns already
+        written (by ``step_rack_game``); only the extras are added, in place.
         """
         b, n = x.shape
         cfg = self.config
-        if not prefilled:
+        if prefilled is None:
+            obs = np.empty((b, n, self.obs_dim), np.float32)
             obs[:, :, :n] = beliefs * self.scale
             obs[:, :, n] = x
             np.clip(obs[:, :, : n + 1], 0.0, cfg.obs_clip, out=obs[:, :, : n + 1])
+        else:
+            obs = prefilled
         if not cfg.obs_extras:
-            return
+            return obs
         col = n + 1
         for extra in cfg.obs_extras:
             if extra == "arrival_rate":  # client arrivals at the node in the last heartbeat, per mean service time
@@ -352,6 +356,7 @@ class RackGame:
                 obs[:, :, col] = below.sum(axis=-1) / max(1, n - 1)
             col += 1
         np.clip(obs[:, :, n + 1 :], 0.0, cfg.obs_clip, out=obs[:, :, n + 1 :])
+        return obs
 
     # -------------------------------------------------------------------- tables
 
