@@ -23,7 +23,15 @@ from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.schema import Seed
 from dcgym.envs.validation import describe, validate
 
-__all__ = ["check_seed", "copy_seeds", "draw_seed", "episode_generator", "episode_seed", "gymnasium_seed"]
+__all__ = [
+    "GameEpisodes",
+    "check_seed",
+    "copy_seeds",
+    "draw_seed",
+    "episode_generator",
+    "episode_seed",
+    "gymnasium_seed",
+]
 
 _ALLOWED = describe(Seed)
 
@@ -65,6 +73,21 @@ def gymnasium_seed(env: gymnasium.Env, seed: Any) -> int:
     seed = check_seed(seed)
     gymnasium.Env.reset(env, seed=seed)
     return seed if seed is not None else draw_seed(env.np_random)
+
+
+class GameEpisodes:
+    """What a Gymnasium environment over copy 0 of a game (``RackGame``, ``FlowGame``) does for a new episode."""
+
+    game: Any
+
+    @property
+    def engine_seed(self) -> int:
+        """The engine seed of the current episode (``seed`` if given to reset, else drawn from np_random)."""
+        return int(self.game.engine_seeds[0])
+
+    def _new_episode(self, seed: Any, options: dict[str, Any] | None) -> Any:
+        """Rebuild copy 0 by :func:`gymnasium_seed`'s rule (``options["load"]``: this episode's load)."""
+        return self.game.reset(0, gymnasium_seed(self, seed), (options or {}).get("load"))
 
 
 def copy_seeds(seed: Any, copies: int) -> list[int | None]:

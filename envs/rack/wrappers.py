@@ -19,7 +19,7 @@ from gymnasium.spaces import Box
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
 from dcgym.envs.rack.game import RackEnvConfig, RackGame
 from dcgym.envs.rack.render import LoadHistory, render_rack
-from dcgym.envs.seeding import gymnasium_seed
+from dcgym.envs.seeding import GameEpisodes
 from dcgym.envs.validation import validate
 
 __all__ = ["RackCentralEnv", "RackDispatchEnv", "central_spaces"]
@@ -33,7 +33,7 @@ def central_spaces(game: RackGame) -> tuple[Box, Box]:
     return obs, Box(low, 1.0, (n * 2 * n,), np.float32)
 
 
-class _RackSingleAgent(gymnasium.Env):
+class _RackSingleAgent(GameEpisodes, gymnasium.Env):
     """What the two single-agent rack environments share: seeding, reset, step, info, render."""
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
@@ -47,14 +47,8 @@ class _RackSingleAgent(gymnasium.Env):
         self._last: dict[str, np.ndarray] | None = None
         self._history = LoadHistory(self.config.render_history)
 
-    @property
-    def engine_seed(self) -> int:
-        """The engine seed of the current episode (``seed`` if given to reset, else drawn from np_random)."""
-        return int(self.game.engine_seeds[0])
-
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        engine_seed = gymnasium_seed(self, seed)
-        out = self.game.reset(0, engine_seed, (options or {}).get("load"))
+        out = self._new_episode(seed, options)
         self._history.clear()
         return self._observe(out), self._info(out)
 
