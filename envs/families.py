@@ -29,6 +29,14 @@ class Family:
     scenario: str  # "module:Class" of the scenario schema (kind: <name>)
     envs: dict[str, str] = field(default_factory=dict)  # versioned env name -> module (env, parallel_env, raw_env)
     legacy_kinds: tuple[str, ...] = ()  # earlier spellings of ``kind`` still accepted in scenario files
+    title: str = ""  # how messages name the family's scenarios ("a multi-LB scenario"); the name if empty
+
+    def scenario_error(self, given: Any, known: list[str]) -> InvalidConfigError:
+        """The error for a scenario of another family where one of this family is needed (naming ``scenario``)."""
+        title = self.title or self.name
+        return InvalidConfigError(
+            "scenario", str(given), f"a {title} scenario (kind {self.name}): " + ", ".join(known) + ", or a file path"
+        )
 
 
 FAMILIES: dict[str, Family] = {
@@ -46,6 +54,7 @@ FAMILIES: dict[str, Family] = {
         "dcgym.envs.lb.scenario:LbScenario",
         {"lb_v0": "dcgym.envs.lb.lb_v0", "lb_central_v0": "dcgym.envs.lb.lb_central_v0"},
         legacy_kinds=("multistage",),
+        title="multi-LB",
     ),
     "colo": Family(
         "colo",

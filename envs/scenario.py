@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import re
+import warnings
 from collections.abc import Mapping
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -28,7 +29,7 @@ import yaml
 from pydantic import Field
 
 from dcgym.envs.error import MISSING, InvalidConfigError, UnknownScenarioError, Verbatim
-from dcgym.envs.families import FAMILIES, family, load_entry_point
+from dcgym.envs.families import FAMILIES, Family, family, load_entry_point
 from dcgym.envs.schema import Load, ScenarioBase, Seed
 from dcgym.envs.validation import validate
 
@@ -42,6 +43,7 @@ __all__ = [
     "list_scenarios",
     "load_scenario",
     "read_yaml",
+    "scenario_for",
     "scenario_kind",
     "scenario_path",
 ]
@@ -56,7 +58,8 @@ RENAMED: dict[str, str] = {
     "lb_rack_balancers": "rack_lb_balancers",
     "lb_rack_reference": "rack_lb_reference",
 }
-"""Earlier names of packaged scenarios, still accepted: the multi-LB family was renamed ``lb``."""
+"""Earlier names of packaged scenarios, still accepted with a FutureWarning naming the new name (the multi-LB
+family was renamed ``lb``)."""
 
 
 def _scenario_root() -> Traversable:
@@ -101,6 +104,8 @@ def scenario_path(name_or_path: str | Path) -> Path | Traversable:
         return path
     packaged = _packaged()
     name = RENAMED.get(text, text)
+    if name != text:
+        warnings.warn(f"scenario {text} was renamed {name}: use {name}", FutureWarning, stacklevel=2)
     if name not in packaged:
         raise UnknownScenarioError(text, list_scenarios())
     return packaged[name][1]
@@ -137,23 +142,52 @@ def load_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None 
 
     ``overrides`` maps dotted keys to values applied before validation:
     ``{"dispatch": "jsq", "nodes.0.workers": 8, "intra_node.discipline": "ps"}``.
-    Returns the family's scenario (``RackScenario``, ``LbScenario``, ...); with ``kind``, a file of another
-    family is refused (InvalidConfigError naming ``kind``). Raises UnknownScenarioError or InvalidConfigError
-    (naming the field).
+    Returns the family's scenario (``RackScenario``, ``LbScenario``, ...). With ``kind``, a scenario of another
+    family is refused with an error naming ``scenario`` and listing the family's scenarios (naming ``kind`` if
+    the overrides set it). Raises UnknownScenarioError or InvalidConfigError (naming the field).
     """
+    wanted = family(kind) if kind is not None else None
+    try:
+        return _load(name_or_path, overrides or {}, wanted)
+    except InvalidConfigError as exc:
+        if (
+            wanted is None
+            or exc.field != "kind"
+            or isinstance(exc, UnknownScenarioError)
+            or "kind" in (overrides or {})
+        ):
+            raise
+        raise wanted.scenario_error(name_or_path, list_scenarios(wanted.name)) from None
+
+
+def scenario_for(kind: str, scenario: Any, overrides: Mapping[str, Any] | None) -> Any:
+    """A family's scenario as an environment takes it: a scenario object of the family's class (then without
+    overrides), or a packaged name or a path, loaded as :func:`load_scenario` with ``kind``."""
+    cls = load_entry_point(family(kind).scenario)
+    if isinstance(scenario, cls):
+        if overrides:
+            raise InvalidConfigError("overrides", dict(overrides), f"none when scenario is a {cls.__name__} object")
+        return scenario
+    return load_scenario(scenario, overrides, kind=kind)
+
+
+def _load(name_or_path: str | Path, overrides: Mapping[str, Any], wanted: Family | None) -> Any:
     source = scenario_path(name_or_path)
     shown = str(source) if isinstance(source, Path) else source.name
     raw = read_yaml(source, shown)
     if not isinstance(raw, dict):
         raise InvalidConfigError(shown, raw, "a YAML mapping of scenario fields")
-    data = apply_overrides(raw, overrides or {})
+    data = apply_overrides(raw, overrides)
     if isinstance(data.get("kind"), str):
-        data["kind"] = family(data["kind"]).name
-    if kind is not None and data.get("kind") != family(kind).name:
+        name = family(data["kind"]).name
+        if name != data["kind"]:  # a FutureWarning: shown to users (DeprecationWarning is not)
+            warnings.warn(f"kind {data['kind']} is now called {name}: write kind: {name}", FutureWarning, stacklevel=3)
+        data["kind"] = name
+    if wanted is not None and data.get("kind") != wanted.name:
         raise InvalidConfigError(
             "kind",
             data.get("kind", MISSING),
-            f"{family(kind).name} (a {family(kind).name} scenario is needed here; {shown} is not one)",
+            f"{wanted.name} (a {wanted.name} scenario is needed here; {shown} is not one)",
         )
     scenario = validate(_any_scenario(), data)
     scenario._name = source.name.rsplit(".", 1)[0]

@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import types
 import typing
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
 import annotated_types as at
-from pydantic import AfterValidator, BaseModel, TypeAdapter, ValidationError
+from pydantic import AfterValidator, BaseModel, PlainValidator, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 
 from dcgym.envs.error import MISSING, InvalidConfigError, did_you_mean
@@ -186,6 +187,8 @@ def describe(annotation: Any, metadata: tuple = (), discriminator: str | None = 
         return ("a non-empty list" if shortest == 1 else "a list") + ", each item " + describe(args[0])
     if origin is tuple:
         return "a pair [" + ", ".join(describe(a) for a in args) + "]"
+    if origin is dict:
+        return "a mapping"
     if annotation is bool:
         return "true or false"
     if annotation is int:
@@ -219,6 +222,26 @@ def _bounds(metadata: tuple) -> str:
 
 def _number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def choice(field: str, value: Any, allowed: Iterable[str]) -> str:
+    """``value`` if it is one of ``allowed``; InvalidConfigError naming ``field`` (with a did-you-mean) otherwise."""
+    allowed = list(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        suggestion = did_you_mean(value, allowed) if isinstance(value, str) else None
+        raise InvalidConfigError(field, value, "one of " + ", ".join(allowed), suggestion=suggestion)
+    return value
+
+
+def one_of(allowed: Iterable[str], optional: bool = False) -> Any:
+    """A string field taking one of ``allowed`` (or None if ``optional``), refused with a did-you-mean (a Literal
+    type gives none)."""
+    names = tuple(allowed)
+
+    def check(value: Any) -> str | None:
+        return None if optional and value is None else choice("", value, names)
+
+    return Annotated[str | None if optional else str, PlainValidator(check, json_schema_input_type=str)]
 
 
 def _one_line(value: str) -> str:

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -285,69 +286,174 @@ RewardArg ParseReward(const py::object& reward, py::ssize_t b) {
   return r;
 }
 
-// Advance every simulation by `duration_us` (the GIL released) and return what an environment step observes,
-// stacked: beliefs (B, N, N), true loads (B, N), decision counts (B, N, N) x 2, per-node counters (B, N), the
-// step's latency statistics (B,), the imbalance (B,) and cost counts (B, 4); with `obs.dim` > 0, observations
-// (B, N, dim); with a reward, the team reward (B,) (previous_imbalance updated in place).
+// An output array of a batched step: its name, where StepBuffers points to it, its shape after the rows.
+enum class Tail { kScalar, kNodes, kPairs, kObs, kCosts };  // (), (N), (N, N), (N, obs_dim), (4)
+
+template <typename T>
+struct Output {
+  const char* name;
+  T* game::StepBuffers::* slot;
+  Tail tail;
+};
+
+constexpr Output<double> kDoubles[] = {{"beliefs", &game::StepBuffers::beliefs, Tail::kPairs},
+                                       {"loads", &game::StepBuffers::loads, Tail::kNodes},
+                                       {"latency_mean_us", &game::StepBuffers::latency_mean, Tail::kScalar},
+                                       {"latency_p99_us", &game::StepBuffers::latency_p99, Tail::kScalar},
+                                       {"now_us", &game::StepBuffers::now, Tail::kScalar},
+                                       {"imbalance", &game::StepBuffers::imbalance, Tail::kScalar},
+                                       {"cost_counts", &game::StepBuffers::cost_counts, Tail::kCosts},
+                                       {"reward", &game::StepBuffers::reward, Tail::kScalar}};
+constexpr Output<uint64_t> kCounts[] = {{"migrate", &game::StepBuffers::migrate, Tail::kPairs},
+                                        {"steal", &game::StepBuffers::steal, Tail::kPairs},
+                                        {"migrations", &game::StepBuffers::migrations, Tail::kNodes},
+                                        {"steals", &game::StepBuffers::steals, Tail::kNodes},
+                                        {"failed_steals", &game::StepBuffers::failed_steals, Tail::kNodes},
+                                        {"dropped", &game::StepBuffers::dropped, Tail::kNodes},
+                                        {"completed_by_node", &game::StepBuffers::completed_by_node, Tail::kNodes},
+                                        {"completed", &game::StepBuffers::completed, Tail::kScalar}};
+constexpr Output<float> kObservations[] = {{"obs", &game::StepBuffers::obs, Tail::kObs}};
+
+// A batched step, checked before any simulation changes: where it writes (arrays allocated here, or the caller's),
+// the rows of those arrays the simulations write, and the reward.
+struct BatchStep {
+  py::dict arrays;
+  game::StepBuffers buffers;
+  py::array_t<int64_t, py::array::c_style | py::array::forcecast> rows;  // keeps buffers.rows alive
+  RewardArg reward;
+  py::ssize_t n = 0, dim = 0, num_rows = 0;
+
+  std::vector<py::ssize_t> Shape(Tail tail) const {
+    switch (tail) {
+      case Tail::kScalar: return {num_rows};
+      case Tail::kNodes: return {num_rows, n};
+      case Tail::kPairs: return {num_rows, n, n};
+      case Tail::kObs: return {num_rows, n, dim};
+      default: return {num_rows, 4};
+    }
+  }
+
+  // Whether the step writes `o`: observations with an ObsSpec, the reward with a reward, everything else always.
+  template <typename T>
+  bool Writes(const Output<T>& o) const {
+    return (o.tail != Tail::kObs || dim > 0) && (std::strcmp(o.name, "reward") != 0 || reward.given);
+  }
+
+  template <typename T>
+  void Allocate(const Output<T>& o) {
+    if (!Writes(o)) return;
+    py::array_t<T> a(Shape(o.tail));
+    buffers.*o.slot = a.mutable_data();
+    arrays[o.name] = a;
+  }
+
+  // The caller's array named o.name, if `arrays` holds it: of dtype T, C-contiguous, writeable, of its shape.
+  template <typename T>
+  bool Bind(const Output<T>& o) {
+    if (!Writes(o) || !arrays.contains(o.name)) return false;
+    const auto shape = Shape(o.tail);
+    py::object value = arrays[o.name];
+    bool fits = py::isinstance<py::array_t<T>>(value);
+    if (fits) {
+      auto a = py::reinterpret_borrow<py::array>(value);
+      fits = (a.flags() & py::array::c_style) && a.writeable() && a.ndim() == static_cast<py::ssize_t>(shape.size());
+      for (size_t i = 0; fits && i < shape.size(); ++i) fits = a.shape(static_cast<py::ssize_t>(i)) == shape[i];
+      if (fits) buffers.*o.slot = static_cast<T*>(a.mutable_data());
+    }
+    if (!fits) {
+      std::string want;
+      for (auto x : shape) want += (want.empty() ? "" : ", ") + std::to_string(x);
+      throw std::invalid_argument(std::string("out.") + o.name + ": must be a writeable C-contiguous " +
+                                  std::string(py::str(py::dtype::of<T>())) + " array of shape (" + want +
+                                  (shape.size() == 1 ? ",)" : ")"));
+    }
+    return true;
+  }
+};
+
+// The arrays of a step of B simulations of N nodes: beliefs (B, N, N), true loads (B, N), decision counts (B, N, N)
+// x 2, per-node counters (B, N), the step's latency statistics (B,), the imbalance (B,) and cost counts (B, 4);
+// with `obs.dim` > 0, observations (B, N, dim); with a reward, the team reward (B,) (previous_imbalance updated in
+// place).
+//
+// With `out` (a dict of arrays of R rows, allocated once by the caller, as PufferLib's shared buffers) the step
+// writes into those arrays in place and returns `out` itself, allocating nothing. `out` holds now_us, whose length
+// is R, and any of the other names (one left out is not written; an unknown one is refused). `rows` (one per
+// simulation, distinct, in [0, R)) says which row each simulation writes, so a step of some of the caller's copies
+// fills their rows only, and previous_imbalance has R entries; without `rows`, simulation k writes row k, R = B.
+BatchStep PrepareStep(py::ssize_t b, py::ssize_t n, const game::ObsSpec& obs, const py::object& reward,
+                      const py::object& out, const py::object& rows) {
+  BatchStep step;
+  step.n = n;
+  step.dim = static_cast<py::ssize_t>(obs.dim);
+  step.num_rows = b;
+  step.reward.given = !reward.is_none();
+  if (out.is_none()) {
+    if (!rows.is_none()) throw std::invalid_argument("rows: only with out (rows of the caller's arrays)");
+    for (const auto& o : kDoubles) step.Allocate(o);
+    for (const auto& o : kCounts) step.Allocate(o);
+    for (const auto& o : kObservations) step.Allocate(o);
+  } else {
+    if (!py::isinstance<py::dict>(out)) throw std::invalid_argument("out: must be a dict of arrays, or None");
+    step.arrays = out.cast<py::dict>();
+    if (!step.arrays.contains("now_us")) throw std::invalid_argument("out.now_us: missing (its length is R)");
+    const auto now = py::reinterpret_borrow<py::object>(step.arrays["now_us"]);
+    step.num_rows =
+        py::isinstance<py::array>(now) && now.cast<py::array>().ndim() == 1 ? now.cast<py::array>().shape(0) : 0;
+    if (!rows.is_none()) {
+      step.rows = rows.cast<decltype(step.rows)>();
+      if (step.rows.ndim() != 1 || step.rows.shape(0) != b)
+        throw std::invalid_argument("rows: must have shape (" + std::to_string(b) + ",), one per simulation");
+      std::vector<bool> taken(static_cast<size_t>(step.num_rows), false);
+      for (py::ssize_t k = 0; k < b; ++k) {
+        const int64_t row = step.rows.at(k);
+        if (row < 0 || row >= step.num_rows || taken[static_cast<size_t>(row)])
+          throw std::invalid_argument("rows: must be distinct rows of out in [0, " + std::to_string(step.num_rows) +
+                                      "), got " + std::to_string(row) + " for simulation " + std::to_string(k));
+        taken[static_cast<size_t>(row)] = true;
+      }
+      step.buffers.rows = step.rows.data();
+    } else if (step.num_rows != b) {
+      throw std::invalid_argument("out.now_us: must have shape (" + std::to_string(b) +
+                                  ",), one row per simulation (or pass rows)");
+    }
+    size_t bound = 0;
+    for (const auto& o : kDoubles) bound += step.Bind(o);
+    for (const auto& o : kCounts) bound += step.Bind(o);
+    for (const auto& o : kObservations) bound += step.Bind(o);
+    if (bound != step.arrays.size())
+      for (auto item : step.arrays) {
+        const std::string key = py::str(item.first);
+        bool known = false;
+        for (const auto& o : kDoubles) known = known || (key == o.name && step.Writes(o));
+        for (const auto& o : kCounts) known = known || key == o.name;
+        known = known || (key == "obs" && step.dim > 0);
+        if (!known) throw std::invalid_argument("out." + key + ": not an array this step writes");
+      }
+    if (step.reward.given && !step.buffers.reward)
+      throw std::invalid_argument("out.reward: missing (a reward is given)");
+  }
+  step.reward = ParseReward(reward, step.num_rows);
+  return step;
+}
+
+// Advance every simulation by `duration_us` (the GIL released) into the step's arrays, and return them.
 py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, const game::ObsSpec& obs,
-                      RewardArg& reward) {
-  const py::ssize_t b = static_cast<py::ssize_t>(ptrs.size());
-  const auto sn = static_cast<py::ssize_t>(ptrs[0]->NumNodes());
-  py::array_t<double> beliefs({b, sn, sn}), loads({b, sn}), step_mean(b), step_p99(b), now_us(b), imbalance(b),
-      cost_counts({b, py::ssize_t{4}}), rewards(reward.given ? b : 0);
-  py::array_t<uint64_t> migrate({b, sn, sn}), steal({b, sn, sn}), step_count(b), migrations({b, sn}), steals({b, sn}),
-      failed({b, sn}), dropped({b, sn}), completed_by_node({b, sn});
-  py::array_t<float> observations(obs.dim > 0 ? std::vector<py::ssize_t>{b, sn, static_cast<py::ssize_t>(obs.dim)}
-                                              : std::vector<py::ssize_t>{0});
-  game::StepBuffers out;
-  out.beliefs = beliefs.mutable_data();
-  out.loads = loads.mutable_data();
-  out.migrate = migrate.mutable_data();
-  out.steal = steal.mutable_data();
-  out.migrations = migrations.mutable_data();
-  out.steals = steals.mutable_data();
-  out.failed_steals = failed.mutable_data();
-  out.dropped = dropped.mutable_data();
-  out.completed_by_node = completed_by_node.mutable_data();
-  out.latency_mean = step_mean.mutable_data();
-  out.latency_p99 = step_p99.mutable_data();
-  out.completed = step_count.mutable_data();
-  out.now = now_us.mutable_data();
-  out.obs = obs.dim > 0 ? observations.mutable_data() : nullptr;
-  out.imbalance = imbalance.mutable_data();
-  out.cost_counts = cost_counts.mutable_data();
-  out.reward = reward.given ? rewards.mutable_data() : nullptr;
+                      BatchStep& step) {
+  RewardArg& reward = step.reward;
   const double scale = reward.given ? reward.scale : obs.dim > 0 ? obs.scale : 1.0;
   double* previous = reward.given ? reward.previous.mutable_data() : nullptr;
   {
     py::gil_scoped_release release;
-    game::Advance(ptrs, duration_us, obs, scale, reward.given ? &reward.spec : nullptr, previous, out);
+    game::Advance(ptrs, duration_us, obs, scale, reward.given ? &reward.spec : nullptr, previous, step.buffers);
   }
-  py::dict d;
-  d["beliefs"] = beliefs;
-  d["loads"] = loads;
-  d["migrate"] = migrate;
-  d["steal"] = steal;
-  d["migrations"] = migrations;
-  d["steals"] = steals;
-  d["failed_steals"] = failed;
-  d["dropped"] = dropped;
-  d["completed_by_node"] = completed_by_node;
-  d["latency_mean_us"] = step_mean;
-  d["latency_p99_us"] = step_p99;
-  d["completed"] = step_count;
-  d["now_us"] = now_us;
-  d["imbalance"] = imbalance;
-  d["cost_counts"] = cost_counts;
-  if (obs.dim > 0) d["obs"] = observations;
-  if (reward.given) d["reward"] = rewards;
-  return d;
+  return step.arrays;
 }
 
 // One heartbeat of B rack simulations in one call: set every node's tables
 // from probabilities of shape (B, N, N), then AdvanceBatch.
 py::dict StepBatch(const py::list& sims, const Array& migration, const py::object& stealing, double duration_us,
-                   const py::object& reward) {
+                   const py::object& reward, const py::object& out, const py::object& rows) {
   const auto ptrs = BatchSims(sims);
   const py::ssize_t b = static_cast<py::ssize_t>(ptrs.size());
   const uint32_t n = ptrs[0]->NumNodes();
@@ -364,7 +470,7 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
     check(steal, "stealing");
   }
   CheckDuration(duration_us);
-  RewardArg r = ParseReward(reward, b);
+  BatchStep step = PrepareStep(b, n, game::ObsSpec{}, reward, out, rows);
   const size_t nn = static_cast<size_t>(n) * n;
   for (py::ssize_t k = 0; k < b; ++k)  // validate every table before changing anything
     for (uint32_t i = 0; i < n; ++i) {
@@ -376,14 +482,15 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
       ptrs[k]->SetMigrationTable(i, migration.data() + k * nn + i * n);
       if (has_steal) ptrs[k]->SetStealTable(i, steal.data() + k * nn + i * n);
     }
-  return AdvanceBatch(ptrs, duration_us, game::ObsSpec{}, r);
+  return AdvanceBatch(ptrs, duration_us, game::ObsSpec{}, step);
 }
 
 // rack_v0's step in one call: actions (B, N, 2N) (N migration then N
 // stealing entries per node, logits or weights, float32 or float64) become
 // tables in C++, then AdvanceBatch also writes the observations.
 py::dict StepGame(const py::list& sims, const py::array& actions, double duration_us, bool logits, double max_logit,
-                  double obs_scale, double obs_clip, py::ssize_t obs_dim, const py::object& reward) {
+                  double obs_scale, double obs_clip, py::ssize_t obs_dim, const py::object& reward,
+                  const py::object& out, const py::object& rows) {
   const auto ptrs = BatchSims(sims);
   const auto b = static_cast<py::ssize_t>(ptrs.size());
   const uint32_t n = ptrs[0]->NumNodes();
@@ -397,7 +504,8 @@ py::dict StepGame(const py::list& sims, const py::array& actions, double duratio
   if (obs_dim < static_cast<py::ssize_t>(n) + 1)
     throw std::invalid_argument("obs_dim: must be >= N + 1 = " + std::to_string(n + 1));
   CheckDuration(duration_us);
-  RewardArg r = ParseReward(reward, b);
+  const game::ObsSpec obs{obs_scale, static_cast<float>(obs_clip), static_cast<size_t>(obs_dim)};
+  BatchStep step = PrepareStep(b, n, obs, reward, out, rows);
   if (py::isinstance<py::array_t<float>>(actions)) {
     auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(actions);
     game::SetTablesFromActions(ptrs, a.data(), logits, max_logit);
@@ -406,8 +514,7 @@ py::dict StepGame(const py::list& sims, const py::array& actions, double duratio
     if (!a) throw std::invalid_argument("actions: must be an array of numbers");
     game::SetTablesFromActions(ptrs, a.data(), logits, max_logit);
   }
-  return AdvanceBatch(ptrs, duration_us,
-                      game::ObsSpec{obs_scale, static_cast<float>(obs_clip), static_cast<size_t>(obs_dim)}, r);
+  return AdvanceBatch(ptrs, duration_us, obs, step);
 }
 
 }  // namespace
@@ -416,20 +523,25 @@ py::dict StepGame(const py::list& sims, const py::array& actions, double duratio
 void BindRack(py::module_& m) {
   m.def("step_rack_batch", &dcgym::bindings::StepBatch, py::arg("sims"), py::arg("migration"),
         py::arg("stealing") = py::none(), py::arg("duration_us"), py::arg("reward") = py::none(),
+        py::arg("out") = py::none(), py::arg("rows") = py::none(),
         "Set tables, advance every simulation by duration_us in one C++ call (GIL released) and return the "
         "stacked observations: beliefs (B, N, N), loads (B, N), migrate/steal decision counts (B, N, N), "
         "migrations/steals/failed_steals/dropped/completed_by_node (B, N), the step's latency_mean_us, "
         "latency_p99_us, completed, now_us and imbalance (B,) (2N sum (x - mean x)^2 of x = loads x scale) and "
         "cost_counts (B, 4): migrations, steal requests, failed steals, drops. With reward = {kind, scale, "
         "previous_imbalance (B,), costs...}, also reward (B,), Malcolm's team reward (rack/game.hpp), and "
-        "previous_imbalance updated in place. Decision counts and step latencies are reset.");
+        "previous_imbalance updated in place. Decision counts and step latencies are reset. With out, a dict of "
+        "preallocated arrays of R rows (now_us and any of the names above), the step writes into them in place and "
+        "returns out (allocating nothing); rows (B,) then says which row each simulation writes (previous_imbalance "
+        "has R entries).");
   m.def("step_rack_game", &dcgym::bindings::StepGame, py::arg("sims"), py::arg("actions"), py::arg("duration_us"),
         py::arg("logits"), py::arg("max_logit"), py::arg("obs_scale"), py::arg("obs_clip"), py::arg("obs_dim"),
-        py::arg("reward") = py::none(),
+        py::arg("reward") = py::none(), py::arg("out") = py::none(), py::arg("rows") = py::none(),
         "rack_v0's step: actions (B, N, 2N) (per node N migration then N stealing logits, or weights) become the "
         "tables in C++ (softmax of logits clipped to +-max_logit, or weights normalised; an invalid action raises "
-        "ValueError before any table changes), then as step_rack_batch, adding obs (B, N, obs_dim) float32: "
-        "beliefs x obs_scale, own true load x obs_scale, clipped to [0, obs_clip], remaining columns 0.");
+        "ValueError before any table changes), then as step_rack_batch (out and rows too), adding obs (B, N, "
+        "obs_dim) float32: beliefs x obs_scale, own true load x obs_scale, clipped to [0, obs_clip], remaining "
+        "columns 0.");
   m.def(
       "rack_imbalance",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& loads, double scale) {

@@ -100,17 +100,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import EzPickle, seeding
+from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator
 
-from dcgym.envs.colo.scenario import ColoScenario, load_colo_scenario
+from dcgym.envs.colo.scenario import ColoScenario
 from dcgym.envs.colo.server import COUNTERS, ENDED, PENDING, RUNNING, WARMING, ColoServer
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
+from dcgym.envs.scenario import scenario_for
+from dcgym.envs.schema import MaxSteps
+from dcgym.envs.seeding import check_seed, draw_seed, episode_generator
+from dcgym.envs.validation import one_of, validate
 
 __all__ = [
     "ACTIONS",
@@ -119,6 +124,7 @@ __all__ = [
     "OBSERVATION_FEATURES",
     "FLOAT32_MAX",
     "ColoEnv",
+    "ColoEnvConfig",
     "decode",
     "env",
     "osml_reward",
@@ -172,12 +178,38 @@ def osml_reward(latency_ms: float, previous_ms: float, dcores: int, dways: int) 
     return float(-cost)
 
 
-def _load(scenario: str | Path | ColoScenario, overrides: Mapping[str, Any] | None) -> ColoScenario:
-    if isinstance(scenario, ColoScenario):
-        if overrides:
-            raise InvalidConfigError("overrides", dict(overrides), "none when scenario is a ColoScenario object")
-        return scenario
-    return load_colo_scenario(scenario, overrides)
+def _start(value: Any) -> str | tuple[int, int]:
+    if value == "equal":
+        return "equal"
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) == 2
+        and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 1 for x in value)
+    ):
+        return (int(value[0]), int(value[1]))
+    raise InvalidConfigError("", value, "equal, or [cores, ways] (positive integers) for each arrival")
+
+
+class ColoEnvConfig(BaseModel):
+    """Every argument of colo_v0 (and of ColoCentral-v0 and ColoVectorEnv); see the module docstring, Arguments.
+
+    The mix and the interval are checked against the scenario by the environment.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scenario: str | Path | ColoScenario = Field(
+        "osml_case_a", description="a kind: colo scenario name, a YAML path or object"
+    )
+    mix: Any = Field(0, description="which mix of the scenario runs (an index), or random")
+    interval_s: Any = Field(1.0, description="seconds of simulated time per step (a whole number of ticks)")
+    max_steps: MaxSteps = Field(None, description="steps per episode; None: horizon_s / interval_s")
+    overrides: dict[str, Any] | None = Field(None, description="dotted scenario overrides, as load_colo_scenario")
+    render_mode: one_of(("ansi",), optional=True) = Field(None, description="ansi: one line per service")
+    start: Annotated[str | tuple[int, int], PlainValidator(_start, json_schema_input_type=Any)] = Field(
+        "equal", description="what an arriving service receives: an equal share, or [cores, ways]"
+    )
 
 
 class ColoEnv(ParallelEnv, EzPickle):
@@ -185,18 +217,11 @@ class ColoEnv(ParallelEnv, EzPickle):
 
     metadata = {"name": "colo_v0", "render_modes": ["ansi"], "is_parallelizable": True, "render_fps": 1}
 
-    def __init__(
-        self,
-        scenario: str | Path | ColoScenario = "osml_case_a",
-        mix: int | str = 0,
-        interval_s: float = 1.0,
-        max_steps: int | None = None,
-        overrides: Mapping[str, Any] | None = None,
-        render_mode: str | None = None,
-        start: str | Sequence[int] = "equal",
-    ) -> None:
-        EzPickle.__init__(self, scenario, mix, interval_s, max_steps, overrides, render_mode, start)
-        self.scenario = _load(scenario, overrides)
+    def __init__(self, **kwargs: Any) -> None:
+        EzPickle.__init__(self, **kwargs)
+        self.config = c = validate(ColoEnvConfig, kwargs)
+        self.scenario = scenario_for("colo", c.scenario, c.overrides)
+        mix, interval_s, max_steps = c.mix, c.interval_s, c.max_steps
         self.random_mix = mix == "random"
         if self.random_mix:
             mix = 0
@@ -207,22 +232,10 @@ class ColoEnv(ParallelEnv, EzPickle):
                         "mix", "random", f"a mix index: mix {k} has other services than mix 0, so mixes cannot be drawn"
                     )
         self.scenario.mix(mix)
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise InvalidConfigError("render_mode", render_mode, "one of " + ", ".join(self.metadata["render_modes"]))
-        self.render_mode = render_mode
+        self.render_mode = c.render_mode
         self.mix = mix
         self.episode_mix = mix
-        if start == "equal":
-            self.start: tuple[int, int] | None = None
-        elif (
-            isinstance(start, Sequence)
-            and not isinstance(start, str)
-            and len(start) == 2
-            and all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) and x >= 1 for x in start)
-        ):
-            self.start = (int(start[0]), int(start[1]))
-        else:
-            raise InvalidConfigError("start", start, "equal, or [cores, ways] (positive integers) for each arrival")
+        self.start = None if c.start == "equal" else c.start
         tick = self.scenario.tick_s
         if not (isinstance(interval_s, (int, float)) and interval_s > 0 and interval_s <= self.scenario.horizon_s):
             raise InvalidConfigError("interval_s", interval_s, f"a time in (0, {self.scenario.horizon_s:g}] s")
@@ -230,11 +243,7 @@ class ColoEnv(ParallelEnv, EzPickle):
             raise InvalidConfigError("interval_s", interval_s, f"a whole number of ticks of {tick:g} s")
         self.interval_s = float(interval_s)
         self._ticks = round(interval_s / tick)
-        if max_steps is None:
-            max_steps = max(1, round(self.scenario.horizon_s / self.interval_s))
-        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-            raise InvalidConfigError("max_steps", max_steps, "a positive integer (steps per episode)")
-        self.max_steps = int(max_steps)
+        self.max_steps = max(1, round(self.scenario.horizon_s / self.interval_s)) if max_steps is None else max_steps
         self.possible_agents = self.scenario.agent_names(mix)
         self._index = {a: i for i, a in enumerate(self.possible_agents)}
         obs_space = spaces.Dict(
@@ -263,18 +272,16 @@ class ColoEnv(ParallelEnv, EzPickle):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         """A new episode: the engine rebuilt with ``seed`` (or the next of the episode generator), equal shares."""
-        if seed is not None:
-            self._np_random, _ = seeding.np_random(int(seed))
-        elif self._np_random is None:
-            self._np_random, _ = seeding.np_random()
+        seed = check_seed(seed)
+        self._np_random = episode_generator(self._np_random, seed)
         mix = (options or {}).get("mix")
         if mix is None:
             mix = int(self._np_random.integers(len(self.scenario.mixes))) if self.random_mix else self.mix
         if self.scenario.agent_names(mix) != self.possible_agents:
             raise InvalidConfigError("mix", mix, f"a mix of the same services as mix {self.mix}")
         self.episode_mix = int(mix)
-        if seed is None:
-            seed = int(self._np_random.integers(2**63))
+        if seed is None:  # drawn after the mix (dcgym.envs.seeding's rule otherwise)
+            seed = draw_seed(self._np_random)
         self.server = ColoServer(self.scenario.engine_config(mix=mix, seed=seed))
         self._counters = self.server.counters
         self._qos = self.server.qos_ms.tolist()

@@ -37,7 +37,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
 from dcgym.envs.colo import catalog as cc
-from dcgym.envs.error import InvalidConfigError, UnknownScenarioError, did_you_mean
+from dcgym.envs.error import InvalidConfigError, did_you_mean
+from dcgym.envs.policy_spec import parse_spec, scalar
+from dcgym.envs.scenario import load_scenario
 from dcgym.envs.schema import ScenarioBase, Seed
 from dcgym.envs.schema import Schema as _Schema
 from dcgym.envs.validation import validate
@@ -95,33 +97,19 @@ def parse_scheduler(value: Any) -> SchedulerSpec:
     if isinstance(value, SchedulerSpec):
         return value
     if isinstance(value, str):
-        name, _, rest = value.partition(":")
-        spec: dict[str, Any] = {"policy": name.strip()}
-        for part in filter(None, (p.strip() for p in rest.split(","))):
-            key, eq, text = part.partition("=")
-            if not eq or not key.strip():
-                raise InvalidConfigError("", value, "NAME or NAME:key=value,key=value (a scheduler and parameters)")
-            spec[key.strip()] = _scalar(text.strip())
-        value = spec
+        text = value
+        name, options = parse_spec(
+            text,
+            lambda item: InvalidConfigError("", text, "NAME or NAME:key=value,key=value (a scheduler and parameters)"),
+            distinct=False,
+        )
+        value = {"policy": name, **{key: scalar(option) for key, option in options.items()}}
     if not isinstance(value, Mapping) or "policy" not in value:
         raise InvalidConfigError(
             "", value, "a scheduler name or a mapping with policy: one of " + ", ".join(SCHEDULERS)
         )
     _choice("policy", value["policy"], SCHEDULERS)
     return SchedulerSpec(value)
-
-
-def _scalar(text: str) -> Any:
-    """A parameter value written on a command line: an integer, a number, true/false, or text."""
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
 
 
 Scheduler = Annotated[
@@ -321,16 +309,5 @@ class ColoScenario(ScenarioBase):
 
 
 def load_colo_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> ColoScenario:
-    """:func:`dcgym.envs.scenario.load_scenario` for a colo scenario (``kind: colo``): a packaged name or a path."""
-    from dcgym.envs.scenario import list_scenarios, load_scenario
-
-    try:
-        return load_scenario(name_or_path, overrides, kind="colo")
-    except InvalidConfigError as exc:
-        if exc.field != "kind" or isinstance(exc, UnknownScenarioError) or "kind" in (overrides or {}):
-            raise
-        raise InvalidConfigError(
-            "scenario",
-            str(name_or_path),
-            "a colo scenario (kind colo): " + ", ".join(list_scenarios("colo")) + ", or a file path",
-        ) from None
+    """:func:`dcgym.envs.scenario.load_scenario` of a colo scenario (``kind: colo``): a packaged name or a path."""
+    return load_scenario(name_or_path, overrides, kind="colo")

@@ -21,20 +21,21 @@ go through colo_v0's own code. So copy k after ``reset(seed=s)`` follows
 exactly ``colo_v0.parallel_env(...).reset(seed=s + k)`` under the same
 actions (a test checks it).
 
-**Autoreset** is Gymnasium 1.x's next-step mode, as ``RackVectorEnv``: the
-step that ends a copy's episode (truncation, or every service ended) returns
-its last arrays; the next ``step`` ignores that copy's actions, resets it with
-an engine seed drawn from the copy's generator and returns its first
-observation with zero rewards.
+Seeding and next-step autoreset are every batched environment's
+(:mod:`dcgym.envs.vector`): the step that ends a copy's episode (truncation,
+or every service ended) returns its last arrays; the next ``step`` ignores
+that copy's actions, resets it with colo_v0's ``reset()`` (the engine seed,
+and a random mix, drawn from the copy's generator, which is colo_v0's own)
+and returns its first observation with zero rewards. The arrays are new at
+every step (``copy`` changes nothing).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from gymnasium.vector import AutoresetMode
 
 from dcgym.cpp_core import step_colo_batch
 from dcgym.envs.colo.colo_v0 import (
@@ -49,8 +50,9 @@ from dcgym.envs.colo.colo_v0 import (
     OBSERVATION_FEATURES,
     ColoEnv,
 )
-from dcgym.envs.colo.server import ENDED, RUNNING, WARMING
-from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
+from dcgym.envs.colo.server import COUNTERS, ENDED, RUNNING, WARMING
+from dcgym.envs.error import InvalidActionError
+from dcgym.envs.vector import BatchedEnv
 
 __all__ = ["ColoVectorEnv"]
 
@@ -63,39 +65,43 @@ _ABSENT = np.zeros(ACTIONS, dtype=np.int8)
 _ABSENT[NO_CHANGE] = 1
 
 
-class ColoVectorEnv:
+class ColoVectorEnv(BatchedEnv):
     """B copies of colo_v0 (module docstring); keyword arguments are colo_v0's."""
 
-    metadata = {"name": "colo_v0", "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"name": "colo_v0", **BatchedEnv.metadata}
 
     def __init__(self, num_envs: int, **kwargs: Any) -> None:
-        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
-            raise InvalidConfigError("num_envs", num_envs, "a positive integer")
-        self.envs = [ColoEnv(**kwargs) for _ in range(num_envs)]
-        self.num_envs = num_envs
+        super().__init__(num_envs, copy=False)  # every step's arrays are new: nothing to copy
+        self.envs = [ColoEnv(**kwargs) for _ in range(self.num_envs)]
         first = self.envs[0]
         self.possible_agents = list(first.possible_agents)
         self.num_agents = len(self.possible_agents)
         self.max_steps = first.max_steps
         self._ticks = first._ticks
-        self._ready = False
+        b_, n = self.num_envs, self.num_agents
+        self.cores = np.zeros((b_, n), dtype=np.int64)
+        self.ways = np.zeros((b_, n), dtype=np.int64)
+        self.idle = np.zeros((b_, 2), dtype=np.int64)
+        self.present = np.zeros((b_, n), dtype=bool)
+        self._latency = np.zeros((b_, n))
+        self._steps = np.zeros(b_, dtype=np.int64)
+        self._buffer = np.zeros((b_, n, len(COUNTERS)))
+        self._ended = np.zeros(b_, dtype=bool)
+        self._last: tuple = ()
 
-    # ------------------------------------------------------------------ API
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
 
-    def reset(self, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
-        """Reset every copy: copy k with ``seed + k`` (or ``seed[k]``, or a fresh seed)."""
-        seeds = self._seeds(seed)
-        for b, env in enumerate(self.envs):
-            env.reset(seed=seeds[b], options=options)
-        self._rebuild()
-        self._done = np.zeros(self.num_envs, dtype=bool)
-        self._ready = True
-        return self._observe(), self._info(np.zeros((self.num_envs, self.num_agents, 2), dtype=np.int64))
+    # ------------------------------------------------------------------ the batched game
 
-    def step(self, actions: Any):
-        """Apply every copy's actions (B, N), advance every engine by one interval in one call, observe."""
-        if not self._ready:
-            raise ResetNeededError("Call reset() before step()")
+    def _reset_copy(self, k: int, seed: int | None, options: Mapping[str, Any]) -> None:
+        self.envs[k].reset(seed=seed, options=dict(options))
+        self._rebuild([k])
+        self._ended[k] = False
+
+    def _check_actions(self, actions: Any, acting: np.ndarray | None) -> np.ndarray:
+        """(B, N) action indices; those of absent services (and of copies resetting: none present) unchecked."""
         a = np.asarray(actions)
         b_, n = self.num_envs, self.num_agents
         if a.shape != (b_, n) or a.dtype.kind not in "iu":
@@ -110,12 +116,11 @@ class ColoVectorEnv:
                 f"copy {b}, {self.possible_agents[i]}: action {a[b, i]} is not an action index; allowed: an "
                 f"integer in [0, {ACTIONS - 1}]"
             )
-        restart = np.flatnonzero(self._done)
-        for b in restart:
-            self.envs[b].reset()
-        if len(restart):
-            self._rebuild(restart)
-        active = ~self._done
+        return a
+
+    def _advance(self, a: np.ndarray, acting: np.ndarray | None) -> None:
+        """Apply the actions, advance the acting copies' engines by one interval in one call, observe (every copy)."""
+        active = np.ones(self.num_envs, dtype=bool) if acting is None else acting
         granted = self._apply(np.where(self.present & active[:, None], a, NO_CHANGE))
         step_colo_batch([env.server.sim for k, env in enumerate(self.envs) if active[k]], self._ticks)
         self._steps[active] += 1
@@ -139,40 +144,24 @@ class ColoVectorEnv:
         truncated = (self._steps >= self.max_steps) & active
         truncations = (self.present | ended) & truncated[:, None] & ~ended
         everyone_left = ~self.present.any(axis=1) & active
-        self._done = truncated | everyone_left
+        self._ended = truncated | everyone_left
         obs = self._observe(counters, self.present | ended)
         info = self._info(granted)
-        self.present &= ~self._done[:, None]
-        return obs, rewards, ended, truncations, info
+        self.present &= ~self._ended[:, None]
+        self._last = (obs, rewards, ended, truncations, info)
 
-    def close(self) -> None:
-        for env in self.envs:
-            env.close()
+    def _result(self, reset: bool) -> tuple:
+        if reset:
+            return self._observe(), self._info(np.zeros((self.num_envs, self.num_agents, 2), dtype=np.int64))
+        return self._last
+
+    def _done(self) -> np.ndarray:
+        return self._ended
 
     # ------------------------------------------------------------------ internals
 
-    def _seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:
-        if seed is None:
-            return [None] * self.num_envs
-        if isinstance(seed, (int, np.integer)):
-            return [int(seed) + k for k in range(self.num_envs)]
-        seeds = [int(s) for s in seed]
-        if len(seeds) != self.num_envs:
-            raise InvalidConfigError("seed", seeds, f"one seed, or a list of {self.num_envs} (one per copy)")
-        return seeds
-
-    def _rebuild(self, copies: Sequence[int] | None = None) -> None:
-        """Arrays from the copies' colo_v0 state (all copies, or those listed)."""
-        b_, n = self.num_envs, self.num_agents
-        if copies is None:
-            self.cores = np.zeros((b_, n), dtype=np.int64)
-            self.ways = np.zeros((b_, n), dtype=np.int64)
-            self.idle = np.zeros((b_, 2), dtype=np.int64)
-            self.present = np.zeros((b_, n), dtype=bool)
-            self._latency = np.zeros((b_, n))
-            self._steps = np.zeros(b_, dtype=np.int64)
-            self._buffer = np.zeros((b_, n, len(self.envs[0].server.counters[0])))
-            copies = range(b_)
+    def _rebuild(self, copies: Sequence[int]) -> None:
+        """Arrays from the copies' colo_v0 state (those listed)."""
         for b in copies:
             env = self.envs[b]
             self.cores[b], self.ways[b], self.idle[b] = env._cores, env._ways, env._idle

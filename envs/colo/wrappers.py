@@ -34,6 +34,7 @@ from gymnasium import spaces
 
 from dcgym.envs.colo.colo_v0 import ACTIONS, FLOAT32_MAX, NO_CHANGE, OBSERVATION_FEATURES, ColoEnv
 from dcgym.envs.error import InvalidActionError
+from dcgym.envs.seeding import gymnasium_seed
 
 __all__ = ["ColoCentralEnv"]
 
@@ -53,11 +54,13 @@ class ColoCentralEnv(gymnasium.Env):
         self._absent_mask = np.zeros(ACTIONS, np.int8)
         self._absent_mask[NO_CHANGE] = 1
 
+    @property
+    def engine_seed(self) -> int | None:
+        """The engine seed of the current episode (``seed`` if given to reset, else drawn from np_random)."""
+        return self.game.engine_seed
+
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        if seed is None:
-            seed = int(self.np_random.integers(2**63))
-        obs, infos = self.game.reset(seed=seed, options=options)
+        obs, infos = self.game.reset(seed=gymnasium_seed(self, seed), options=options)
         return self._stack(obs), self._info(obs, infos, {})
 
     def step(self, action: Any):

@@ -148,7 +148,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from gymnasium.utils import EzPickle, seeding
+from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
@@ -156,6 +156,7 @@ from dcgym.cpp_core import FlowSim
 from dcgym.envs.error import InvalidActionError, ResetNeededError
 from dcgym.envs.flow.game import AGENTS, FlowGame
 from dcgym.envs.flow.render import History, render_ansi, render_rgb
+from dcgym.envs.seeding import episode_seed
 
 __all__ = ["AGENTS", "FlowEnv", "env", "parallel_env", "raw_env"]
 
@@ -196,11 +197,7 @@ class FlowEnv(ParallelEnv, EzPickle):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         """Rebuild the engine, empty, with ``seed`` (or the next seed of the episode generator)."""
-        if seed is not None:
-            self._np_random, _ = seeding.np_random(int(seed))
-        elif self._np_random is None:
-            self._np_random, _ = seeding.np_random()
-        engine_seed = int(seed) if seed is not None else int(self._np_random.integers(2**63))
+        self._np_random, engine_seed = episode_seed(self._np_random, seed)
         obs = self.game.reset(0, engine_seed, (options or {}).get("load"))
         self.agents = list(self.possible_agents)
         self._history.clear()

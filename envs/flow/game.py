@@ -16,16 +16,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from gymnasium import spaces
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from dcgym.cpp_core import AutoAgents, FlowSim, step_auto_batch
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
-from dcgym.envs.flow.scenario import FlowScenario, load_flow_scenario
-from dcgym.envs.schema import Load
+from dcgym.envs.flow.scenario import FlowScenario
+from dcgym.envs.scenario import scenario_for
+from dcgym.envs.schema import EpisodeLoads, Load
 from dcgym.envs.validation import validate
 
 __all__ = ["AGENTS", "LOAD_STREAM", "FlowEnvConfig", "FlowGame"]
@@ -39,10 +40,11 @@ LOAD_STREAM = 0xF10
 PACKET = 1460.0
 
 
-class FlowEnvConfig(BaseModel):
+class FlowEnvConfig(EpisodeLoads):
     """Every argument of the flow environments (flow_v0, FlowSrla-v0, FlowLrla-v0, the vector forms)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    load_stream: ClassVar[int] = LOAD_STREAM
 
     scenario: str | Path | FlowScenario = Field(
         "auto_websearch", description="a packaged flow scenario name, a YAML file path or a FlowScenario"
@@ -77,8 +79,6 @@ class FlowEnvConfig(BaseModel):
 
     @model_validator(mode="after")
     def _ordered(self) -> FlowEnvConfig:
-        if self.load_range is not None and self.load_range[0] > self.load_range[1]:
-            raise InvalidConfigError("load_range", list(self.load_range), "[low, high] with low <= high")
         low, high = self.threshold_range_bytes
         if not (0 < low < high < math.inf):
             raise InvalidConfigError("threshold_range_bytes", [low, high], "[low, high] bytes with 0 < low < high")
@@ -86,28 +86,13 @@ class FlowEnvConfig(BaseModel):
             raise InvalidConfigError("rate_caps", list(self.rate_caps), "positive finite fractions of link_gbps")
         return self
 
-    def episode_load(self, engine_seed: int) -> float:
-        """The load of an episode with ``engine_seed``: ``load``, or a draw from ``load_range``."""
-        if self.load_range is None:
-            return self.load
-        low, high = self.load_range
-        return float(np.random.default_rng([engine_seed, LOAD_STREAM]).uniform(low, high))
-
-
-def _scenario(config: FlowEnvConfig) -> FlowScenario:
-    if isinstance(config.scenario, FlowScenario):
-        if config.overrides:
-            raise InvalidConfigError("overrides", dict(config.overrides), "none when scenario is a FlowScenario")
-        return config.scenario
-    return load_flow_scenario(config.scenario, config.overrides)
-
 
 class FlowGame:
     """B copies of a flow scenario with AuTO's agents, stepped together (module docstring)."""
 
     def __init__(self, config: FlowEnvConfig | dict[str, Any], copies: int = 1) -> None:
         self.config = config if isinstance(config, FlowEnvConfig) else validate(FlowEnvConfig, config)
-        self.scenario = _scenario(self.config)
+        self.scenario = scenario_for("flow", self.config.scenario, self.config.overrides)
         c = self.config
         self.policy = self.scenario.policy(c.policy)
         if not self.policy.ranked:
@@ -219,14 +204,21 @@ class FlowGame:
     # ------------------------------------------------------------------ stepping
 
     def step(
-        self, srla: np.ndarray | None, lrla: np.ndarray | None, which: Sequence[int], threads: int = 1
+        self,
+        srla: np.ndarray | None,
+        lrla: np.ndarray | None,
+        which: Sequence[int],
+        threads: int = 1,
+        out: tuple[dict[str, np.ndarray], np.ndarray] | None = None,
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
         """Step the copies ``which`` one interval with checked actions stacked in that order (None: the agent
-        does not act), on up to ``threads`` threads; (observations by agent, rewards (b, 2), truncated (b,))."""
+        does not act), on up to ``threads`` threads; (observations by agent, rewards (b, 2), truncated (b,)).
+
+        ``out`` (observations by agent, rewards) are arrays of len(which) rows to write into, allocated once
+        by the caller; without it, new ones."""
         which = list(which)
         b = len(which)
-        obs = self._empty_obs(b)
-        rewards = np.empty((b, 2))
+        obs, rewards = out if out is not None else (self._empty_obs(b), np.empty((b, 2)))
         sims, agents = [self.sims[k] for k in which], [self.agents[k] for k in which]
         if b == 1:
             agents[0].step(

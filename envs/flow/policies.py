@@ -25,9 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dcgym.envs.error import MISSING, InvalidConfigError, UnknownPolicyError, did_you_mean
 from dcgym.envs.flow.thresholds import preset_thresholds
+from dcgym.envs.policy_spec import parse_spec, spec_label
 from dcgym.envs.validation import validate
 
 __all__ = ["FLOW_POLICIES", "FlowPolicy", "FlowPolicyInfo", "parse_flow_policy"]
+
+_GRAMMAR = "NAME or NAME:KEY=VALUE,KEY=VALUE with distinct keys"
 
 Bytes = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 
@@ -159,21 +162,14 @@ def parse_flow_policy(spec: str | Mapping[str, Any] | FlowPolicy) -> FlowPolicy:
     if isinstance(spec, FlowPolicy):
         return spec
     if isinstance(spec, str):
-        written, _, rest = spec.partition(":")
-        written = written.strip()
         if _is_policy_file(spec):
             raise InvalidConfigError(
                 "policy",
                 spec,
-                "a heuristic (" + ", ".join(FLOW_POLICIES) + "): policy files do not run on flow "
-                "scenarios yet (AuTO's exported agents will)",
+                "a heuristic (" + ", ".join(FLOW_POLICIES) + "): a policy file (AuTO's exported agents) runs as an "
+                "evaluated policy (evaluate.py --policy FILE.dcpol), not as the scheduling of a scenario or env",
             )
-        given: dict[str, Any] = {}
-        for item in filter(None, (part.strip() for part in rest.split(","))):
-            key, eq, value = (s.strip() for s in item.partition("="))
-            if not (key and eq) or key in given:
-                raise InvalidConfigError("policy", spec, "NAME or NAME:KEY=VALUE,KEY=VALUE with distinct keys")
-            given[key] = value
+        written, given = parse_spec(spec, lambda item: InvalidConfigError("policy", spec, _GRAMMAR))
     elif isinstance(spec, Mapping):
         given = dict(spec)
         written = given.pop("policy", MISSING)
@@ -184,13 +180,4 @@ def parse_flow_policy(spec: str | Mapping[str, Any] | FlowPolicy) -> FlowPolicy:
     if written not in FLOW_POLICIES:
         raise UnknownPolicyError(written, FLOW_POLICIES, suggestion=did_you_mean(written, FLOW_POLICIES))
     params = validate(FLOW_POLICIES[written].params, given)
-    label = written + (":" + ",".join(f"{k}={_show(getattr(params, k))}" for k in given) if given else "")
-    return FlowPolicy(written, params, label)
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list):
-        return ";".join(_show(v) for v in value)
-    return str(value)
+    return FlowPolicy(written, params, spec_label(written, {k: getattr(params, k) for k in given}))

@@ -38,8 +38,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainValidator, field_validator, model_validator
 
-from dcgym.envs.error import InvalidConfigError, UnknownScenarioError, did_you_mean
+from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.flow.policies import FlowPolicy, parse_flow_policy
+from dcgym.envs.scenario import load_scenario
 from dcgym.envs.schema import Load, ScenarioBase, Seed
 from dcgym.envs.schema import Schema as _Schema
 from dcgym.envs.validation import validate
@@ -333,17 +334,5 @@ class FlowScenario(ScenarioBase):
 
 
 def load_flow_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> FlowScenario:
-    """:func:`dcgym.envs.scenario.load_scenario` for a flow scenario (``kind: flow``): a packaged name or a path.
-
-    A scenario of another family is refused with an error naming ``scenario`` and listing the flow ones.
-    """
-    from dcgym.envs.scenario import list_scenarios, load_scenario
-
-    try:
-        return load_scenario(name_or_path, overrides, kind="flow")
-    except InvalidConfigError as exc:
-        if exc.field != "kind" or isinstance(exc, UnknownScenarioError) or "kind" in (overrides or {}):
-            raise
-        raise InvalidConfigError(
-            "scenario", str(name_or_path), "a flow scenario (kind flow): " + ", ".join(list_scenarios("flow"))
-        ) from None
+    """:func:`dcgym.envs.scenario.load_scenario` of a flow scenario (``kind: flow``): a packaged name or a path."""
+    return load_scenario(name_or_path, overrides, kind="flow")

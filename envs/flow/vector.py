@@ -14,25 +14,23 @@ Every copy steps in one ``step_auto_batch`` call (C++, GIL released; with
 ``reset(seed=s)`` follows exactly the trajectory of
 ``flow_v0.parallel_env(...).reset(seed=s + k)`` under the same actions.
 
-**Autoreset** follows Gymnasium 1.x's default, next-step mode: the step that
-ends a copy's episode returns its last observation with ``truncations`` set;
-the *next* ``step`` ignores that copy's actions, resets it (engine seed drawn
-from the copy's own ``np_random``, as ``reset()`` without a seed does) and
-returns its first observation with reward 0. Flow episodes never terminate.
+Seeding, next-step autoreset and the ``copy`` argument are every batched
+environment's (:mod:`dcgym.envs.vector`): the step that ends a copy's episode
+returns its last observation with ``truncations`` set, the next one resets it.
+Flow episodes never terminate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from gymnasium.spaces import Box, MultiDiscrete
-from gymnasium.utils import seeding
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
 
-from dcgym.envs.error import InvalidActionError, ResetNeededError
+from dcgym.envs.error import InvalidActionError
 from dcgym.envs.flow.game import AGENTS, FlowGame
+from dcgym.envs.vector import BatchedEnv, SingleAgentVectorEnv
 
 __all__ = ["INFO_KEYS", "FlowLrlaVectorEnv", "FlowSrlaVectorEnv", "FlowVectorEnv"]
 
@@ -40,7 +38,7 @@ INFO_KEYS = ("sim_time_s", "flows_finished", "mean_fct_ms", "active_flows")
 """The info arrays of a batched step, each with leading axis B (flow_v0's Info section)."""
 
 
-class FlowVectorEnv:
+class FlowVectorEnv(BatchedEnv):
     """B copies of flow_v0: observations, actions and rewards per agent with a leading axis B.
 
     ``reset(seed=s)`` seeds copy k with ``s + k`` (a list gives one seed per
@@ -48,72 +46,81 @@ class FlowVectorEnv:
     out does not act: held by the heuristic of its single-agent env) returns
     observations per agent, rewards, terminations and truncations per agent
     (B,), and a dict of the :data:`INFO_KEYS` arrays. ``threads`` steps the
-    copies on that many threads. Keyword arguments are flow_v0's.
+    copies on that many threads. ``copy`` (default true) returns copies of
+    the arrays; false, the arrays the next step overwrites. Keyword arguments
+    are flow_v0's.
     """
 
-    metadata = {"name": "flow_v0", "autoreset_mode": AutoresetMode.NEXT_STEP}
+    metadata = {"name": "flow_v0", **BatchedEnv.metadata}
 
-    def __init__(self, num_envs: int, threads: int = 1, **kwargs: Any) -> None:
-        self.game = FlowGame(kwargs, num_envs)
-        self.num_envs = num_envs
+    def __init__(self, num_envs: int, threads: int = 1, copy: bool = True, **kwargs: Any) -> None:
+        super().__init__(num_envs, copy)
+        self.game = FlowGame(kwargs, self.num_envs)
         self.threads = threads
         self.possible_agents = list(AGENTS)
         self.single_observation_spaces = dict(self.game.observation_spaces)
         self.single_action_spaces = dict(self.game.action_spaces)
-        self.np_randoms = [seeding.np_random()[0] for _ in range(num_envs)]
-        self._autoreset = np.zeros(num_envs, dtype=bool)
-        self._started = False
-
-    def reset(self, seed: int | Sequence[int] | None = None, options: dict[str, Any] | None = None):
-        """Reset every copy: (observations per agent (B, ...), infos)."""
-        seeds = self._seeds(seed)
-        load = (options or {}).get("load")
-        obs = self.game._empty_obs(self.num_envs)
-        for k in range(self.num_envs):
-            first = self.game.reset(k, self._engine_seed(k, seeds[k]), load)
-            for agent in AGENTS:
-                obs[agent][k] = first[agent]
-        self._autoreset[:] = False
-        self._started = True
-        return obs, self._infos()
-
-    def step(self, actions: Mapping[str, np.ndarray]):
-        """Advance every copy one interval (autoresetting those whose episode ended at the last step)."""
-        if not self._started:
-            raise ResetNeededError("Call reset() before step()")
-        unknown = [a for a in actions if a not in AGENTS]
-        if unknown:
-            raise InvalidActionError(f"actions for unknown agents {', '.join(map(str, unknown))}; agents: srla, lrla")
-        srla = self._checked(actions, "srla", self.game.check_srla)
-        lrla = self._checked(actions, "lrla", self.game.check_lrla)
-        resets = np.flatnonzero(self._autoreset)
-        which = np.flatnonzero(~self._autoreset)
-        obs = self.game._empty_obs(self.num_envs)
-        rewards = np.zeros((self.num_envs, 2))
-        truncated = np.zeros(self.num_envs, dtype=bool)
-        for k in resets:
-            first = self.game.reset(int(k), self._engine_seed(int(k), None))
-            for agent in AGENTS:
-                obs[agent][k] = first[agent]
-        if which.size:
-            part, r, t = self.game.step(
-                None if srla is None else srla[which],
-                None if lrla is None else lrla[which],
-                which.tolist(),
-                threads=self.threads,
-            )
-            for agent in AGENTS:
-                obs[agent][which] = part[agent]
-            rewards[which], truncated[which] = r, t
-        self._autoreset = truncated.copy()
-        terminations = {a: np.zeros(self.num_envs, dtype=bool) for a in AGENTS}
-        truncations = {a: truncated.copy() for a in AGENTS}
-        reward = {a: rewards[:, i].copy() for i, a in enumerate(AGENTS)}
-        return obs, reward, terminations, truncations, self._infos()
+        self.observation_spaces = {a: batch_space(s, self.num_envs) for a, s in self.single_observation_spaces.items()}
+        self.action_spaces = {a: batch_space(s, self.num_envs) for a, s in self.single_action_spaces.items()}
+        b = self.num_envs
+        self._obs = self.game._empty_obs(b)
+        self._rewards = np.zeros((b, len(AGENTS)))
+        self._truncated = np.zeros(b, dtype=bool)
+        self._reward = {a: np.zeros(b) for a in AGENTS}
+        self._terminations = {a: np.zeros(b, dtype=bool) for a in AGENTS}  # flow episodes never terminate
+        self._truncations = {a: np.zeros(b, dtype=bool) for a in AGENTS}
 
     def close(self) -> None:
         self.game.sims = [None] * self.num_envs
         self.game.agents = [None] * self.num_envs
+
+    def _reset_copy(self, k: int, seed: int | None, options: Mapping[str, Any]) -> None:
+        first = self.game.reset(k, self.engine_seed(k, seed), options.get("load"))
+        for agent in AGENTS:
+            self._obs[agent][k] = first[agent]
+        self._rewards[k] = 0.0
+        self._truncated[k] = False
+
+    def _check_actions(self, actions: Mapping[str, np.ndarray], acting: np.ndarray | None):
+        unknown = [a for a in actions if a not in AGENTS]
+        if unknown:
+            raise InvalidActionError(f"actions for unknown agents {', '.join(map(str, unknown))}; agents: srla, lrla")
+        return self._checked(actions, "srla", self.game.check_srla), self._checked(
+            actions, "lrla", self.game.check_lrla
+        )
+
+    def _advance(self, actions: tuple[np.ndarray | None, np.ndarray | None], acting: np.ndarray | None) -> None:
+        srla, lrla = actions
+        if acting is None:  # every copy: the engine writes into the arrays returned
+            _, _, truncated = self.game.step(
+                srla, lrla, range(self.num_envs), self.threads, out=(self._obs, self._rewards)
+            )
+            self._truncated[:] = truncated
+            return
+        which = np.flatnonzero(acting)
+        if not which.size:
+            return
+        part, rewards, truncated = self.game.step(
+            None if srla is None else srla[which],
+            None if lrla is None else lrla[which],
+            which.tolist(),
+            threads=self.threads,
+        )
+        for agent in AGENTS:
+            self._obs[agent][which] = part[agent]
+        self._rewards[which], self._truncated[which] = rewards, truncated
+
+    def _result(self, reset: bool) -> tuple:
+        infos = self._infos()
+        if reset:
+            return self._obs, infos
+        for i, agent in enumerate(AGENTS):
+            np.copyto(self._reward[agent], self._rewards[:, i])
+            np.copyto(self._truncations[agent], self._truncated)
+        return self._obs, self._reward, self._terminations, self._truncations, infos
+
+    def _done(self) -> np.ndarray:
+        return self._truncated
 
     def _checked(self, actions: Mapping[str, np.ndarray], agent: str, check) -> np.ndarray | None:
         if agent not in actions:
@@ -155,59 +162,21 @@ class FlowVectorEnv:
             out["active_flows"].append(int(sim.active_flows))
         return {key: np.asarray(values) for key, values in out.items()}
 
-    def _seeds(self, seed: int | Sequence[int] | None) -> list[int | None]:
-        if seed is None:
-            return [None] * self.num_envs
-        if isinstance(seed, (int, np.integer)):
-            return [int(seed) + k for k in range(self.num_envs)]
-        seeds = list(seed)
-        if len(seeds) != self.num_envs:
-            raise ValueError(f"seed: got {len(seeds)} seeds; expected one per copy ({self.num_envs}) or one int")
-        return seeds
 
-    def _engine_seed(self, k: int, seed: int | None) -> int:
-        """Seed copy k's np_random with ``seed`` and return it, or draw an engine seed from it (flow_v0's rule)."""
-        if seed is not None:
-            self.np_randoms[k] = seeding.np_random(seed)[0]
-            return seed
-        return int(self.np_randoms[k].integers(2**63))
-
-
-class _FlowSingleVectorEnv(VectorEnv):
+class _FlowSingleVectorEnv(SingleAgentVectorEnv):
     """One agent of B batched copies as a Gymnasium VectorEnv (the other agent held as in its single env)."""
 
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP, "render_modes": []}
     agent = ""
 
     def __init__(self, num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> None:
-        if max_episode_steps is not None:
-            kwargs.setdefault("max_steps", max_episode_steps)
-        threads = kwargs.pop("threads", 1)
-        self.flow = FlowVectorEnv(num_envs, threads=threads, **kwargs)
-        self.num_envs = num_envs
-        self.render_mode = None
-        self.single_observation_space = self.flow.single_observation_spaces[self.agent]
-        self.single_action_space = self.flow.single_action_spaces[self.agent]
-        obs = self.single_observation_space
-        self.observation_space = Box(0.0, 1.0, (num_envs, *obs.shape), np.float32)
-        act = self.single_action_space
-        if isinstance(act, MultiDiscrete):
-            self.action_space = MultiDiscrete(np.tile(act.nvec, (num_envs, 1)))
-        else:
-            self.action_space = Box(-1.0, 1.0, (num_envs, *act.shape), np.float32)
-        self._index = AGENTS.index(self.agent)
+        self.batch = self.flow = FlowVectorEnv(num_envs, **self.max_steps(kwargs, max_episode_steps))
+        self._spaces(self.flow.single_observation_spaces[self.agent], self.flow.single_action_spaces[self.agent])
 
-    def reset(self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None):
-        obs, infos = self.flow.reset(seed=seed, options=options)
-        return obs[self.agent], _masked(infos)
+    def _actions(self, actions: Any) -> dict[str, Any]:
+        return {self.agent: actions}
 
-    def step(self, actions: np.ndarray):
-        obs, rewards, terms, truncs, infos = self.flow.step({self.agent: actions})
-        a = self.agent
-        return obs[a], rewards[a], terms[a], truncs[a], _masked(infos)
-
-    def close_extras(self, **kwargs: Any) -> None:
-        self.flow.close()
+    def _agent(self, value: Any, what: str) -> Any:
+        return value[self.agent]
 
 
 class FlowSrlaVectorEnv(_FlowSingleVectorEnv):
@@ -220,12 +189,3 @@ class FlowLrlaVectorEnv(_FlowSingleVectorEnv):
     """``dcgym/FlowLrla-v0`` batched: B copies, lRLA acting in each, one engine call per step."""
 
     agent = "lrla"
-
-
-def _masked(infos: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Gymnasium's vector info layout: every key with a ``_key`` mask of the copies that set it (all)."""
-    out: dict[str, np.ndarray] = {}
-    for key, value in infos.items():
-        out[key] = value
-        out["_" + key] = np.ones(value.shape[0], dtype=bool)
-    return out

@@ -28,11 +28,12 @@ from gymnasium.utils import EzPickle
 from dcgym.envs.error import ResetNeededError
 from dcgym.envs.flow.game import FlowGame
 from dcgym.envs.flow.render import History, render_ansi, render_rgb
+from dcgym.envs.seeding import GameEpisodes
 
 __all__ = ["FlowLrlaEnv", "FlowSrlaEnv"]
 
 
-class _FlowSingleAgent(gymnasium.Env, EzPickle):
+class _FlowSingleAgent(GameEpisodes, gymnasium.Env, EzPickle):
     """What the two single-agent flow environments share: seeding, reset, step, info, render.
 
     A pickle holds the constructor's arguments (EzPickle): it unpickles as a new environment, before reset.
@@ -51,15 +52,8 @@ class _FlowSingleAgent(gymnasium.Env, EzPickle):
         self._history = History()
         self._ended = True
 
-    @property
-    def engine_seed(self) -> int:
-        """The engine seed of the current episode (``seed`` if given to reset, else drawn from np_random)."""
-        return int(self.game.engine_seeds[0])
-
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        engine_seed = seed if seed is not None else int(self.np_random.integers(2**63))
-        obs = self.game.reset(0, engine_seed, (options or {}).get("load"))
+        obs = self._new_episode(seed, options)
         self._history.clear()
         if self.render_mode == "rgb_array":  # the only mode that draws the history
             self._history.add(self.game.sims[0])

@@ -76,23 +76,10 @@ class CentralLbEnv(ParallelEnv, EzPickle):
 
     metadata = {"name": "lb_central_v0", "render_modes": ["ansi", "rgb_array"], "is_parallelizable": True}
 
-    def __init__(
-        self,
-        scenario: Any = "lb_sim",
-        load: float | None = None,
-        reward: str = "vbf",
-        action_type: str = "discrete",
-        load_estimate: str = "fd_decayed",
-        max_steps: int | None = None,
-        overrides: Mapping[str, Any] | None = None,
-        render_mode: str | None = None,
-        dispatch: str = "weights",
-    ) -> None:
-        EzPickle.__init__(
-            self, scenario, load, reward, action_type, load_estimate, max_steps, overrides, render_mode, dispatch
-        )
-        self.lb = LbEnv(scenario, load, reward, action_type, load_estimate, max_steps, overrides, render_mode, dispatch)
-        self.render_mode = render_mode
+    def __init__(self, **kwargs: Any) -> None:
+        EzPickle.__init__(self, **kwargs)
+        self.lb = LbEnv(**kwargs)
+        self.render_mode = self.lb.render_mode
         inner = self.lb.action_space(self.lb.possible_agents[0])
         m, n = self.lb.num_lbs, self.lb.num_servers
         if isinstance(inner, spaces.MultiDiscrete):
@@ -116,6 +103,10 @@ class CentralLbEnv(ParallelEnv, EzPickle):
     @property
     def sim(self):
         return self.lb.sim
+
+    @property
+    def engine_seed(self) -> int | None:
+        return self.lb.engine_seed
 
     @property
     def period_us(self) -> float:

@@ -11,7 +11,7 @@ reject it when they hold more than ``backlog`` jobs (the flow then ends after a
 reservoir samples of their flow durations and completion times (App. C.2.4).
 Every ``decision_period_us`` of simulated time (Table 9: 0.5 s in simulation,
 0.25 s at large scale) each agent sets its LB's weights for the next period.
-The engine is :class:`dcgym.cpp_core._engine.LbSim` with every LB on
+The engine is :class:`dcgym.cpp_core.LbSim` with every LB on
 its ``weights`` policy (or ``sed``, argument ``dispatch``; docs/lb.md); one
 step runs a whole decision period in C++.
 
@@ -165,16 +165,22 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import EzPickle, seeding
+from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
+from pydantic import BaseModel, ConfigDict, Field
 
-from dcgym.cpp_core._engine import LbSim
-from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError, did_you_mean
-from dcgym.envs.lb.scenario import LbScenario, load_lb_scenario
+from dcgym.cpp_core import LbSim
+from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
+from dcgym.envs.lb.scenario import LbScenario
+from dcgym.envs.scenario import scenario_for
+from dcgym.envs.schema import Load, MaxSteps
+from dcgym.envs.seeding import episode_seed
+from dcgym.envs.validation import one_of, validate
 
 __all__ = [
     "ACTION_TYPES",
+    "LbEnvConfig",
     "DISPATCHES",
     "DEFAULT_LOAD_TARGET",
     "LOG_VBF_EPS",
@@ -282,19 +288,20 @@ REWARDS: dict[str, Callable[[np.ndarray], float]] = {
 # ------------------------------------------------------------------ the environment
 
 
-def _choice(field: str, value: Any, allowed: Mapping[str, Any] | tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        suggestion = did_you_mean(value, allowed) if isinstance(value, str) else None
-        raise InvalidConfigError(field, value, "one of " + ", ".join(allowed), suggestion=suggestion)
-    return value
+class LbEnvConfig(BaseModel):
+    """Every argument of the multi-LB environments (lb_v0, lb_central_v0); see the module docstring, Arguments."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-def _load_scenario(scenario: str | Path | LbScenario, overrides: Mapping[str, Any] | None) -> LbScenario:
-    if isinstance(scenario, LbScenario):
-        if overrides:
-            raise InvalidConfigError("overrides", dict(overrides), "none when scenario is an LbScenario object")
-        return scenario
-    return load_lb_scenario(scenario, overrides)
+    scenario: str | Path | LbScenario = Field("lb_sim", description="a kind: lb scenario name, a YAML path or object")
+    load: Load | None = Field(None, description="offered load; None: the scenario grid's load closest to 0.845")
+    reward: one_of(REWARDS) = Field("vbf", description="the fairness function F of the reward (REWARDS)")
+    action_type: one_of(ACTION_TYPES) = Field("discrete", description="discrete weight levels or continuous weights")
+    load_estimate: one_of(OBSERVATION_FEATURES) = Field("fd_decayed", description="the column the reward reads")
+    max_steps: MaxSteps = Field(None, description="steps per episode; None: the scenario's episode_us")
+    overrides: dict[str, Any] | None = Field(None, description="dotted scenario overrides, as load_lb_scenario")
+    render_mode: one_of(("ansi", "rgb_array"), optional=True) = Field(None, description="how render() draws")
+    dispatch: one_of(DISPATCHES) = Field("weights", description="how an LB uses its weights (DISPATCHES)")
 
 
 class LbEnv(ParallelEnv, EzPickle):
@@ -302,30 +309,15 @@ class LbEnv(ParallelEnv, EzPickle):
 
     metadata = {"name": "lb_v0", "render_modes": ["ansi", "rgb_array"], "is_parallelizable": True, "render_fps": 4}
 
-    def __init__(
-        self,
-        scenario: str | Path | LbScenario = "lb_sim",
-        load: float | None = None,
-        reward: str = "vbf",
-        action_type: str = "discrete",
-        load_estimate: str = "fd_decayed",
-        max_steps: int | None = None,
-        overrides: Mapping[str, Any] | None = None,
-        render_mode: str | None = None,
-        dispatch: str = "weights",
-    ) -> None:
-        EzPickle.__init__(
-            self, scenario, load, reward, action_type, load_estimate, max_steps, overrides, render_mode, dispatch
-        )
-        self.scenario = _load_scenario(scenario, overrides)
-        self.reward_name = _choice("reward", reward, REWARDS)
-        self.action_type = _choice("action_type", action_type, ACTION_TYPES)
-        self.load_estimate = _choice("load_estimate", load_estimate, OBSERVATION_FEATURES)
-        self.dispatch = _choice("dispatch", dispatch, tuple(DISPATCHES))
+    def __init__(self, **kwargs: Any) -> None:
+        EzPickle.__init__(self, **kwargs)
+        self.config = c = validate(LbEnvConfig, kwargs)
+        self.scenario = scenario_for("lb", c.scenario, c.overrides)
+        self.reward_name, self.action_type, self.load_estimate = c.reward, c.action_type, c.load_estimate
+        self.dispatch = c.dispatch
         self._policy = DISPATCHES[self.dispatch]
-        if render_mode is not None:
-            _choice("render_mode", render_mode, tuple(self.metadata["render_modes"]))
-        self.render_mode = render_mode
+        self.render_mode = c.render_mode
+        load, max_steps = c.load, c.max_steps
         sc = self.scenario
         if load is None:
             load = min(sc.loads, key=lambda x: abs(x - DEFAULT_LOAD_TARGET))
@@ -383,9 +375,7 @@ class LbEnv(ParallelEnv, EzPickle):
                 )
                 raise InvalidConfigError("max_steps", None, allowed)
             return max(1, round(self.scenario.episode_us / self.period_us))
-        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-            raise InvalidConfigError("max_steps", max_steps, "a positive integer (steps per episode)")
-        return int(max_steps)
+        return max_steps
 
     # ------------------------------------------------------------- PettingZoo API
 
@@ -408,14 +398,8 @@ class LbEnv(ParallelEnv, EzPickle):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         """Rebuild the engine, empty, with ``seed`` (or the next seed of the episode generator)."""
         load = (options or {}).get("load", self.load)
-        if seed is not None:
-            config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)  # validates seed, load
-            self._np_random, _ = seeding.np_random(int(seed))
-        else:
-            if self._np_random is None:
-                self._np_random, _ = seeding.np_random()
-            seed = int(self._np_random.integers(2**63))
-            config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)
+        self._np_random, seed = episode_seed(self._np_random, seed)
+        config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)  # validates the load
         self._sim = LbSim(config)
         self._engine_seed, self._episode_load = int(seed), float(load)
         self.agents = list(self.possible_agents)

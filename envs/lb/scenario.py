@@ -6,7 +6,8 @@ its own share of the Poisson traffic and its own dispatch policy, over server
 groups whose flows alternate CPU and IO stages. Times are in microseconds,
 like the rack model; every field names its unit. The C++ model is
 ``dcgym.cpp_core.LbSim`` (docs/lb.md); files written before the
-family was named ``lb`` say ``kind: multistage``, which is still accepted::
+family was named ``lb`` say ``kind: multistage``, still accepted with a
+FutureWarning naming ``lb``::
 
     scenario = load_lb_scenario("lb_reference", {"policy": "lsq"})
     sim = LbSim(scenario.engine_config(load=0.61, seed=1))
@@ -33,7 +34,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PlainValidator, model_validator
 
 from dcgym.envs.distributions import Service
-from dcgym.envs.error import InvalidConfigError, UnknownScenarioError, did_you_mean
+from dcgym.envs.error import InvalidConfigError, did_you_mean
+from dcgym.envs.scenario import load_scenario
 from dcgym.envs.schema import Load, ScenarioBase, Seed
 from dcgym.envs.schema import Schema as _Schema
 from dcgym.envs.validation import validate
@@ -250,19 +252,5 @@ class LbScenario(ScenarioBase):
 
 
 def load_lb_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> LbScenario:
-    """:func:`dcgym.envs.scenario.load_scenario` for a multi-LB scenario (``kind: lb``): a packaged name or a path.
-
-    A scenario of another family is refused with an error naming ``scenario`` and listing the multi-LB ones.
-    """
-    from dcgym.envs.scenario import list_scenarios, load_scenario
-
-    try:
-        return load_scenario(name_or_path, overrides, kind="lb")
-    except InvalidConfigError as exc:
-        if exc.field != "kind" or isinstance(exc, UnknownScenarioError) or "kind" in (overrides or {}):
-            raise
-        raise InvalidConfigError(
-            "scenario",
-            str(name_or_path),
-            "a multi-LB scenario (kind lb): " + ", ".join(list_scenarios("lb")) + ", or a file path",
-        ) from None
+    """:func:`dcgym.envs.scenario.load_scenario` of a lb scenario (``kind: lb``): a packaged name or a path."""
+    return load_scenario(name_or_path, overrides, kind="lb")

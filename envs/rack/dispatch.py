@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dcgym.envs.error import MISSING, InvalidConfigError, UnknownPolicyError, did_you_mean
+from dcgym.envs.policy_spec import parse_spec, spec_label
 from dcgym.envs.validation import validate
 
 ENTRIES = ("switch", "balancers", "nodes")
@@ -254,6 +255,7 @@ ALIASES: dict[str, str] = {"rr": "round_robin"}
 """Other spellings of a canonical name."""
 
 _PO_N = re.compile(r"po(\d+)")  # po2, po4, ...: po_d with d fixed by the name
+_GRAMMAR = "NAME or NAME:KEY=VALUE,KEY=VALUE with distinct keys"
 
 
 def known_policy_names() -> list[str]:
@@ -320,7 +322,9 @@ def parse_policy(spec: str | Mapping[str, Any] | Policy) -> Policy:
     if isinstance(spec, Policy):
         return spec
     if isinstance(spec, str):
-        written, given = _split(spec)
+        written, given = parse_spec(spec, lambda item: InvalidConfigError("policy", spec, _GRAMMAR))
+        if not written:
+            raise InvalidConfigError("policy", spec, "a policy name: one of " + ", ".join(known_policy_names()))
     elif isinstance(spec, Mapping):
         given = dict(spec)
         written = given.pop("policy", MISSING)
@@ -335,8 +339,7 @@ def parse_policy(spec: str | Mapping[str, Any] | Policy) -> Policy:
         key = clash[0]
         raise InvalidConfigError(key, given[key], f"nothing: {written} fixes {key}={fixed[key]}; use po_d:{key}=...")
     params = validate(HEURISTICS[name].params, {**given, **fixed})
-    label = written + (":" + ",".join(f"{k}={_show(getattr(params, k))}" for k in given) if given else "")
-    return Policy(name, params, label)
+    return Policy(name, params, spec_label(written, {k: getattr(params, k) for k in given}))
 
 
 def _resolve(written: str) -> tuple[str, dict[str, int]]:
@@ -348,27 +351,3 @@ def _resolve(written: str) -> tuple[str, dict[str, int]]:
         return "po_d", {"d": int(match[1])}
     spellings = [*HEURISTICS, *ALIASES, "po2", "po4"]
     raise UnknownPolicyError(written, known_policy_names(), suggestion=did_you_mean(written, spellings))
-
-
-def _split(spec: str) -> tuple[str, dict[str, str]]:
-    """``name:key=value,key=value`` into the name and the raw parameter strings."""
-    name, _, rest = spec.partition(":")
-    given: dict[str, str] = {}
-    for item in filter(None, (part.strip() for part in rest.split(","))):
-        key, eq, value = (s.strip() for s in item.partition("="))
-        if not (key and eq) or key in given:
-            raise InvalidConfigError("policy", spec, "NAME or NAME:KEY=VALUE,KEY=VALUE with distinct keys")
-        given[key] = value
-    if not name.strip():
-        raise InvalidConfigError("policy", spec, "a policy name: one of " + ", ".join(known_policy_names()))
-    return name.strip(), given
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, list):
-        return ";".join(_show(v) for v in value)
-    return str(value)

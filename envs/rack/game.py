@@ -11,8 +11,11 @@ dispatcher's game (RackDispatch-v0) sets its tables here and calls
 ``step_rack_batch``. Both compute the team reward in C++
 (``cpp_core/include/dcgym/rack/game.hpp``: the one definition of the reward,
 its default costs and the imbalance); Python adds the optional observation
-extras and the per-node counts. :class:`RackEnvConfig` is every setting of
-the game, validated at construction with errors that name the field.
+extras and the per-node counts. Every reset and step writes into arrays
+allocated once, one row per copy (:attr:`RackGame.out`; the engine fills the
+rows of the copies it steps), so a step allocates no output array.
+:class:`RackEnvConfig` is every setting of the game, validated at
+construction with errors that name the field.
 """
 
 from __future__ import annotations
@@ -20,16 +23,48 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from dcgym.cpp_core import Distribution, RackSim, rack_imbalance, rack_reward_costs, step_rack_batch, step_rack_game
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.rack.scenario import RackScenario
 from dcgym.envs.scenario import DEFAULT_SCENARIO, Load, load_scenario
+from dcgym.envs.schema import EpisodeLoads
 from dcgym.envs.validation import validate
+
+_BUFFERS: dict[str, tuple[str, type]] = {
+    "beliefs": ("pairs", np.float64),
+    "loads": ("nodes", np.float64),
+    "migrate": ("pairs", np.uint64),
+    "steal": ("pairs", np.uint64),
+    "migrations": ("nodes", np.uint64),
+    "steals": ("nodes", np.uint64),
+    "failed_steals": ("nodes", np.uint64),
+    "dropped": ("nodes", np.uint64),
+    "latency_mean_us": ("copies", np.float64),
+    "latency_p99_us": ("copies", np.float64),
+    "completed": ("copies", np.uint64),
+    "now_us": ("copies", np.float64),
+    "imbalance": ("copies", np.float64),
+    "reward": ("copies", np.float64),
+    "true_loads": ("nodes", np.float64),
+    "truncated": ("copies", np.bool_),
+}
+"""The arrays of a step besides the observations: (shape after the copies' axis, dtype)."""
+
+_ENGINE_KEYS = (*(key for key in _BUFFERS if key not in ("true_loads", "truncated")), "obs")
+"""The arrays the engine writes (``step_rack_game``, ``step_rack_batch``); the game computes the other two."""
+
+_ZEROED = (
+    *(key for key, (_, dtype) in _BUFFERS.items() if dtype is np.uint64),
+    "latency_mean_us",
+    "latency_p99_us",
+    "reward",
+)
+"""What a reset sets to 0, the step's counts (every uint64 array) and statistics: nothing has happened yet."""
 
 LOAD_STREAM = 0x10AD
 """Second word of the RNG seed that draws an episode's load from ``load_range`` (the first is the engine seed)."""
@@ -54,10 +89,11 @@ REWARD_COSTS: dict[str, Costs] = {
 """Default costs of each reward variant (the engine's, rack/game.hpp); a cost set explicitly replaces its default."""
 
 
-class RackEnvConfig(BaseModel):
+class RackEnvConfig(EpisodeLoads):
     """Every argument of the rack environments (rack_v0, RackCentral-v0, RackDispatch-v0, RackVectorEnv)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    load_stream: ClassVar[int] = LOAD_STREAM
 
     scenario: str | Path = Field(DEFAULT_SCENARIO, description="a packaged rack scenario name or a YAML file path")
     overrides: dict[str, Any] = Field({}, description="dotted-key overrides applied to the scenario")
@@ -97,19 +133,6 @@ class RackEnvConfig(BaseModel):
                 "obs_extras", list(self.obs_extras), "distinct names of arrival_rate, capacity, rank"
             )
         return self
-
-    @model_validator(mode="after")
-    def _ordered_range(self) -> RackEnvConfig:
-        if self.load_range is not None and self.load_range[0] > self.load_range[1]:
-            raise InvalidConfigError("load_range", list(self.load_range), "[low, high] with low <= high")
-        return self
-
-    def episode_load(self, engine_seed: int) -> float:
-        """The load of an episode with ``engine_seed``: ``load``, or a draw from ``load_range``."""
-        if self.load_range is None:
-            return self.load
-        low, high = self.load_range
-        return float(np.random.default_rng([engine_seed, LOAD_STREAM]).uniform(low, high))
 
     @property
     def costs(self) -> Costs:
@@ -164,19 +187,33 @@ class RackGame:
         self.sims: list[RackSim | None] = [None] * num_copies
         self.engine_seeds = np.zeros(num_copies, dtype=np.uint64)
         self.steps = np.zeros(num_copies, dtype=np.int64)
-        self._previous = np.zeros(num_copies)
+        self._previous = np.zeros(num_copies)  # each copy's imbalance at its last step (imbalance_delta)
         self._eye = np.eye(self.num_nodes)
+        self._all = np.arange(num_copies)
+        self.out = self._buffers()
+        self._engine_out = {key: self.out[key] for key in _ENGINE_KEYS if not (dispatcher and key == "obs")}
+        self._reward = {  # previous_imbalance is read and, for imbalance_delta, written by the engine in place
+            "kind": self.config.reward,
+            "scale": self.scale,
+            "previous_imbalance": self._previous,
+            **dict(zip(("migration_cost", "steal_cost", "failed_steal_cost", "drop_cost"), self.costs)),
+        }
+
+    def _buffers(self) -> dict[str, np.ndarray]:
+        """The arrays every reset and step writes into, one row per copy, allocated once (see :attr:`out`)."""
+        b, n = self.num_copies, self.num_nodes
+        shapes = {"nodes": (b, n), "pairs": (b, n, n), "copies": (b,)}
+        out = {key: np.zeros(shapes[shape], dtype) for key, (shape, dtype) in _BUFFERS.items()}
+        out["obs"] = np.zeros((b, n, self.obs_dim), np.float32)
+        out["sim_time_us"] = out["now_us"]
+        return out
 
     # ------------------------------------------------------------------ scenario
 
     def _game_scenario(self) -> RackScenario:
         """The scenario with entry nodes and the table policy forced, fresh load info made periodic."""
         cfg = self.config
-        base = load_scenario(cfg.scenario, cfg.overrides)
-        if not isinstance(base, RackScenario):
-            raise InvalidConfigError(
-                "scenario", str(cfg.scenario), f"a rack scenario (this one is kind {getattr(base, 'kind', '?')})"
-            )
+        base = load_scenario(cfg.scenario, cfg.overrides, kind="rack")
         forced: dict[str, Any] = {"dispatch": "table"}
         if self.dispatcher:
             if any(change.kind == "split" for change in base.dynamics):
@@ -195,7 +232,10 @@ class RackGame:
     # --------------------------------------------------------------------- reset
 
     def reset(self, k: int, engine_seed: int, load: float | None = None) -> dict[str, np.ndarray]:
-        """Rebuild copy ``k`` with ``engine_seed``; its first observation and zero counts (leading axis 1)."""
+        """Rebuild copy ``k`` with ``engine_seed`` and write its first observation and zero counts into row k.
+
+        Returns :attr:`out`: the arrays of every copy, one row each (see :meth:`step`).
+        """
         engine = dict(self.engine_config, seed=engine_seed)
         engine["load"] = self.config.episode_load(engine_seed) if load is None else validate(Load, load, "options.load")
         sim = RackSim(engine)
@@ -206,57 +246,50 @@ class RackGame:
         self.sims[k] = sim
         self.engine_seeds[k] = engine_seed
         self.steps[k] = 0
-        n = self.num_nodes
-        out = {
-            "beliefs": sim.beliefs()[None],
-            "loads": sim.true_loads()[None],
-            "migrate": np.zeros((1, n, n), np.uint64),
-            "steal": np.zeros((1, n, n), np.uint64),
-            **{key: np.zeros((1, n), np.uint64) for key in ("migrations", "steals", "failed_steals", "dropped")},
-            "latency_mean_us": np.zeros(1),
-            "latency_p99_us": np.zeros(1),
-            "completed": np.zeros(1, np.uint64),
-        }
-        x = out["loads"] * self.scale
-        self._previous[k] = rack_imbalance(out["loads"][0], self.scale)
-        out["imbalance"] = np.array([self._previous[k]])
-        return self._finish(out, x, np.zeros(1), np.array([k]), [sim])
+        out = self.out
+        out["beliefs"][k] = sim.beliefs()
+        out["loads"][k] = sim.true_loads()
+        for key in _ZEROED:
+            out[key][k] = 0
+        out["now_us"][k] = sim.now_us
+        self._previous[k] = out["imbalance"][k] = rack_imbalance(out["loads"][k], self.scale)
+        return self._finish(slice(k, k + 1), prefilled=False)
 
     # ---------------------------------------------------------------------- step
 
-    def step(self, actions: np.ndarray, which: Sequence[int]) -> dict[str, np.ndarray]:
-        """Apply ``actions`` to the copies ``which`` and advance them one heartbeat.
+    def step(self, actions: np.ndarray, which: Sequence[int] | None = None) -> dict[str, np.ndarray]:
+        """Apply ``actions`` to the copies ``which`` (None: all) and advance them one heartbeat, into their rows of
+        :attr:`out`.
 
-        Actions are (len(which), N, 2N) for the nodes, (len(which), N) for a dispatcher game.
+        Actions are (len(which), N, 2N) for the nodes, (len(which), N) for a dispatcher game. Returns
+        :attr:`out`, the arrays of every copy (one row each): the engine writes them in place, so a step
+        allocates none, and the next reset or step overwrites them (copy what is kept).
         """
-        sims = [self.sims[k] for k in which]
-        idx = np.asarray(which)
-        previous = self._previous[idx]  # a copy: the engine updates it for imbalance_delta
-        reward = {
-            "kind": self.config.reward,
-            "scale": self.scale,
-            "previous_imbalance": previous,
-            **dict(zip(("migration_cost", "steal_cost", "failed_steal_cost", "drop_cost"), self.costs)),
-        }
+        every = which is None or len(which) == self.num_copies == 1 or np.array_equal(which, self._all)
+        which = self._all if which is None else which
+        rows: slice | np.ndarray = slice(None) if every else np.asarray(which, dtype=np.int64)
+        sims = self.sims if every else [self.sims[k] for k in which]
+        engine_rows = None if every else rows
         if self.dispatcher:
             migration, stealing = self.dispatch_tables(actions, which)
-            out = step_rack_batch(sims, migration, stealing, self.config.heartbeat_us, reward)
+            step_rack_batch(
+                sims, migration, stealing, self.config.heartbeat_us, self._reward, self._engine_out, engine_rows
+            )
         else:
-            out = self._step_nodes(sims, actions, which, reward)
-        self._previous[idx] = previous
-        self.steps[idx] += 1
-        return self._finish(out, out["loads"] * self.scale, out.pop("reward"), idx, sims)
+            self._step_nodes(sims, actions, which, engine_rows)
+        self.steps[rows] += 1
+        return self._finish(rows, prefilled=not self.dispatcher)
 
     def _step_nodes(
-        self, sims: list[RackSim], actions: np.ndarray, which: Sequence[int], reward: dict[str, Any]
-    ) -> dict[str, np.ndarray]:
+        self, sims: list[RackSim], actions: np.ndarray, which: Sequence[int], rows: np.ndarray | None
+    ) -> None:
         """One engine call that also turns the nodes' actions into tables and writes the observations."""
         cfg, n = self.config, self.num_nodes
         a = np.asarray(actions)
         if a.shape != (len(which), n, 2 * n) or a.dtype.kind not in "fiub":
             self.tables(actions, which)  # raises the InvalidActionError that names the problem
         try:
-            return step_rack_game(
+            step_rack_game(
                 sims,
                 a,
                 cfg.heartbeat_us,
@@ -265,24 +298,31 @@ class RackGame:
                 self.scale,
                 cfg.obs_clip,
                 self.obs_dim,
-                reward,
+                self._reward,
+                self._engine_out,
+                rows,
             )
         except ValueError:
             self.tables(actions, which)  # the engine refused a value: name it as the Python check does
             raise
 
-    def _finish(
-        self, out: dict, x: np.ndarray, reward: np.ndarray, idx: np.ndarray, sims: list[RackSim]
-    ) -> dict[str, np.ndarray]:
-        """Add observations, true loads, reward, truncation and time to the engine's arrays."""
-        done = out["completed"] > 0  # an empty histogram's statistics are NaN: report 0 (see completed)
-        out["latency_mean_us"] = np.where(done, out["latency_mean_us"], 0.0)
-        out["latency_p99_us"] = np.where(done, out["latency_p99_us"], 0.0)
-        out["obs"] = self.observe(out["beliefs"], x, out["migrate"], out.get("obs"))
-        out["true_loads"] = x
-        out["reward"] = reward
-        out["truncated"] = self.steps[idx] >= self.config.episode_steps
-        out["sim_time_us"] = out.pop("now_us") if "now_us" in out else np.array([sim.now_us for sim in sims])
+    def _finish(self, rows: slice | np.ndarray, prefilled: bool) -> dict[str, np.ndarray]:
+        """Complete the engine's arrays in ``rows``: statistics of empty steps, true loads, extras, truncation.
+
+        ``prefilled``: the engine wrote the first N + 1 columns of the observations (``step_rack_game``).
+        """
+        out = self.out
+        done = out["completed"][rows] > 0  # an empty histogram's statistics are NaN: report 0 (see completed)
+        out["latency_mean_us"][rows] = np.where(done, out["latency_mean_us"][rows], 0.0)
+        out["latency_p99_us"][rows] = np.where(done, out["latency_p99_us"][rows], 0.0)
+        x = out["loads"][rows] * self.scale
+        out["true_loads"][rows] = x
+        # The engine's columns, a view of the rows for a slice (extras added in place), else a copy written back.
+        written = out["obs"][rows] if prefilled else None
+        obs = self.observe(out["beliefs"][rows], x, out["migrate"][rows], written)
+        if not (prefilled and isinstance(rows, slice)):
+            out["obs"][rows] = obs
+        out["truncated"][rows] = self.steps[rows] >= self.config.episode_steps
         return out
 
     def observe(
@@ -291,7 +331,7 @@ class RackGame:
         """Observations (B, N, obs_dim), float32: beliefs row, own fresh load, extras; clipped to [0, obs_clip].
 
         ``prefilled``: the observations with the first N + 1 columns already
-        written (by ``step_rack_game``); only the extras are added.
+        written (by ``step_rack_game``); only the extras are added, in place.
         """
         b, n = x.shape
         cfg = self.config

@@ -174,6 +174,7 @@ from pettingzoo.utils.conversions import parallel_to_aec
 from dcgym.envs.error import InvalidActionError, ResetNeededError
 from dcgym.envs.rack.game import RackEnvConfig, RackGame
 from dcgym.envs.rack.render import LoadHistory, render_rack
+from dcgym.envs.seeding import episode_seed
 from dcgym.envs.validation import validate
 
 __all__ = ["RackEnv", "env", "parallel_env", "raw_env"]
@@ -229,11 +230,9 @@ class RackEnv(ParallelEnv):
     # ------------------------------------------------------------ reset, step
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.np_random, engine_seed = episode_seed(self.np_random, seed)
         if seed is not None:
-            self.np_random, self.np_random_seed = seeding.np_random(seed)
-            engine_seed = seed
-        else:
-            engine_seed = int(self.np_random.integers(2**63))
+            self.np_random_seed = engine_seed
         out = self.game.reset(0, engine_seed, (options or {}).get("load"))
         self.agents = list(self.possible_agents)
         self._started = True
@@ -287,7 +286,7 @@ class RackEnv(ParallelEnv):
         self._last = out
         if self.render_mode == "rgb_array":
             self._history.add(out["true_loads"][0])
-        return dict(zip(self.possible_agents, out["obs"][0]))
+        return dict(zip(self.possible_agents, out["obs"][0].copy()))  # the game's arrays are overwritten next step
 
     def _infos(self, out: dict[str, np.ndarray], episode_end: bool = False) -> dict[str, dict[str, Any]]:
         n = self.game.num_nodes
@@ -295,7 +294,7 @@ class RackEnv(ParallelEnv):
             "latency_mean_us": float(out["latency_mean_us"][0]),
             "latency_p99_us": float(out["latency_p99_us"][0]),
             "completed": int(out["completed"][0]),
-            "true_loads": out["true_loads"][0],
+            "true_loads": out["true_loads"][0].copy(),
             "sim_time_us": float(out["sim_time_us"][0]),
             "metrics": {
                 "imbalance": float(out["imbalance"][0]) / (n * (n - 1)) if n > 1 else 0.0,
@@ -307,7 +306,10 @@ class RackEnv(ParallelEnv):
             if latency["count"]:
                 shared["episode_metrics"] = {"p99_us": latency["p99"], "mean_latency_us": latency["mean"]}
         columns = zip(
-            self.possible_agents, out["migrate"][0], out["steal"][0], *(out[key][0].tolist() for key in _INFO_COUNTS)
+            self.possible_agents,
+            out["migrate"][0].copy(),
+            out["steal"][0].copy(),
+            *(out[key][0].tolist() for key in _INFO_COUNTS),
         )
         return {
             agent: {

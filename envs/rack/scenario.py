@@ -25,7 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
 from dcgym.envs.distributions import Service
-from dcgym.envs.error import MISSING, InvalidConfigError, UnknownScenarioError, did_you_mean
+from dcgym.envs.error import MISSING, InvalidConfigError, did_you_mean
 from dcgym.envs.rack.dispatch import Policy, Rack, parse_policy, policy_parameters
 from dcgym.envs.rack.schema import (
     Arrivals,
@@ -46,6 +46,7 @@ from dcgym.envs.rack.schema import (
     check_entry,
     check_types,
 )
+from dcgym.envs.scenario import load_scenario
 from dcgym.envs.schema import Load, ScenarioBase, Seed
 from dcgym.envs.validation import validate
 
@@ -296,19 +297,5 @@ class RackScenario(ScenarioBase):
 
 
 def load_rack_scenario(name_or_path: str | Path, overrides: Mapping[str, Any] | None = None) -> RackScenario:
-    """:func:`dcgym.envs.scenario.load_scenario` for a rack scenario (``kind: rack``): a packaged name or a path.
-
-    A scenario of another family is refused with an error naming ``scenario`` and listing the rack ones.
-    """
-    from dcgym.envs.scenario import list_scenarios, load_scenario
-
-    try:
-        return load_scenario(name_or_path, overrides, kind="rack")
-    except InvalidConfigError as exc:
-        if exc.field != "kind" or isinstance(exc, UnknownScenarioError) or "kind" in (overrides or {}):
-            raise
-        raise InvalidConfigError(
-            "scenario",
-            str(name_or_path),
-            "a rack scenario (kind rack): " + ", ".join(list_scenarios("rack")) + ", or a file path",
-        ) from None
+    """:func:`dcgym.envs.scenario.load_scenario` of a rack scenario (``kind: rack``): a packaged name or a path."""
+    return load_scenario(name_or_path, overrides, kind="rack")

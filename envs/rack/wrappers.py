@@ -19,6 +19,7 @@ from gymnasium.spaces import Box
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
 from dcgym.envs.rack.game import RackEnvConfig, RackGame
 from dcgym.envs.rack.render import LoadHistory, render_rack
+from dcgym.envs.seeding import GameEpisodes
 from dcgym.envs.validation import validate
 
 __all__ = ["RackCentralEnv", "RackDispatchEnv", "central_spaces"]
@@ -32,7 +33,7 @@ def central_spaces(game: RackGame) -> tuple[Box, Box]:
     return obs, Box(low, 1.0, (n * 2 * n,), np.float32)
 
 
-class _RackSingleAgent(gymnasium.Env):
+class _RackSingleAgent(GameEpisodes, gymnasium.Env):
     """What the two single-agent rack environments share: seeding, reset, step, info, render."""
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 10}
@@ -46,15 +47,8 @@ class _RackSingleAgent(gymnasium.Env):
         self._last: dict[str, np.ndarray] | None = None
         self._history = LoadHistory(self.config.render_history)
 
-    @property
-    def engine_seed(self) -> int:
-        """The engine seed of the current episode (``seed`` if given to reset, else drawn from np_random)."""
-        return int(self.game.engine_seeds[0])
-
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        super().reset(seed=seed)
-        engine_seed = seed if seed is not None else int(self.np_random.integers(2**63))
-        out = self.game.reset(0, engine_seed, (options or {}).get("load"))
+        out = self._new_episode(seed, options)
         self._history.clear()
         return self._observe(out), self._info(out)
 
@@ -79,8 +73,8 @@ class _RackSingleAgent(gymnasium.Env):
 
     @staticmethod
     def _info(out: dict[str, np.ndarray]) -> dict[str, Any]:
-        info: dict[str, Any] = {key: out[key][0] for key in ("migrate", "steal", "true_loads")}
-        info.update({key: out[key][0].copy() for key in ("migrations", "steals", "failed_steals", "dropped")})
+        keys = ("migrate", "steal", "true_loads", "migrations", "steals", "failed_steals", "dropped")
+        info: dict[str, Any] = {key: out[key][0].copy() for key in keys}  # the game's arrays change next step
         info.update({key: float(out[key][0]) for key in ("latency_mean_us", "latency_p99_us", "sim_time_us")})
         info["completed"] = int(out["completed"][0])
         return info
@@ -159,7 +153,7 @@ class RackCentralEnv(_RackSingleAgent):
         return a.reshape(1, n, 2 * n)
 
     def _observation(self, out: dict[str, np.ndarray]) -> np.ndarray:
-        return out["obs"][0].reshape(-1)
+        return out["obs"][0].flatten()
 
 
 class RackDispatchEnv(_RackSingleAgent):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import yaml
 
 from dcgym.envs.error import InvalidConfigError, UnknownScenarioError
 from dcgym.envs.families import FAMILIES, load_entry_point
-from dcgym.envs.scenario import RENAMED, list_scenarios, load_scenario, scenario_kind, scenario_path
+from dcgym.envs.scenario import RENAMED, list_scenarios, load_scenario, scenario_for, scenario_kind, scenario_path
 
 # The minimal rack scenario of the scenario-file contract (docs/architecture.md), exactly as documented.
 MINIMAL_RACK = """\
@@ -59,17 +60,44 @@ def test_packaged_scenarios_keep_their_descriptions():
         assert load_scenario(name).description, name
 
 
-def test_renamed_scenarios_still_load_under_their_old_names():
-    for old, new in RENAMED.items():
-        assert load_scenario(old) == load_scenario(new)
-        assert load_scenario(old).name == new
+@pytest.mark.parametrize("old,new", RENAMED.items())
+def test_renamed_scenarios_still_load_under_their_old_names_with_a_warning_naming_the_new(old, new):
+    with pytest.warns(FutureWarning, match=f"scenario {old} was renamed {new}: use {new}"):
+        scenario = load_scenario(old)
+    assert scenario == load_scenario(new) and scenario.name == new
 
 
-def test_the_legacy_kind_of_the_multi_lb_family_is_accepted(tmp_path):
+def test_the_legacy_kind_of_the_multi_lb_family_is_accepted_with_a_warning(tmp_path):
     raw = yaml.safe_load(scenario_path("lb_sim").read_text())
     path = tmp_path / "old.yaml"
     path.write_text(yaml.safe_dump({**raw, "kind": "multistage"}))
-    assert load_scenario(path).kind == "lb"
+    with pytest.warns(FutureWarning, match="kind multistage is now called lb: write kind: lb"):
+        assert load_scenario(path).kind == "lb"
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
+def test_a_scenario_of_another_family_is_refused_naming_the_family_wanted(kind):
+    other = next(name for name in list_scenarios() if name not in list_scenarios(kind))
+    title = FAMILIES[kind].title or kind
+    loader = getattr(import_module(f"dcgym.envs.{kind}.scenario"), f"load_{kind}_scenario")
+    for load in (lambda: load_scenario(other, kind=kind), lambda: loader(other)):
+        with pytest.raises(InvalidConfigError) as error:
+            load()
+        assert (error.value.field, error.value.value) == ("scenario", other)
+        assert error.value.allowed.startswith(f"a {title} scenario (kind {kind}): {list_scenarios(kind)[0]}, ")
+    assert loader(list_scenarios(kind)[0]) == load_scenario(list_scenarios(kind)[0])
+
+
+def test_overriding_the_kind_names_the_kind():
+    with pytest.raises(InvalidConfigError, match='^kind: got "lb"; allowed: rack'):
+        load_scenario("mm1", {"kind": "lb"}, kind="rack")
+
+
+def test_a_scenario_object_takes_no_overrides():
+    scenario = load_scenario("lb_sim")
+    assert scenario_for("lb", scenario, None) is scenario
+    with pytest.raises(InvalidConfigError, match="^overrides: .*allowed: none when scenario is a LbScenario object"):
+        scenario_for("lb", scenario, {"episode_us": 1})
 
 
 @pytest.mark.parametrize(

@@ -103,8 +103,9 @@ void Advance(const std::vector<RackSim*>& sims, double duration_us, const ObsSpe
   const std::uint32_t n = sims[0]->NumNodes();
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   std::vector<double> loads(n), belief(n);
-  for (std::size_t k = 0; k < sims.size(); ++k) {
-    RackSim& s = *sims[k];
+  for (std::size_t i = 0; i < sims.size(); ++i) {
+    RackSim& s = *sims[i];
+    const std::size_t k = out.rows ? static_cast<std::size_t>(out.rows[i]) : i;  // the row simulation i writes
     s.EnableStepLatency();
     s.RunUntil(s.Now() + duration_us);
     auto& h = s.StepLatency();

@@ -116,7 +116,11 @@ def test_a_minimal_scenario_gets_its_defaults_from_the_schema():
         ({"scheduling": "qlsa"}, "scheduling", 'did you mean "qlas"'),
         ({"scheduling": {"policy": "qlsa"}}, "scheduling.policy", 'did you mean "qlas"'),
         ({"scheduling": "las"}, "scheduling", "single_link only"),
-        ({"scheduling": "zoo:auto_ws"}, "scheduling", "policy files do not run on flow scenarios yet"),
+        (
+            {"scheduling": "zoo:auto_ws"},
+            "scheduling",
+            "a policy file (AuTO's exported agents) runs as an evaluated policy",
+        ),
         ({"priorities": 9}, "priorities", "an integer in [1, 8]"),
         ({"workload": {"sizes": {"cdf": [[0, 0], [100, 0.5]]}}}, "workload.sizes.cdf", "from probability 0 to 1"),
         ({"workload": {"sizes": "web"}}, "workload.sizes", "web_search, data_mining or {cdf"),

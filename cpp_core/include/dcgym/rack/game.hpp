@@ -61,8 +61,11 @@ struct ObsSpec {
   std::size_t dim = 0;  // 0: no observations
 };
 
-// Where a step of B racks of N nodes writes (every pointer to B x its shape, row-major; null = not wanted):
+// Where a step of B racks of N nodes writes (every pointer to rows of its shape, row-major; null = not wanted).
+// Simulation k writes row rows[k] (row k without `rows`), so a caller's buffers of R >= B rows, allocated once, take
+// the step of any subset of its copies in place:
 struct StepBuffers {
+  const std::int64_t* rows = nullptr;          // (B): the row of each simulation, distinct, in [0, R)
   double* beliefs = nullptr;                   // (N, N)
   double* loads = nullptr;                     // (N): true loads, in the engine's unit
   std::uint64_t* migrate = nullptr;            // (N, N): decisions node i -> j of the step
@@ -92,8 +95,9 @@ template <typename T>
 void SetTablesFromActions(const std::vector<RackSim*>& sims, const T* actions, bool logits, double max_logit);
 
 // Advance every simulation by `duration_us` and write what the step observed into `out`. With `reward` (and
-// `previous_imbalance`, B values, read before and written after with the new imbalance for kImbalanceDelta), the
-// team reward too. `scale` turns the engine's loads into load units (1 / mean service time for expected_wait).
+// `previous_imbalance`, one value per row, read before and written after with the new imbalance for
+// kImbalanceDelta), the team reward too. `scale` turns the engine's loads into load units (1 / mean service time for
+// expected_wait).
 void Advance(const std::vector<RackSim*>& sims, double duration_us, const ObsSpec& obs, double scale,
              const RewardSpec* reward, double* previous_imbalance, const StepBuffers& out);
 

@@ -1,0 +1,115 @@
+"""Every batched environment's numbers, pinned: a digest of a few hundred steps across autoresets.
+
+The digests were recorded before the vector environments moved onto one shared base
+(:mod:`dcgym.envs.vector`) and the rack batch step onto preallocated buffers: equal digests prove
+the same bits for the same seed and actions. Actions come from a fixed generator; episodes are
+short so that drawn-seed autoresets are covered, not only the seeded first episode.
+Regenerate (only when numbers are meant to change): ``python tests/envs/test_vector_pinned.py``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pytest
+
+from dcgym.envs.colo.vector import ColoVectorEnv
+from dcgym.envs.flow.vector import FlowLrlaVectorEnv, FlowSrlaVectorEnv, FlowVectorEnv
+from dcgym.envs.rack.vector import RackCentralVectorEnv, RackVectorEnv
+
+B = 3
+LONG_FLOWS = {"scenario": "auto_websearch", "overrides": {"long_flow_bytes": 100_000}}  # so that lRLA acts
+NVEC = np.tile([4, 4, 3], 11)  # auto_websearch: 4 levels, 4 rate caps, 3 paths for each of 11 long flows
+
+
+def _digest(outputs: list[Any]) -> str:
+    """SHA-256 over every array (dtype, shape, bytes) and scalar, dict keys in sorted order."""
+    h = hashlib.sha256()
+
+    def add(x: Any) -> None:
+        if isinstance(x, Mapping):
+            for key in sorted(x):
+                h.update(str(key).encode())
+                add(x[key])
+        elif isinstance(x, (tuple, list)):
+            h.update(b"[")
+            for item in x:
+                add(item)
+            h.update(b"]")
+        else:
+            a = np.ascontiguousarray(x)
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            h.update(a.tobytes())
+
+    add(outputs)
+    return h.hexdigest()
+
+
+def _run(env: Any, steps: int, act: Callable[[np.random.Generator], Any], seed: int = 5) -> str:
+    rng = np.random.default_rng(seed)
+    outputs: list[Any] = [env.reset(seed=seed)]
+    for _ in range(steps):
+        outputs.append(env.step(act(rng)))
+    env.close()
+    return _digest(outputs)
+
+
+def _rack(steps: int) -> str:
+    env = RackVectorEnv(B, scenario="malcolm_homog_exp", max_steps=7, obs_extras=("arrival_rate", "rank"))
+    return _run(env, steps, lambda rng: rng.uniform(-10, 10, (B, 10, 20)))
+
+
+def _rack_central(steps: int) -> str:
+    env = RackCentralVectorEnv(B, scenario="malcolm_hetero_paper_exp", max_steps=9, action_type="probabilities")
+    return _run(env, steps, lambda rng: rng.uniform(0, 1, (B, 14 * 28)).astype(np.float32))
+
+
+def _flow_actions(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {
+        "srla": rng.uniform(-1, 1, (B, 3)).astype(np.float32),
+        "lrla": rng.integers(0, NVEC, (B, 33)),
+    }
+
+
+def _flow(steps: int) -> str:
+    return _run(FlowVectorEnv(B, max_steps=9, **LONG_FLOWS), steps, _flow_actions)
+
+
+def _flow_srla(steps: int) -> str:
+    env = FlowSrlaVectorEnv(B, scenario="auto_websearch", max_steps=7)
+    return _run(env, steps, lambda rng: rng.uniform(-1, 1, (B, 3)).astype(np.float32))
+
+
+def _flow_lrla(steps: int) -> str:
+    env = FlowLrlaVectorEnv(B, max_steps=20, **LONG_FLOWS)
+    return _run(env, steps, lambda rng: rng.integers(0, NVEC, (B, 33)))
+
+
+def _colo(steps: int) -> str:
+    env = ColoVectorEnv(B, scenario="colo_churn", max_steps=40)
+    return _run(env, steps, lambda rng: rng.integers(0, 49, (B, env.num_agents)))
+
+
+CASES: dict[str, tuple[Callable[[int], str], int, str]] = {
+    "rack": (_rack, 300, "f298f70873b022d9fd91d8e53994d28020d91d3016122ce8d3ea316fb7000a92"),
+    "rack_central": (_rack_central, 300, "c4212de80b95d76d05e0d70286130b63243ae89f259ae028e2c028fb182ac34b"),
+    "flow": (_flow, 200, "ae2f585aa75419710ac53d906c016326b2d1618ea8d8ffeb39c2ea6b7ae5210f"),
+    "flow_srla": (_flow_srla, 200, "60bafdb5bd9ccfc518a66abb21da6edb566a7f79eace561b728699eda5b8f87d"),
+    "flow_lrla": (_flow_lrla, 200, "d4923b1bdf00d9e1abceeb304f2bab5dd44f45cb82075be26437889022c05b27"),
+    "colo": (_colo, 300, "d708e695607470c3118996461fcd5b096a1c81b8e3b3e159a5b1bbb2049a202b"),
+}
+"""Case -> (runner, steps, digest recorded before the shared vector base)."""
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_batched_trajectories_keep_their_pinned_digest(case):
+    run, steps, digest = CASES[case]
+    assert run(steps) == digest
+
+
+if __name__ == "__main__":
+    for name, (run, steps, _) in CASES.items():
+        print(f'    "{name}": (_{name}, {steps}, "{run(steps)}"),')
