@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from dcgym.cpp_core import AutoAgents, FlowSim, step_auto_batch
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.flow.scenario import FlowScenario, load_flow_scenario
+from dcgym.envs.flow.thresholds import PACKET_BYTES
 from dcgym.envs.schema import Load
 from dcgym.envs.validation import validate
 
@@ -36,7 +37,7 @@ AGENTS = ("srla", "lrla")
 LOAD_STREAM = 0xF10
 """Second word of the RNG seed that draws an episode's load from ``load_range`` (the first is the engine seed)."""
 
-PACKET = 1460.0
+PACKET = float(PACKET_BYTES)
 
 
 class FlowEnvConfig(BaseModel):
