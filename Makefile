@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.dcgym-installed
 export RAY_USAGE_STATS_ENABLED := 0
 export RAY_AUTH_MODE := disabled
 
-.PHONY: demo test install build cpp-test example asan-fuzz bench clean
+.PHONY: demo test install build cpp-test example asan-fuzz bench policy-runtime clean
 
 # A short Malcolm run on the default scenario (Malcolm's heterogeneous rack),
 # then the trained nodes against RAND, Po2 and JSQ: a table, plots in out/demo/.
@@ -61,6 +61,14 @@ asan-fuzz:
 
 bench: build
 	$(PY) benchmarks/engine_speed.py
+
+# The C++ timing program of benchmarks/policy_runtime.py (which runs this target), built as the extension
+# is (-O3), from the runtime headers alone.
+policy-runtime: $(RUNTIME_BUILD)/policy_runtime
+
+$(RUNTIME_BUILD)/policy_runtime: benchmarks/policy_runtime.cpp $(wildcard cpp_core/include/dcgym/runtime/*.hpp)
+	@mkdir -p $(RUNTIME_BUILD)
+	$(CXX) $(RUNTIME_FLAGS) -O3 $< -o $@
 
 clean:
 	rm -rf build dist *.egg-info cpp_core/_engine*.so cpp_core/tests/build

@@ -1,5 +1,5 @@
 // One node's probability update (SortProbabilities, fused.hpp), timed the way
-// benchmarks/policy_runtime.py times it, without Python or the extension: for
+// benchmarks/policy_runtime.cpp times it, the kernel alone: for
 // comparing versions of the runtime headers with benchmarks/fused_ab.sh, which
 // builds this file against each version and alternates the builds.
 //

@@ -12,9 +12,10 @@ default bases (actor ``sort``, critic ``customized``):
                        "as run" reuses them from acting (what RackController
                        does); "/ D" is the as-run update amortised per heartbeat
 
-The C++ numbers come from ``_engine.policy_runtime_timing`` (a timing loop in
-C++, GIL released, CPU time of the thread; best of 25 trials, so preemption
-and cache pollution on a shared machine matter less). PyTorch does the same computations on this machine in the same
+The C++ numbers come from ``benchmarks/policy_runtime.cpp``, a timing program
+built by ``make policy-runtime`` as the extension is built (-O3) and run here
+(CPU time of the thread; best of 25 trials, so preemption and cache pollution
+on a shared machine matter less). PyTorch does the same computations on this machine in the same
 run (torch.set_num_threads(1), float32, the learner's surrogate loss with
 autograd and torch.optim.AdamW). Malcolm's Table 1 (us per call, their
 machine): probability update 0.1 / 0.2 / 0.5, parameter update 0.9 / 2 / 8,
@@ -46,20 +47,32 @@ one thread).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from dcgym.agents.malcolm.basis import features
-from dcgym.cpp_core import RackSim, _engine
+from dcgym.cpp_core import MalcolmLearner, RackController, RackSim, RuntimePolicy
 from dcgym.envs.rack.game import RackGame
 
 TABLE1 = {16: (0.1, 0.9), 32: (0.2, 2.0), 64: (0.5, 8.0)}  # us: probability update, parameter update
 TARGETS = {16: (0.05, 0.45), 32: (0.1, 1.0), 64: (0.25, 4.0)}
 D = 20
+ROOT = Path(__file__).resolve().parent.parent
+TIMING = ROOT / "build" / "runtime" / "policy_runtime"
+
+
+def cpp_timing(n: int, repetitions: int, variant: str) -> dict[str, float]:
+    """ns per call of one node's updates at ``n`` nodes, from the C++ timing program (built first if needed)."""
+    subprocess.run(["make", "-s", "-C", str(ROOT), "policy-runtime"], check=True)
+    out = subprocess.run([str(TIMING), str(n), str(repetitions), variant], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
 
 
 def torch_probability_update_us(n: int, repeats: int) -> float:
@@ -137,7 +150,7 @@ def in_engine_overhead(heartbeats: int, repeats: int) -> dict[str, float]:
     n = game.num_nodes
     uniform = np.full((n, n), 1.0 / n)
     zeros = np.zeros((n, n, 2 * n + 1), np.float32)
-    random = _engine.MalcolmLearner(n, seed=3).parameters()
+    random = MalcolmLearner(n, seed=3).parameters()
 
     def bare():
         sim = RackSim(config)
@@ -147,7 +160,7 @@ def in_engine_overhead(heartbeats: int, repeats: int) -> dict[str, float]:
         return sim.results()["tasks_arrived"], time.thread_time() - t0
 
     def controller(params, learn: bool):
-        ctl = _engine.RackController(config, {"learn": learn}, **params)
+        ctl = RackController(config, {"learn": learn}, **params)
         t0 = time.thread_time()
         out = ctl.run(heartbeats)
         return out["tasks_arrived"], time.thread_time() - t0
@@ -190,7 +203,7 @@ def auto_decision_us(repeats: int) -> dict[str, tuple[float, float]]:
         ("sRLA 700-600-600-3", srla, srla_policy(srla, (1460.0, 1460.0 * 65536)), "actor"),
         ("lRLA 136-10x300-121", lrla, lrla_policy(lrla), "greedy"),
     ):
-        runtime = _engine.RuntimePolicy.from_bytes(to_bytes(policy))
+        runtime = RuntimePolicy.from_bytes(to_bytes(policy))
         obs = np.random.default_rng(1).random(policy.num_inputs, dtype=np.float32)
         x = torch.as_tensor(obs[None])
 
@@ -228,8 +241,7 @@ def main() -> None:
     print(header)
     print("-" * len(header))
     for n in (16, 32, 64):
-        paper = _engine.policy_runtime_timing(n, reps, {"variant": "paper"})
-        code = _engine.policy_runtime_timing(n, reps, {"variant": "code"})
+        paper, code = cpp_timing(n, reps, "paper"), cpp_timing(n, reps, "code")
         prob = paper["probability_update_ns"] / 1e3
         full, cached = paper["parameter_update_ns"] / 1e3, paper["parameter_update_cached_ns"] / 1e3
         t_prob, t_param = torch_probability_update_us(n, torch_reps * 10), torch_parameter_update_us(n, torch_reps)

@@ -3,6 +3,12 @@
 The compiled module ``dcgym.cpp_core._engine`` is private; this package
 re-exports what users need. Configs are the plain dicts produced by
 :mod:`dcgym.envs.scenario`; build them from a scenario file rather than by hand.
+
+Facts the engine defines once and the Python side reads from here: each
+simulator's ``limits`` (the largest value of each bounded config field, which
+the scenario schemas take as their bounds), :data:`MAX_LOAD`,
+:data:`RACK_REWARDS` (the rack game's reward names) and the colo config's
+field names (``ColoSim.platform_fields``, ``ColoSim.service_fields``).
 """
 
 from dcgym.cpp_core._engine import (
@@ -32,20 +38,25 @@ from dcgym.cpp_core._engine import (
     step_rack_batch,
     step_rack_game,
 )
+from dcgym.cpp_core._engine import max_load as _max_load
+from dcgym.cpp_core._engine import rack_rewards as _rack_rewards
 
-MultistageSim = LbSim
-"""The lb family's engine under its earlier name (code written against it keeps running)."""
-check_multistage_config = check_lb_config
-"""check_lb_config under its earlier name."""
+MAX_LOAD: float = _max_load
+"""The most offered load a rack or lb config takes, as a fraction of its capacity."""
+
+RACK_REWARDS: tuple[str, ...] = _rack_rewards
+"""The rack game's team rewards, by name (rack/game.hpp): the environments' ``reward`` argument."""
 
 __all__ = [
+    "MAX_LOAD",
+    "RACK_REWARDS",
     "AutoAgents",
     "ColoSim",
     "Distribution",
     "FlowSim",
+    "LbSim",
     "LogHistogram",
     "MalcolmLearner",
-    "LbSim",
     "RackController",
     "RackSim",
     "RuntimePolicy",

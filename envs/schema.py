@@ -13,13 +13,15 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, PrivateAttr, model_validator
 
+from dcgym.cpp_core import MAX_LOAD
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.validation import OneLine
 
 __all__ = ["EpisodeLoads", "Load", "MaxSteps", "ScenarioBase", "Schema", "Seed"]
 
-Load = Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
-"""Offered load as a fraction of the scenario's capacity (each family defines its capacity); up to 10."""
+Load = Annotated[float, Field(gt=0, le=MAX_LOAD, allow_inf_nan=False)]
+"""Offered load as a fraction of the scenario's capacity (each family defines its capacity); up to the engine's
+MAX_LOAD (10)."""
 
 Seed = Annotated[int, Field(ge=0, lt=2**64)]
 """The one seed every random stream of a run derives from."""

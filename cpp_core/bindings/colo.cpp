@@ -1,5 +1,5 @@
 // Binding of the colo model (dcgym/colo/): one server's cores, LLC ways and
-// memory bandwidth shared by latency-critical services. Parses the config
+// memory bandwidth shared by latency-critical services. Reads the config
 // dict (built from envs/colo/catalog.yaml) and binds; no model logic here.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "dcgym/colo/colo_sim.hpp"
 
 namespace py = pybind11;
+using namespace pybind11::literals;  // "name"_a, for the limits
 
 namespace dcgym::bindings {
 namespace {
@@ -22,178 +24,92 @@ namespace {
 namespace colo = dcgym::colo;
 using DArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-std::string Join(const std::string& parent, const char* key) { return parent.empty() ? key : parent + "." + key; }
-
-// Refuses keys the schema does not know (a typo would otherwise be ignored).
-void CheckKeys(const py::dict& d, const std::string& field, std::initializer_list<const char*> allowed) {
-  for (auto item : d) {
-    const std::string key = py::str(item.first);
-    bool known = false;
-    std::string list;
-    for (const char* a : allowed) {
-      known = known || key == a;
-      list += (list.empty() ? "" : ", ") + std::string(a);
-    }
-    if (!known) throw std::invalid_argument(Join(field, key.c_str()) + ": unknown field; allowed: " + list);
-  }
-}
-
-template <typename T>
-T Read(const py::dict& d, const char* key, const std::string& parent) {
-  if (!d.contains(key) || d[key].is_none()) throw std::invalid_argument(Join(parent, key) + ": missing");
-  try {
-    return d[key].cast<T>();
-  } catch (const py::cast_error&) {
-    throw std::invalid_argument(Join(parent, key) + ": wrong type, got " + std::string(py::str(py::repr(d[key]))));
-  }
-}
-
-template <typename T>
-T Read(const py::dict& d, const char* key, const std::string& parent, T fallback) {
-  if (!d.contains(key) || d[key].is_none()) return fallback;
-  return Read<T>(d, key, parent);
-}
-
-py::dict ReadDict(const py::dict& d, const char* key, const std::string& parent) {
-  py::object v = d[key];
-  if (!py::isinstance<py::dict>(v)) throw std::invalid_argument(Join(parent, key) + ": must be a mapping");
-  return v.cast<py::dict>();
-}
-
-// A count read as a signed integer first, so -1 is reported rather than wrapped.
-uint32_t ReadCount(const py::dict& d, const char* key, const std::string& parent, int64_t fallback = -1) {
-  const int64_t v = fallback < 0 ? Read<int64_t>(d, key, parent) : Read<int64_t>(d, key, parent, fallback);
-  if (v < 0 || v > (int64_t{1} << 31))
-    throw std::invalid_argument(Join(parent, key) + ": must be a count >= 0, got " + std::to_string(v));
-  return static_cast<uint32_t>(v);
-}
-
 colo::Platform ParsePlatform(const py::dict& d) {
   const std::string f = "platform";
-  CheckKeys(d, f,
-            {"name", "logical_cores", "physical_cores", "ways", "mb_per_way", "mem_bw_gbs", "freq_min_mhz",
-             "freq_max_mhz", "mem_latency_ns", "smt_gain", "mba"});
+  OnlyKeys(d, f, colo::kPlatformFields);
   colo::Platform p;
-  p.name = Read<std::string>(d, "name", f, std::string("custom"));
-  p.logical_cores = ReadCount(d, "logical_cores", f);
-  p.physical_cores = ReadCount(d, "physical_cores", f);
-  p.ways = ReadCount(d, "ways", f);
-  p.mb_per_way = Read<double>(d, "mb_per_way", f);
-  p.mem_bw_gbs = Read<double>(d, "mem_bw_gbs", f);
-  p.freq_min_mhz = Read<double>(d, "freq_min_mhz", f);
-  p.freq_max_mhz = Read<double>(d, "freq_max_mhz", f);
-  p.mem_latency_ns = Read<double>(d, "mem_latency_ns", f);
-  p.smt_gain = Read<double>(d, "smt_gain", f);
-  p.mba = Read<bool>(d, "mba", f);
+  p.name = Get<std::string>(d, "name", f, p.name);
+  p.logical_cores = Get<uint32_t>(d, "logical_cores", f);
+  p.physical_cores = Get<uint32_t>(d, "physical_cores", f);
+  p.ways = Get<uint32_t>(d, "ways", f);
+  p.mb_per_way = Get<double>(d, "mb_per_way", f);
+  p.mem_bw_gbs = Get<double>(d, "mem_bw_gbs", f);
+  p.freq_min_mhz = Get<double>(d, "freq_min_mhz", f);
+  p.freq_max_mhz = Get<double>(d, "freq_max_mhz", f);
+  p.mem_latency_ns = Get<double>(d, "mem_latency_ns", f);
+  p.smt_gain = Get<double>(d, "smt_gain", f);
+  p.mba = Get<bool>(d, "mba", f);
   return p;
 }
 
 colo::ServiceConfig ParseService(const py::dict& d, const std::string& f) {
-  CheckKeys(d, f,
-            {"name",
-             "qos_ms",
-             "percentile",
-             "service_ms",
-             "cv2",
-             "ipc",
-             "ref_freq_mhz",
-             "ref_cache_mb",
-             "ref_mem_latency_ns",
-             "mlp",
-             "bytes_per_miss",
-             "mrc",
-             "io_ms",
-             "smt_penalty",
-             "ctx_overhead",
-             "warmup_s",
-             "warmup_slowdown",
-             "virt_memory_gb",
-             "res_memory_gb",
-             "rps",
-             "threads",
-             "launch_s",
-             "end_s",
-             "changes",
-             "cores",
-             "ways"});
+  std::vector<const char*> keys(std::begin(colo::kServiceFields), std::end(colo::kServiceFields));
+  keys.insert(keys.end(), std::begin(colo::kWorkloadFields), std::end(colo::kWorkloadFields));
+  OnlyKeys(d, f, keys);
   colo::ServiceConfig sc;
   colo::ServiceParams& p = sc.params;
-  const colo::ServiceParams def;
-  p.name = Read<std::string>(d, "name", f);
-  p.qos_ms = Read<double>(d, "qos_ms", f);
-  p.percentile = Read<double>(d, "percentile", f, def.percentile);
-  p.service_ms = Read<double>(d, "service_ms", f);
-  p.cv2 = Read<double>(d, "cv2", f, def.cv2);
-  p.ipc = Read<double>(d, "ipc", f);
-  p.ref_freq_mhz = Read<double>(d, "ref_freq_mhz", f, def.ref_freq_mhz);
-  p.ref_cache_mb = Read<double>(d, "ref_cache_mb", f, def.ref_cache_mb);
-  p.ref_mem_latency_ns = Read<double>(d, "ref_mem_latency_ns", f, def.ref_mem_latency_ns);
-  p.mlp = Read<double>(d, "mlp", f, def.mlp);
-  p.bytes_per_miss = Read<double>(d, "bytes_per_miss", f, def.bytes_per_miss);
-  if (!d.contains("mrc")) throw std::invalid_argument(f + ".mrc: missing");
-  const py::dict mrc = ReadDict(d, "mrc", f);
-  const std::string fm = f + ".mrc";
-  CheckKeys(mrc, fm, {"floor", "pow", "alpha", "hot", "hot_mb", "hot_width_mb"});
-  p.mrc.floor = Read<double>(mrc, "floor", fm);
-  p.mrc.pow = Read<double>(mrc, "pow", fm);
-  p.mrc.alpha = Read<double>(mrc, "alpha", fm);
-  p.mrc.hot = Read<double>(mrc, "hot", fm, def.mrc.hot);
-  p.mrc.hot_mb = Read<double>(mrc, "hot_mb", fm, def.mrc.hot_mb);
-  p.mrc.hot_width_mb = Read<double>(mrc, "hot_width_mb", fm, def.mrc.hot_width_mb);
-  p.io_ms = Read<double>(d, "io_ms", f, def.io_ms);
-  p.smt_penalty = Read<double>(d, "smt_penalty", f, def.smt_penalty);
-  p.ctx_overhead = Read<double>(d, "ctx_overhead", f, def.ctx_overhead);
-  p.warmup_s = Read<double>(d, "warmup_s", f, def.warmup_s);
-  p.warmup_slowdown = Read<double>(d, "warmup_slowdown", f, def.warmup_slowdown);
-  p.virt_memory_gb = Read<double>(d, "virt_memory_gb", f, def.virt_memory_gb);
-  p.res_memory_gb = Read<double>(d, "res_memory_gb", f, def.res_memory_gb);
+  p.name = Get<std::string>(d, "name", f);
+  p.qos_ms = Get<double>(d, "qos_ms", f);
+  p.percentile = Get<double>(d, "percentile", f, p.percentile);
+  p.service_ms = Get<double>(d, "service_ms", f);
+  p.cv2 = Get<double>(d, "cv2", f, p.cv2);
+  p.ipc = Get<double>(d, "ipc", f);
+  p.ref_freq_mhz = Get<double>(d, "ref_freq_mhz", f, p.ref_freq_mhz);
+  p.ref_cache_mb = Get<double>(d, "ref_cache_mb", f, p.ref_cache_mb);
+  p.ref_mem_latency_ns = Get<double>(d, "ref_mem_latency_ns", f, p.ref_mem_latency_ns);
+  p.mlp = Get<double>(d, "mlp", f, p.mlp);
+  p.bytes_per_miss = Get<double>(d, "bytes_per_miss", f, p.bytes_per_miss);
+  const std::string fm = Path(f, "mrc");
+  const py::dict mrc = GetDict(d, "mrc", f);
+  OnlyKeys(mrc, fm, colo::kMissRateFields);
+  p.mrc.floor = Get<double>(mrc, "floor", fm);
+  p.mrc.pow = Get<double>(mrc, "pow", fm);
+  p.mrc.alpha = Get<double>(mrc, "alpha", fm);
+  p.mrc.hot = Get<double>(mrc, "hot", fm, p.mrc.hot);
+  p.mrc.hot_mb = Get<double>(mrc, "hot_mb", fm, p.mrc.hot_mb);
+  p.mrc.hot_width_mb = Get<double>(mrc, "hot_width_mb", fm, p.mrc.hot_width_mb);
+  p.io_ms = Get<double>(d, "io_ms", f, p.io_ms);
+  p.smt_penalty = Get<double>(d, "smt_penalty", f, p.smt_penalty);
+  p.ctx_overhead = Get<double>(d, "ctx_overhead", f, p.ctx_overhead);
+  p.warmup_s = Get<double>(d, "warmup_s", f, p.warmup_s);
+  p.warmup_slowdown = Get<double>(d, "warmup_slowdown", f, p.warmup_slowdown);
+  p.virt_memory_gb = Get<double>(d, "virt_memory_gb", f, p.virt_memory_gb);
+  p.res_memory_gb = Get<double>(d, "res_memory_gb", f, p.res_memory_gb);
   colo::Workload& w = sc.workload;
-  w.rps = Read<double>(d, "rps", f, 0.0);
-  w.threads = ReadCount(d, "threads", f, 0);
-  w.launch_s = Read<double>(d, "launch_s", f, 0.0);
-  w.end_s = Read<double>(d, "end_s", f, std::numeric_limits<double>::infinity());
-  w.changes = Read<std::vector<std::pair<double, double>>>(d, "changes", f, {});
-  w.cores = d.contains("cores") && !d["cores"].is_none() ? Read<int64_t>(d, "cores", f) : -1;
-  w.ways = d.contains("ways") && !d["ways"].is_none() ? Read<int64_t>(d, "ways", f) : -1;
-  if (w.cores < -1 || w.ways < -1)
-    throw std::invalid_argument(f + (w.cores < -1 ? ".cores" : ".ways") + ": must be >= 0");
+  w.rps = Get<double>(d, "rps", f, w.rps);
+  w.threads = Get<uint32_t>(d, "threads", f, w.threads);
+  w.launch_s = Get<double>(d, "launch_s", f, w.launch_s);
+  w.end_s = Get<double>(d, "end_s", f, w.end_s);
+  w.changes = Get<std::vector<std::pair<double, double>>>(d, "changes", f, w.changes);
+  w.cores = Get<int64_t>(d, "cores", f, w.cores);
+  w.ways = Get<int64_t>(d, "ways", f, w.ways);
   return sc;
 }
 
 colo::ColoConfig ParseColoConfig(const py::dict& d) {
-  CheckKeys(d, "",
-            {"platform", "services", "dt_s", "seed", "mode", "on_launch", "sharing", "noise", "latency_window_s",
-             "latency_cap_s"});
+  OnlyKeys(d, "",
+           {"platform", "services", "dt_s", "seed", "mode", "on_launch", "sharing", "noise", "latency_window_s",
+            "latency_cap_s"});
   colo::ColoConfig c;
-  if (!d.contains("platform")) throw std::invalid_argument("platform: missing");
-  c.platform = ParsePlatform(ReadDict(d, "platform", ""));
-  if (!d.contains("services")) throw std::invalid_argument("services: missing");
-  py::object services = d["services"];
-  if (!py::isinstance<py::list>(services) && !py::isinstance<py::tuple>(services))
-    throw std::invalid_argument("services: must be a list");
-  size_t i = 0;
-  for (auto item : services) {
-    const std::string f = "services[" + std::to_string(i++) + "]";
-    if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
-    c.services.push_back(ParseService(item.cast<py::dict>(), f));
-  }
-  c.dt_s = Read<double>(d, "dt_s", "", c.dt_s);
-  const int64_t seed = Read<int64_t>(d, "seed", "", 0);
-  if (seed < 0) throw std::invalid_argument("seed: must be >= 0, got " + std::to_string(seed));
-  c.seed = static_cast<uint64_t>(seed);
-  c.mode = Choice<colo::Mode>(Read<std::string>(d, "mode", "", std::string("online")), "mode",
-                              {{"online", colo::Mode::kOnline}, {"fresh", colo::Mode::kFresh}});
-  c.on_launch = Choice<colo::OnLaunch>(Read<std::string>(d, "on_launch", "", std::string("none")), "on_launch",
-                                       {{"none", colo::OnLaunch::kNone}, {"idle", colo::OnLaunch::kIdle}});
-  c.sharing = Read<bool>(d, "sharing", "", false);
-  if (d.contains("noise") && !d["noise"].is_none()) {
-    const py::dict n = ReadDict(d, "noise", "");
-    CheckKeys(n, "noise", {"latency", "counters"});
-    c.noise.latency = Read<double>(n, "latency", "noise", c.noise.latency);
-    c.noise.counters = Read<double>(n, "counters", "noise", c.noise.counters);
-  }
-  c.latency_window_s = Read<double>(d, "latency_window_s", "", c.latency_window_s);
-  c.latency_cap_s = Read<double>(d, "latency_cap_s", "", c.latency_cap_s);
+  c.platform = ParsePlatform(GetDict(d, "platform", ""));
+  Required(d, "services", "");
+  ForEachItem(d, "services", "",
+              [&](const py::dict& s, const std::string& f) { c.services.push_back(ParseService(s, f)); });
+  c.dt_s = Get<double>(d, "dt_s", "", c.dt_s);
+  c.seed = Get<uint64_t>(d, "seed", "", c.seed);
+  if (Has(d, "mode"))
+    c.mode = Choice<colo::Mode>(Get<std::string>(d, "mode", ""), "mode",
+                                {{"online", colo::Mode::kOnline}, {"fresh", colo::Mode::kFresh}});
+  if (Has(d, "on_launch"))
+    c.on_launch = Choice<colo::OnLaunch>(Get<std::string>(d, "on_launch", ""), "on_launch",
+                                         {{"none", colo::OnLaunch::kNone}, {"idle", colo::OnLaunch::kIdle}});
+  c.sharing = Get<bool>(d, "sharing", "", c.sharing);
+  const py::dict n = GetDictOrEmpty(d, "noise", "");
+  OnlyKeys(n, "noise", {"latency", "counters"});
+  c.noise.latency = Get<double>(n, "latency", "noise", c.noise.latency);
+  c.noise.counters = Get<double>(n, "counters", "noise", c.noise.counters);
+  c.latency_window_s = Get<double>(d, "latency_window_s", "", c.latency_window_s);
+  c.latency_cap_s = Get<double>(d, "latency_cap_s", "", c.latency_cap_s);
   c.Validate();
   return c;
 }
@@ -253,13 +169,6 @@ std::vector<colo::Allocation> Allocations(const colo::ColoSim& sim, const py::ob
   return all;
 }
 
-uint32_t ServiceIndex(const colo::ColoSim& sim, int64_t i) {
-  if (i < 0 || i >= sim.NumServices())
-    throw std::invalid_argument("service: must be in [0, " + std::to_string(sim.NumServices() - 1) + "], got " +
-                                std::to_string(i));
-  return static_cast<uint32_t>(i);
-}
-
 template <typename T, typename F>
 py::array_t<T> PerServiceArray(const colo::ColoSim& sim, F f) {
   py::array_t<T> a(sim.NumServices());
@@ -283,9 +192,9 @@ void BindColo(py::module_& m) {
   m.def(
       "step_colo_batch",
       [](const std::vector<ColoSim*>& sims, int64_t ticks) {
-        if (ticks < 0) throw std::invalid_argument("ticks: must be >= 0, got " + std::to_string(ticks));
+        const auto count = b::Count(ticks, "ticks");
         py::gil_scoped_release release;
-        colo::StepBatch(sims, static_cast<uint64_t>(ticks));
+        colo::StepBatch(sims, count);
       },
       py::arg("sims"), py::arg("ticks") = 1,
       "Advance every ColoSim by `ticks` ticks in one C++ call (a vector env's step). Releases the GIL.");
@@ -297,28 +206,44 @@ void BindColo(py::module_& m) {
       "frequencies in MHz, bandwidth in GB/s; counters in OSML's units (counter_names).")
       .def(py::init([](const py::dict& d) { return std::make_unique<ColoSim>(b::ParseColoConfig(d)); }),
            py::arg("config"))
+      .def_property_readonly_static(
+          "limits",
+          [](py::object) {
+            using C = colo::ColoConfig;
+            return py::dict("logical_cores"_a = colo::kMaxCores, "ways"_a = colo::kMaxWays,
+                            "smt_gain"_a = colo::kMaxSmtGain, "threads"_a = colo::kMaxThreads,
+                            "services"_a = C::kMaxServices, "groups"_a = C::kMaxGroups, "dt_s"_a = C::kMaxTickS,
+                            "window_ticks"_a = C::kMaxWindowTicks, "noise_counters"_a = C::kMaxCounterNoise);
+          },
+          "The largest value of each bounded config field (colo/*.hpp): the schema's bounds.")
+      .def_property_readonly_static(
+          "platform_fields", [](py::object) { return b::NameList(colo::kPlatformFields); },
+          "The fields of the config's platform, in the schema's order.")
+      .def_property_readonly_static(
+          "service_fields", [](py::object) { return b::NameList(colo::kServiceFields); },
+          "A service's parameters (ServiceParams), in the schema's order; mrc's are mrc_fields.")
+      .def_property_readonly_static(
+          "mrc_fields", [](py::object) { return b::NameList(colo::kMissRateFields); },
+          "The fields of a service's miss-rate curve.")
+      .def_property_readonly_static(
+          "workload_fields", [](py::object) { return b::NameList(colo::kWorkloadFields); },
+          "A service entry's workload fields (beside its parameters).")
       .def(
           "reset",
-          [](ColoSim& s, py::object seed) {
-            int64_t v = seed.is_none() ? static_cast<int64_t>(s.Config().seed) : seed.cast<int64_t>();
-            if (v < 0) throw std::invalid_argument("seed: must be >= 0, got " + std::to_string(v));
-            s.Reset(static_cast<uint64_t>(v));
-          },
+          [](ColoSim& s, std::optional<int64_t> seed) { s.Reset(seed ? b::Count(*seed, "seed") : s.Config().seed); },
           py::arg("seed") = py::none(),
           "Back to time 0 with the config's workload; every random stream derives from `seed` (default: the "
           "config's).")
       .def(
           "set_allocation",
-          [](ColoSim& s, int64_t service, int64_t cores, int64_t ways, py::object mba, py::object freq_mhz) {
-            const uint32_t i = b::ServiceIndex(s, service);
-            if (cores < 0 || ways < 0)
-              throw std::invalid_argument(std::string(cores < 0 ? "cores" : "ways") + ": must be >= 0, got " +
-                                          std::to_string(cores < 0 ? cores : ways));
-            colo::Allocation a = s.Allocations()[i];
-            a.cores = static_cast<uint32_t>(std::min<int64_t>(cores, int64_t{1} << 31));
-            a.ways = static_cast<uint32_t>(std::min<int64_t>(ways, int64_t{1} << 31));
-            if (!mba.is_none()) a.mba = mba.cast<double>();
-            if (!freq_mhz.is_none()) a.freq_mhz = freq_mhz.cast<double>();
+          [](ColoSim& s, int64_t service, int64_t cores, int64_t ways, std::optional<double> mba,
+             std::optional<double> freq_mhz) {
+            const auto i = b::Count<uint32_t>(service, "service");
+            colo::Allocation a = s.AllocationOf(i);
+            a.cores = b::Count<uint32_t>(cores, "cores");
+            a.ways = b::Count<uint32_t>(ways, "ways");
+            a.mba = mba.value_or(a.mba);
+            a.freq_mhz = freq_mhz.value_or(a.freq_mhz);
             s.SetAllocation(i, a);
           },
           py::arg("service"), py::arg("cores"), py::arg("ways"), py::arg("mba") = py::none(),
@@ -337,25 +262,25 @@ void BindColo(py::module_& m) {
       .def(
           "set_group",
           [](ColoSim& s, int64_t group, const std::vector<int64_t>& members, int64_t cores, int64_t ways) {
-            if (group < 0) throw std::invalid_argument("group: must be >= 0, got " + std::to_string(group));
-            if (cores < 0 || ways < 0) throw std::invalid_argument("cores and ways: must be >= 0");
-            uint64_t mask = 0;
-            for (int64_t i : members) mask |= uint64_t{1} << b::ServiceIndex(s, i);
-            s.SetGroup(static_cast<uint32_t>(group), mask, static_cast<uint32_t>(cores), static_cast<uint32_t>(ways));
+            std::vector<uint32_t> services;
+            for (int64_t i : members) services.push_back(b::Count<uint32_t>(i, "members"));
+            s.SetGroup(b::Count<uint32_t>(group, "group"), services, b::Count<uint32_t>(cores, "cores"),
+                       b::Count<uint32_t>(ways, "ways"));
           },
           py::arg("group"), py::arg("members"), py::arg("cores"), py::arg("ways"),
           "Share group `group`: a pool of `cores` and `ways` its `members` (service indices) share on top of "
           "their private ones (OSML Algo. 4; Unmanaged = one group with everything). An empty member list "
           "dissolves it. Needs sharing: true.")
       .def(
-          "set_rps", [](ColoSim& s, int64_t service, double rps) { s.SetRps(b::ServiceIndex(s, service), rps); },
+          "set_rps",
+          [](ColoSim& s, int64_t service, double rps) { s.SetRps(b::Count<uint32_t>(service, "service"), rps); },
           py::arg("service"), py::arg("rps"), "Offered load of a service from now on, requests/s.")
       .def(
           "step",
           [](ColoSim& s, int64_t ticks) {
-            if (ticks < 0) throw std::invalid_argument("ticks: must be >= 0, got " + std::to_string(ticks));
+            const auto count = b::Count(ticks, "ticks");
             py::gil_scoped_release release;
-            s.Step(static_cast<uint64_t>(ticks));
+            s.Step(count);
           },
           py::arg("ticks") = 1, "Advance `ticks` ticks of dt_s. Releases the GIL.")
       .def_property_readonly(
@@ -432,12 +357,7 @@ void BindColo(py::module_& m) {
           "num_services); MBA caps and frequencies are the current ones. Returns (K, num_services) seconds. "
           "Releases the GIL; one simulation's steady states must not run in two threads at once (they share "
           "scratch space).")
-      .def_property_readonly_static("counter_names",
-                                    [](py::object) {
-                                      py::list l;
-                                      for (const char* name : colo::kCounterNames) l.append(name);
-                                      return l;
-                                    })
+      .def_property_readonly_static("counter_names", [](py::object) { return b::NameList(colo::kCounterNames); })
       .def_property_readonly("now_s", &ColoSim::Now)
       .def_property_readonly("ticks", &ColoSim::Ticks)
       .def_property_readonly("dt_s", [](const ColoSim& s) { return s.Config().dt_s; })

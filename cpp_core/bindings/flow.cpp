@@ -17,66 +17,22 @@
 #include "dcgym/flow/auto_agents.hpp"
 #include "dcgym/flow/flow_sim.hpp"
 #include "dcgym/flow/policy_run.hpp"
+#include "dcgym/kernel/check.hpp"
 #include "dcgym/runtime/policy_file.hpp"
 
 namespace py = pybind11;
+using namespace pybind11::literals;  // "name"_a, for the limits
 
 namespace dcgym::bindings {
 namespace {
 
 namespace fl = dcgym::flow;
 
-// Unknown keys are refused with the allowed ones listed (a misspelt key
-// would otherwise silently fall back to its default).
-void OnlyKeys(const py::dict& d, const std::string& field, std::initializer_list<const char*> allowed) {
-  for (auto item : d) {
-    const std::string key = py::str(item.first);
-    bool ok = false;
-    std::string list;
-    for (const char* a : allowed) {
-      ok |= key == a;
-      list += (list.empty() ? "" : ", ") + std::string(a);
-    }
-    if (!ok) throw std::invalid_argument(field + ": unknown key '" + key + "'; allowed: " + list);
-  }
-}
-
-std::string Join(const std::string& field, const char* key) { return field.empty() ? key : field + "." + key; }
-
-template <typename T>
-T Opt(const py::dict& d, const char* key, const std::string& field, T fallback) {
-  if (!d.contains(key) || d[key].is_none()) return fallback;
-  try {
-    return d[key].cast<T>();
-  } catch (const py::cast_error&) {
-    throw std::invalid_argument(Join(field, key) + ": wrong type, got " + std::string(py::str(py::repr(d[key]))));
-  }
-}
-
-py::dict Sub(const py::dict& d, const char* key, const std::string& field) {
-  if (!d.contains(key) || d[key].is_none()) return py::dict();
-  if (!py::isinstance<py::dict>(d[key])) throw std::invalid_argument(Join(field, key) + ": must be a mapping");
-  return d[key].cast<py::dict>();
-}
-
-py::list List(const py::dict& d, const char* key, const std::string& field) {
-  if (!d.contains(key) || d[key].is_none()) return py::list();
-  if (!py::isinstance<py::list>(d[key]) && !py::isinstance<py::tuple>(d[key]))
-    throw std::invalid_argument(Join(field, key) + ": must be a list");
-  return py::list(d[key]);
-}
-
-py::dict Item(py::handle item, const std::string& field) {
-  if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(field + ": must be a mapping");
-  return item.cast<py::dict>();
-}
-
 // "web_search", "data_mining" or {"cdf": [[bytes, probability], ...]}.
 fl::SizeConfig ParseSizes(py::handle v, const std::string& field) {
   fl::SizeConfig s;
   if (py::isinstance<py::str>(v)) {
     s.name = v.cast<std::string>();
-    fl::NamedCdf(s.name, field);
     return s;
   }
   if (!py::isinstance<py::dict>(v))
@@ -85,203 +41,136 @@ fl::SizeConfig ParseSizes(py::handle v, const std::string& field) {
   const auto d = v.cast<py::dict>();
   OnlyKeys(d, field, {"cdf"});
   s.name = "cdf";
-  try {
-    s.cdf = Required(d, "cdf", field).cast<std::vector<std::pair<double, double>>>();
-  } catch (const py::cast_error&) {
-    throw std::invalid_argument(field + ".cdf: must be a list of [bytes, cumulative probability] pairs");
-  }
+  s.cdf = Get<std::vector<std::pair<double, double>>>(d, "cdf", field);
   return s;
 }
 
 fl::TopologyConfig ParseTopology(const py::dict& d) {
   const std::string f = "topology";
-  fl::TopologyConfig t;
-  const auto kind = Opt<std::string>(d, "kind", f, "big_switch");
-  t.kind = Choice<fl::TopologyKind>(kind, "topology.kind",
+  fl::TopologyKind kind = fl::TopologyKind::kBigSwitch;
+  if (Has(d, "kind"))
+    kind = Choice<fl::TopologyKind>(Get<std::string>(d, "kind", f), "topology.kind",
                                     {{"single_link", fl::TopologyKind::kSingleLink},
                                      {"big_switch", fl::TopologyKind::kBigSwitch},
                                      {"planes", fl::TopologyKind::kPlanes},
                                      {"leaf_spine", fl::TopologyKind::kLeafSpine}});
-  t.link_gbps = Opt<double>(d, "link_gbps", f, 1.0);
-  const auto count = [&](const char* key, int64_t fallback) {
-    const int64_t v = Opt<int64_t>(d, key, f, fallback);
-    if (v < 0 || v > (int64_t{1} << 31))
-      throw std::invalid_argument(Join(f, key) + ": must be a positive integer, got " + std::to_string(v));
-    return static_cast<uint32_t>(v);
-  };
+  fl::TopologyConfig t = fl::TopologyConfig::Of(kind);
+  t.link_gbps = Get<double>(d, "link_gbps", f, t.link_gbps);
   switch (t.kind) {
     case fl::TopologyKind::kSingleLink:
       OnlyKeys(d, f, {"kind", "link_gbps", "senders"});
-      t.hosts = count("senders", 1);
+      t.hosts = Get<uint32_t>(d, "senders", f, t.hosts);
       break;
     case fl::TopologyKind::kBigSwitch:
       OnlyKeys(d, f, {"kind", "link_gbps", "hosts"});
-      t.hosts = count("hosts", 16);
+      t.hosts = Get<uint32_t>(d, "hosts", f, t.hosts);
       break;
     case fl::TopologyKind::kPlanes:
       OnlyKeys(d, f, {"kind", "link_gbps", "hosts", "planes"});
-      t.hosts = count("hosts", 32);
-      t.planes = count("planes", 3);
+      t.hosts = Get<uint32_t>(d, "hosts", f, t.hosts);
+      t.planes = Get<uint32_t>(d, "planes", f, t.planes);
       break;
     case fl::TopologyKind::kLeafSpine:
       OnlyKeys(d, f, {"kind", "link_gbps", "racks", "hosts_per_rack", "spines", "oversubscription"});
-      t.racks = count("racks", 9);
-      t.hosts_per_rack = count("hosts_per_rack", 16);
-      t.spines = count("spines", 4);
-      t.oversubscription = Opt<double>(d, "oversubscription", f, 1.0);
+      t.racks = Get<uint32_t>(d, "racks", f, t.racks);
+      t.hosts_per_rack = Get<uint32_t>(d, "hosts_per_rack", f, t.hosts_per_rack);
+      t.spines = Get<uint32_t>(d, "spines", f, t.spines);
+      t.oversubscription = Get<double>(d, "oversubscription", f, t.oversubscription);
       break;
   }
   return t;
 }
 
+// Thresholds in bytes, or in packets (converted by the model's unit, fl::PacketsToBytes).
 std::vector<double> ParseThresholds(const py::dict& d, const std::string& f) {
-  const bool bytes = d.contains("thresholds_bytes") && !d["thresholds_bytes"].is_none();
-  const bool packets = d.contains("thresholds_packets") && !d["thresholds_packets"].is_none();
+  const bool bytes = Has(d, "thresholds_bytes"), packets = Has(d, "thresholds_packets");
   if (bytes && packets) throw std::invalid_argument(f + ": give thresholds_bytes or thresholds_packets, not both");
-  if (!bytes && !packets) return {};
-  const char* key = bytes ? "thresholds_bytes" : "thresholds_packets";
-  std::vector<double> v;
-  try {
-    v = d[key].cast<std::vector<double>>();
-  } catch (const py::cast_error&) {
-    throw std::invalid_argument(Join(f, key) + ": must be a list of numbers");
-  }
-  if (packets)
-    for (double& x : v) x *= fl::kPacketBytes;
-  return v;
+  if (bytes) return Get<std::vector<double>>(d, "thresholds_bytes", f);
+  if (packets) return fl::PacketsToBytes(Get<std::vector<double>>(d, "thresholds_packets", f));
+  return {};
 }
 
 fl::FlowConfig ParseFlowConfig(const py::dict& d) {
-  OnlyKeys(d, "config",
+  OnlyKeys(d, "",
            {"topology", "scheduling", "workload", "base_rtt_us", "seed", "warmup_flows", "measure_flows",
             "long_flow_bytes", "observation", "solver", "record_flows"});
   fl::FlowConfig c;
-  c.topology = ParseTopology(Sub(d, "topology", ""));
+  c.topology = ParseTopology(GetDictOrEmpty(d, "topology", ""));
 
-  const auto s = Sub(d, "scheduling", "");
+  const auto s = GetDictOrEmpty(d, "scheduling", "");
   OnlyKeys(s, "scheduling", {"discipline", "levels", "thresholds_bytes", "thresholds_packets"});
-  c.discipline =
-      Choice<fl::Discipline>(Opt<std::string>(s, "discipline", "scheduling", "pias"), "scheduling.discipline",
-                             {{"fair", fl::Discipline::kFair},
-                              {"qsjf", fl::Discipline::kQsjf},
-                              {"qlas", fl::Discipline::kMlfq},
-                              {"pias", fl::Discipline::kMlfq},
-                              {"mlfq", fl::Discipline::kMlfq},
-                              {"las", fl::Discipline::kLas},
-                              {"srpt", fl::Discipline::kSrpt}});
-  const bool ordered = c.discipline == fl::Discipline::kLas || c.discipline == fl::Discipline::kSrpt;
-  const int64_t levels = Opt<int64_t>(s, "levels", "scheduling", ordered ? 1 : 8);
-  if (levels < 1 || levels > fl::kMaxLevels)
-    throw std::invalid_argument("scheduling.levels: must be in [1, 8], got " + std::to_string(levels));
-  c.levels = static_cast<uint32_t>(levels);
+  if (Has(s, "discipline"))
+    c.discipline = Choice<fl::Discipline>(Get<std::string>(s, "discipline", "scheduling"), "scheduling.discipline",
+                                          {{"fair", fl::Discipline::kFair},
+                                           {"qsjf", fl::Discipline::kQsjf},
+                                           {"qlas", fl::Discipline::kMlfq},
+                                           {"pias", fl::Discipline::kMlfq},
+                                           {"mlfq", fl::Discipline::kMlfq},
+                                           {"las", fl::Discipline::kLas},
+                                           {"srpt", fl::Discipline::kSrpt}});
+  c.levels = Get<uint32_t>(s, "levels", "scheduling", fl::FlowConfig::DefaultLevels(c.discipline));
   c.thresholds = ParseThresholds(s, "scheduling");
 
-  const auto w = Sub(d, "workload", "");
+  const auto w = GetDictOrEmpty(d, "workload", "");
   OnlyKeys(w, "workload", {"sizes", "load", "groups", "traffic_matrix", "dynamics", "trace"});
-  const py::list groups = List(w, "groups", "workload");
-  if (groups.size() > 0) {
+  if (Has(w, "groups")) {
     if (w.contains("sizes") || w.contains("load"))
       throw std::invalid_argument("workload: give sizes and load per group, or at the top without groups");
     c.groups.clear();
-    for (size_t i = 0; i < groups.size(); ++i) {
-      const std::string f = "workload.groups[" + std::to_string(i) + "]";
-      const auto g = Item(groups[i], f);
+    ForEachItem(w, "groups", "workload", [&](const py::dict& g, const std::string& f) {
       OnlyKeys(g, f, {"hosts", "sizes", "load"});
       fl::GroupConfig gc;
-      gc.hosts = static_cast<uint32_t>(std::max<int64_t>(0, Opt<int64_t>(g, "hosts", f, 0)));
-      if (Opt<int64_t>(g, "hosts", f, 0) < 0) throw std::invalid_argument(f + ".hosts: must be >= 1");
-      gc.sizes = ParseSizes(Required(g, "sizes", f), f + ".sizes");
+      gc.hosts = Get<uint32_t>(g, "hosts", f, gc.hosts);
+      gc.sizes = ParseSizes(Required(g, "sizes", f), Path(f, "sizes"));
       gc.load = Get<double>(g, "load", f);
       c.groups.push_back(gc);
-    }
+    });
   } else {
-    c.groups[0].sizes =
-        ParseSizes(w.contains("sizes") ? py::handle(w["sizes"]) : py::str("web_search"), "workload.sizes");
-    c.groups[0].load = Opt<double>(w, "load", "workload", 0.5);
+    if (Has(w, "sizes")) c.groups[0].sizes = ParseSizes(w["sizes"], "workload.sizes");
+    c.groups[0].load = Get<double>(w, "load", "workload", c.groups[0].load);
     c.implicit_group = true;
   }
-  c.traffic_matrix = Opt<std::vector<std::vector<double>>>(w, "traffic_matrix", "workload", {});
-  const py::list dynamics = List(w, "dynamics", "workload");
-  for (size_t i = 0; i < dynamics.size(); ++i) {
-    const std::string f = "workload.dynamics[" + std::to_string(i) + "]";
-    const auto e = Item(dynamics[i], f);
+  c.traffic_matrix = Get<std::vector<std::vector<double>>>(w, "traffic_matrix", "workload", c.traffic_matrix);
+  ForEachItem(w, "dynamics", "workload", [&](const py::dict& e, const std::string& f) {
     OnlyKeys(e, f, {"time_s", "group", "load", "sizes"});
     fl::ChangeConfig ch;
     ch.time_s = Get<double>(e, "time_s", f);
-    ch.group = static_cast<int32_t>(Opt<int64_t>(e, "group", f, -1));
-    if (e.contains("group") && !e["group"].is_none() && ch.group < 0)
-      throw std::invalid_argument(f + ".group: must be a group index >= 0 (or none for every group)");
-    ch.load = Opt<double>(e, "load", f, -1.0);
-    if (e.contains("load") && !e["load"].is_none() && !(ch.load >= 0))
-      throw std::invalid_argument(f + ".load: must be >= 0, got " + std::to_string(ch.load));
-    if (e.contains("sizes") && !e["sizes"].is_none()) {
+    ch.group = Get<int32_t>(e, "group", f, ch.group);
+    if (Has(e, "load")) ch.load = Get<double>(e, "load", f);
+    if (Has(e, "sizes")) {
       ch.change_sizes = true;
-      ch.sizes = ParseSizes(e["sizes"], f + ".sizes");
+      ch.sizes = ParseSizes(e["sizes"], Path(f, "sizes"));
     }
     c.dynamics.push_back(ch);
-  }
-  const py::list trace = List(w, "trace", "workload");
-  for (size_t i = 0; i < trace.size(); ++i) {
-    const std::string f = "workload.trace[" + std::to_string(i) + "]";
-    const auto e = Item(trace[i], f);
+  });
+  ForEachItem(w, "trace", "workload", [&](const py::dict& e, const std::string& f) {
     OnlyKeys(e, f, {"time_s", "src", "dst", "size_bytes", "path", "priority", "cap_gbps"});
     fl::TraceFlow t;
     t.time_s = Get<double>(e, "time_s", f);
-    const int64_t src = Get<int64_t>(e, "src", f), dst = Opt<int64_t>(e, "dst", f, 0);
-    if (src < 0) throw std::invalid_argument(f + ".src: must be a host index >= 0, got " + std::to_string(src));
-    if (dst < 0) throw std::invalid_argument(f + ".dst: must be a host index >= 0, got " + std::to_string(dst));
-    t.src = static_cast<uint32_t>(src);
-    t.dst = static_cast<uint32_t>(dst);
+    t.src = Get<uint32_t>(e, "src", f);
+    t.dst = Get<uint32_t>(e, "dst", f, t.dst);
     t.size_bytes = Get<double>(e, "size_bytes", f);
-    t.path = static_cast<int32_t>(Opt<int64_t>(e, "path", f, -1));
-    t.priority = static_cast<int32_t>(Opt<int64_t>(e, "priority", f, -1));
-    t.cap_gbps = Opt<double>(e, "cap_gbps", f, fl::kNoCap);
+    t.path = Get<int32_t>(e, "path", f, t.path);
+    t.priority = Get<int32_t>(e, "priority", f, t.priority);
+    t.cap_gbps = Get<double>(e, "cap_gbps", f, t.cap_gbps);
     c.trace.push_back(t);
-  }
+  });
 
-  c.base_rtt_us = Opt<double>(d, "base_rtt_us", "", 0.0);
-  const int64_t seed = Opt<int64_t>(d, "seed", "", 1);
-  if (seed < 0) throw std::invalid_argument("seed: must be >= 0, got " + std::to_string(seed));
-  c.seed = static_cast<uint64_t>(seed);
-  const int64_t warmup = Opt<int64_t>(d, "warmup_flows", "", 0);
-  if (warmup < 0) throw std::invalid_argument("warmup_flows: must be >= 0, got " + std::to_string(warmup));
-  c.warmup_flows = static_cast<uint64_t>(warmup);
-  const int64_t measure = Opt<int64_t>(d, "measure_flows", "", 0);
-  if (measure < 0) throw std::invalid_argument("measure_flows: must be >= 0, got " + std::to_string(measure));
-  c.measure_flows = static_cast<uint64_t>(measure);
-  c.long_flow_bytes = Opt<double>(d, "long_flow_bytes", "", 0.0);
-  const auto o = Sub(d, "observation", "");
+  c.base_rtt_us = Get<double>(d, "base_rtt_us", "", c.base_rtt_us);
+  c.seed = Get<uint64_t>(d, "seed", "", c.seed);
+  c.warmup_flows = Get<uint64_t>(d, "warmup_flows", "", c.warmup_flows);
+  c.measure_flows = Get<uint64_t>(d, "measure_flows", "", c.measure_flows);
+  c.long_flow_bytes = Get<double>(d, "long_flow_bytes", "", c.long_flow_bytes);
+  const auto o = GetDictOrEmpty(d, "observation", "");
   OnlyKeys(o, "observation", {"short_finished", "long_active", "long_finished"});
-  const auto rows = [&](const char* key, int64_t fallback) {
-    const int64_t v = Opt<int64_t>(o, key, "observation", fallback);
-    if (v < 0 || v > 65536)
-      throw std::invalid_argument(std::string("observation.") + key + ": must be in [0, 65536], got " +
-                                  std::to_string(v));
-    return static_cast<uint32_t>(v);
-  };
-  c.observation.short_finished = rows("short_finished", 100);
-  c.observation.long_active = rows("long_active", 11);
-  c.observation.long_finished = rows("long_finished", 10);
-  c.incremental = Choice<bool>(Opt<std::string>(d, "solver", "", "incremental"), "solver",
-                               {{"incremental", true}, {"full", false}});
-  c.record_flows = Opt<bool>(d, "record_flows", "", false);
+  c.observation.short_finished = Get<uint32_t>(o, "short_finished", "observation", c.observation.short_finished);
+  c.observation.long_active = Get<uint32_t>(o, "long_active", "observation", c.observation.long_active);
+  c.observation.long_finished = Get<uint32_t>(o, "long_finished", "observation", c.observation.long_finished);
+  if (Has(d, "solver"))
+    c.incremental = Choice<bool>(Get<std::string>(d, "solver", ""), "solver", {{"incremental", true}, {"full", false}});
+  c.record_flows = Get<bool>(d, "record_flows", "", c.record_flows);
   c.Validate();
   return c;
-}
-
-// A histogram of fluid FCTs in microseconds, in seconds with an offset added.
-py::dict FctSummary(const kernel::LogHistogram& h, double offset_s) {
-  py::dict s;
-  const auto v = [&](double us) { return std::isnan(us) ? us : us * 1e-6 + offset_s; };
-  s["count"] = h.Count();
-  s["mean"] = v(h.Mean());
-  s["min"] = v(h.Min());
-  s["p50"] = v(h.Quantile(0.5));
-  s["p90"] = v(h.Quantile(0.9));
-  s["p99"] = v(h.Quantile(0.99));
-  s["p999"] = v(h.Quantile(0.999));
-  s["max"] = v(h.Max());
-  return s;
 }
 
 // FlowSim and the buffers its observations are written into.
@@ -305,30 +194,17 @@ py::array_t<T> View(std::vector<T>& v, py::ssize_t rows, py::ssize_t cols, py::h
                         v.data(), owner);
 }
 
-template <typename T, int Flags>
-T* Checked(py::array_t<T, Flags>& a, std::vector<py::ssize_t> shape, const char* name) {
-  bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
-  for (size_t i = 0; ok && i < shape.size(); ++i) ok = a.shape(i) == shape[i];
-  if (!ok) {
-    std::string want;
-    for (auto s : shape) want += (want.empty() ? "" : ", ") + std::to_string(s);
-    throw std::invalid_argument(std::string(name) + ": must be a C-contiguous array of shape (" + want + ")");
-  }
-  return a.mutable_data();
-}
-
 py::dict Results(const fl::FlowSim& s) {
   const auto& c = s.Count();
   const auto& h = s.Histograms();
-  const double rtt = s.Config().base_rtt_us * 1e-6;
-  static const char* kBuckets[] = {"all", "small", "medium", "large"};
+  const double rtt = s.BaseRttS();
   py::dict fct, fluid, slowdown;
   for (uint32_t b = 0; b < fl::kNumBuckets; ++b) {
     const auto bucket = static_cast<fl::Bucket>(b);
     const kernel::LogHistogram f = h.Fct(bucket);
-    fct[kBuckets[b]] = FctSummary(f, rtt);
-    fluid[kBuckets[b]] = FctSummary(f, 0.0);
-    slowdown[kBuckets[b]] = Summary(h.Slowdown(bucket));
+    fct[fl::kBucketNames[b]] = Summary(f, [rtt](double us) { return fl::FctSeconds(us, rtt); });
+    fluid[fl::kBucketNames[b]] = Summary(f, [](double us) { return fl::FctSeconds(us, 0.0); });
+    slowdown[fl::kBucketNames[b]] = Summary(h.Slowdown(bucket));
   }
   py::dict r;
   r["flows_arrived"] = c.arrived;
@@ -346,7 +222,7 @@ py::dict Results(const fl::FlowSim& s) {
   r["slowdown"] = slowdown;
   const double t = s.MeasuredTime();
   r["measured_time_s"] = t;
-  r["throughput_gbps"] = t > 0 ? c.measured_bytes * 8 / t / 1e9 : 0.0;
+  r["throughput_gbps"] = t > 0 ? fl::Gbps(c.measured_bytes / t) : 0.0;
   r["mean_unfinished_bytes"] = s.MeanUnfinished();
   r["mean_active_flows"] = s.MeanActive();
   r["unfinished_bytes"] = s.Unfinished();
@@ -368,8 +244,8 @@ py::dict IntervalDict(const fl::FlowSim& s) {
   d["mean_fct_s"] = mean(i.fct_sum_s, i.finished);
   d["mean_short_fct_s"] = mean(i.short_fct_sum_s, i.short_finished);
   d["mean_long_fct_s"] = mean(i.long_fct_sum_s, i.long_finished);
-  d["mean_throughput_gbps"] = mean(i.throughput_sum_bps * 8 / 1e9, i.finished);
-  d["mean_long_throughput_gbps"] = mean(i.long_throughput_sum_bps * 8 / 1e9, i.long_finished);
+  d["mean_throughput_gbps"] = mean(fl::Gbps(i.throughput_sum_bps), i.finished);
+  d["mean_long_throughput_gbps"] = mean(fl::Gbps(i.long_throughput_sum_bps), i.long_finished);
   d["bytes_finished"] = i.bytes_finished;
   return d;
 }
@@ -417,7 +293,7 @@ py::dict ActiveTable(const fl::FlowSim& s) {
     level.mutable_at(k) = a[k].level;
     size.mutable_at(k) = a[k].size;
     sent.mutable_at(k) = a[k].sent;
-    rate.mutable_at(k) = a[k].rate * 8 / 1e9;
+    rate.mutable_at(k) = fl::Gbps(a[k].rate);
     arrival.mutable_at(k) = a[k].arrival;
     pinned.mutable_at(k) = a[k].pinned;
     is_long.mutable_at(k) = a[k].is_long;
@@ -464,12 +340,25 @@ void BindFlow(py::module_& m) {
                         "and seconds; see docs/flow.md for the config schema.")
       .def(py::init([](const py::dict& d) { return std::make_unique<PyFlowSim>(b::ParseFlowConfig(d)); }),
            py::arg("config"))
+      .def_property_readonly_static(
+          "limits",
+          [](py::object) {
+            return py::dict("hosts"_a = fl::kMaxHosts, "links"_a = fl::kMaxLinks, "planes"_a = fl::kMaxPlanes,
+                            "spines"_a = fl::kMaxSpines, "levels"_a = fl::kMaxLevels,
+                            "observation_rows"_a = fl::kMaxObservation, "host_load"_a = fl::kMaxHostLoad,
+                            "link_gbps"_a = fl::kMaxLinkGbps, "oversubscription"_a = fl::kMaxOversubscription,
+                            "base_rtt_us"_a = fl::kMaxBaseRttUs);
+          },
+          "The largest value of each bounded config field (flow/config.hpp): the schema's bounds.")
+      .def_property_readonly_static(
+          "packet_bytes", [](py::object) { return fl::kPacketBytes; },
+          "Bytes per packet of thresholds given in packets (PIAS's 1460-byte segments).")
+      .def_static(
+          "topology_links", [](const py::dict& d) { return fl::NumLinks(b::ParseTopology(d)); }, py::arg("topology"),
+          "The links a topology mapping (the config's `topology`) has; the config allows limits['links'].")
       .def(
           "run_until",
           [](PyFlowSim& s, double t) {
-            if (!(t >= s.sim.Now()) || !std::isfinite(t))
-              throw std::invalid_argument("time_s: must be finite and >= the current time " +
-                                          std::to_string(s.sim.Now()) + ", got " + std::to_string(t));
             py::gil_scoped_release release;
             s.sim.RunUntil(t);
           },
@@ -477,8 +366,6 @@ void BindFlow(py::module_& m) {
       .def(
           "run_for",
           [](PyFlowSim& s, double dt) {
-            if (!(dt >= 0) || !std::isfinite(dt))
-              throw std::invalid_argument("seconds: must be a finite number >= 0, got " + std::to_string(dt));
             py::gil_scoped_release release;
             s.sim.RunFor(dt);
           },
@@ -486,9 +373,9 @@ void BindFlow(py::module_& m) {
       .def(
           "run_flows",
           [](PyFlowSim& s, int64_t n) {
-            if (n < 0) throw std::invalid_argument("n: must be >= 0, got " + std::to_string(n));
+            const auto flows = b::Count(n, "n");
             py::gil_scoped_release release;
-            s.sim.RunFlows(static_cast<uint64_t>(n));
+            s.sim.RunFlows(flows);
           },
           py::arg("n"), "Run until n more flows have arrived. Releases the GIL.")
       .def(
@@ -498,8 +385,6 @@ void BindFlow(py::module_& m) {
       .def(
           "step_interval",
           [](PyFlowSim& s, double dt) {
-            if (!(dt > 0) || !std::isfinite(dt))
-              throw std::invalid_argument("seconds: must be a positive finite number, got " + std::to_string(dt));
             py::gil_scoped_release release;
             s.sim.StepInterval(dt);
           },
@@ -591,12 +476,7 @@ void BindFlow(py::module_& m) {
       .def(
           "histogram",
           [](const PyFlowSim& s, const std::string& what, const std::string& bucket) {
-            static const char* kBuckets[] = {"all", "small", "medium", "large"};
-            uint32_t k = 0;
-            while (k < fl::kNumBuckets && bucket != kBuckets[k]) ++k;
-            if (k == fl::kNumBuckets)
-              throw std::invalid_argument("bucket: one of all, small, medium, large, got '" + bucket + "'");
-            const auto b = static_cast<fl::Bucket>(k);
+            const auto b = static_cast<fl::Bucket>(dcgym::kernel::IndexOfName(fl::kBucketNames, bucket, "bucket"));
             if (what == "fct_fluid_us") return b::HistogramArrays(s.sim.Histograms().Fct(b));
             if (what == "slowdown") return b::HistogramArrays(s.sim.Histograms().Slowdown(b));
             throw std::invalid_argument("what: one of fct_fluid_us, slowdown, got '" + what + "'");
@@ -615,34 +495,22 @@ void BindFlow(py::module_& m) {
       .def_property_readonly("active_flows", [](const PyFlowSim& s) { return s.sim.NumActive(); })
       .def_property_readonly("long_flow_bytes", [](const PyFlowSim& s) { return s.sim.LongFlowBytes(); })
       .def_property_readonly_static("finished_features",
-                                    [](py::object) {
-                                      py::list l;
-                                      for (const char* n : fl::kFinishedFeatureNames) l.append(n);
-                                      return l;
-                                    })
-      .def_property_readonly_static("active_features", [](py::object) {
-        py::list l;
-        for (const char* n : fl::kActiveFeatureNames) l.append(n);
-        return l;
-      });
+                                    [](py::object) { return b::NameList(fl::kFinishedFeatureNames); })
+      .def_property_readonly_static("active_features", [](py::object) { return b::NameList(fl::kActiveFeatureNames); });
 
+  // The simulations of a batch (None stays null: the engine's batch check names it).
+  const auto raw = [](const std::vector<PyFlowSim*>& sims) {
+    std::vector<fl::FlowSim*> out;
+    for (PyFlowSim* s : sims) out.push_back(s ? &s->sim : nullptr);
+    return out;
+  };
   m.def(
       "step_flow_batch",
-      [](const std::vector<PyFlowSim*>& sims, double seconds, int64_t threads) {
-        if (!(seconds > 0) || !std::isfinite(seconds))
-          throw std::invalid_argument("seconds: must be a positive finite number, got " + std::to_string(seconds));
-        if (threads < 1) throw std::invalid_argument("threads: must be >= 1, got " + std::to_string(threads));
-        std::vector<fl::FlowSim*> raw;
-        for (size_t i = 0; i < sims.size(); ++i) {
-          if (sims[i] == nullptr) throw std::invalid_argument("sims[" + std::to_string(i) + "]: None");
-          for (size_t j = 0; j < i; ++j)
-            if (sims[j] == sims[i])
-              throw std::invalid_argument("sims[" + std::to_string(i) + "]: the same simulation as sims[" +
-                                          std::to_string(j) + "]");
-          raw.push_back(&sims[i]->sim);
-        }
+      [raw](const std::vector<PyFlowSim*>& sims, double seconds, int64_t threads) {
+        const auto sims_ = raw(sims);
+        const auto count = b::Count<uint32_t>(threads, "threads");
         py::gil_scoped_release release;
-        fl::StepBatch(raw, seconds, static_cast<uint32_t>(threads));
+        fl::StepBatch(sims_, seconds, count);
       },
       py::arg("sims"), py::arg("seconds"), py::arg("threads") = 1,
       "step_interval(seconds) on every simulation in one call, the GIL released; each simulation runs on one "
@@ -655,12 +523,6 @@ void BindFlow(py::module_& m) {
       "flow_thresholds_from_action",
       [](F64 action, double lo_bytes, double hi_bytes) {
         if (action.ndim() != 1) throw std::invalid_argument("action: must be 1-D (levels - 1 numbers in [-1, 1])");
-        fl::AutoSpec spec;
-        spec.threshold_lo_bytes = lo_bytes;
-        spec.threshold_hi_bytes = hi_bytes;
-        spec.cap_fractions = {1.0};
-        spec.srla_reward_cap = spec.lrla_reward_cap = 1.0;
-        spec.Validate();
         py::array_t<double> out(action.size());
         fl::ThresholdsFromAction(action.data(), static_cast<uint32_t>(action.size()), lo_bytes, hi_bytes,
                                  out.mutable_data());
@@ -705,15 +567,15 @@ void BindFlow(py::module_& m) {
       .def(
           "check_lrla",
           [](const fl::AutoAgents& a, I64 choices) {
-            b::Checked(choices, {a.LrlaFlows(), fl::kLrlaChoices}, "lrla");
+            b::Shaped(choices, {a.LrlaFlows(), fl::kLrlaChoices}, "lrla");
             a.CheckLrla(choices.data());
           },
           py::arg("choices"), "Raise ValueError naming the first index out of range.")
       .def(
           "observe",
           [](fl::AutoAgents& a, const PyFlowSim& s, F32 srla_obs, F32 lrla_obs) {
-            float* so = b::Checked(srla_obs, {a.SrlaObservations()}, "srla_obs");
-            float* lo = b::Checked(lrla_obs, {a.LrlaObservations()}, "lrla_obs");
+            float* so = b::Shaped(srla_obs, {a.SrlaObservations()}, "srla_obs");
+            float* lo = b::Shaped(lrla_obs, {a.LrlaObservations()}, "lrla_obs");
             a.Observe(s.sim, so, lo);
           },
           py::arg("sim"), py::arg("srla_obs"), py::arg("lrla_obs"),
@@ -722,19 +584,13 @@ void BindFlow(py::module_& m) {
           "step",
           [](fl::AutoAgents& a, PyFlowSim& s, std::optional<F64> srla, std::optional<I64> lrla, double seconds,
              F32 srla_obs, F32 lrla_obs, py::array_t<double, py::array::c_style> rewards) {
-            if (!(seconds > 0) || !std::isfinite(seconds))
-              throw std::invalid_argument("seconds: must be a positive finite number, got " + std::to_string(seconds));
             const double* sa = nullptr;
             const int64_t* la = nullptr;
-            if (srla) {
-              if (srla->ndim() != 1 || srla->size() != a.SrlaActions())
-                throw std::invalid_argument("srla: must have shape (" + std::to_string(a.SrlaActions()) + ",)");
-              sa = srla->data();
-            }
-            if (lrla) la = b::Checked(*lrla, {a.LrlaFlows(), fl::kLrlaChoices}, "lrla");
-            float* so = b::Checked(srla_obs, {a.SrlaObservations()}, "srla_obs");
-            float* lo = b::Checked(lrla_obs, {a.LrlaObservations()}, "lrla_obs");
-            double* r = b::Checked(rewards, {2}, "rewards");
+            if (srla) sa = b::Shaped(*srla, {a.SrlaActions()}, "srla");
+            if (lrla) la = b::Shaped(*lrla, {a.LrlaFlows(), fl::kLrlaChoices}, "lrla");
+            float* so = b::Shaped(srla_obs, {a.SrlaObservations()}, "srla_obs");
+            float* lo = b::Shaped(lrla_obs, {a.LrlaObservations()}, "lrla_obs");
+            double* r = b::Shaped(rewards, {2}, "rewards");
             py::gil_scoped_release release;
             a.Step(s.sim, sa, la, seconds, so, lo, r);
           },
@@ -747,20 +603,9 @@ void BindFlow(py::module_& m) {
       "run_auto_policies",
       [](PyFlowSim& s, fl::AutoAgents& a, std::optional<std::string> srla, std::optional<std::string> lrla,
          double interval_s, uint64_t flows, double drain_factor) {
-        const auto load = [](const std::optional<std::string>& path, const char* agent, dcgym::runtime::Policy* p) {
-          if (!path) return static_cast<dcgym::runtime::MlpPolicy*>(nullptr);
-          std::string error;
-          if (!dcgym::runtime::LoadPolicyFile(*path, p, &error))
-            throw std::invalid_argument(std::string(agent) + " policy: " + error);
-          if (p->mlp() == nullptr)
-            throw std::invalid_argument(std::string(agent) + " policy: needs an mlp policy file, got " +
-                                        std::string(dcgym::runtime::PolicyKindName(p->kind())));
-          return p->mlp();
-        };
         dcgym::runtime::Policy srla_policy, lrla_policy;
-        auto* sp = load(srla, "srla", &srla_policy);
-        auto* lp = load(lrla, "lrla", &lrla_policy);
-        fl::CheckAutoPolicies(a, sp, lp);
+        auto* sp = srla ? fl::LoadAutoPolicy(*srla, "srla", &srla_policy) : nullptr;
+        auto* lp = lrla ? fl::LoadAutoPolicy(*lrla, "lrla", &lrla_policy) : nullptr;
         py::gil_scoped_release release;
         return fl::RunAutoPolicies(s.sim, a, sp, lp, interval_s, flows, drain_factor);
       },
@@ -772,39 +617,23 @@ void BindFlow(py::module_& m) {
 
   m.def(
       "step_auto_batch",
-      [](const std::vector<PyFlowSim*>& sims, const std::vector<fl::AutoAgents*>& agents, std::optional<F64> srla,
-         std::optional<I64> lrla, double seconds, F32 srla_obs, F32 lrla_obs,
-         py::array_t<double, py::array::c_style> rewards, int64_t threads) {
-        if (!(seconds > 0) || !std::isfinite(seconds))
-          throw std::invalid_argument("seconds: must be a positive finite number, got " + std::to_string(seconds));
-        if (threads < 1) throw std::invalid_argument("threads: must be >= 1, got " + std::to_string(threads));
-        if (sims.size() != agents.size() || sims.empty())
-          throw std::invalid_argument("agents: one per simulation, at least one");
+      [raw](const std::vector<PyFlowSim*>& sims, const std::vector<fl::AutoAgents*>& agents, std::optional<F64> srla,
+            std::optional<I64> lrla, double seconds, F32 srla_obs, F32 lrla_obs,
+            py::array_t<double, py::array::c_style> rewards, int64_t threads) {
+        const auto sims_ = raw(sims);
+        const auto count = b::Count<uint32_t>(threads, "threads");
+        fl::CheckAutoBatch(sims_, agents, count);  // before agents[0] gives the arrays' shapes
         const auto n = static_cast<py::ssize_t>(sims.size());
         const fl::AutoAgents& a0 = *agents[0];
-        std::vector<fl::FlowSim*> raw;
-        for (size_t i = 0; i < sims.size(); ++i) {
-          if (sims[i] == nullptr || agents[i] == nullptr)
-            throw std::invalid_argument("sims[" + std::to_string(i) + "]: None");
-          for (size_t j = 0; j < i; ++j)
-            if (sims[j] == sims[i] || agents[j] == agents[i])
-              throw std::invalid_argument("sims[" + std::to_string(i) + "]: the same as sims[" + std::to_string(j) +
-                                          "]");
-          const fl::AutoAgents& ai = *agents[i];
-          if (ai.SrlaActions() != a0.SrlaActions() || ai.SrlaObservations() != a0.SrlaObservations() ||
-              ai.LrlaObservations() != a0.LrlaObservations())
-            throw std::invalid_argument("agents[" + std::to_string(i) + "]: sizes differ from agents[0]");
-          raw.push_back(&sims[i]->sim);
-        }
         const double* sa = nullptr;
         const int64_t* la = nullptr;
-        if (srla) sa = b::Checked(*srla, {n, a0.SrlaActions()}, "srla");
-        if (lrla) la = b::Checked(*lrla, {n, a0.LrlaFlows(), fl::kLrlaChoices}, "lrla");
-        float* so = b::Checked(srla_obs, {n, a0.SrlaObservations()}, "srla_obs");
-        float* lo = b::Checked(lrla_obs, {n, a0.LrlaObservations()}, "lrla_obs");
-        double* r = b::Checked(rewards, {n, 2}, "rewards");
+        if (srla) sa = b::Shaped(*srla, {n, a0.SrlaActions()}, "srla");
+        if (lrla) la = b::Shaped(*lrla, {n, a0.LrlaFlows(), fl::kLrlaChoices}, "lrla");
+        float* so = b::Shaped(srla_obs, {n, a0.SrlaObservations()}, "srla_obs");
+        float* lo = b::Shaped(lrla_obs, {n, a0.LrlaObservations()}, "lrla_obs");
+        double* r = b::Shaped(rewards, {n, 2}, "rewards");
         py::gil_scoped_release release;
-        fl::StepAutoBatch(raw, agents, sa, la, seconds, so, lo, r, static_cast<uint32_t>(threads));
+        fl::StepAutoBatch(sims_, agents, sa, la, seconds, so, lo, r, count);
       },
       py::arg("sims"), py::arg("agents"), py::arg("srla"), py::arg("lrla"), py::arg("seconds"), py::arg("srla_obs"),
       py::arg("lrla_obs"), py::arg("rewards"), py::arg("threads") = 1,
@@ -825,10 +654,10 @@ void BindFlow(py::module_& m) {
               oi.long_finished != o.long_finished)
             throw std::invalid_argument("sims[" + std::to_string(i) + "]: observation sizes differ from sims[0]");
         }
-        double* sf = b::Checked(short_finished, {n, o.short_finished, fl::kFinishedFeatures}, "short_finished");
-        double* la = b::Checked(long_active, {n, o.long_active, fl::kActiveFeatures}, "long_active");
-        int64_t* ids = b::Checked(long_flows, {n, o.long_active}, "long_flows");
-        double* lf = b::Checked(long_finished, {n, o.long_finished, fl::kFinishedFeatures}, "long_finished");
+        double* sf = b::Shaped(short_finished, {n, o.short_finished, fl::kFinishedFeatures}, "short_finished");
+        double* la = b::Shaped(long_active, {n, o.long_active, fl::kActiveFeatures}, "long_active");
+        int64_t* ids = b::Shaped(long_flows, {n, o.long_active}, "long_flows");
+        double* lf = b::Shaped(long_finished, {n, o.long_finished, fl::kFinishedFeatures}, "long_finished");
         py::gil_scoped_release release;
         for (size_t i = 0; i < sims.size(); ++i) {
           sims[i]->sim.ObserveShortFinished(sf + i * o.short_finished * fl::kFinishedFeatures);

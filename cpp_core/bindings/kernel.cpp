@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "convert.hpp"
+#include "dcgym/kernel/check.hpp"
 #include "dcgym/kernel/histogram.hpp"
 #include "dcgym/kernel/rng.hpp"
 
@@ -36,6 +37,8 @@ kernel::Distribution ParseDistribution(const py::dict& d, const std::string& fie
 void BindKernel(py::module_& m) {
   using dcgym::kernel::Distribution;
   using dcgym::kernel::LogHistogram;
+
+  m.attr("max_load") = dcgym::kernel::kMaxLoad;
 
   py::class_<Distribution>(m, "Distribution", "A service-time distribution of the engine.")
       .def(py::init([](const py::dict& d) { return dcgym::bindings::ParseDistribution(d, "distribution"); }),

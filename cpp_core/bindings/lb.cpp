@@ -1,6 +1,6 @@
-// Binding of the multi-LB family's model of multi-stage servers (lb/lb_sim.hpp). The config
-// arrives as the plain dict made by dcgym.envs.lb.scenario (validated there);
-// the engine validates again and raises ValueError naming the field.
+// Binding of the lb family's model of multi-stage servers (lb/lb_sim.hpp). The config arrives as
+// the plain dict made by dcgym.envs.lb.scenario (validated there); the engine validates again
+// (LbConfig::Validate) and raises ValueError naming the field.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -9,128 +9,97 @@
 #include <memory>
 
 #include "convert.hpp"
+#include "dcgym/kernel/check.hpp"
 #include "dcgym/lb/lb_sim.hpp"
 
 namespace py = pybind11;
+using namespace pybind11::literals;  // "name"_a, for the limits
 
 namespace dcgym::bindings {
 namespace {
 
-namespace ms = dcgym::lb;
+using namespace dcgym::lb;
 
-// An integer field in [lo, hi], read before any unsigned cast so that a
-// negative value is reported, not wrapped.
-uint32_t GetRanged(const py::dict& d, const char* key, const std::string& field, int64_t lo, int64_t hi,
-                   int64_t fallback) {
-  const auto v = Get<int64_t>(d, key, field, fallback);
-  if (v < lo || v > hi)
-    throw std::invalid_argument((field == "config" ? "" : field + ".") + key + ": must be in [" + std::to_string(lo) +
-                                ", " + std::to_string(hi) + "], got " + std::to_string(v));
-  return static_cast<uint32_t>(v);
-}
-
-py::list GetListField(const py::dict& d, const char* key, const std::string& field) {
-  py::object v = Required(d, key, field);
-  if (!py::isinstance<py::list>(v)) throw std::invalid_argument(std::string(key) + ": must be a list");
-  return v.cast<py::list>();
-}
-
-ms::LbConfig ParseLbConfig(const py::dict& d) {
-  ms::LbConfig c;
-  size_t i = 0;
-  for (auto item : GetListField(d, "servers", "config")) {
-    const std::string f = "servers[" + std::to_string(i++) + "]";
-    if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
-    const auto g = item.cast<py::dict>();
-    ms::ServerGroup sg;
-    sg.count = GetRanged(g, "count", f, 1, 1 << 16, -1);
-    sg.workers = GetRanged(g, "workers", f, 1, 4096, -1);
+LbConfig ParseLbConfig(const py::dict& d) {
+  LbConfig c;
+  ForEachItem(d, "servers", "", [&](const py::dict& g, const std::string& f) {
+    ServerGroup sg;
+    sg.count = Get<uint32_t>(g, "count", f);
+    sg.workers = Get<uint32_t>(g, "workers", f);
     sg.speed = Get<double>(g, "speed", f, sg.speed);
-    sg.mp_level = GetRanged(g, "mp_level", f, 1, 4096, sg.mp_level);
+    sg.mp_level = Get<uint32_t>(g, "mp_level", f, sg.mp_level);
     c.groups.push_back(sg);
-  }
+  });
+  ForEachItem(d, "capacity_changes", "", [&](const py::dict& ch, const std::string& f) {
+    CapacityChange cc;
+    cc.at_us = Get<double>(ch, "at_us", f);
+    cc.group = Get<uint32_t>(ch, "group", f);
+    cc.speed = Get<double>(ch, "speed", f);
+    c.capacity_changes.push_back(cc);
+  });
 
-  if (d.contains("capacity_changes") && !d["capacity_changes"].is_none()) {
-    i = 0;
-    for (auto item : GetListField(d, "capacity_changes", "config")) {
-      const std::string f = "capacity_changes[" + std::to_string(i++) + "]";
-      if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
-      const auto ch = item.cast<py::dict>();
-      ms::CapacityChange cc;
-      cc.at_us = Get<double>(ch, "at_us", f);
-      cc.group = GetRanged(ch, "group", f, 0, (1 << 16) - 1, -1);
-      cc.speed = Get<double>(ch, "speed", f);
-      c.capacity_changes.push_back(cc);
-    }
-  }
-
-  const auto app = GetDict(d, "application", "config");
-  c.app.stages = GetRanged(app, "stages", "application", 1, 64, -1);
+  const auto app = GetDict(d, "application", "");
+  c.app.stages = Get<uint32_t>(app, "stages", "application");
   c.app.cpu = ParseDistribution(GetDict(app, "cpu", "application"), "application.cpu");
   if (c.app.stages > 1) {
-    if (!app.contains("io") || app["io"].is_none())
-      throw std::invalid_argument("application.io: missing (needed with 2 or more stages)");
+    if (!Has(app, "io")) throw std::invalid_argument("application.io: missing (needed with 2 or more stages)");
     c.app.io = ParseDistribution(GetDict(app, "io", "application"), "application.io");
   }
-  using Split = ms::Application::Split;
-  c.app.split = Choice<Split>(Get<std::string>(app, "split", "application", std::string("uniform")),
-                              "application.split", {{"uniform", Split::kUniform}, {"equal", Split::kEqual}});
+  using Split = Application::Split;
+  if (Has(app, "split"))
+    c.app.split = Choice<Split>(Get<std::string>(app, "split", "application"), "application.split",
+                                {{"uniform", Split::kUniform}, {"equal", Split::kEqual}});
 
-  i = 0;
-  for (auto item : GetListField(d, "lbs", "config")) {
-    const std::string f = "lbs[" + std::to_string(i++) + "]";
-    if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
-    const auto l = item.cast<py::dict>();
-    ms::BalancerConfig lb;
-    lb.policy = Choice<ms::LbPolicy>(Get<std::string>(l, "policy", f), f + ".policy",
-                                     {{"ecmp", ms::LbPolicy::kEcmp},
-                                      {"wcmp", ms::LbPolicy::kWcmp},
-                                      {"lsq", ms::LbPolicy::kLsq},
-                                      {"sed", ms::LbPolicy::kSed},
-                                      {"oracle", ms::LbPolicy::kOracle},
-                                      {"weights", ms::LbPolicy::kWeights}});
-    lb.weights = Get<std::vector<double>>(l, "weights", f, {});
+  ForEachItem(d, "lbs", "", [&](const py::dict& l, const std::string& f) {
+    BalancerConfig lb;
+    lb.policy = Choice<LbPolicy>(Get<std::string>(l, "policy", f), Path(f, "policy"),
+                                 {{"ecmp", LbPolicy::kEcmp},
+                                  {"wcmp", LbPolicy::kWcmp},
+                                  {"lsq", LbPolicy::kLsq},
+                                  {"sed", LbPolicy::kSed},
+                                  {"oracle", LbPolicy::kOracle},
+                                  {"weights", LbPolicy::kWeights}});
+    lb.weights = Get<std::vector<double>>(l, "weights", f, lb.weights);
     lb.share = Get<double>(l, "share", f, lb.share);
     c.lbs.push_back(lb);
-  }
+  });
 
-  c.load = Get<double>(d, "load", "config");
-  c.load_basis = Choice<ms::LoadBasis>(Get<std::string>(d, "load_basis", "config", std::string("total")), "load_basis",
-                                       {{"total", ms::LoadBasis::kTotal}, {"cpu", ms::LoadBasis::kCpu}});
-  c.seed = Get<uint64_t>(d, "seed", "config");
-  c.backlog = GetRanged(d, "backlog", "config", 0, 1000000, c.backlog);
-  c.timeout_us = Get<double>(d, "timeout_us", "config", c.timeout_us);
-  if (d.contains("hop_delay_us") && !d["hop_delay_us"].is_none()) {
-    const auto hop = GetDict(d, "hop_delay_us", "config");
+  c.load = Get<double>(d, "load", "");
+  if (Has(d, "load_basis"))
+    c.load_basis = Choice<LoadBasis>(Get<std::string>(d, "load_basis", ""), "load_basis",
+                                     {{"total", LoadBasis::kTotal}, {"cpu", LoadBasis::kCpu}});
+  c.seed = Get<uint64_t>(d, "seed", "");
+  c.backlog = Get<uint32_t>(d, "backlog", "", c.backlog);
+  c.timeout_us = Get<double>(d, "timeout_us", "", c.timeout_us);
+  if (Has(d, "hop_delay_us")) {
+    const auto hop = GetDict(d, "hop_delay_us", "");
     c.hop_min_us = Get<double>(hop, "min", "hop_delay_us");
     c.hop_max_us = Get<double>(hop, "max", "hop_delay_us");
   }
-  c.decision_period_us = Get<double>(d, "decision_period_us", "config", c.decision_period_us);
-  c.wait_order =
-      Choice<ms::WaitOrder>(Get<std::string>(d, "cpu_wait_order", "config", std::string("fifo")), "cpu_wait_order",
-                            {{"fifo", ms::WaitOrder::kFifo}, {"arrival", ms::WaitOrder::kArrival}});
-  if (d.contains("observation") && !d["observation"].is_none()) {
-    const auto o = GetDict(d, "observation", "config");
-    c.observation.reservoir_size = GetRanged(o, "reservoir_size", "observation", 1, 1024, c.observation.reservoir_size);
-    c.observation.fd_density = GetRanged(o, "fd_density", "observation", 0, 64, c.observation.fd_density);
-    c.observation.fd_min_us = Get<double>(o, "fd_min_us", "observation", c.observation.fd_min_us);
-    c.observation.decay_half_life_us =
-        Get<double>(o, "decay_half_life_us", "observation", c.observation.decay_half_life_us);
-  }
-  c.warmup_flows = Get<uint64_t>(d, "warmup_flows", "config", c.warmup_flows);
+  c.decision_period_us = Get<double>(d, "decision_period_us", "", c.decision_period_us);
+  if (Has(d, "cpu_wait_order"))
+    c.wait_order = Choice<WaitOrder>(Get<std::string>(d, "cpu_wait_order", ""), "cpu_wait_order",
+                                     {{"fifo", WaitOrder::kFifo}, {"arrival", WaitOrder::kArrival}});
+  const auto o = GetDictOrEmpty(d, "observation", "");
+  c.observation.reservoir_size = Get<uint32_t>(o, "reservoir_size", "observation", c.observation.reservoir_size);
+  c.observation.fd_density = Get<uint32_t>(o, "fd_density", "observation", c.observation.fd_density);
+  c.observation.fd_min_us = Get<double>(o, "fd_min_us", "observation", c.observation.fd_min_us);
+  c.observation.decay_half_life_us =
+      Get<double>(o, "decay_half_life_us", "observation", c.observation.decay_half_life_us);
+  c.warmup_flows = Get<uint64_t>(d, "warmup_flows", "", c.warmup_flows);
   c.Validate();
   return c;
 }
 
 template <typename T, typename F>
-py::array_t<T> PerServerArray(const ms::LbSim& sim, F f) {
+py::array_t<T> PerServerArray(const LbSim& sim, F f) {
   py::array_t<T> a(sim.NumServers());
   auto m = a.template mutable_unchecked<1>();
   for (uint32_t j = 0; j < sim.NumServers(); ++j) m(j) = f(j);
   return a;
 }
 
-py::dict LbResults(const ms::LbSim& sim) {
+py::dict LbResults(const LbSim& sim) {
   const auto& c = sim.Count();
   py::dict r;
   r["flows_arrived"] = c.arrived;
@@ -159,9 +128,9 @@ py::dict LbResults(const ms::LbSim& sim) {
   return r;
 }
 
-py::array_t<double> LbObservations(const ms::LbSim& sim) {
+py::array_t<double> LbObservations(const LbSim& sim) {
   py::array_t<double> a({static_cast<py::ssize_t>(sim.NumLbs()), static_cast<py::ssize_t>(sim.NumServers()),
-                         static_cast<py::ssize_t>(ms::kNumObservationFeatures)});
+                         static_cast<py::ssize_t>(kNumObservationFeatures)});
   sim.Observe(a.mutable_data());
   return a;
 }
@@ -172,7 +141,6 @@ py::array_t<double> LbObservations(const ms::LbSim& sim) {
 void BindLb(py::module_& m) {
   using dcgym::lb::LbSim;
   namespace b = dcgym::bindings;
-  namespace ms = dcgym::lb;
 
   m.def(
       "check_lb_config", [](const py::dict& d) { b::ParseLbConfig(d); }, py::arg("config"),
@@ -182,11 +150,20 @@ void BindLb(py::module_& m) {
                     "The multi-stage server model of the multi-LB paper (Yao et al., CIKM 2022, App. C.1): M load "
                     "balancers over N servers with blocked-PS CPU and PS IO queues.")
       .def(py::init([](const py::dict& d) { return std::make_unique<LbSim>(b::ParseLbConfig(d)); }), py::arg("config"))
+      .def_property_readonly_static(
+          "limits",
+          [](py::object) {
+            namespace lb = dcgym::lb;
+            return py::dict("servers"_a = lb::kMaxServers, "workers"_a = lb::kMaxWorkers,
+                            "mp_level"_a = lb::kMaxMpLevel, "stages"_a = lb::kMaxStages, "lbs"_a = lb::kMaxLbs,
+                            "backlog"_a = lb::kMaxBacklog, "reservoir_size"_a = lb::kMaxReservoir,
+                            "fd_density"_a = lb::kMaxFdDensity, "reservoir_samples"_a = lb::kMaxReservoirSamples,
+                            "load"_a = dcgym::kernel::kMaxLoad);
+          },
+          "The largest value of each bounded config field (lb/lb_sim.hpp): the schema's bounds.")
       .def(
           "run_until",
           [](LbSim& s, double t) {
-            if (!(t >= s.Now()))
-              throw std::invalid_argument("time_us: must be >= the current time " + std::to_string(s.Now()));
             py::gil_scoped_release release;
             s.RunUntil(t);
           },
@@ -194,17 +171,17 @@ void BindLb(py::module_& m) {
       .def(
           "run_flows",
           [](LbSim& s, int64_t n) {
-            if (n < 0) throw std::invalid_argument("flows: must be >= 0, got " + std::to_string(n));
+            const auto flows = b::Count(n, "flows");
             py::gil_scoped_release release;
-            s.RunFlows(static_cast<uint64_t>(n));
+            s.RunFlows(flows);
           },
           py::arg("n"), "Run until n more flows have arrived. Releases the GIL.")
       .def(
           "run_completions",
           [](LbSim& s, int64_t n) {
-            if (n < 0) throw std::invalid_argument("flows: must be >= 0, got " + std::to_string(n));
+            const auto flows = b::Count(n, "flows");
             py::gil_scoped_release release;
-            s.RunCompletions(static_cast<uint64_t>(n));
+            s.RunCompletions(flows);
           },
           py::arg("n"),
           "Run until n more flows have ended (completed or rejected), the episode rule of the authors' "
@@ -212,11 +189,8 @@ void BindLb(py::module_& m) {
       .def(
           "set_weights",
           [](LbSim& s, int64_t lb, py::array_t<double, py::array::c_style | py::array::forcecast> w) {
-            if (lb < 0 || lb >= s.NumLbs())
-              throw std::invalid_argument("lb: must be in [0, " + std::to_string(s.NumLbs() - 1) + "], got " +
-                                          std::to_string(lb));
             if (w.ndim() != 1) throw std::invalid_argument("weights: must be a 1-D array with one weight per server");
-            s.SetWeights(static_cast<uint32_t>(lb), std::vector<double>(w.data(), w.data() + w.shape(0)));
+            s.SetWeights(b::Count<uint32_t>(lb, "lb"), std::vector<double>(w.data(), w.data() + w.shape(0)));
           },
           py::arg("lb"), py::arg("weights"),
           "Set load balancer lb's weights over servers (policies wcmp, sed, weights); weights: non-negative, not "
@@ -224,10 +198,7 @@ void BindLb(py::module_& m) {
       .def(
           "weights",
           [](const LbSim& s, int64_t lb) {
-            if (lb < 0 || lb >= s.NumLbs())
-              throw std::invalid_argument("lb: must be in [0, " + std::to_string(s.NumLbs() - 1) + "], got " +
-                                          std::to_string(lb));
-            const auto& w = s.Weights(static_cast<uint32_t>(lb));
+            const auto& w = s.Weights(b::Count<uint32_t>(lb, "lb"));
             return py::array_t<double>(static_cast<py::ssize_t>(w.size()), w.data());
           },
           py::arg("lb"), "Load balancer lb's current weights.")
@@ -235,11 +206,7 @@ void BindLb(py::module_& m) {
            "Each LB's view of each server over the current decision period: float64 array of shape "
            "(num_lbs, num_servers, k), features named by observation_features (times in us).")
       .def_property_readonly_static("observation_features",
-                                    [](py::object) {
-                                      py::list l;
-                                      for (const char* name : ms::kObservationFeatures) l.append(name);
-                                      return l;
-                                    })
+                                    [](py::object) { return b::NameList(dcgym::lb::kObservationFeatures); })
       .def_property_readonly("now_us", &LbSim::Now)
       .def_property_readonly("num_servers", &LbSim::NumServers)
       .def_property_readonly("num_lbs", &LbSim::NumLbs)

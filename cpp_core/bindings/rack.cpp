@@ -11,10 +11,12 @@
 #include <vector>
 
 #include "convert.hpp"
+#include "dcgym/kernel/check.hpp"
 #include "dcgym/rack/game.hpp"
 #include "dcgym/rack/rack_sim.hpp"
 
 namespace py = pybind11;
+using namespace pybind11::literals;  // "name"_a, for the limits
 
 namespace dcgym::bindings {
 namespace {
@@ -23,57 +25,39 @@ using namespace dcgym::rack;
 
 RackConfig ParseRackConfig(const py::dict& d) {
   RackConfig c;
-  py::object nodes = Required(d, "nodes", "config");
-  if (!py::isinstance<py::list>(nodes)) throw std::invalid_argument("nodes: must be a list of node groups");
-  size_t i = 0;
-  for (auto item : nodes.cast<py::list>()) {
-    const std::string f = "nodes[" + std::to_string(i++) + "]";
-    if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
-    auto g = item.cast<py::dict>();
+  ForEachItem(d, "nodes", "", [&](const py::dict& g, const std::string& f) {
     NodeGroup ng;
-    const auto count = Get<int64_t>(g, "count", f), workers = Get<int64_t>(g, "workers", f);
-    if (count < 1 || count > (1 << 20))
-      throw std::invalid_argument(f + ".count: must be in [1, 1048576], got " + std::to_string(count));
-    if (workers < 1 || workers > (1 << 16))
-      throw std::invalid_argument(f + ".workers: must be in [1, 65536], got " + std::to_string(workers));
-    ng.count = static_cast<uint32_t>(count);
-    ng.workers = static_cast<uint32_t>(workers);
+    ng.count = Get<uint32_t>(g, "count", f);
+    ng.workers = Get<uint32_t>(g, "workers", f);
     ng.speed = Get<double>(g, "speed", f, ng.speed);
     ng.queue_capacity = Get<int64_t>(g, "queue_capacity", f, ng.queue_capacity);
     c.groups.push_back(ng);
-  }
-  c.service = ParseDistribution(GetDict(d, "service", "config"), "service");
-  if (d.contains("types") && !d["types"].is_none()) {
-    py::object types = d["types"];
-    if (!py::isinstance<py::list>(types)) throw std::invalid_argument("types: must be a list of task types");
-    size_t k = 0;
-    for (auto item : types.cast<py::list>()) {
-      const std::string f = "types[" + std::to_string(k++) + "]";
-      if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
-      auto td = item.cast<py::dict>();
-      TaskType t;
-      t.share = Get<double>(td, "share", f);
-      t.service = ParseDistribution(GetDict(td, "service", f), f + ".service");
-      t.slo_us = Get<double>(td, "slo_us", f, t.slo_us);
-      t.priority = Get<int32_t>(td, "priority", f, t.priority);
-      t.nodes = Get<std::vector<uint32_t>>(td, "nodes", f, {});
-      c.types.push_back(t);
-    }
-  }
-  c.load = Get<double>(d, "load", "config");
-  c.seed = Get<uint64_t>(d, "seed", "config");
-  c.warmup_tasks = Get<uint64_t>(d, "warmup_tasks", "config", c.warmup_tasks);
+  });
+  c.service = ParseDistribution(GetDict(d, "service", ""), "service");
+  ForEachItem(d, "types", "", [&](const py::dict& td, const std::string& f) {
+    TaskType t;
+    t.share = Get<double>(td, "share", f);
+    t.service = ParseDistribution(GetDict(td, "service", f), Path(f, "service"));
+    t.slo_us = Get<double>(td, "slo_us", f, t.slo_us);
+    t.priority = Get<int32_t>(td, "priority", f, t.priority);
+    t.nodes = Get<std::vector<uint32_t>>(td, "nodes", f, t.nodes);
+    c.types.push_back(t);
+  });
+  c.load = Get<double>(d, "load", "");
+  c.seed = Get<uint64_t>(d, "seed", "");
+  c.warmup_tasks = Get<uint64_t>(d, "warmup_tasks", "", c.warmup_tasks);
 
-  const auto intra = GetDict(d, "intra_node", "config");
+  const auto intra = GetDict(d, "intra_node", "");
   c.intra.discipline = Choice<Discipline>(Get<std::string>(intra, "discipline", "intra_node"), "intra_node.discipline",
                                           {{"fcfs", Discipline::kFcfs}, {"ps", Discipline::kPs}});
   c.intra.quantum_us = Get<double>(intra, "quantum_us", "intra_node", c.intra.quantum_us);
-  c.intra.queueing = Choice<Queueing>(
-      Get<std::string>(intra, "queueing", "intra_node", std::string("fifo")), "intra_node.queueing",
-      {{"fifo", Queueing::kFifo}, {"per_type", Queueing::kPerType}, {"priority", Queueing::kPriority}});
+  if (Has(intra, "queueing"))
+    c.intra.queueing = Choice<Queueing>(
+        Get<std::string>(intra, "queueing", "intra_node"), "intra_node.queueing",
+        {{"fifo", Queueing::kFifo}, {"per_type", Queueing::kPerType}, {"priority", Queueing::kPriority}});
   c.intra.switch_cost_us = Get<double>(intra, "switch_cost_us", "intra_node", c.intra.switch_cost_us);
 
-  const auto disp = GetDict(d, "dispatch", "config");
+  const auto disp = GetDict(d, "dispatch", "");
   c.dispatch.kind = Choice<DispatchKind>(Get<std::string>(disp, "policy", "dispatch"), "dispatch.policy",
                                          {{"random", DispatchKind::kRandom},
                                           {"ecmp", DispatchKind::kRandom},
@@ -88,84 +72,69 @@ RackConfig ParseRackConfig(const py::dict& d) {
                                           {"central_fcfs", DispatchKind::kCentralFcfs},
                                           {"oracle", DispatchKind::kOracle},
                                           {"table", DispatchKind::kTable}});
-  const auto dd = Get<int64_t>(disp, "d", "dispatch", 2);
-  if (dd < 1 || dd > 64) throw std::invalid_argument("dispatch.d: must be in [1, 64], got " + std::to_string(dd));
-  c.dispatch.d = static_cast<uint32_t>(dd);
-  c.dispatch.replace = Get<bool>(disp, "replace", "dispatch", true);
-  c.dispatch.metric =
-      Choice<LoadMetric>(Get<std::string>(disp, "metric", "dispatch", std::string("outstanding")), "dispatch.metric",
-                         {{"outstanding", LoadMetric::kOutstanding},
-                          {"queue", LoadMetric::kQueue},
-                          {"expected_wait", LoadMetric::kExpectedWait},
-                          {"work", LoadMetric::kWork}});
+  c.dispatch.d = Get<uint32_t>(disp, "d", "dispatch", c.dispatch.d);
+  c.dispatch.replace = Get<bool>(disp, "replace", "dispatch", c.dispatch.replace);
+  if (Has(disp, "metric"))
+    c.dispatch.metric = Choice<LoadMetric>(Get<std::string>(disp, "metric", "dispatch"), "dispatch.metric",
+                                           {{"outstanding", LoadMetric::kOutstanding},
+                                            {"queue", LoadMetric::kQueue},
+                                            {"expected_wait", LoadMetric::kExpectedWait},
+                                            {"work", LoadMetric::kWork}});
   c.dispatch.rtt_us = Get<double>(disp, "rtt_us", "dispatch", c.dispatch.rtt_us);
-  c.dispatch.per_type = Get<bool>(disp, "per_type", "dispatch", false);
+  c.dispatch.per_type = Get<bool>(disp, "per_type", "dispatch", c.dispatch.per_type);
   c.dispatch.threshold = Get<double>(disp, "threshold", "dispatch", c.dispatch.threshold);
-  const auto bound = Get<int64_t>(disp, "bound", "dispatch", 1);
-  if (bound < 1 || bound > (1 << 20))
-    throw std::invalid_argument("dispatch.bound: must be in [1, 1048576], got " + std::to_string(bound));
-  c.dispatch.bound = static_cast<uint32_t>(bound);
-  c.dispatch.sed_by_speed = Choice<bool>(Get<std::string>(disp, "by", "dispatch", std::string("capacity")),
-                                         "dispatch.by", {{"capacity", true}, {"workers", false}});
-  c.dispatch.weights = Get<std::vector<double>>(disp, "weights", "dispatch", {});
+  c.dispatch.bound = Get<uint32_t>(disp, "bound", "dispatch", c.dispatch.bound);
+  if (Has(disp, "by"))
+    c.dispatch.sed_by_speed =
+        Choice<bool>(Get<std::string>(disp, "by", "dispatch"), "dispatch.by", {{"capacity", true}, {"workers", false}});
+  c.dispatch.weights = Get<std::vector<double>>(disp, "weights", "dispatch", c.dispatch.weights);
 
-  if (d.contains("entry")) {
-    const auto e = GetDict(d, "entry", "config");
+  if (Has(d, "entry")) {
+    const auto e = GetDict(d, "entry", "");
     c.entry.kind = Choice<EntryKind>(
         Get<std::string>(e, "kind", "entry"), "entry.kind",
         {{"switch", EntryKind::kSwitch}, {"balancers", EntryKind::kBalancers}, {"nodes", EntryKind::kNodes}});
-    const auto count = Get<int64_t>(e, "count", "entry", 1);
-    if (count < 1 || count > 4096)
-      throw std::invalid_argument("entry.count: must be in [1, 4096], got " + std::to_string(count));
-    c.entry.count = static_cast<uint32_t>(count);
-    c.entry.split = Get<std::vector<double>>(e, "split", "entry", {});
+    c.entry.count = Get<uint32_t>(e, "count", "entry", c.entry.count);
+    c.entry.split = Get<std::vector<double>>(e, "split", "entry", c.entry.split);
   }
-  if (d.contains("load_info")) {
-    const auto li = GetDict(d, "load_info", "config");
-    c.load_info.kind =
-        Choice<LoadInfoKind>(Get<std::string>(li, "model", "load_info", std::string("fresh")), "load_info.model",
-                             {{"fresh", LoadInfoKind::kFresh},
-                              {"periodic", LoadInfoKind::kPeriodic},
-                              {"piggyback", LoadInfoKind::kPiggyback},
-                              {"min_only", LoadInfoKind::kMinOnly},
-                              {"proactive", LoadInfoKind::kProactive}});
+  if (Has(d, "load_info")) {
+    const auto li = GetDict(d, "load_info", "");
+    if (Has(li, "model"))
+      c.load_info.kind = Choice<LoadInfoKind>(Get<std::string>(li, "model", "load_info"), "load_info.model",
+                                              {{"fresh", LoadInfoKind::kFresh},
+                                               {"periodic", LoadInfoKind::kPeriodic},
+                                               {"piggyback", LoadInfoKind::kPiggyback},
+                                               {"min_only", LoadInfoKind::kMinOnly},
+                                               {"proactive", LoadInfoKind::kProactive}});
     c.load_info.period_us = Get<double>(li, "period_us", "load_info", c.load_info.period_us);
     c.load_info.delay_us = Get<double>(li, "delay_us", "load_info", c.load_info.delay_us);
-    c.load_info.local_increment = Get<bool>(li, "local_increment", "load_info", false);
+    c.load_info.local_increment = Get<bool>(li, "local_increment", "load_info", c.load_info.local_increment);
   }
-  if (d.contains("migration")) {
-    const auto mg = GetDict(d, "migration", "config");
+  if (Has(d, "migration")) {
+    const auto mg = GetDict(d, "migration", "");
     c.migration.delay_us = Get<double>(mg, "delay_us", "migration", c.migration.delay_us);
     c.migration.steal_below = Get<double>(mg, "steal_below", "migration", c.migration.steal_below);
     c.migration.queue_smoothing = Get<double>(mg, "queue_smoothing", "migration", c.migration.queue_smoothing);
   }
-  if (d.contains("dynamics")) {
-    py::object dyn = d["dynamics"];
-    if (!py::isinstance<py::list>(dyn)) throw std::invalid_argument("dynamics: must be a list of changes");
-    size_t k = 0;
-    for (auto item : dyn.cast<py::list>()) {
-      const std::string f = "dynamics[" + std::to_string(k++) + "]";
-      if (!py::isinstance<py::dict>(item)) throw std::invalid_argument(f + ": must be a mapping");
-      auto e = item.cast<py::dict>();
-      DynamicsEvent ev;
-      ev.at_us = Get<double>(e, "at_us", f);
-      ev.kind = Choice<DynamicsEvent::Kind>(Get<std::string>(e, "kind", f), f + ".kind",
-                                            {{"split", DynamicsEvent::kSplit},
-                                             {"speed", DynamicsEvent::kSpeed},
-                                             {"remove", DynamicsEvent::kRemove},
-                                             {"add", DynamicsEvent::kAdd},
-                                             {"load", DynamicsEvent::kLoad}});
-      ev.nodes = Get<std::vector<uint32_t>>(e, "nodes", f, {});
-      switch (ev.kind) {
-        case DynamicsEvent::kSplit: ev.values = Get<std::vector<double>>(e, "split", f); break;
-        case DynamicsEvent::kSpeed: ev.values = {Get<double>(e, "factor", f)}; break;
-        case DynamicsEvent::kLoad: ev.values = {Get<double>(e, "load", f)}; break;
-        default: break;
-      }
-      c.dynamics.push_back(ev);
+  ForEachItem(d, "dynamics", "", [&](const py::dict& e, const std::string& f) {
+    DynamicsEvent ev;
+    ev.at_us = Get<double>(e, "at_us", f);
+    ev.kind = Choice<DynamicsEvent::Kind>(Get<std::string>(e, "kind", f), Path(f, "kind"),
+                                          {{"split", DynamicsEvent::kSplit},
+                                           {"speed", DynamicsEvent::kSpeed},
+                                           {"remove", DynamicsEvent::kRemove},
+                                           {"add", DynamicsEvent::kAdd},
+                                           {"load", DynamicsEvent::kLoad}});
+    ev.nodes = Get<std::vector<uint32_t>>(e, "nodes", f, ev.nodes);
+    switch (ev.kind) {
+      case DynamicsEvent::kSplit: ev.values = Get<std::vector<double>>(e, "split", f); break;
+      case DynamicsEvent::kSpeed: ev.values = {Get<double>(e, "factor", f)}; break;
+      case DynamicsEvent::kLoad: ev.values = {Get<double>(e, "load", f)}; break;
+      default: break;
     }
-  }
-  c.sample_period_us = Get<double>(d, "sample_period_us", "config", c.sample_period_us);
+    c.dynamics.push_back(ev);
+  });
+  c.sample_period_us = Get<double>(d, "sample_period_us", "", c.sample_period_us);
   c.Validate();
   return c;
 }
@@ -239,17 +208,11 @@ using Array = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
 namespace game = dcgym::rack::game;
 
-// The simulations of a batched step, checked to be node-entry racks of one size.
+// The simulations of a batched step (game::CheckAdvance checks what they must be).
 std::vector<RackSim*> BatchSims(const py::list& sims) {
   std::vector<RackSim*> ptrs;
   for (auto s : sims) ptrs.push_back(s.cast<RackSim*>());
-  game::CheckBatch(ptrs);
   return ptrs;
-}
-
-void CheckDuration(double duration_us) {
-  if (!(duration_us >= 0) || !std::isfinite(duration_us))
-    throw std::invalid_argument("duration_us: must be a finite number >= 0, got " + std::to_string(duration_us));
 }
 
 // The optional reward argument: {kind, scale, previous_imbalance (B,), migration_cost, steal_cost,
@@ -264,14 +227,9 @@ struct RewardArg {
 RewardArg ParseReward(const py::object& reward, py::ssize_t b) {
   RewardArg r;
   if (reward.is_none()) return r;
-  if (!py::isinstance<py::dict>(reward)) throw std::invalid_argument("reward: must be a mapping or None");
-  const auto d = reward.cast<py::dict>();
+  const auto d = Mapping(reward, "reward");
   r.given = true;
-  r.spec.kind = Choice<game::Reward>(Get<std::string>(d, "kind", "reward"), "reward.kind",
-                                     {{"utility", game::Reward::kUtility},
-                                      {"imbalance_delta", game::Reward::kImbalanceDelta},
-                                      {"neg_p99", game::Reward::kNegP99},
-                                      {"neg_mean", game::Reward::kNegMean}});
+  r.spec.kind = game::RewardNamed(Get<std::string>(d, "kind", "reward"), "reward.kind");
   r.spec.costs = game::RewardCosts::Default(r.spec.kind);
   game::RewardCosts& c = r.spec.costs;
   c.migration = Get<double>(d, "migration_cost", "reward", c.migration);
@@ -279,7 +237,6 @@ RewardArg ParseReward(const py::object& reward, py::ssize_t b) {
   c.failed_steal = Get<double>(d, "failed_steal_cost", "reward", c.failed_steal);
   c.drop = Get<double>(d, "drop_cost", "reward", c.drop);
   r.scale = Get<double>(d, "scale", "reward");
-  if (!(r.scale > 0) || !std::isfinite(r.scale)) throw std::invalid_argument("reward.scale: must be finite and > 0");
   r.previous = Get<py::array_t<double, py::array::c_style>>(d, "previous_imbalance", "reward");
   if (r.previous.ndim() != 1 || r.previous.shape(0) != b)
     throw std::invalid_argument("reward.previous_imbalance: must have shape (" + std::to_string(b) + ",)");
@@ -455,21 +412,16 @@ py::dict AdvanceBatch(const std::vector<RackSim*>& ptrs, double duration_us, con
 py::dict StepBatch(const py::list& sims, const Array& migration, const py::object& stealing, double duration_us,
                    const py::object& reward, const py::object& out, const py::object& rows) {
   const auto ptrs = BatchSims(sims);
+  game::CheckAdvance(ptrs, duration_us, game::ObsSpec{});
   const py::ssize_t b = static_cast<py::ssize_t>(ptrs.size());
   const uint32_t n = ptrs[0]->NumNodes();
-  auto check = [&](const Array& a, const char* what) {
-    if (a.ndim() != 3 || a.shape(0) != b || a.shape(1) != n || a.shape(2) != n)
-      throw std::invalid_argument(std::string(what) + ": must have shape (" + std::to_string(b) + ", " +
-                                  std::to_string(n) + ", " + std::to_string(n) + ")");
-  };
-  check(migration, "migration");
+  CheckShape(migration, {b, n, n}, "migration");
   Array steal;
   const bool has_steal = !stealing.is_none();
   if (has_steal) {
     steal = stealing.cast<Array>();
-    check(steal, "stealing");
+    CheckShape(steal, {b, n, n}, "stealing");
   }
-  CheckDuration(duration_us);
   BatchStep step = PrepareStep(b, n, game::ObsSpec{}, reward, out, rows);
   const size_t nn = static_cast<size_t>(n) * n;
   for (py::ssize_t k = 0; k < b; ++k)  // validate every table before changing anything
@@ -489,22 +441,14 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
 // stealing entries per node, logits or weights, float32 or float64) become
 // tables in C++, then AdvanceBatch also writes the observations.
 py::dict StepGame(const py::list& sims, const py::array& actions, double duration_us, bool logits, double max_logit,
-                  double obs_scale, double obs_clip, py::ssize_t obs_dim, const py::object& reward,
+                  double obs_scale, double obs_clip, int64_t obs_dim, const py::object& reward,
                   const py::object& out, const py::object& rows) {
   const auto ptrs = BatchSims(sims);
+  const game::ObsSpec obs{obs_scale, static_cast<float>(obs_clip), Count<size_t>(obs_dim, "obs_dim")};
+  game::CheckAdvance(ptrs, duration_us, obs);
   const auto b = static_cast<py::ssize_t>(ptrs.size());
   const uint32_t n = ptrs[0]->NumNodes();
-  if (actions.ndim() != 3 || actions.shape(0) != b || actions.shape(1) != n || actions.shape(2) != 2 * n)
-    throw std::invalid_argument("actions: must have shape (" + std::to_string(b) + ", " + std::to_string(n) + ", " +
-                                std::to_string(2 * n) + ")");
-  if (!(max_logit > 0 && max_logit <= 100))
-    throw std::invalid_argument("max_logit: must be in (0, 100], got " + std::to_string(max_logit));
-  if (!(obs_scale > 0) || !std::isfinite(obs_scale) || !(obs_clip > 0) || !std::isfinite(obs_clip))
-    throw std::invalid_argument("obs_scale, obs_clip: must be finite and > 0");
-  if (obs_dim < static_cast<py::ssize_t>(n) + 1)
-    throw std::invalid_argument("obs_dim: must be >= N + 1 = " + std::to_string(n + 1));
-  CheckDuration(duration_us);
-  const game::ObsSpec obs{obs_scale, static_cast<float>(obs_clip), static_cast<size_t>(obs_dim)};
+  CheckShape(actions, {b, n, 2 * n}, "actions");
   BatchStep step = PrepareStep(b, n, obs, reward, out, rows);
   if (py::isinstance<py::array_t<float>>(actions)) {
     auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(actions);
@@ -545,7 +489,7 @@ void BindRack(py::module_& m) {
   m.def(
       "rack_imbalance",
       [](const py::array_t<double, py::array::c_style | py::array::forcecast>& loads, double scale) {
-        if (loads.ndim() != 1 || loads.shape(0) < 1) throw std::invalid_argument("loads: must be a non-empty vector");
+        if (loads.ndim() != 1) throw std::invalid_argument("loads: must be a vector");
         return dcgym::rack::game::Imbalance(loads.data(), static_cast<uint32_t>(loads.shape(0)), scale);
       },
       py::arg("loads"), py::arg("scale"),
@@ -553,17 +497,12 @@ void BindRack(py::module_& m) {
   m.def(
       "rack_reward_costs",
       [](const std::string& kind) {
-        const auto k = dcgym::bindings::Choice<dcgym::rack::game::Reward>(
-            kind, "reward",
-            {{"utility", dcgym::rack::game::Reward::kUtility},
-             {"imbalance_delta", dcgym::rack::game::Reward::kImbalanceDelta},
-             {"neg_p99", dcgym::rack::game::Reward::kNegP99},
-             {"neg_mean", dcgym::rack::game::Reward::kNegMean}});
-        const auto c = dcgym::rack::game::RewardCosts::Default(k);
+        const auto c = dcgym::rack::game::RewardCosts::Default(dcgym::rack::game::RewardNamed(kind, "reward"));
         return py::make_tuple(c.migration, c.steal, c.failed_steal, c.drop);
       },
       py::arg("kind"),
       "The default costs of a team-reward variant: (per migration, per steal request, per failed steal, per drop).");
+  m.attr("rack_rewards") = py::tuple(dcgym::bindings::NameList(dcgym::rack::game::kRewardNames));
   using dcgym::rack::RackSim;
   namespace b = dcgym::bindings;
 
@@ -574,19 +513,26 @@ void BindRack(py::module_& m) {
   py::class_<RackSim>(m, "RackSim", "A rack simulation (see dcgym.cpp_core.RackSim).")
       .def(py::init([](const py::dict& d) { return std::make_unique<RackSim>(b::ParseRackConfig(d)); }),
            py::arg("config"))
+      .def_property_readonly_static(
+          "limits",
+          [](py::object) {
+            namespace r = dcgym::rack;
+            return py::dict("nodes"_a = r::kMaxNodes, "workers"_a = r::kMaxWorkers, "d"_a = r::kMaxSampled,
+                            "bound"_a = r::kMaxBound, "balancers"_a = r::kMaxBalancers,
+                            "task_types"_a = r::kMaxTaskTypes, "load"_a = dcgym::kernel::kMaxLoad);
+          },
+          "The largest value of each bounded config field (rack/config.hpp): the schema's bounds.")
       .def(
           "run_tasks",
           [](RackSim& s, int64_t n) {
-            if (n < 0) throw std::invalid_argument("tasks: must be >= 0, got " + std::to_string(n));
+            const auto tasks = b::Count(n, "tasks");
             py::gil_scoped_release release;
-            s.RunTasks(static_cast<uint64_t>(n));
+            s.RunTasks(tasks);
           },
           py::arg("n"), "Run until n more tasks have arrived. Releases the GIL.")
       .def(
           "run_until",
           [](RackSim& s, double t) {
-            if (!(t >= s.Now()))
-              throw std::invalid_argument("time_us: must be >= the current time " + std::to_string(s.Now()));
             py::gil_scoped_release release;
             s.RunUntil(t);
           },
@@ -596,17 +542,11 @@ void BindRack(py::module_& m) {
           [](RackSim& s, py::array_t<double, py::array::c_style | py::array::forcecast> migration,
              py::object stealing) {
             const uint32_t n = s.NumNodes();
-            auto check = [n](const py::array_t<double, py::array::c_style | py::array::forcecast>& a,
-                             const char* what) {
-              if (a.ndim() != 2 || a.shape(0) != n || a.shape(1) != n)
-                throw std::invalid_argument(std::string(what) + ": must have shape (" + std::to_string(n) + ", " +
-                                            std::to_string(n) + ")");
-            };
-            check(migration, "migration");
+            b::CheckShape(migration, {n, n}, "migration");
             for (uint32_t i = 0; i < n; ++i) s.SetMigrationTable(i, migration.data() + static_cast<size_t>(i) * n);
             if (!stealing.is_none()) {
               auto st = stealing.cast<py::array_t<double, py::array::c_style | py::array::forcecast>>();
-              check(st, "stealing");
+              b::CheckShape(st, {n, n}, "stealing");
               for (uint32_t i = 0; i < n; ++i) s.SetStealTable(i, st.data() + static_cast<size_t>(i) * n);
             }
           },

@@ -1,16 +1,15 @@
 // Binding of the native runtime's learning side: RackController (Malcolm's
-// policy, and optionally its learning, driving a RackSim in C++),
-// MalcolmLearner (one update on a given batch, for tests) and the timing loop
-// of benchmarks/policy_runtime.py. See docs/policy_runtime.md.
+// policy, and optionally its learning, driving a RackSim in C++) and
+// MalcolmLearner (one update on a given batch, for tests). See
+// docs/policy_runtime.md; the runtime's timing loop is a program of its own,
+// benchmarks/policy_runtime.cpp.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
-#include <ctime>
+#include <cmath>
 #include <memory>
-#include <random>
-#include <set>
 
 #include "convert.hpp"
 #include "dcgym/rack/controller.hpp"
@@ -24,50 +23,43 @@ namespace {
 using namespace dcgym::runtime;
 using dcgym::rack::ControllerOptions;
 using dcgym::rack::RackController;
-using dcgym::rack::Reward;
 using dcgym::rack::RewardCosts;
 using dcgym::rack::RunStats;
 using FArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
 using DArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
-const std::set<std::string> kLearnerKeys = {"variant",      "gamma",        "trace_lambda",   "average_reward_step",
-                                            "reward_scale", "load_scale",   "minibatch_size", "consensus_period",
-                                            "critic_basis", "actor_basis",  "lr_critic",      "lr_actor",
-                                            "adam_betas",   "adam_epsilon", "weight_decay"};
-const std::set<std::string> kControllerKeys = {"heartbeat_us", "warmup_us",      "obs_clip",   "max_logit",
-                                               "reward",       "migration_cost", "steal_cost", "failed_steal_cost",
-                                               "drop_cost",    "learn"};
+// MalcolmConfig's learning settings (agents/malcolm/malcolm.py), then RackEnvConfig's that the controller uses.
+constexpr const char* kLearnerKeys[] = {"variant",      "gamma",        "trace_lambda",   "average_reward_step",
+                                        "reward_scale", "load_scale",   "minibatch_size", "consensus_period",
+                                        "critic_basis", "actor_basis",  "lr_critic",      "lr_actor",
+                                        "adam_betas",   "adam_epsilon", "weight_decay"};
+constexpr const char* kControllerKeys[] = {"heartbeat_us",   "warmup_us",  "obs_clip",          "max_logit", "reward",
+                                           "migration_cost", "steal_cost", "failed_steal_cost", "drop_cost", "learn"};
 
-Basis ParseBasis(const py::dict& d, const char* key, Basis fallback) {
-  if (!d.contains(key) || d[key].is_none()) return fallback;
-  return Choice<Basis>(Get<std::string>(d, key, "options"), std::string("options.") + key,
-                       {{"raw", Basis::kRaw},
-                        {"sort", Basis::kSort},
-                        {"customized", Basis::kCustomized},
-                        {"quadratic", Basis::kQuadratic}});
+void ReadBasis(const py::dict& d, const char* key, Basis& out) {
+  if (Has(d, key))
+    out = Choice<Basis>(Get<std::string>(d, key, "options"), Path("options", key),
+                        {{"raw", Basis::kRaw},
+                         {"sort", Basis::kSort},
+                         {"customized", Basis::kCustomized},
+                         {"quadratic", Basis::kQuadratic}});
 }
 
-// MalcolmConfig's names and defaults (agents/malcolm/malcolm.py).
+// MalcolmConfig's names; the defaults are LearnerConfig's.
 LearnerConfig ParseLearner(const py::dict& d) {
   LearnerConfig c;
-  if (d.contains("variant"))
+  if (Has(d, "variant"))
     c.variant = Choice<Variant>(Get<std::string>(d, "variant", "options"), "options.variant",
                                 {{"paper", Variant::kPaper}, {"code", Variant::kCode}});
   c.gamma = Get<double>(d, "gamma", "options", c.gamma);
-  c.trace_lambda = Get<double>(d, "trace_lambda", "options", -1.0);
-  if (d.contains("trace_lambda") && !d["trace_lambda"].is_none() && c.trace_lambda < 0)
-    throw std::invalid_argument("options.trace_lambda: must be None or in [0, 1]");
+  if (Has(d, "trace_lambda")) c.trace_lambda = Get<double>(d, "trace_lambda", "options");
   c.average_reward_step = Get<double>(d, "average_reward_step", "options", c.average_reward_step);
   c.reward_scale = Get<double>(d, "reward_scale", "options", c.reward_scale);
   c.load_scale = Get<float>(d, "load_scale", "options", c.load_scale);
-  const auto mb = Get<int64_t>(d, "minibatch_size", "options", c.minibatch_size);
-  const auto p = Get<int64_t>(d, "consensus_period", "options", c.consensus_period);
-  if (mb < 1 || mb > 100000) throw std::invalid_argument("options.minibatch_size: must be in [1, 100000]");
-  if (p < 0) throw std::invalid_argument("options.consensus_period: must be >= 0");
-  c.minibatch_size = static_cast<uint32_t>(mb);
-  c.consensus_period = static_cast<uint32_t>(p);
-  c.critic_basis = ParseBasis(d, "critic_basis", c.critic_basis);
-  c.actor_basis = ParseBasis(d, "actor_basis", c.actor_basis);
+  c.minibatch_size = Get<uint32_t>(d, "minibatch_size", "options", c.minibatch_size);
+  c.consensus_period = Get<uint32_t>(d, "consensus_period", "options", c.consensus_period);
+  ReadBasis(d, "critic_basis", c.critic_basis);
+  ReadBasis(d, "actor_basis", c.actor_basis);
   c.lr_critic = Get<float>(d, "lr_critic", "options", c.lr_critic);
   c.lr_actor = Get<float>(d, "lr_actor", "options", c.lr_actor);
   const auto betas = Get<std::pair<float, float>>(d, "adam_betas", "options", {c.adam.beta1, c.adam.beta2});
@@ -79,51 +71,29 @@ LearnerConfig ParseLearner(const py::dict& d) {
   return c;
 }
 
-void CheckKeys(const py::dict& d, bool controller) {
-  for (auto item : d) {
-    const auto key = item.first.cast<std::string>();
-    if (!kLearnerKeys.count(key) && !(controller && kControllerKeys.count(key)))
-      throw std::invalid_argument("options." + key + ": unknown option");
-  }
-}
-
-// RackEnvConfig's names and defaults (envs/rack_game.py); the reward defaults to
-// 'imbalance_delta' for the code variant, 'utility' otherwise (as rack_config).
+// RackEnvConfig's names; the defaults are ControllerOptions', the reward DefaultReward's of the variant.
 ControllerOptions ParseController(const py::dict& d) {
-  CheckKeys(d, true);
+  std::vector<const char*> keys(std::begin(kLearnerKeys), std::end(kLearnerKeys));
+  keys.insert(keys.end(), std::begin(kControllerKeys), std::end(kControllerKeys));
+  OnlyKeys(d, "options", keys);
   ControllerOptions o;
   o.learner = ParseLearner(d);
   o.heartbeat_us = Get<double>(d, "heartbeat_us", "options", o.heartbeat_us);
   o.warmup_us = Get<double>(d, "warmup_us", "options", o.warmup_us);
   o.obs_clip = Get<float>(d, "obs_clip", "options", o.obs_clip);
   o.max_logit = Get<float>(d, "max_logit", "options", o.max_logit);
-  const std::string fallback = o.learner.variant == Variant::kCode ? "imbalance_delta" : "utility";
-  o.reward = Choice<Reward>(Get<std::string>(d, "reward", "options", fallback), "options.reward",
-                            {{"utility", Reward::kUtility},
-                             {"imbalance_delta", Reward::kImbalanceDelta},
-                             {"neg_p99", Reward::kNegP99},
-                             {"neg_mean", Reward::kNegMean}});
+  o.reward = Has(d, "reward") ? rack::game::RewardNamed(Get<std::string>(d, "reward", "options"), "options.reward")
+                              : rack::DefaultReward(o.learner.variant);
   o.costs = RewardCosts::Default(o.reward);
   o.costs.migration = Get<double>(d, "migration_cost", "options", o.costs.migration);
   o.costs.steal = Get<double>(d, "steal_cost", "options", o.costs.steal);
   o.costs.failed_steal = Get<double>(d, "failed_steal_cost", "options", o.costs.failed_steal);
   o.costs.drop = Get<double>(d, "drop_cost", "options", o.costs.drop);
-  o.learn = Get<bool>(d, "learn", "options", false);
+  o.learn = Get<bool>(d, "learn", "options", o.learn);
   return o;
 }
 
 using Actor = MalcolmLearner::Actor;
-
-// Checks that `a` has `shape`.
-void CheckShape(const FArray& a, const char* what, const std::vector<py::ssize_t>& shape) {
-  bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
-  for (size_t k = 0; ok && k < shape.size(); ++k) ok = a.shape(k) == shape[k];
-  if (!ok) {
-    std::string s;
-    for (auto v : shape) s += (s.empty() ? "" : ", ") + std::to_string(v);
-    throw std::invalid_argument(std::string(what) + ": must have shape (" + s + ")");
-  }
-}
 
 // Copies (N, F_c), (N, N, F_a), (N, N, F_a) arrays into the learner; None keeps a block.
 void SetParameters(MalcolmLearner& l, const py::object& critic, const py::object& migration,
@@ -132,13 +102,13 @@ void SetParameters(MalcolmLearner& l, const py::object& critic, const py::object
   const py::ssize_t fc = static_cast<py::ssize_t>(l.CriticFeatures()), fa = static_cast<py::ssize_t>(l.ActorFeatures());
   if (!critic.is_none()) {
     FArray a = critic.cast<FArray>();
-    CheckShape(a, "critic", {n, fc});
+    CheckShape(a, {n, fc}, "critic");
     for (py::ssize_t i = 0; i < n; ++i) std::copy(a.data() + i * fc, a.data() + (i + 1) * fc, l.At(i).critic.begin());
   }
   auto actor = [&](const py::object& obj, const char* what, Actor which) {
     if (obj.is_none()) return;
     FArray a = obj.cast<FArray>();
-    CheckShape(a, what, {n, n, fa});
+    CheckShape(a, {n, n, fa}, what);
     for (py::ssize_t i = 0; i < n; ++i) l.ImportActor(l.At(i).actor, which, a.data() + i * n * fa);
   };
   actor(migration, "migration", Actor::kMigration);
@@ -188,7 +158,6 @@ struct PyLearner {
                 const FArray& steal, const py::object& episode_start, const py::object& terminated, bool apply) {
     auto& l = *learner;
     const size_t n = l.NumNodes();
-    if (i >= n) throw std::invalid_argument("node: out of range");
     if (obs.ndim() != 2 || obs.shape(1) < static_cast<py::ssize_t>(n))
       throw std::invalid_argument("obs: must have shape (D, >= N)");
     const size_t d = static_cast<size_t>(obs.shape(0));
@@ -250,102 +219,17 @@ struct PyController {
 };
 
 py::dict Run(PyController& c, int64_t heartbeats) {
-  if (heartbeats < 0) throw std::invalid_argument("heartbeats: must be >= 0");
+  const auto count = Count(heartbeats, "heartbeats");
   RunStats s;
   {
     py::gil_scoped_release release;
-    s = c.controller->Run(static_cast<uint64_t>(heartbeats));
+    s = c.controller->Run(count);
   }
   py::dict out = c.sim.attr("results")();
   out["heartbeats"] = s.heartbeats;
   out["imbalance_mean"] = s.heartbeats ? s.imbalance_sum / static_cast<double>(s.heartbeats) : std::nan("");
   out["reward_mean"] = s.heartbeats ? s.reward_sum / static_cast<double>(s.heartbeats) : std::nan("");
   out["num_updates"] = c.learner->NumUpdates();
-  return out;
-}
-
-// ------------------------------------------------------------------ timing
-
-// Nanoseconds per call of one node's probability update and parameter update
-// at `n` nodes (random loads and counts, the default bases, mini-batches of D).
-py::dict Timing(size_t n, int64_t repetitions, const py::dict& options, uint64_t seed) {
-  CheckKeys(options, false);
-  const LearnerConfig cfg = ParseLearner(options);
-  MalcolmLearner l(n, cfg);
-  l.InitUniform(seed);
-  const size_t d = cfg.minibatch_size, fa = l.ActorFeatures(), sw = l.ActorWidth();
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> load(0.0f, 3.0f);
-  std::uniform_int_distribution<int> count(0, 3);
-  std::vector<float> states((d + 1) * n), mg(d * n), st(d * n), phi(d * fa);
-  AlignedVector<float> pi(d * sw);
-  std::vector<double> rewards(d);
-  for (auto& v : states) v = load(rng);
-  for (auto& v : mg) v = static_cast<float>(count(rng));
-  for (auto& v : st) v = static_cast<float>(count(rng) == 0);
-  for (auto& r : rewards) r = -10.0 * load(rng);
-  ActorPolicy policy(n, cfg.actor_basis);
-  const auto& node = l.At(0);
-  // CPU time of this thread (time while preempted does not count), in ns.
-  auto now_ns = [] {
-    timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-  };
-  // The best of 25 trials of reps / 25 calls: the machine may be shared, and a trial
-  // that was disturbed (caches flushed by another job, interrupts) says nothing about the code.
-  auto ns_per = [&](auto&& body, int64_t reps) {
-    body();  // warm caches
-    const int64_t per = std::max<int64_t>(1, reps / 25);
-    double best = 1e300;
-    for (int trial = 0; trial < 25; ++trial) {
-      const double t0 = now_ns();
-      for (int64_t r = 0; r < per; ++r) body();
-      best = std::min(best, (now_ns() - t0) / static_cast<double>(per));
-    }
-    return best;
-  };
-  double prob = 0, read = 0, full = 0, cached = 0, adamw = 0;
-  {
-    py::gil_scoped_release release;
-    size_t row = 0;
-    volatile float sink = 0;
-    prob = ns_per(
-        [&] {
-          row = row + 1 == d ? 0 : row + 1;  // no division in the timed loop
-          policy.Probabilities(states.data() + row * n, node.actor.data(), phi.data() + row * fa, pi.data() + row * sw);
-          sink = pi[row * sw];
-        },
-        repetitions * 20);
-    // The floor under a probability update: one pass over the node's packed actor weights (the only
-    // data larger than a few cache lines), summed in 8 independent 16-lane chains and nothing else.
-    const float* w = node.actor.data();
-    const size_t nw = l.ActorFeatures() * l.ActorWidth();
-    read = ns_per([&] { sink = dcgym::runtime::StreamSum(w, nw); }, repetitions * 20);
-    (void)sink;
-    Batch b;
-    b.d = d;
-    b.x = states.data();
-    b.next_x = states.data() + n;
-    b.reward = rewards.data();
-    b.migrate = mg.data();
-    b.steal = st.data();
-    full = ns_per([&] { l.Update(0, b); }, repetitions);
-    for (size_t t = 0; t < d; ++t)
-      policy.Probabilities(states.data() + t * n, node.actor.data(), phi.data() + t * fa, pi.data() + t * sw);
-    b.phi_a = phi.data();
-    b.pi = pi.data();
-    cached = ns_per([&] { l.Update(0, b); }, repetitions);
-    adamw = ns_per([&] { l.ApplyGradients(0); }, repetitions);
-  }
-  py::dict out;
-  out["probability_update_ns"] = prob;
-  out["weights_read_ns"] = read;
-  out["parameter_update_ns"] = full;
-  out["parameter_update_cached_ns"] = cached;
-  out["adamw_ns"] = adamw;
-  out["num_parameters"] = l.CriticFeatures() + 2 * n * fa;
-  out["minibatch_size"] = d;
   return out;
 }
 
@@ -358,12 +242,12 @@ void BindController(py::module_& m) {
 
   py::class_<b::PyLearner>(m, "MalcolmLearner",
                            "Malcolm's per-node linear actor-critic learner in C++ (dcgym/runtime/learner.hpp).")
-      .def(py::init([](size_t num_nodes, const py::object& options, const py::object& critic,
+      .def(py::init([](int64_t num_nodes, const py::object& options, const py::object& critic,
                        const py::object& migration, const py::object& stealing, uint64_t seed) {
-             py::dict o = options.is_none() ? py::dict() : options.cast<py::dict>();
-             b::CheckKeys(o, false);
-             if (num_nodes < 1 || num_nodes > 4096) throw std::invalid_argument("num_nodes: must be in [1, 4096]");
-             return b::PyLearner{b::MakeLearner(num_nodes, b::ParseLearner(o), critic, migration, stealing, seed)};
+             const py::dict o = options.is_none() ? py::dict() : b::Mapping(options, "options");
+             b::OnlyKeys(o, "options", b::kLearnerKeys);
+             return b::PyLearner{b::MakeLearner(b::Count<size_t>(num_nodes, "num_nodes"), b::ParseLearner(o), critic,
+                                                migration, stealing, seed)};
            }),
            py::arg("num_nodes"), py::arg("options") = py::none(), py::arg("critic") = py::none(),
            py::arg("migration") = py::none(), py::arg("stealing") = py::none(), py::arg("seed") = 0,
@@ -433,8 +317,7 @@ void BindController(py::module_& m) {
                               "(dcgym/rack/controller.hpp).")
       .def(py::init([](const py::dict& config, const py::object& options, const py::object& critic,
                        const py::object& migration, const py::object& stealing, uint64_t seed) {
-             py::dict o = options.is_none() ? py::dict() : options.cast<py::dict>();
-             auto opts = b::ParseController(o);
+             auto opts = b::ParseController(options.is_none() ? py::dict() : b::Mapping(options, "options"));
              auto c = std::make_unique<b::PyController>();
              c->sim = py::module_::import("dcgym.cpp_core._engine").attr("RackSim")(config);
              auto& sim = c->sim.cast<dcgym::rack::RackSim&>();
@@ -472,10 +355,4 @@ void BindController(py::module_& m) {
           },
           "(migration, stealing) tables (N, N) set by the last heartbeat.")
       .def_property_readonly("num_updates", [](const b::PyController& c) { return c.learner->NumUpdates(); });
-
-  m.def("policy_runtime_timing", &b::Timing, py::arg("num_nodes"), py::arg("repetitions"),
-        py::arg("options") = py::dict(), py::arg("seed") = 0,
-        "Single-thread timing of one node's probability update (basis + both actors + softmax) and parameter "
-        "update (mini-batch gradient + AdamW; 'cached' reuses the acting-time features and policies as the "
-        "controller does) in ns per call, GIL released.");
 }

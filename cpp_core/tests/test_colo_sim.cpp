@@ -188,6 +188,17 @@ void RefusesBadInput() {
   bad = c;
   bad.dt_s = 0;
   CHECK(Throws([&] { ColoSim s(bad); }, "dt_s: must be in (0, 60]"));
+  bad = c;
+  bad.platform.logical_cores = bad.platform.physical_cores = kMaxCores + 1;
+  CHECK(Throws([&] { ColoSim s(bad); }, "platform.logical_cores: must be in [1, 1024]"));
+  // The simulator's own checks of indices (the binding converts, it does not check).
+  CHECK(Throws([&] { sim.AllocationOf(2); }, "service: must be in [0, 1], got 2"));
+  CHECK(Throws([&] { sim.SetRps(2, 10); }, "service: must be in [0, 1], got 2"));
+  ColoConfig shared = c;
+  shared.sharing = true;
+  ColoSim group(shared);
+  CHECK(Throws([&] { group.SetGroup(0, std::vector<uint32_t>{0, 2}, 1, 1); }, "members: service 2 does not exist"));
+  CHECK(Throws([&] { group.SetGroup(ColoConfig::kMaxGroups, std::vector<uint32_t>{}, 0, 0); }, "group: must be in"));
 }
 
 void UnmanagedShareGroup() {

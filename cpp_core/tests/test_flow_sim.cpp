@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <vector>
 
 #include "check.hpp"
 #include "dcgym/flow/clocks.hpp"
 #include "dcgym/flow/flow_sim.hpp"
 #include "dcgym/flow/las.hpp"
+#include "dcgym/flow/topology.hpp"
 #include "dcgym/kernel/rng.hpp"
 
 using namespace dcgym::flow;
@@ -200,9 +202,41 @@ void TestModelInvariants() {
   }
 }
 
+// What the simulator refuses itself (the binding converts, it does not check), and the link count Validate
+// bounds, computed without building the topology, equal to the built one's.
+void TestRunPreconditionsAndLinks() {
+  FlowSim a(Config(TopologyKind::kBigSwitch, Discipline::kFair, 1)),
+      b(Config(TopologyKind::kBigSwitch, Discipline::kFair, 2));
+  a.RunUntil(0.01);
+  CHECK_THROWS(a.RunUntil(0.005), std::invalid_argument);
+  CHECK_THROWS(a.RunUntil(std::numeric_limits<double>::infinity()), std::invalid_argument);
+  CHECK_THROWS(a.RunFor(-1.0), std::invalid_argument);
+  CHECK_THROWS(a.StepInterval(0.0), std::invalid_argument);
+  CHECK_THROWS(StepBatch({&a, &b, &a}, 0.01), std::invalid_argument);
+  CHECK_THROWS(StepBatch({&a, nullptr}, 0.01), std::invalid_argument);
+  CHECK_THROWS(StepBatch({&a, &b}, 0.01, 0), std::invalid_argument);
+  CHECK_EQ(a.Now(), 0.01);  // nothing refused ran
+  StepBatch({&a, &b}, 0.01, 2);
+  CHECK_EQ(a.Now(), 0.02);
+  for (TopologyKind kind :
+       {TopologyKind::kSingleLink, TopologyKind::kBigSwitch, TopologyKind::kPlanes, TopologyKind::kLeafSpine}) {
+    const FlowConfig c = Config(kind, Discipline::kFair, 1);
+    CHECK_EQ(NumLinks(c.topology), uint64_t{Topology(c.topology).NumLinks()});
+  }
+  FlowConfig big = Config(TopologyKind::kPlanes, Discipline::kFair, 1);
+  big.topology.hosts = kMaxHosts;  // 2 x 65536 x 3 links: more than kMaxLinks
+  CHECK_THROWS(big.Validate(), std::invalid_argument);
+  FlowConfig fast = Config(TopologyKind::kBigSwitch, Discipline::kFair, 1);
+  fast.topology.link_gbps = kMaxLinkGbps;
+  fast.Validate();
+  fast.topology.link_gbps = std::nextafter(kMaxLinkGbps, 2 * kMaxLinkGbps);
+  CHECK_THROWS(fast.Validate(), std::invalid_argument);
+}
+
 }  // namespace
 
 int main() {
+  TestRunPreconditionsAndLinks();
   TestClocksAgainstIntegration();
   TestLasAgainstDirectSimulation();
   TestModelInvariants();

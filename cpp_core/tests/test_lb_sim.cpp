@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "dcgym/kernel/check.hpp"
 #include "dcgym/lb/lb_sim.hpp"
 
 using dcgym::check::Record;
@@ -377,12 +378,39 @@ void TestTimeOnlyMovesForward() {
   sim.RunUntil(5e4);
   CHECK_EQ(sim.Now(), 5e4);
   CHECK_THROWS(sim.RunUntil(4e4), std::invalid_argument);
+  CHECK_THROWS(sim.RunUntil(INFINITY), std::invalid_argument);  // would never end
+  CHECK_THROWS(sim.Weights(2), std::invalid_argument);          // two LBs: 0 and 1
   sim.RunUntil(5e4);
   CHECK_EQ(sim.Now(), 5e4);
   const uint64_t ended = sim.Count().completed + sim.Count().rejected;
   sim.RunCompletions(100);
   CHECK_EQ(sim.Count().completed + sim.Count().rejected, ended + 100);
   CHECK(sim.Now() > 5e4);
+}
+
+// Each bound of the config (lb_sim.hpp's kMax*), whatever else the config holds: the bound passes, one past fails.
+void TestValidateChecksEveryBound() {
+  using IA = std::invalid_argument;
+  const auto with = [](auto change) {
+    LbConfig c = Cluster(LbPolicy::kLsq);
+    change(c);
+    return c;
+  };
+  using dcgym::lb::kMaxBacklog, dcgym::lb::kMaxFdDensity, dcgym::lb::kMaxMpLevel, dcgym::lb::kMaxServers,
+      dcgym::lb::kMaxStages, dcgym::lb::kMaxWorkers;
+  with([](LbConfig& c) { c.groups = {ServerGroup{kMaxServers, 1, 1.0, 1}}; }).Validate();  // the bound itself passes
+  CHECK_THROWS(with([](LbConfig& c) { c.groups = {ServerGroup{kMaxServers + 1, 1, 1.0, 1}}; }).Validate(), IA);
+  CHECK_THROWS(with([](LbConfig& c) { c.groups.push_back(ServerGroup{kMaxServers, 1, 1.0, 1}); }).Validate(),
+               IA);  // in all
+  with([](LbConfig& c) { c.groups[0].workers = kMaxWorkers; }).Validate();
+  CHECK_THROWS(with([](LbConfig& c) { c.groups[0].workers = kMaxWorkers + 1; }).Validate(), IA);
+  CHECK_THROWS(with([](LbConfig& c) { c.groups[0].mp_level = kMaxMpLevel + 1; }).Validate(), IA);
+  with([](LbConfig& c) { c.app.stages = kMaxStages; }).Validate();
+  CHECK_THROWS(with([](LbConfig& c) { c.app.stages = kMaxStages + 1; }).Validate(), IA);
+  CHECK_THROWS(with([](LbConfig& c) { c.backlog = kMaxBacklog + 1; }).Validate(), IA);
+  CHECK_THROWS(with([](LbConfig& c) { c.observation.fd_density = kMaxFdDensity + 1; }).Validate(), IA);
+  with([](LbConfig& c) { c.load = dcgym::kernel::kMaxLoad; }).Validate();
+  CHECK_THROWS(with([](LbConfig& c) { c.load = std::nextafter(dcgym::kernel::kMaxLoad, 11.0); }).Validate(), IA);
 }
 
 }  // namespace
@@ -394,5 +422,6 @@ int main() {
   TestSameSeedSameRunOtherSeedOtherRun();
   TestWeightsAreRespectedAndAZeroWeightServerGetsNothing();
   TestTimeOnlyMovesForward();
+  TestValidateChecksEveryBound();
   return dcgym::check::Report("lb_sim");
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "check.hpp"
+#include "dcgym/kernel/check.hpp"
 #include "dcgym/rack/rack_sim.hpp"
 
 using dcgym::check::Record;
@@ -545,7 +546,8 @@ void TestTimeOnlyMovesForward() {
   sim.RunUntil(100.0);
   CHECK_EQ(sim.Now(), 100.0);
   CHECK_THROWS(sim.RunUntil(99.0), std::invalid_argument);
-  sim.RunUntil(100.0);  // the same time is allowed
+  CHECK_THROWS(sim.RunUntil(INFINITY), std::invalid_argument);  // would never end
+  sim.RunUntil(100.0);                                          // the same time is allowed
   CHECK_EQ(sim.Now(), 100.0);
   sim.RunTasks(1000);
   CHECK(sim.Now() > 100.0);
@@ -588,9 +590,36 @@ void TestJbsqWithLocalityIsRefused() {
   CHECK_EQ(sim.Counters().arrived, 1000u);
 }
 
+// Each bound of the config (config.hpp's kMax*), whatever policy or entry uses the field: the bound passes, one
+// past fails.
+void TestValidateChecksEveryBound() {
+  using IA = std::invalid_argument;
+  const auto with = [](auto change) {
+    RackConfig c = Rack();
+    change(c);
+    return c;
+  };
+  using dcgym::rack::kMaxBalancers, dcgym::rack::kMaxBound, dcgym::rack::kMaxNodes, dcgym::rack::kMaxSampled,
+      dcgym::rack::kMaxWorkers;
+  with([](RackConfig& c) { c.groups = {NodeGroup{kMaxNodes, 1, 1.0, -1}}; }).Validate();  // the bound itself passes
+  CHECK_THROWS(with([](RackConfig& c) { c.groups = {NodeGroup{kMaxNodes + 1, 1, 1.0, -1}}; }).Validate(), IA);
+  CHECK_THROWS(with([](RackConfig& c) { c.groups.push_back(NodeGroup{kMaxNodes, 1, 1.0, -1}); }).Validate(),
+               IA);  // in all
+  with([](RackConfig& c) { c.groups[0].workers = kMaxWorkers; }).Validate();
+  CHECK_THROWS(with([](RackConfig& c) { c.groups[0].workers = kMaxWorkers + 1; }).Validate(), IA);
+  with([](RackConfig& c) { c.dispatch.d = kMaxSampled; }).Validate();
+  CHECK_THROWS(with([](RackConfig& c) { c.dispatch.d = kMaxSampled + 1; }).Validate(), IA);  // whatever the policy
+  CHECK_THROWS(with([](RackConfig& c) { c.dispatch.bound = kMaxBound + 1; }).Validate(), IA);
+  CHECK_THROWS(with([](RackConfig& c) { c.entry.count = kMaxBalancers + 1; }).Validate(), IA);
+  CHECK_THROWS(with([](RackConfig& c) { c.entry.count = 0; }).Validate(), IA);
+  with([](RackConfig& c) { c.load = dcgym::kernel::kMaxLoad; }).Validate();
+  CHECK_THROWS(with([](RackConfig& c) { c.load = std::nextafter(dcgym::kernel::kMaxLoad, 11.0); }).Validate(), IA);
+}
+
 }  // namespace
 
 int main() {
+  TestValidateChecksEveryBound();
   TestJbsqWithLocalityIsRefused();
   TestInvariantsHoldForEveryPolicyEntryAndDiscipline();
   TestSameSeedSameRunOtherSeedOtherRun();

@@ -25,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from dcgym.cpp_core import ColoSim
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 
 __all__ = [
@@ -48,34 +49,14 @@ __all__ = [
 CATALOG = resources.files("dcgym.envs.colo") / "catalog.yaml"
 """The packaged catalog."""
 
-PLATFORM_FIELDS = (
-    "logical_cores",
-    "physical_cores",
-    "ways",
-    "mb_per_way",
-    "mem_bw_gbs",
-    "freq_min_mhz",
-    "freq_max_mhz",
-    "mem_latency_ns",
-    "smt_gain",
-    "mba",
+PLATFORM_FIELDS: tuple[str, ...] = tuple(f for f in ColoSim.platform_fields if f != "name")
+"""The platform values each catalog preset gives: every field of the engine's platform but its name."""
+SERVICE_FIELDS: tuple[str, ...] = tuple(
+    f for f in ColoSim.service_fields if f not in ("name", "percentile") and not f.startswith("ref_")
 )
-SERVICE_FIELDS = (
-    "qos_ms",
-    "service_ms",
-    "cv2",
-    "ipc",
-    "mlp",
-    "bytes_per_miss",
-    "mrc",
-    "io_ms",
-    "smt_penalty",
-    "ctx_overhead",
-    "warmup_s",
-    "warmup_slowdown",
-    "virt_memory_gb",
-    "res_memory_gb",
-)
+"""The parameters each catalog service gives: every one of the engine's service parameters but the name, the
+latency percentile (the run's choice; the engine's default is OSML's 0.99) and the reference point (the catalog's
+``reference``, shared by every service)."""
 VARIANTS = ("paper", "code")
 
 

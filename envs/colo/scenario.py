@@ -36,6 +36,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
+from dcgym.cpp_core import ColoSim
 from dcgym.envs.colo import catalog as cc
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.policy_spec import parse_spec, scalar
@@ -64,6 +65,9 @@ SCHEDULERS: dict[str, str] = {
     "osml": "OSML (FAST'23): Models A and B place a service, Model-C corrects (dcgym.agents.osml.scheduler)",
 }
 """The schedulers a scenario may name (``agents/heuristics/colo.py`` implements them), with one line each."""
+
+LIMITS = ColoSim.limits
+"""The engine's bounds of a colo config (colo/*.hpp), which the fields below take as theirs."""
 
 _PLATFORMS = tuple(cc.load_catalog()["platforms"])
 _SERVICES = tuple(cc.load_catalog()["services"])
@@ -123,24 +127,32 @@ class Platform(_Schema):
     """A server: a preset of the catalog with any of its values replaced (logical cores, ways, bandwidth, ...)."""
 
     preset: str = Field(cc.load_catalog()["default_platform"], description="the catalog preset the rest defaults to")
-    cores: int | None = Field(None, ge=1, le=1024, description="logical cores (OSML counts these: 36 on 18 physical)")
-    physical_cores: int | None = Field(
-        None, ge=1, le=1024, description="physical cores: cores (no SMT) or half of them"
+    cores: int | None = Field(
+        None, ge=1, le=LIMITS["logical_cores"], description="logical cores (OSML counts these: 36 on 18 physical)"
     )
-    ways: int | None = Field(None, ge=1, le=64, description="LLC ways (Intel CAT)")
+    physical_cores: int | None = Field(
+        None, ge=1, le=LIMITS["logical_cores"], description="physical cores: cores (no SMT) or half of them"
+    )
+    ways: int | None = Field(None, ge=1, le=LIMITS["ways"], description="LLC ways (Intel CAT)")
     mb_per_way: float | None = Field(None, gt=0, allow_inf_nan=False, description="LLC capacity of one way, MB")
     mem_bw_gbs: float | None = Field(None, gt=0, allow_inf_nan=False, description="peak memory bandwidth, GB/s")
     freq_min_mhz: float | None = Field(None, gt=0, allow_inf_nan=False, description="lowest core frequency, MHz")
     freq_max_mhz: float | None = Field(None, gt=0, allow_inf_nan=False, description="highest core frequency, MHz")
     mem_latency_ns: float | None = Field(None, gt=0, allow_inf_nan=False, description="unloaded LLC-miss latency, ns")
     smt_gain: float | None = Field(
-        None, ge=1, le=2, description="throughput of two busy hyperthreads over one, per physical core"
+        None, ge=1, le=LIMITS["smt_gain"], description="throughput of two busy hyperthreads over one, per physical core"
     )
     mba: bool | None = Field(None, description="memory bandwidth allocation (Intel MBA) available")
 
     @model_validator(mode="after")
     def _known_preset(self) -> Platform:
         _choice("preset", self.preset, _PLATFORMS)
+        p = self.engine()
+        if p["logical_cores"] not in (p["physical_cores"], 2 * p["physical_cores"]):
+            allowed = f"physical_cores ({p['physical_cores']}) or twice it: one or two hyperthreads per core"
+            raise InvalidConfigError("cores", p["logical_cores"], allowed)
+        if p["freq_max_mhz"] < p["freq_min_mhz"]:
+            raise InvalidConfigError("freq_max_mhz", p["freq_max_mhz"], f"a frequency >= {p['freq_min_mhz']:g} MHz")
         return self
 
     def engine(self) -> dict[str, Any]:
@@ -173,7 +185,9 @@ class MixService(_Schema):
         None, gt=0, le=2, allow_inf_nan=False, description="offered load as a fraction of the service's max load"
     )
     rps: float | None = Field(None, gt=0, allow_inf_nan=False, description="offered load, requests/s (instead of load)")
-    threads: int | None = Field(None, ge=1, le=4096, description="worker threads; null = the platform's logical cores")
+    threads: int | None = Field(
+        None, ge=1, le=LIMITS["threads"], description="worker threads; null = the platform's logical cores"
+    )
     launch_s: float = Field(0.0, ge=0, allow_inf_nan=False, description="launch time, s")
     end_s: float | None = Field(None, gt=0, allow_inf_nan=False, description="end time, s; null = runs to the end")
     changes: list[tuple[float, float]] = Field(
@@ -205,14 +219,16 @@ class MixService(_Schema):
         return self.rate(self.rps or self.load, variant) / cc.max_rps(cc.load_catalog(), self.service, variant)
 
 
-Mix = Annotated[list[MixService], Field(min_length=1, max_length=64)]
+Mix = Annotated[list[MixService], Field(min_length=1, max_length=LIMITS["services"])]
 
 
 class Noise(_Schema):
     """Measurement error (docs/colo.md, Measurement)."""
 
     latency: float = Field(1.0, ge=0, allow_inf_nan=False, description="scale of the latency counter's sampling error")
-    counters: float = Field(0.02, ge=0, allow_inf_nan=False, description="relative error of the other counters")
+    counters: float = Field(
+        0.02, ge=0, le=LIMITS["noise_counters"], allow_inf_nan=False, description="relative error of the other counters"
+    )
 
 
 class ColoScenario(ScenarioBase):
@@ -226,7 +242,9 @@ class ColoScenario(ScenarioBase):
         "paper", description="max loads of OSML's paper (Table 1) or code (MAX_LOAD), for load fractions"
     )
     mixes: list[Mix] = Field(min_length=1, description="the service mixes, each one evaluation point (its index)")
-    tick_s: float = Field(0.1, gt=0, le=10, allow_inf_nan=False, description="the engine's tick, s (OSML: 0.1 s)")
+    tick_s: float = Field(
+        0.1, gt=0, le=LIMITS["dt_s"], allow_inf_nan=False, description="the engine's tick, s (OSML: 0.1 s)"
+    )
     horizon_s: float = Field(
         180.0, gt=0, le=86400, allow_inf_nan=False, description="length of a run, s (OSML gives up after 3 min)"
     )
@@ -245,13 +263,16 @@ class ColoScenario(ScenarioBase):
 
     @model_validator(mode="after")
     def _consistent(self) -> ColoScenario:
-        ticks = self.horizon_s / self.tick_s
-        if abs(ticks - round(ticks)) > 1e-6 * ticks:
+        ticks = self.horizon_s / self.tick_s  # inf for a tick too small to count: refused, not an overflow
+        if not math.isfinite(ticks) or abs(ticks - round(ticks)) > 1e-6 * ticks:
             raise InvalidConfigError("horizon_s", self.horizon_s, f"a whole number of ticks of {self.tick_s:g} s")
         if self.hold_s >= self.horizon_s:
             raise InvalidConfigError("hold_s", self.hold_s, f"a time < horizon_s ({self.horizon_s:g})")
         if self.latency_window_s < self.tick_s:
             raise InvalidConfigError("latency_window_s", self.latency_window_s, f"a time >= tick_s ({self.tick_s:g})")
+        if self.latency_window_s / self.tick_s > LIMITS["window_ticks"]:
+            allowed = f"a window of at most {LIMITS['window_ticks']:g} ticks of {self.tick_s:g} s"
+            raise InvalidConfigError("latency_window_s", self.latency_window_s, allowed)
         return self
 
     @property

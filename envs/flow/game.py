@@ -25,6 +25,7 @@ from pydantic import ConfigDict, Field, model_validator
 from dcgym.cpp_core import AutoAgents, FlowSim, step_auto_batch
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.flow.scenario import FlowScenario
+from dcgym.envs.flow.thresholds import PACKET_BYTES
 from dcgym.envs.scenario import scenario_for
 from dcgym.envs.schema import EpisodeLoads, Load
 from dcgym.envs.validation import validate
@@ -37,7 +38,7 @@ AGENTS = ("srla", "lrla")
 LOAD_STREAM = 0xF10
 """Second word of the RNG seed that draws an episode's load from ``load_range`` (the first is the engine seed)."""
 
-PACKET = 1460.0
+PACKET = float(PACKET_BYTES)
 
 
 class FlowEnvConfig(EpisodeLoads):

@@ -14,6 +14,8 @@ from collections import deque
 
 import numpy as np
 
+from dcgym.envs.flow.thresholds import PACKET_BYTES
+
 __all__ = ["History", "render_ansi", "render_rgb"]
 
 BAR = 24
@@ -54,7 +56,7 @@ def render_ansi(game, k: int, title: str) -> str:
     flows, unfinished = sim.level_occupancy()
     interval, now = sim.link_utilization()
     names = list(game.link_names)
-    thresholds = ", ".join(f"{t / 1460:.0f}" for t in sim.thresholds)
+    thresholds = ", ".join(f"{t / PACKET_BYTES:.0f}" for t in sim.thresholds)
     lines = [
         f"{title} {game.scenario.name or 'scenario'}  t = {sim.now_s:.3f} s  step {int(game.steps[k])}/"
         f"{game.config.max_steps}  load {game.loads[k]:g}  thresholds (packets) [{thresholds}]",

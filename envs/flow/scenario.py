@@ -38,6 +38,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainValidator, field_validator, model_validator
 
+from dcgym.cpp_core import FlowSim
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.flow.policies import FlowPolicy, parse_flow_policy
 from dcgym.envs.scenario import load_scenario
@@ -47,9 +48,12 @@ from dcgym.envs.validation import validate
 
 __all__ = ["FlowScenario", "load_flow_scenario"]
 
-Gbps = Annotated[float, Field(gt=0, le=1e5, allow_inf_nan=False)]
-Hosts = Annotated[int, Field(ge=2, le=65536)]
-Count = Annotated[int, Field(ge=1, le=65536)]
+LIMITS = FlowSim.limits
+"""The engine's bounds of a flow config (flow/config.hpp), which the fields below take as theirs."""
+
+Gbps = Annotated[float, Field(gt=0, le=LIMITS["link_gbps"], allow_inf_nan=False)]
+Hosts = Annotated[int, Field(ge=2, le=LIMITS["hosts"])]
+Count = Annotated[int, Field(ge=1, le=LIMITS["hosts"])]
 Relative = Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)]
 Flows = Annotated[int, Field(ge=0)]
 
@@ -79,7 +83,7 @@ class Planes(_Schema):
 
     kind: Literal["planes"] = Field(description="the topology")
     hosts: Hosts = Field(32, description="hosts")
-    planes: int = Field(3, ge=1, le=64, description="parallel planes: the paths between any pair")
+    planes: int = Field(3, ge=1, le=LIMITS["planes"], description="parallel planes: the paths between any pair")
     link_gbps: Gbps = Field(1.0, description="every port, Gbps")
 
 
@@ -89,9 +93,13 @@ class LeafSpine(_Schema):
     kind: Literal["leaf_spine"] = Field(description="the topology")
     racks: Count = Field(9, description="racks (ToR switches)")
     hosts_per_rack: Count = Field(16, description="hosts per rack")
-    spines: int = Field(4, ge=1, le=64, description="spine switches: the paths between racks")
+    spines: int = Field(4, ge=1, le=LIMITS["spines"], description="spine switches: the paths between racks")
     oversubscription: float = Field(
-        1.0, gt=0, le=1000, allow_inf_nan=False, description="a rack's host capacity over its capacity to the spines"
+        1.0,
+        gt=0,
+        le=LIMITS["oversubscription"],
+        allow_inf_nan=False,
+        description="a rack's host capacity over its capacity to the spines",
     )
     link_gbps: Gbps = Field(1.0, description="every host link, Gbps (ToR-spine links follow from oversubscription)")
 
@@ -204,12 +212,14 @@ class FlowScenario(ScenarioBase):
     base_rtt_us: float = Field(
         0.0,
         ge=0,
-        le=1e6,
+        le=LIMITS["base_rtt_us"],
         allow_inf_nan=False,
         description="fixed overhead added to every FCT, us (AuTO's testbed: 100)",
     )
     workload: Workload = Field(Workload(), description="flow sizes, arrivals, groups, traffic matrix, dynamics")
-    priorities: int = Field(8, ge=1, le=8, description="strict-priority levels K of the switches (AuTO: 4, PIAS: 8)")
+    priorities: int = Field(
+        8, ge=1, le=LIMITS["levels"], description="strict-priority levels K of the switches (AuTO: 4, PIAS: 8)"
+    )
     scheduling: str | dict[str, Any] = Field(
         "pias",
         description="the default policy with its parameters: a name (fair, qsjf, qlas, pias, las, srpt) or "
@@ -223,6 +233,13 @@ class FlowScenario(ScenarioBase):
     @model_validator(mode="after")
     def _consistent(self) -> FlowScenario:
         n = self.topology.hosts
+        if isinstance(self.topology, LeafSpine) and not 2 <= n <= LIMITS["hosts"]:
+            allowed = f"racks x hosts_per_rack in [2, {LIMITS['hosts']}] hosts"
+            raise InvalidConfigError("topology", self.topology.model_dump(), allowed)
+        links = FlowSim.topology_links(self.topology.model_dump())
+        if links > LIMITS["links"]:
+            allowed = f"a network of at most {LIMITS['links']} links (this one has {links})"
+            raise InvalidConfigError("topology", self.topology.model_dump(), allowed)
         w = self.workload
         if w.groups is not None and sum(g.hosts for g in w.groups) != n:
             total = sum(g.hosts for g in w.groups)
@@ -297,6 +314,11 @@ class FlowScenario(ScenarioBase):
         load = validate(Load, load, "load")
         chosen = self.policy(policy)
         w = self.workload
+        peak = load * max([1.0] if w.groups is None else [g.relative_load for g in w.groups])
+        peak = max([peak, *(load * c.relative_load for c in w.dynamics if c.relative_load is not None)])
+        if peak > LIMITS["host_load"]:
+            allowed = f"a load at which every group's load (load x relative_load) is at most {LIMITS['host_load']:g}"
+            raise InvalidConfigError("load", load, allowed)
         workload: dict[str, Any] = {}
         if w.groups is None:
             workload["sizes"] = _engine_sizes(w.sizes)

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dcgym.cpp_core import FlowSim
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 
 __all__ = ["PACKET_BYTES", "THRESHOLD_PRESETS", "ThresholdSet", "preset_thresholds"]
 
-PACKET_BYTES = 1460
-"""Bytes per packet in thresholds given in packets (PIAS counts 1460-byte segments)."""
+PACKET_BYTES: int = FlowSim.packet_bytes
+"""Bytes per packet in thresholds given in packets (PIAS counts 1460-byte segments; the engine's unit)."""
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainValidator, model_validator
 
+from dcgym.cpp_core import LbSim
 from dcgym.envs.distributions import Service
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.scenario import load_scenario
 from dcgym.envs.schema import Load, ScenarioBase, Seed
 from dcgym.envs.schema import Schema as _Schema
 from dcgym.envs.validation import validate
+
+LIMITS = LbSim.limits
+"""The engine's bounds of an lb config (lb/lb_sim.hpp), which the fields below take as theirs."""
 
 WarmupFlows = Annotated[int, Field(ge=0)]
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -72,20 +76,23 @@ Policies = Annotated[str | list[str], PlainValidator(_parse_policies, json_schem
 class ServerGroup(_Schema):
     """A group of identical application servers."""
 
-    count: int = Field(ge=1, le=2**16, description="number of servers in the group")
-    workers: int = Field(ge=1, le=4096, description="CPU worker threads p per server")
+    count: int = Field(ge=1, le=LIMITS["servers"], description="number of servers in the group")
+    workers: int = Field(ge=1, le=LIMITS["workers"], description="CPU worker threads p per server")
     speed: float = Field(
         1.0, gt=0, allow_inf_nan=False, description="CPU work per microsecond per worker (IO unaffected)"
     )
     mp_level: int = Field(
-        1, ge=1, le=4096, description="at most workers x mp_level jobs in CPU service; the rest wait (App. C.1, eq. 42)"
+        1,
+        ge=1,
+        le=LIMITS["mp_level"],
+        description="at most workers x mp_level jobs in CPU service; the rest wait (App. C.1, eq. 42)",
     )
 
 
 class Application(_Schema):
     """Flows alternate CPU and IO stages, starting with CPU (App. C.1, Fig. 5b; Table 10)."""
 
-    stages: int = Field(1, ge=1, le=64, description="number of stages: CPU, IO, CPU, ...")
+    stages: int = Field(1, ge=1, le=LIMITS["stages"], description="number of stages: CPU, IO, CPU, ...")
     cpu: Service = Field(description="total CPU time of a flow (us at speed 1), split over its CPU stages")
     io: Service | None = Field(
         None, description="total IO time of a flow (us), split over its IO stages; needed with 2+ stages"
@@ -120,9 +127,14 @@ class HopDelay(_Schema):
 class Observation(_Schema):
     """What each LB measures passively about its own flows (App. C.2.4; the authors' simulator)."""
 
-    reservoir_size: int = Field(32, ge=1, le=1024, description="samples kept per server and decision period")
+    reservoir_size: int = Field(
+        32, ge=1, le=LIMITS["reservoir_size"], description="samples kept per server and decision period"
+    )
     fd_density: int = Field(
-        2, ge=0, le=64, description="flow-duration samples per tracked flow per LB arrival: 0 to this many; 0 = off"
+        2,
+        ge=0,
+        le=LIMITS["fd_density"],
+        description="flow-duration samples per tracked flow per LB arrival: 0 to this many; 0 = off",
     )
     fd_min_us: float = Field(
         10_000.0, ge=0, allow_inf_nan=False, description="flow-duration samples at or below are dropped"
@@ -153,7 +165,7 @@ class LbScenario(ScenarioBase):
     kind: Literal["lb"] = Field(description="the family of the scenario")
     servers: list[ServerGroup] = Field(min_length=1, description="the server groups")
     application: Application = Field(description="the stages of a flow and their times")
-    lbs: int = Field(1, ge=1, le=1024, description="number of load balancers M")
+    lbs: int = Field(1, ge=1, le=LIMITS["lbs"], description="number of load balancers M")
     split: list[Weight] | None = Field(
         None, description="relative share of the traffic of each LB (one per LB); null = equal shares"
     )
@@ -162,7 +174,9 @@ class LbScenario(ScenarioBase):
         None, description="static weights per server for wcmp / sed / weights; null = workers x speed (1 for weights)"
     )
     load_basis: Literal["total", "cpu"] = Field("total", description="what load is a fraction of (module docstring)")
-    backlog: int = Field(64, ge=0, le=1_000_000, description="a server holding more jobs rejects a new flow (App. C.1)")
+    backlog: int = Field(
+        64, ge=0, le=LIMITS["backlog"], description="a server holding more jobs rejects a new flow (App. C.1)"
+    )
     timeout_us: float = Field(
         40_000_000.0, ge=0, allow_inf_nan=False, description="added to a rejected flow's FCT (App. C.1: 40 s)"
     )
@@ -189,6 +203,14 @@ class LbScenario(ScenarioBase):
     def _lengths(self) -> LbScenario:
         if self.episode_flows is not None and self.episode_us is not None:
             raise InvalidConfigError("episode_us", self.episode_us, "null when episode_flows is set (one episode rule)")
+        if self.num_servers > LIMITS["servers"]:
+            counts = [g.count for g in self.servers]
+            allowed = f"groups of at most {LIMITS['servers']} servers in all (these have {self.num_servers})"
+            raise InvalidConfigError("servers", counts, allowed)
+        samples = self.lbs * self.num_servers * self.observation.reservoir_size
+        if samples > LIMITS["reservoir_samples"]:
+            allowed = f"at most {LIMITS['reservoir_samples']} samples: lbs x servers x reservoir_size is {samples}"
+            raise InvalidConfigError("observation.reservoir_size", self.observation.reservoir_size, allowed)
         if self.split is not None:
             if len(self.split) != self.lbs:
                 raise InvalidConfigError("split", self.split, f"a list of {self.lbs} shares, one per LB")

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from dcgym.cpp_core import RackSim
 from dcgym.envs.error import MISSING, InvalidConfigError, UnknownPolicyError, did_you_mean
 from dcgym.envs.policy_spec import parse_spec, spec_label
 from dcgym.envs.validation import validate
@@ -91,7 +92,12 @@ class LoadAwareParams(Params):
 class PowerOfDParams(LoadAwareParams):
     """Power-of-d choices: the least loaded of d sampled nodes, ties to the first sampled."""
 
-    d: int = Field(2, ge=1, le=64, description="nodes sampled per task (RackSched Fig. 15: Sampling-2, Sampling-4)")
+    d: int = Field(
+        2,
+        ge=1,
+        le=RackSim.limits["d"],
+        description="nodes sampled per task (RackSched Fig. 15: Sampling-2, Sampling-4)",
+    )
     replace: bool = Field(
         True, description="sample with replacement, as RackSched's switch draws two ids independently (§3.3)"
     )
@@ -122,7 +128,7 @@ class JbsqParams(Params):
     bound: int = Field(
         1,
         ge=1,
-        le=2**20,
+        le=RackSim.limits["bound"],
         description="outstanding tasks allowed per worker of a node (R2P2's JBSQ(n), n = bound x workers)",
     )
 

@@ -28,7 +28,15 @@ from typing import Any, ClassVar, Literal, NamedTuple
 import numpy as np
 from pydantic import ConfigDict, Field, model_validator
 
-from dcgym.cpp_core import Distribution, RackSim, rack_imbalance, rack_reward_costs, step_rack_batch, step_rack_game
+from dcgym.cpp_core import (
+    RACK_REWARDS,
+    Distribution,
+    RackSim,
+    rack_imbalance,
+    rack_reward_costs,
+    step_rack_batch,
+    step_rack_game,
+)
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.rack.scenario import RackScenario
 from dcgym.envs.scenario import DEFAULT_SCENARIO, Load, load_scenario
@@ -83,9 +91,7 @@ class Costs(NamedTuple):
     drop: float
 
 
-REWARD_COSTS: dict[str, Costs] = {
-    kind: Costs(*rack_reward_costs(kind)) for kind in ("utility", "imbalance_delta", "neg_p99", "neg_mean")
-}
+REWARD_COSTS: dict[str, Costs] = {kind: Costs(*rack_reward_costs(kind)) for kind in RACK_REWARDS}
 """Default costs of each reward variant (the engine's, rack/game.hpp); a cost set explicitly replaces its default."""
 
 
@@ -118,7 +124,7 @@ class RackEnvConfig(EpisodeLoads):
     )
     obs_extras: tuple[Extra, ...] = Field((), description="extra observation features, in this order")
     obs_clip: float = Field(100.0, gt=0, allow_inf_nan=False, description="observations are clipped to [0, obs_clip]")
-    reward: Literal["utility", "imbalance_delta", "neg_p99", "neg_mean"] = Field("utility", description="the reward")
+    reward: Literal[RACK_REWARDS] = Field("utility", description="the reward: one of RACK_REWARDS (rack/game.hpp)")
     migration_cost: float | None = Field(None, ge=0, allow_inf_nan=False, description="per migration")
     steal_cost: float | None = Field(None, ge=0, allow_inf_nan=False, description="per steal request")
     failed_steal_cost: float | None = Field(None, ge=0, allow_inf_nan=False, description="per failed steal")

@@ -28,6 +28,7 @@ from dcgym.envs.distributions import Service
 from dcgym.envs.error import MISSING, InvalidConfigError, did_you_mean
 from dcgym.envs.rack.dispatch import Policy, Rack, parse_policy, policy_parameters
 from dcgym.envs.rack.schema import (
+    LIMITS,
     Arrivals,
     Change,
     Entry,
@@ -44,6 +45,7 @@ from dcgym.envs.rack.schema import (
     TaskType,
     check_dynamics,
     check_entry,
+    check_nodes,
     check_types,
 )
 from dcgym.envs.scenario import load_scenario
@@ -75,7 +77,7 @@ class RackScenario(ScenarioBase):
         None,
         description="the service-time distribution of tasks (work at speed 1, in us); exactly one of service and types",
     )
-    types: Annotated[list[TaskType], Field(min_length=1)] | None = Field(
+    types: Annotated[list[TaskType], Field(min_length=1, max_length=LIMITS["task_types"])] | None = Field(
         None,
         description="task types, each with its share of arrivals, service time, SLO, priority and the nodes it "
         "may run on (RackSched §3.6), in place of service",
@@ -121,6 +123,10 @@ class RackScenario(ScenarioBase):
 
     @model_validator(mode="after")
     def _parts_fit_the_rack(self) -> RackScenario:
+        try:
+            check_nodes(self.nodes)
+        except InvalidConfigError as exc:
+            raise exc.under("nodes") from None
         self._check_types()
         try:
             check_entry(self.entry, self.num_nodes)

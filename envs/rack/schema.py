@@ -15,14 +15,18 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from dcgym.cpp_core import RackSim
 from dcgym.envs.distributions import Service
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.schema import Load
 from dcgym.envs.schema import Schema as _Schema
 
+LIMITS = RackSim.limits
+"""The engine's bounds of a rack config (rack/config.hpp), which the fields below take as theirs."""
+
 TimeUs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Weight = Annotated[float, Field(ge=0, allow_inf_nan=False)]
-NodeId = Annotated[int, Field(ge=0, lt=2**20)]
+NodeId = Annotated[int, Field(ge=0, lt=LIMITS["nodes"])]
 
 
 def _some_weight(weights: list[float]) -> list[float]:
@@ -37,8 +41,8 @@ def _some_weight(weights: list[float]) -> list[float]:
 class NodeGroup(_Schema):
     """A group of identical nodes (servers); node ids run through the groups in order, from 0."""
 
-    count: int = Field(ge=1, le=2**20, description="number of nodes in the group")
-    workers: int = Field(ge=1, le=2**16, description="worker threads (cores) per node")
+    count: int = Field(ge=1, le=LIMITS["nodes"], description="number of nodes in the group")
+    workers: int = Field(ge=1, le=LIMITS["workers"], description="worker threads (cores) per node")
     speed: float = Field(
         1.0, gt=0, allow_inf_nan=False, description="work per microsecond per worker: 2 serves a task in half its time"
     )
@@ -152,7 +156,9 @@ class BalancersEntry(_Schema):
     """
 
     kind: Literal["balancers"] = Field(description="where tasks enter the rack")
-    count: int = Field(ge=1, le=4096, description="number of dispatchers (RackSched §4.5: 10, 100 or 1000 clients)")
+    count: int = Field(
+        ge=1, le=LIMITS["balancers"], description="number of dispatchers (RackSched §4.5: 10, 100 or 1000 clients)"
+    )
     split: list[Weight] = Field(
         [], description="traffic weight of each dispatcher, one per dispatcher; [] = equal shares (multi-LB App. C.1)"
     )
@@ -332,6 +338,14 @@ Change = Annotated[SplitChange | SpeedChange | RemoveNodes | AddNodes | LoadChan
 
 
 # ------------------------------------------------------------- checks that need the whole rack
+
+
+def check_nodes(groups: Sequence[NodeGroup]) -> None:
+    """At most the engine's number of nodes in all. Fields are relative to ``nodes``."""
+    total = sum(g.count for g in groups)
+    if total > LIMITS["nodes"]:
+        counts = [g.count for g in groups]
+        raise InvalidConfigError("", counts, f"groups of at most {LIMITS['nodes']} nodes in all (these have {total})")
 
 
 def check_entry(entry: SwitchEntry | BalancersEntry | NodesEntry, num_nodes: int) -> None:

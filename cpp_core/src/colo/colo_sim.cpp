@@ -174,6 +174,11 @@ void ColoSim::CheckAllocation(uint32_t i, const Allocation& a) const {
     Fail(field("mba"), "must be in [0.01, 1], got " + Str(a.mba));
 }
 
+const Allocation& ColoSim::AllocationOf(uint32_t service) const {
+  if (service >= NumServices()) Fail("service", "must be in [0, " + Str(NumServices() - 1) + "], got " + Str(service));
+  return alloc_[service];
+}
+
 void ColoSim::SetAllocation(uint32_t service, const Allocation& a) {
   if (service >= NumServices()) Fail("service", "must be in [0, " + Str(NumServices() - 1) + "], got " + Str(service));
   if (!active_[service]) {
@@ -240,6 +245,16 @@ void ColoSim::SetGroup(uint32_t group, uint64_t members, uint32_t cores, uint32_
       alloc_[i].group = -1;
   }
   AllocationChanged();
+}
+
+void ColoSim::SetGroup(uint32_t group, const std::vector<uint32_t>& members, uint32_t cores, uint32_t ways) {
+  uint64_t mask = 0;
+  for (uint32_t i : members) {
+    if (i >= NumServices())
+      Fail("members", "service " + Str(i) + " does not exist (0.." + Str(NumServices() - 1) + ")");
+    mask |= uint64_t{1} << i;
+  }
+  SetGroup(group, mask, cores, ways);
 }
 
 void ColoSim::SetRps(uint32_t service, double rps) {
@@ -502,6 +517,8 @@ std::vector<double> ColoSim::SteadyState(const std::vector<Allocation>& alloc, c
 }
 
 void StepBatch(const std::vector<ColoSim*>& sims, uint64_t ticks) {
+  for (size_t i = 0; i < sims.size(); ++i)
+    if (sims[i] == nullptr) Fail("sims[" + Str(i) + "]", "None");
   for (ColoSim* sim : sims) sim->Step(ticks);
 }
 

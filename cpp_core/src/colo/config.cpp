@@ -23,14 +23,15 @@ void ColoConfig::Validate() const {
       Fail(f + ".ways", "must be at most the platform's " + Str(platform.ways) + ", got " + Str(w.ways));
     ServiceModel::Derive(services[i].params, w.threads, platform, f);  // checks ipc against the curve
   }
-  Require(std::isfinite(dt_s) && dt_s > 0 && dt_s <= 60, "dt_s", "must be in (0, 60]", dt_s);
+  Require(std::isfinite(dt_s) && dt_s > 0 && dt_s <= kMaxTickS, "dt_s", "must be in (0, " + Str(kMaxTickS) + "]", dt_s);
   Require(std::isfinite(latency_window_s) && latency_window_s >= dt_s, "latency_window_s",
           "must be at least dt_s (" + Str(dt_s) + ")", latency_window_s);
-  Require(latency_window_s / dt_s <= 1e5, "latency_window_s", "must span at most 1e5 ticks", latency_window_s);
+  Require(latency_window_s / dt_s <= kMaxWindowTicks, "latency_window_s",
+          "must span at most " + Str(kMaxWindowTicks) + " ticks", latency_window_s);
   RequirePositive(latency_cap_s, "latency_cap_s");
   RequireNonNegative(noise.latency, "noise.latency");
-  Require(std::isfinite(noise.counters) && noise.counters >= 0 && noise.counters <= 1, "noise.counters",
-          "must be in [0, 1]", noise.counters);
+  Require(std::isfinite(noise.counters) && noise.counters >= 0 && noise.counters <= kMaxCounterNoise, "noise.counters",
+          "must be in [0, " + Str(kMaxCounterNoise) + "]", noise.counters);
 }
 
 }  // namespace dcgym::colo

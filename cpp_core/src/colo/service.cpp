@@ -7,14 +7,9 @@
 #include "dcgym/kernel/check.hpp"
 
 namespace dcgym::colo {
-namespace {
 
 using kernel::Fail;
 using kernel::Str;
-
-constexpr uint32_t kMaxThreads = 4096;
-
-}  // namespace
 
 double MissRateCurve::Mpki(double mb) const {
   // Below a sliver of cache the power law would diverge; one way is the least

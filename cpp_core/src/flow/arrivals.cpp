@@ -10,7 +10,6 @@ using kernel::Stream;
 
 namespace {
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
-constexpr double kBytesPerGbit = 1e9 / 8;
 }  // namespace
 
 kernel::Distribution MakeSizes(const SizeConfig& sizes, const std::string& field) {
@@ -69,7 +68,7 @@ void Arrivals::ApplyChanges() {
     const std::string field = "workload.dynamics[" + std::to_string(next_change_) + "].sizes";
     for (uint32_t g = 0; g < groups_.size(); ++g) {
       if (c.group != -1 && static_cast<uint32_t>(c.group) != g) continue;
-      if (c.load >= 0) groups_[g].load = c.load;
+      if (c.load) groups_[g].load = *c.load;
       if (c.change_sizes) {
         groups_[g].sizes = MakeSizes(c.sizes, field);
         groups_[g].sizes_name = c.sizes.name;
@@ -111,7 +110,7 @@ Arrival Arrivals::Pop() {
     a.size = t.size_bytes;
     a.group = GroupOf(t.src);
     a.priority = t.priority;
-    a.cap = t.cap_gbps == kNoCap ? kNoCap : t.cap_gbps * kBytesPerGbit;
+    a.cap = t.cap_gbps == kNoCap ? kNoCap : BytesPerSecond(t.cap_gbps);
     const uint32_t paths = topology_.NumPaths(a.src, a.dst);
     a.path = t.path >= 0 ? static_cast<uint32_t>(t.path) : (paths > 1 ? path_rng_.Below(paths) : 0);
     next_time_ = next_trace_ < trace_.size() ? trace_[next_trace_].time_s : kInfinity;

@@ -33,14 +33,23 @@ double Ratio(double numerator, double denominator, double cap) {
   return std::min(numerator / denominator, cap);
 }
 
+void CheckThresholdRange(double lo_bytes, double hi_bytes) {
+  if (!(lo_bytes > 0) || !std::isfinite(lo_bytes))
+    Fail("threshold_range_bytes[0]", "must be a positive finite number of bytes, got " + Str(lo_bytes));
+  if (!(hi_bytes > lo_bytes) || !std::isfinite(hi_bytes))
+    Fail("threshold_range_bytes[1]",
+         "must be finite and > threshold_range_bytes[0] = " + Str(lo_bytes) + ", got " + Str(hi_bytes));
+}
+
+void CheckSeconds(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds))
+    Fail("seconds", "must be a positive finite number, got " + Str(seconds));
+}
+
 }  // namespace
 
 void AutoSpec::Validate() const {
-  if (!(threshold_lo_bytes > 0) || !std::isfinite(threshold_lo_bytes))
-    Fail("threshold_range_bytes[0]", "must be a positive finite number of bytes, got " + Str(threshold_lo_bytes));
-  if (!(threshold_hi_bytes > threshold_lo_bytes) || !std::isfinite(threshold_hi_bytes))
-    Fail("threshold_range_bytes[1]", "must be finite and > threshold_range_bytes[0] = " + Str(threshold_lo_bytes) +
-                                         ", got " + Str(threshold_hi_bytes));
+  CheckThresholdRange(threshold_lo_bytes, threshold_hi_bytes);
   if (cap_fractions.empty()) Fail("rate_caps", "needs at least one cap (1 = no cap)");
   for (size_t i = 0; i < cap_fractions.size(); ++i)
     if (!(cap_fractions[i] > 0) || !std::isfinite(cap_fractions[i]))
@@ -50,6 +59,7 @@ void AutoSpec::Validate() const {
 }
 
 void ThresholdsFromAction(const double* action, uint32_t n, double lo_bytes, double hi_bytes, double* out) {
+  CheckThresholdRange(lo_bytes, hi_bytes);
   const auto weight = [&](uint32_t i) {
     const double a = std::isnan(action[i]) ? -1.0 : std::clamp(action[i], -1.0, 1.0);
     return std::exp(kThresholdGapScale * a);
@@ -181,16 +191,31 @@ void AutoAgents::Rewards(const FlowSim& sim, double* srla, double* lrla) {
 
 void AutoAgents::Step(FlowSim& sim, const double* srla, const int64_t* lrla, double seconds, float* srla_obs,
                       float* lrla_obs, double* rewards) {
+  CheckSeconds(seconds);  // before the actions change anything
   Act(sim, srla, lrla);
   sim.StepInterval(seconds);
   Observe(sim, srla_obs, lrla_obs);
   Rewards(sim, rewards, rewards + 1);
 }
 
+void CheckAutoBatch(const std::vector<FlowSim*>& sims, const std::vector<AutoAgents*>& agents, uint32_t threads) {
+  if (sims.empty() || sims.size() != agents.size()) Fail("agents", "one per simulation, at least one");
+  CheckBatch({sims.begin(), sims.end()}, "sims", threads);
+  CheckBatch({agents.begin(), agents.end()}, "agents", threads);
+  const AutoAgents& a0 = *agents[0];
+  for (size_t i = 1; i < agents.size(); ++i) {
+    const AutoAgents& a = *agents[i];
+    if (a.SrlaActions() != a0.SrlaActions() || a.SrlaObservations() != a0.SrlaObservations() ||
+        a.LrlaFlows() != a0.LrlaFlows() || a.LrlaObservations() != a0.LrlaObservations())
+      Fail("agents[" + Str(i) + "]", "sizes differ from agents[0]");
+  }
+}
+
 void StepAutoBatch(const std::vector<FlowSim*>& sims, const std::vector<AutoAgents*>& agents, const double* srla,
                    const int64_t* lrla, double seconds, float* srla_obs, float* lrla_obs, double* rewards,
                    uint32_t threads) {
-  if (sims.size() != agents.size()) Fail("agents", "one per simulation");
+  CheckAutoBatch(sims, agents, threads);
+  CheckSeconds(seconds);
   const auto one = [&](size_t i) {
     AutoAgents& a = *agents[i];
     a.Step(*sims[i], srla ? srla + i * a.SrlaActions() : nullptr,

@@ -14,11 +14,6 @@ using kernel::Str;
 
 namespace {
 
-constexpr uint32_t kMaxHosts = 1u << 16;
-constexpr uint64_t kMaxLinks = 1u << 18;  // the solver keeps levels x links cells
-constexpr uint32_t kMaxPlanes = 64, kMaxSpines = 64, kMaxObservation = 1u << 16;
-constexpr double kMaxLoad = 64;  // planes: up to one per plane
-
 void Range(uint64_t v, uint64_t lo, uint64_t hi, const std::string& field) {
   if (v < lo || v > hi) Fail(field, "must be in [" + Str(lo) + ", " + Str(hi) + "], got " + Str(v));
 }
@@ -32,8 +27,12 @@ void Positive(double v, const std::string& field) {
 }
 
 void CheckLoad(double v, const std::string& field) {
-  if (!(v >= 0) || !(v <= kMaxLoad))
-    Fail(field, "must be in [0, " + Str(kMaxLoad) + "] (a fraction of a host link's capacity), got " + Str(v));
+  if (!(v >= 0) || !(v <= kMaxHostLoad))
+    Fail(field, "must be in [0, " + Str(kMaxHostLoad) + "] (a fraction of a host link's capacity), got " + Str(v));
+}
+
+void AtMost(double v, double hi, const std::string& field) {
+  if (!(v <= hi)) Fail(field, "must be at most " + Str(hi) + ", got " + Str(v));
 }
 
 void CheckSizes(const SizeConfig& s, const std::string& field) {
@@ -58,6 +57,7 @@ const char* DisciplineName(Discipline d) {
 
 void CheckTopology(const TopologyConfig& t) {
   Positive(t.link_gbps, "topology.link_gbps");
+  AtMost(t.link_gbps, kMaxLinkGbps, "topology.link_gbps");
   switch (t.kind) {
     case TopologyKind::kSingleLink: Range(t.hosts, 1, kMaxHosts, "topology.senders"); break;
     case TopologyKind::kBigSwitch: Range(t.hosts, 2, kMaxHosts, "topology.hosts"); break;
@@ -71,14 +71,26 @@ void CheckTopology(const TopologyConfig& t) {
       Range(uint64_t{t.racks} * t.hosts_per_rack, 2, kMaxHosts, "topology: racks x hosts_per_rack");
       Range(t.spines, 1, kMaxSpines, "topology.spines");
       Positive(t.oversubscription, "topology.oversubscription");
+      AtMost(t.oversubscription, kMaxOversubscription, "topology.oversubscription");
       break;
   }
-  const Topology topo(t);
-  if (topo.NumLinks() > kMaxLinks)
-    Fail("topology", "at most " + Str(kMaxLinks) + " links, got " + Str(topo.NumLinks()));
+  const uint64_t links = NumLinks(t);
+  if (links > kMaxLinks) Fail("topology", "at most " + Str(kMaxLinks) + " links, got " + Str(links));
 }
 
 }  // namespace
+
+TopologyConfig TopologyConfig::Of(TopologyKind kind) {
+  TopologyConfig t;
+  t.kind = kind;
+  if (kind == TopologyKind::kSingleLink) t.hosts = 1;
+  if (kind == TopologyKind::kPlanes) t.hosts = 32, t.planes = 3;
+  return t;
+}
+
+uint32_t FlowConfig::DefaultLevels(Discipline d) {
+  return d == Discipline::kLas || d == Discipline::kSrpt ? 1 : kMaxLevels;
+}
 
 uint32_t FlowConfig::NumHosts() const {
   return topology.kind == TopologyKind::kLeafSpine ? topology.racks * topology.hosts_per_rack : topology.hosts;
@@ -154,9 +166,9 @@ void FlowConfig::Validate() const {
     if (c.group < -1 || c.group >= static_cast<int32_t>(groups.size()))
       Fail(f + ".group",
            "must be a group index in [0, " + Str(groups.size() - 1) + "] or none (every group), got " + Str(c.group));
-    if (c.load >= 0) CheckLoad(c.load, f + ".load");
+    if (c.load) CheckLoad(*c.load, f + ".load");
     if (c.change_sizes) CheckSizes(c.sizes, f + ".sizes");
-    if (c.load < 0 && !c.change_sizes) Fail(f, "changes nothing: give load and/or sizes");
+    if (!c.load && !c.change_sizes) Fail(f, "changes nothing: give load and/or sizes");
   }
 
   if (!trace.empty()) {
@@ -189,6 +201,7 @@ void FlowConfig::Validate() const {
   }
 
   NonNegative(base_rtt_us, "base_rtt_us");
+  AtMost(base_rtt_us, kMaxBaseRttUs, "base_rtt_us");
   NonNegative(long_flow_bytes, "long_flow_bytes");
   Range(observation.short_finished, 0, kMaxObservation, "observation.short_finished");
   Range(observation.long_active, 0, kMaxObservation, "observation.long_active");

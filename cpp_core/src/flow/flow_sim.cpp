@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "dcgym/kernel/check.hpp"
+
 namespace dcgym::flow {
 
 namespace {
@@ -107,9 +109,24 @@ void FlowSim::FreeSlot(uint32_t f) {
 // ------------------------------------------------------------------ running
 
 void FlowSim::RunUntil(double t_s) {
+  if (!(t_s >= now_) || !std::isfinite(t_s))
+    kernel::Fail("time_s", "must be finite and >= the current time " + kernel::Str(now_) + ", got " + kernel::Str(t_s));
   while (Step(t_s)) {
   }
   Advance(t_s);
+}
+
+void FlowSim::RunFor(double seconds) {
+  if (!(seconds >= 0) || !std::isfinite(seconds))
+    kernel::Fail("seconds", "must be a finite number >= 0, got " + kernel::Str(seconds));
+  RunUntil(now_ + seconds);
+}
+
+void FlowSim::StepInterval(double seconds) {
+  if (!(seconds > 0) || !std::isfinite(seconds))
+    kernel::Fail("seconds", "must be a positive finite number, got " + kernel::Str(seconds));
+  StartInterval();
+  RunFor(seconds);
 }
 
 void FlowSim::RunFlows(uint64_t n) {

@@ -15,7 +15,6 @@ using kernel::Fail;
 using kernel::Str;
 
 namespace {
-constexpr double kBytesPerGbit = 1e9 / 8;
 
 const char* DisciplineName(Discipline d) {
   switch (d) {
@@ -107,7 +106,7 @@ void FlowSim::SetFlowActions(const std::vector<FlowAction>& actions) {
     const uint32_t f = static_cast<uint32_t>(a.flow & 0xffffffffu);
     Flow& fl = flows_[f];
     const uint32_t level = a.level >= 0 ? static_cast<uint32_t>(a.level) : fl.level;
-    const double cap = a.cap_gbps < 0 ? fl.cap : std::isinf(a.cap_gbps) ? kNoCap : a.cap_gbps * kBytesPerGbit;
+    const double cap = a.cap_gbps < 0 ? fl.cap : std::isinf(a.cap_gbps) ? kNoCap : BytesPerSecond(a.cap_gbps);
     const uint32_t path = a.path >= 0 ? static_cast<uint32_t>(a.path) : fl.path;
     fl.pinned |= a.level >= 0;
     if (level == fl.level && cap == fl.cap && path == fl.path) {
@@ -214,7 +213,18 @@ void FlowSim::LinkUtilization(double* interval, double* now) const {
 
 // ------------------------------------------------------------------ batch
 
+void CheckBatch(const std::vector<const void*>& items, const char* what, uint32_t threads) {
+  if (threads < 1) Fail("threads", "must be >= 1, got " + Str(threads));
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string field = std::string(what) + "[" + Str(i) + "]";
+    if (items[i] == nullptr) Fail(field, "None");
+    for (size_t j = 0; j < i; ++j)
+      if (items[j] == items[i]) Fail(field, "the same as " + std::string(what) + "[" + Str(j) + "]");
+  }
+}
+
 void StepBatch(const std::vector<FlowSim*>& sims, double seconds, uint32_t threads) {
+  CheckBatch({sims.begin(), sims.end()}, "sims", threads);  // StepInterval checks `seconds`, changing nothing
   threads = std::max<uint32_t>(1, std::min<uint32_t>(threads, static_cast<uint32_t>(sims.size())));
   if (threads <= 1) {
     for (FlowSim* s : sims) s->StepInterval(seconds);

@@ -13,6 +13,15 @@ namespace dcgym::flow {
 using kernel::Fail;
 using kernel::Str;
 
+runtime::MlpPolicy* LoadAutoPolicy(const std::string& path, const char* agent, runtime::Policy* policy) {
+  std::string error;
+  const std::string field = std::string(agent) + " policy";
+  if (!runtime::LoadPolicyFile(path, policy, &error)) Fail(field, error);
+  if (policy->mlp() == nullptr)
+    Fail(field, "needs an mlp policy file, got " + std::string(runtime::PolicyKindName(policy->kind())));
+  return policy->mlp();
+}
+
 void CheckAutoPolicies(const AutoAgents& agents, const runtime::MlpPolicy* srla, const runtime::MlpPolicy* lrla) {
   if (srla != nullptr) {
     if (srla->head() != runtime::Head::kIncreasing)

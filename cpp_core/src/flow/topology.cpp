@@ -4,12 +4,20 @@
 
 namespace dcgym::flow {
 
-namespace {
-constexpr double kBytesPerGbit = 1e9 / 8;
+uint64_t NumLinks(const TopologyConfig& config) {
+  const uint64_t hosts =
+      config.kind == TopologyKind::kLeafSpine ? uint64_t{config.racks} * config.hosts_per_rack : uint64_t{config.hosts};
+  switch (config.kind) {
+    case TopologyKind::kSingleLink: return 1;
+    case TopologyKind::kBigSwitch: return 2 * hosts;
+    case TopologyKind::kPlanes: return 2 * hosts * config.planes;
+    case TopologyKind::kLeafSpine: return 2 * hosts + 2 * uint64_t{config.racks} * config.spines;
+  }
+  return 0;
 }
 
 Topology::Topology(const TopologyConfig& config) : config_(config) {
-  const double c = config.link_gbps * kBytesPerGbit;
+  const double c = BytesPerSecond(config.link_gbps);
   switch (config.kind) {
     case TopologyKind::kSingleLink:
       hosts_ = config.hosts;

@@ -31,9 +31,9 @@ void CheckWeights(const std::vector<double>& w, uint32_t n, const std::string& f
   if (!(total > 0)) Fail(field, "at least one weight must be positive");
 }
 
-constexpr uint32_t kMaxServers = 1u << 16;
-constexpr uint32_t kMaxLbs = 1024;
-constexpr uint32_t kMaxStages = 64;
+void RequireCount(uint64_t v, uint64_t lo, uint64_t hi, const std::string& field) {
+  if (v < lo || v > hi) Fail(field, "must be in [" + Str(lo) + ", " + Str(hi) + "], got " + Str(v));
+}
 
 }  // namespace
 
@@ -63,11 +63,11 @@ void LbConfig::Validate() const {
   for (size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     const std::string f = "servers[" + Str(i) + "]";
-    if (g.count < 1) Fail(f + ".count", "must be >= 1, got " + Str(g.count));
-    if (g.workers < 1 || g.workers > 4096) Fail(f + ".workers", "must be in [1, 4096], got " + Str(g.workers));
+    RequireCount(g.count, 1, kMaxServers, f + ".count");
+    RequireCount(g.workers, 1, kMaxWorkers, f + ".workers");
     if (!(g.speed > 0) || !std::isfinite(g.speed))
       Fail(f + ".speed", "must be a positive finite number, got " + Str(g.speed));
-    if (g.mp_level < 1 || g.mp_level > 4096) Fail(f + ".mp_level", "must be in [1, 4096], got " + Str(g.mp_level));
+    RequireCount(g.mp_level, 1, kMaxMpLevel, f + ".mp_level");
     total += g.count;
   }
   if (total > kMaxServers) Fail("servers", "at most " + Str(kMaxServers) + " servers, got " + Str(total));
@@ -81,8 +81,7 @@ void LbConfig::Validate() const {
       Fail(f + ".speed", "must be a positive finite number, got " + Str(c.speed));
   }
   const auto n = static_cast<uint32_t>(total);
-  if (app.stages < 1 || app.stages > kMaxStages)
-    Fail("application.stages", "must be in [1, " + Str(kMaxStages) + "], got " + Str(app.stages));
+  RequireCount(app.stages, 1, kMaxStages, "application.stages");
   if (lbs.empty() || lbs.size() > kMaxLbs)
     Fail("lbs", "needs 1 to " + Str(kMaxLbs) + " load balancers, got " + Str(lbs.size()));
   double shares = 0;
@@ -93,8 +92,9 @@ void LbConfig::Validate() const {
     if (!lbs[i].weights.empty()) CheckWeights(lbs[i].weights, n, f + ".weights");
   }
   if (!(shares > 0)) Fail("lbs", "at least one share must be positive");
-  if (!(load > 0) || !std::isfinite(load) || load > 10) Fail("load", "must be in (0, 10], got " + Str(load));
-  if (backlog > 1000000) Fail("backlog", "must be in [0, 1000000], got " + Str(backlog));
+  if (!(load > 0) || !(load <= kernel::kMaxLoad))
+    Fail("load", "must be in (0, " + Str(kernel::kMaxLoad) + "], got " + Str(load));
+  RequireCount(backlog, 0, kMaxBacklog, "backlog");
   RequireNonNegativeFinite(timeout_us, "timeout_us");
   RequireNonNegativeFinite(hop_min_us, "hop_delay_us.min");
   RequireNonNegativeFinite(hop_max_us, "hop_delay_us.max");
@@ -103,14 +103,14 @@ void LbConfig::Validate() const {
   if (!(decision_period_us > 0) || !std::isfinite(decision_period_us))
     Fail("decision_period_us", "must be a positive finite number, got " + Str(decision_period_us));
   const auto& o = observation;
-  if (o.reservoir_size < 1 || o.reservoir_size > 1024)
-    Fail("observation.reservoir_size", "must be in [1, 1024], got " + Str(o.reservoir_size));
-  if (o.fd_density > 64) Fail("observation.fd_density", "must be in [0, 64], got " + Str(o.fd_density));
+  RequireCount(o.reservoir_size, 1, kMaxReservoir, "observation.reservoir_size");
+  RequireCount(o.fd_density, 0, kMaxFdDensity, "observation.fd_density");
   RequireNonNegativeFinite(o.fd_min_us, "observation.fd_min_us");
   if (!(o.decay_half_life_us > 0) || !std::isfinite(o.decay_half_life_us))
     Fail("observation.decay_half_life_us", "must be a positive finite number, got " + Str(o.decay_half_life_us));
-  if (uint64_t{lbs.size()} * n * o.reservoir_size > (uint64_t{1} << 27))
-    Fail("observation.reservoir_size", "lbs x servers x reservoir_size must be <= 2^27 samples");
+  if (uint64_t{lbs.size()} * n * o.reservoir_size > kMaxReservoirSamples)
+    Fail("observation.reservoir_size", "lbs x servers x reservoir_size must be <= " + Str(kMaxReservoirSamples) +
+                                           " samples, got " + Str(uint64_t{lbs.size()} * n * o.reservoir_size));
 }
 
 // ------------------------------------------------------------- simulator
@@ -170,6 +170,11 @@ void LbSim::BuildCumulative(Lb& lb) {
   for (size_t j = 0; j < lb.weights.size(); ++j) lb.cumulative[j] = (s += lb.weights[j]);
 }
 
+const std::vector<double>& LbSim::Weights(uint32_t i) const {
+  if (i >= lbs_.size()) Fail("lb", "must be in [0, " + Str(lbs_.size() - 1) + "], got " + Str(i));
+  return lbs_[i].weights;
+}
+
 void LbSim::SetWeights(uint32_t i, const std::vector<double>& w) {
   if (i >= lbs_.size()) Fail("lb", "must be in [0, " + Str(lbs_.size() - 1) + "], got " + Str(i));
   const LbPolicy p = lbs_[i].policy;
@@ -214,7 +219,8 @@ void LbSim::RunCompletions(uint64_t n) {
 }
 
 void LbSim::RunUntil(double t_us) {
-  if (!(t_us >= now_)) Fail("time_us", "must be >= the current time " + Str(now_) + ", got " + Str(t_us));
+  if (!(t_us >= now_) || !std::isfinite(t_us))
+    Fail("time_us", "must be finite and >= the current time " + Str(now_) + ", got " + Str(t_us));
   Run([&](double t, bool) { return t > t_us; });
   now_ = t_us;
 }

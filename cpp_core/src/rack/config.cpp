@@ -11,8 +11,9 @@ namespace {
 using kernel::Fail;
 using kernel::Str;
 
-constexpr uint32_t kMaxNodes = 1u << 20;
-constexpr uint32_t kMaxWorkers = 1u << 16;
+void RequireCount(uint64_t v, uint64_t lo, uint64_t hi, const std::string& field) {
+  if (v < lo || v > hi) Fail(field, "must be in [" + Str(lo) + ", " + Str(hi) + "], got " + Str(v));
+}
 
 }  // namespace
 
@@ -76,9 +77,8 @@ void RackConfig::Validate() const {
   for (size_t i = 0; i < groups.size(); ++i) {
     const auto& g = groups[i];
     const std::string f = "nodes[" + std::to_string(i) + "]";
-    if (g.count < 1) Fail(f + ".count", "must be >= 1, got " + Str(g.count));
-    if (g.workers < 1 || g.workers > kMaxWorkers)
-      Fail(f + ".workers", "must be in [1, " + Str(kMaxWorkers) + "], got " + Str(g.workers));
+    RequireCount(g.count, 1, kMaxNodes, f + ".count");
+    RequireCount(g.workers, 1, kMaxWorkers, f + ".workers");
     RequireFinite(g.speed, 0, f + ".speed", true);
     if (g.queue_capacity < -1)
       Fail(f + ".queue_capacity", "must be >= 0 or -1 (unbounded), got " + Str(g.queue_capacity));
@@ -86,9 +86,11 @@ void RackConfig::Validate() const {
   }
   if (total > kMaxNodes) Fail("nodes", "at most " + Str(kMaxNodes) + " nodes, got " + Str(total));
   const uint32_t n = static_cast<uint32_t>(total);
-  if (!(load > 0) || !std::isfinite(load) || load > 10) Fail("load", "must be in (0, 10], got " + Str(load));
+  if (!(load > 0) || !(load <= kernel::kMaxLoad))
+    Fail("load", "must be in (0, " + Str(kernel::kMaxLoad) + "], got " + Str(load));
   if (!(service.Mean() > 0)) Fail("service", "mean must be positive");
-  if (types.size() > 65535) Fail("types", "at most 65535 task types");
+  if (types.size() > kMaxTaskTypes)
+    Fail("types", "at most " + Str(kMaxTaskTypes) + " task types, got " + Str(types.size()));
   double share_total = 0;
   for (size_t k = 0; k < types.size(); ++k) {
     const auto& t = types[k];
@@ -100,7 +102,7 @@ void RackConfig::Validate() const {
       if (i >= n) Fail(f + ".nodes", "node " + Str(i) + " does not exist (nodes are 0.." + Str(n - 1) + ")");
   }
   if (!types.empty() && !(share_total > 0)) Fail("types", "shares must not all be 0");
-  if (service.NumClasses() > 65535) Fail("service", "at most 65535 mixture components");
+  if (service.NumClasses() > kMaxTaskTypes) Fail("service", "at most " + Str(kMaxTaskTypes) + " mixture components");
   if (intra.queueing != Queueing::kFifo && types.size() < 2)
     Fail("intra_node.queueing", "per-type or priority queues need at least two task types");
   if (intra.queueing != Queueing::kFifo && intra.discipline == Discipline::kPs && intra.quantum_us == 0)
@@ -122,13 +124,14 @@ void RackConfig::Validate() const {
     Fail("intra_node.quantum_us", "applies to discipline 'ps' only");
   if (intra.quantum_us == 0 && intra.switch_cost_us > 0) Fail("intra_node.switch_cost_us", "needs a quantum_us > 0");
 
-  // Entry point.
+  // Entry point. The count and the dispatch parameters below are checked whatever the entry or policy that
+  // uses them: a value out of range is wrong in any config.
+  RequireCount(entry.count, 1, kMaxBalancers, "entry.count");
   switch (entry.kind) {
     case EntryKind::kSwitch:
       if (!entry.split.empty()) Fail("entry.split", "applies to entry 'balancers' or 'nodes' only");
       break;
     case EntryKind::kBalancers:
-      if (entry.count < 1 || entry.count > 4096) Fail("entry.count", "must be in [1, 4096], got " + Str(entry.count));
       if (!entry.split.empty()) RequireWeights(entry.split, entry.count, "entry.split", "balancer");
       break;
     case EntryKind::kNodes:
@@ -138,12 +141,11 @@ void RackConfig::Validate() const {
 
   // Dispatch policy.
   const auto kind = dispatch.kind;
-  if (kind == DispatchKind::kPowerOfD) {
-    if (dispatch.d < 1 || dispatch.d > 64) Fail("dispatch.d", "must be in [1, 64], got " + Str(dispatch.d));
-    if (!dispatch.replace && dispatch.d > total)
-      Fail("dispatch.d",
-           "without replacement must be <= the number of nodes (" + Str(total) + "), got " + Str(dispatch.d));
-  }
+  RequireCount(dispatch.d, 1, kMaxSampled, "dispatch.d");
+  RequireCount(dispatch.bound, 1, kMaxBound, "dispatch.bound");
+  if (kind == DispatchKind::kPowerOfD && !dispatch.replace && dispatch.d > total)
+    Fail("dispatch.d",
+         "without replacement must be <= the number of nodes (" + Str(total) + "), got " + Str(dispatch.d));
   RequireFinite(dispatch.rtt_us, 0, "dispatch.rtt_us");
   if (kind != DispatchKind::kCentralFcfs && dispatch.rtt_us > 0)
     Fail("dispatch.rtt_us", "applies to policy 'central_fcfs' only");
@@ -156,8 +158,6 @@ void RackConfig::Validate() const {
     Fail("dispatch.policy", "'table' sets the migration tables of nodes; it needs entry 'nodes'");
   if (kind == DispatchKind::kJbt && !std::isfinite(dispatch.threshold))
     Fail("dispatch.threshold", "must be finite, got " + Str(dispatch.threshold));
-  if (kind == DispatchKind::kJbsq && dispatch.bound < 1)
-    Fail("dispatch.bound", "must be >= 1, got " + Str(dispatch.bound));
   if (kind == DispatchKind::kWcmp && !dispatch.weights.empty())
     RequireWeights(dispatch.weights, n, "dispatch.weights", "node");
 
@@ -214,7 +214,9 @@ void RackConfig::Validate() const {
         }
         break;
       case DynamicsEvent::kLoad:
-        if (e.values.size() != 1 || !(e.values[0] > 0) || !(e.values[0] <= 10)) Fail(f + ".load", "must be in (0, 10]");
+        if (e.values.size() != 1) Fail(f + ".load", "needs one load");
+        if (!(e.values[0] > 0) || !(e.values[0] <= kernel::kMaxLoad))
+          Fail(f + ".load", "must be in (0, " + Str(kernel::kMaxLoad) + "], got " + Str(e.values[0]));
         break;
     }
   }

@@ -9,6 +9,10 @@ using runtime::Batch;
 using runtime::FastSoftmax;
 using runtime::TableExponentials;
 
+Reward DefaultReward(runtime::Variant variant) {
+  return variant == runtime::Variant::kCode ? Reward::kImbalanceDelta : Reward::kUtility;
+}
+
 RackController::RackController(RackSim& sim, const ControllerOptions& options, MalcolmLearner& learner)
     : sim_(sim),
       options_(options),

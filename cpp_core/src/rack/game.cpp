@@ -2,7 +2,16 @@
 
 #include <algorithm>
 
+#include "dcgym/kernel/check.hpp"
+
 namespace dcgym::rack::game {
+
+using kernel::Fail;
+using kernel::Str;
+
+Reward RewardNamed(const std::string& name, const std::string& field) {
+  return static_cast<Reward>(kernel::IndexOfName(kRewardNames, name, field));
+}
 
 RewardCosts RewardCosts::Default(Reward r) {
   switch (r) {
@@ -15,6 +24,7 @@ RewardCosts RewardCosts::Default(Reward r) {
 }
 
 double Imbalance(const double* loads, std::uint32_t n, double scale) {
+  if (n == 0) Fail("loads", "must hold at least one node's load");
   double total = 0.0;
   for (std::uint32_t v = 0; v < n; ++v) total += loads[v] * scale;
   const double mean = total / n;
@@ -42,10 +52,25 @@ double TeamReward(const RewardSpec& spec, double previous_imbalance, double imba
 
 void CheckBatch(const std::vector<RackSim*>& sims) {
   if (sims.empty()) throw std::invalid_argument("sims: needs at least one simulation");
+  for (std::size_t i = 0; i < sims.size(); ++i)
+    if (sims[i] == nullptr) Fail("sims[" + Str(i) + "]", "None");
   const std::uint32_t n = sims[0]->NumNodes();
   for (auto* s : sims)
     if (s->NumNodes() != n || s->NumViewers() != n)
       throw std::invalid_argument("sims: every simulation needs entry 'nodes' and the same number of nodes");
+}
+
+void CheckAdvance(const std::vector<RackSim*>& sims, double duration_us, const ObsSpec& obs) {
+  CheckBatch(sims);
+  if (!(duration_us >= 0) || !std::isfinite(duration_us))
+    Fail("duration_us", "must be a finite number >= 0, got " + Str(duration_us));
+  if (obs.dim == 0) return;
+  const std::uint32_t n = sims[0]->NumNodes();
+  if (obs.dim < n + std::size_t{1}) Fail("obs_dim", "must be >= N + 1 = " + Str(n + 1) + ", got " + Str(obs.dim));
+  if (!(obs.scale > 0) || !std::isfinite(obs.scale))
+    Fail("obs_scale", "must be a finite number > 0, got " + Str(obs.scale));
+  if (!(obs.clip > 0) || !std::isfinite(obs.clip))
+    Fail("obs_clip", "must be a finite number > 0, got " + Str(obs.clip));
 }
 
 namespace {
@@ -72,6 +97,8 @@ float ClipObs(double v, float clip) {
 
 template <typename T>
 void SetTablesFromActions(const std::vector<RackSim*>& sims, const T* actions, bool logits, double max_logit) {
+  CheckBatch(sims);
+  if (!(max_logit > 0 && max_logit <= 100)) Fail("max_logit", "must be in (0, 100], got " + Str(max_logit));
   const std::uint32_t n = sims[0]->NumNodes();
   const std::size_t rows = sims.size() * 2 * n;
   for (std::size_t row = 0; row < rows; ++row)
@@ -100,6 +127,8 @@ template void SetTablesFromActions<double>(const std::vector<RackSim*>&, const d
 
 void Advance(const std::vector<RackSim*>& sims, double duration_us, const ObsSpec& obs, double scale,
              const RewardSpec* reward, double* previous_imbalance, const StepBuffers& out) {
+  CheckAdvance(sims, duration_us, obs);
+  if (!(scale > 0) || !std::isfinite(scale)) Fail("scale", "must be a finite number > 0, got " + Str(scale));
   const std::uint32_t n = sims[0]->NumNodes();
   const std::size_t nn = static_cast<std::size_t>(n) * n;
   std::vector<double> loads(n), belief(n);

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "dcgym/kernel/check.hpp"
+
 namespace dcgym::rack {
 
 using kernel::Stream;
@@ -158,7 +160,9 @@ void RackSim::Loop(uint64_t target_arrivals, double horizon) {
 [[gnu::flatten]] void RackSim::RunTasks(uint64_t n) { Loop<false>(counters_.arrived + n, 0.0); }
 
 [[gnu::flatten]] void RackSim::RunUntil(double t_us) {
-  if (!(t_us >= now_)) throw std::invalid_argument("run_until: time must be >= the current time");
+  if (!(t_us >= now_) || !std::isfinite(t_us))
+    throw std::invalid_argument("time_us: must be finite and >= the current time " + kernel::Str(now_) + ", got " +
+                                kernel::Str(t_us));
   Loop<true>(0, t_us);
   now_ = t_us;
 }

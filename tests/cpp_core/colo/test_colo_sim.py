@@ -291,7 +291,11 @@ def test_counters_view_is_live_and_read_only():
         (lambda c: c["services"][0].update(qos_ms=-1.0), r"services\[0\]\.qos_ms: must be a finite number > 0"),
         (lambda c: c["services"][0]["mrc"].update(alpha=9.0), r"services\[0\]\.mrc\.alpha: must be in \[0, 3\]"),
         (lambda c: c["services"][0].update(ipc=3.0), r"services\[0\]\.ipc: too high for its miss-rate curve"),
-        (lambda c: c["services"][0].update(threads=-2), r"services\[0\]\.threads: must be a count >= 0"),
+        (
+            lambda c: c["services"][0].update(threads=-2),
+            r"services\[0\]\.threads: must be an integer in \[0, 4294967295\]",
+        ),
+        (lambda c: c["services"][0].update(threads=4097), r"services\[0\]\.threads: must be at most 4096, got 4097"),
         (lambda c: c["services"][0].update(changes=[[5.0, 10.0], [1.0, 20.0]]), r"changes\[1\]\.time_s"),
         (lambda c: c["platform"].update(ways=0), r"platform\.ways: must be in \[1, 64\]"),
         (lambda c: c["platform"].pop("smt_gain"), r"platform\.smt_gain: missing"),

@@ -388,7 +388,7 @@ def test_observe_batch_writes_stacked_arrays() -> None:
     for i, s in enumerate(sims):
         o = s.observe()
         assert np.array_equal(short[i], o["short_finished"]) and np.array_equal(ids[i], o["long_active_flows"])
-    with pytest.raises(ValueError, match="short_finished: must be a C-contiguous array of shape"):
+    with pytest.raises(ValueError, match=r"short_finished: must have shape \(3, 100, 7\), got \(2, 100, 7\)"):
         observe_flow_batch(sims, np.zeros((2, 100, 7)), long_, ids, done)
 
 
@@ -398,7 +398,7 @@ BASE = {"topology": {"kind": "big_switch", "hosts": 4}, "workload": {"sizes": "w
 
 BAD_CONFIGS = [
     ({"topology": {"kind": "ring"}}, "topology.kind: unknown value 'ring'"),
-    ({"topology": {"kind": "big_switch", "host": 4}}, "topology: unknown key 'host'"),
+    ({"topology": {"kind": "big_switch", "host": 4}}, "topology.host: unknown field; allowed: kind, link_gbps, hosts"),
     ({"topology": {"kind": "big_switch", "hosts": 1}}, "topology.hosts: must be in [2, "),
     ({"topology": {"kind": "planes", "hosts": 4, "planes": 0}}, "topology.planes: must be in [1, 64]"),
     ({"topology": {"kind": "big_switch", "hosts": 4, "link_gbps": 0}}, "topology.link_gbps: must be a positive"),
@@ -473,8 +473,14 @@ BAD_CONFIGS = [
     ),
     ({"base_rtt_us": -1}, "base_rtt_us: must be a finite number >= 0"),
     ({"solver": "fast"}, "solver: unknown value 'fast'; allowed: incremental, full"),
-    ({"observation": {"short_finished": -1}}, "observation.short_finished: must be in [0, 65536]"),
-    ({"seeds": 3}, "config: unknown key 'seeds'"),
+    ({"observation": {"short_finished": 65537}}, "observation.short_finished: must be in [0, 65536], got 65537"),
+    (
+        {"observation": {"short_finished": -1}},
+        "observation.short_finished: must be an integer in [0, 4294967295], got -1",
+    ),
+    ({"topology": {"kind": "planes", "hosts": 65536, "planes": 3}}, "topology: at most 262144 links, got 393216"),
+    ({"topology": {"kind": "big_switch", "hosts": 4, "link_gbps": 1e6}}, "topology.link_gbps: must be at most 100000"),
+    ({"seeds": 3}, "seeds: unknown field; allowed: topology, scheduling"),
 ]
 
 

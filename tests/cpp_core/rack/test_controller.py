@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
-from dcgym.cpp_core import RackSim, _engine
+from dcgym.cpp_core import MalcolmLearner, RackController, RackSim
 from dcgym.envs.rack.game import RackGame
 
 HETERO = {"scenario": "malcolm_hetero_paper_exp", "load": 0.9}
@@ -59,9 +59,9 @@ def _modules(game: RackGame, params: dict[str, np.ndarray]) -> list[MalcolmRLMod
 def test_tables_equal_rack_v0_with_the_rllib_module_on_the_same_observations(weight_scale):
     game, config = _engine_config(THREE_NODES, seed=4)
     n = game.num_nodes
-    params = {k: v * weight_scale for k, v in _engine.MalcolmLearner(n, seed=9).parameters().items()}
+    params = {k: v * weight_scale for k, v in MalcolmLearner(n, seed=9).parameters().items()}
     modules = _modules(game, params)
-    ctl = _engine.RackController(config, {}, **params)
+    ctl = RackController(config, {}, **params)
     sim = ctl.sim
     clipped = 0
     for _ in range(60):
@@ -110,7 +110,7 @@ def test_uniform_policy_gives_exactly_racksims_numbers_with_the_same_tables():
     game, config = _engine_config(HETERO, seed=21)
     n = game.num_nodes
     zeros = np.zeros((n, n, 2 * n + 1), np.float32)  # every logit 0: uniform tables
-    ctl = _engine.RackController(config, {"heartbeat_us": 100.0}, migration=zeros, stealing=zeros)
+    ctl = RackController(config, {"heartbeat_us": 100.0}, migration=zeros, stealing=zeros)
     ours = ctl.run(2000)
     np.testing.assert_array_equal(ctl.tables[0], np.full((n, n), 1.0 / n))
     sim = RackSim(config)
@@ -134,23 +134,38 @@ def test_reward_and_imbalance_equal_rack_v0s(reward):
         rewards.append(out["reward"][0])
         imbalances.append(2 * n * ((out["true_loads"][0] - out["true_loads"][0].mean()) ** 2).sum())
     zeros = np.zeros((n, n, 2 * n + 1), np.float32)
-    ctl = _engine.RackController(dict(game.engine_config, seed=8), {"reward": reward}, migration=zeros, stealing=zeros)
+    ctl = RackController(dict(game.engine_config, seed=8), {"reward": reward}, migration=zeros, stealing=zeros)
     ours = ctl.run(300)
     assert abs(np.mean(rewards)) > 0
     assert ours["reward_mean"] == pytest.approx(np.mean(rewards), rel=1e-9)
     assert ours["imbalance_mean"] == pytest.approx(np.mean(imbalances), rel=1e-9)
 
 
+@pytest.mark.parametrize(("variant", "reward"), [("paper", "utility"), ("code", "imbalance_delta")])
+def test_the_reward_defaults_to_the_learner_variants(variant, reward):
+    """The controller's default reward (rack::DefaultReward) follows the variant, as rack_config does for rack_v0."""
+    game = RackGame(THREE_NODES)
+    zeros = np.zeros((game.num_nodes, game.num_nodes, 2 * game.num_nodes + 1), np.float32)
+    config = dict(game.engine_config, seed=8)
+
+    def run(options):
+        return RackController(config, options, migration=zeros, stealing=zeros).run(100)["reward_mean"]
+
+    assert run({"variant": variant}) == run({"variant": variant, "reward": reward})
+    other = "utility" if reward == "imbalance_delta" else "imbalance_delta"
+    assert run({"variant": variant}) != run({"variant": variant, "reward": other})
+
+
 def test_online_learning_lowers_the_imbalance_of_a_two_node_rack():
     """6000 heartbeats (0.6 s simulated) of Algorithm 1 online cut the initial policy's imbalance by >= 50%."""
     game, config = _engine_config(TWO_NODES, seed=123)
-    initial = _engine.MalcolmLearner(2, seed=1).parameters()
+    initial = MalcolmLearner(2, seed=1).parameters()
 
     def evaluate(params):
-        return _engine.RackController(config, {}, **params).run(2000)
+        return RackController(config, {}, **params).run(2000)
 
     before = evaluate(initial)
-    learning = _engine.RackController(dict(config, seed=7), {"learn": True}, **initial)
+    learning = RackController(dict(config, seed=7), {"learn": True}, **initial)
     learning.run(6000)
     assert learning.num_updates == 300
     after = evaluate(learning.parameters())
@@ -163,11 +178,11 @@ def test_online_learning_lowers_the_imbalance_of_a_two_node_rack():
 
 def test_options_are_checked_by_name():
     _, config = _engine_config(TWO_NODES, seed=1)
-    with pytest.raises(ValueError, match=r"options.heartbeat: unknown option"):
-        _engine.RackController(config, {"heartbeat": 100.0})
+    with pytest.raises(ValueError, match=r"options.heartbeat: unknown field; allowed: "):
+        RackController(config, {"heartbeat": 100.0})
     with pytest.raises(ValueError, match=r"options.reward: unknown value 'latency'"):
-        _engine.RackController(config, {"reward": "latency"})
+        RackController(config, {"reward": "latency"})
     with pytest.raises(ValueError, match=r"migration: must have shape \(2, 2, 5\)"):
-        _engine.RackController(config, {}, migration=np.zeros((2, 5)))
+        RackController(config, {}, migration=np.zeros((2, 5)))
     with pytest.raises(ValueError, match=r"entry kind 'nodes' and dispatch policy 'table'"):
-        _engine.RackController(dict(config, dispatch={"policy": "random"}), {})
+        RackController(dict(config, dispatch={"policy": "random"}), {})

@@ -13,7 +13,7 @@ import torch
 from dcgym.agents.malcolm import rack_config
 from dcgym.agents.malcolm.malcolm import RackMultiAgentEnv
 from dcgym.agents.malcolm.malcolm_learner import EPISODE_START, MIGRATE_COUNTS, STEAL_COUNTS
-from dcgym.cpp_core import _engine
+from dcgym.cpp_core import MalcolmLearner
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
 
@@ -89,7 +89,7 @@ def test_gradients_and_two_adamw_steps_equal_the_python_learner(variant):
     learner, config = _python_learner(variant)
     assert (config.load_scale, config.reward_scale, config.lr_critic, config.lr_actor) == (0.1, 0.01, 2e-3, 1e-3)
     params = _parameters(learner)
-    cpp = _engine.MalcolmLearner(3, {"variant": variant, "gamma": 0.9}, **params)
+    cpp = MalcolmLearner(3, {"variant": variant, "gamma": 0.9}, **params)
     for name, value in cpp.parameters().items():
         np.testing.assert_array_equal(value, params[name])
     rng = np.random.default_rng(11)
@@ -125,7 +125,7 @@ def test_gradients_and_two_adamw_steps_equal_the_python_learner(variant):
 
 
 def test_consensus_equalises_critics_and_leaves_actors_alone():
-    cpp = _engine.MalcolmLearner(4, {"consensus_period": 2}, seed=5)
+    cpp = MalcolmLearner(4, {"consensus_period": 2}, seed=5)
     before = cpp.parameters()
     assert not np.array_equal(before["critic"][0], before["critic"][1])
     assert cpp.complete_round() is False  # round 1: nothing
@@ -145,13 +145,13 @@ def test_consensus_equalises_critics_and_leaves_actors_alone():
 def test_initial_parameters_are_uniform_in_the_fan_in_bound_and_seeded():
     n = 5
     f_c, f_a = n * (n + 7) // 2 + 1, 2 * n + 1
-    params = _engine.MalcolmLearner(n, seed=1).parameters()
+    params = MalcolmLearner(n, seed=1).parameters()
     assert params["critic"].shape == (n, f_c) and params["migration"].shape == (n, n, f_a)
     for name, f in (("critic", f_c), ("migration", f_a), ("stealing", f_a)):
         bound = 1.0 / np.sqrt(f)
         assert np.abs(params[name]).max() <= bound and np.abs(params[name]).max() > 0.9 * bound
         assert abs(float(params[name].mean())) < 0.2 * bound
-    again, other = _engine.MalcolmLearner(n, seed=1).parameters(), _engine.MalcolmLearner(n, seed=2).parameters()
+    again, other = MalcolmLearner(n, seed=1).parameters(), MalcolmLearner(n, seed=2).parameters()
     np.testing.assert_array_equal(again["migration"], params["migration"])
     assert not np.array_equal(other["migration"], params["migration"])
 
@@ -161,10 +161,25 @@ def test_initial_parameters_are_uniform_in_the_fan_in_bound_and_seeded():
     [
         ({"variant": "papr"}, r"options.variant: unknown value 'papr'"),
         ({"lr_actor": 0.0}, r"lr_critic, lr_actor: must be > 0"),
-        ({"minibatch": 10}, r"options.minibatch: unknown option"),
-        ({"heartbeat_us": 100.0}, r"options.heartbeat_us: unknown option"),  # a controller option, not a learner's
+        ({"minibatch": 10}, r"options.minibatch: unknown field; allowed: variant, gamma, "),
+        ({"heartbeat_us": 100.0}, r"options.heartbeat_us: unknown field"),  # a controller option, not a learner's
+        ({"trace_lambda": -0.5}, r"trace_lambda: must be None or in \[0, 1\], got -0.5"),
+        ({"minibatch_size": 100001}, r"minibatch_size: must be in \[1, 100000\], got 100001"),
+        ({"consensus_period": -1}, r"options.consensus_period: must be an integer in \[0, 4294967295\], got -1"),
     ],
 )
 def test_bad_options_name_the_field(options, message):
     with pytest.raises(ValueError, match=message):
-        _engine.MalcolmLearner(2, options)
+        MalcolmLearner(2, options)
+
+
+def test_the_learner_checks_its_size_and_node_indices():
+    """The C++ learner's own checks (the deployment runtime meets them too), not the binding's."""
+    for n in (0, 4097):
+        with pytest.raises(ValueError, match=rf"num_nodes: must be in \[1, 4096\], got {n}"):
+            MalcolmLearner(n)
+    with pytest.raises(ValueError, match=r"num_nodes: must be >= 0, got -1"):
+        MalcolmLearner(-1)
+    learner = MalcolmLearner(2)
+    with pytest.raises(ValueError, match=r"node: must be in \[0, 1\], got 2"):
+        learner.trace(2)

@@ -1,17 +1,17 @@
-"""The lb family has one name; its earlier names still import, as the same objects."""
+"""The lb family has one name: its engine is LbSim and check_lb_config, with no earlier name beside them."""
 
 from __future__ import annotations
 
 import dcgym.cpp_core as engine
+from dcgym.cpp_core import _engine
 from dcgym.envs import lb_v0
 
 
-def test_earlier_names_are_the_same_objects():
-    assert engine.MultistageSim is engine.LbSim
-    assert engine.check_multistage_config is engine.check_lb_config
+def test_the_engine_has_the_family_s_names_only():
+    assert {"LbSim", "check_lb_config"} <= set(engine.__all__)
+    for old in ("MultistageSim", "check_multistage_config"):
+        assert not hasattr(engine, old) and not hasattr(_engine, old)
+
+
+def test_the_env_s_earlier_name_is_the_same_class():
     assert lb_v0.MultiLbEnv is lb_v0.LbEnv
-
-
-def test_the_public_names_are_the_family_s():
-    assert "LbSim" in engine.__all__ and "check_lb_config" in engine.__all__
-    assert "MultistageSim" not in engine.__all__

@@ -59,6 +59,8 @@ class ColoSim {
   // Share group g: its pool of cores and ways and its members (bit i =
   // service i; 0 dissolves it). Needs sharing enabled.
   void SetGroup(uint32_t group, uint64_t members, uint32_t cores, uint32_t ways);
+  // The same with the members as service indices (an empty list dissolves it).
+  void SetGroup(uint32_t group, const std::vector<uint32_t>& members, uint32_t cores, uint32_t ways);
   // Offered load of service i from now on (until its next scheduled change).
   void SetRps(uint32_t service, double rps);
 
@@ -75,6 +77,8 @@ class ColoSim {
   uint32_t NumServices() const { return static_cast<uint32_t>(config_.services.size()); }
   const ColoConfig& Config() const { return config_; }
   const std::vector<Allocation>& Allocations() const { return alloc_; }
+  // Service i's allocation; std::invalid_argument when there is no service i.
+  const Allocation& AllocationOf(uint32_t service) const;
   const std::vector<ShareGroup>& Groups() const { return groups_; }
   Phase PhaseOf(uint32_t i) const { return state_[i].phase; }
   bool Active(uint32_t i) const { return active_[i] != 0; }

@@ -40,8 +40,12 @@ struct ColoConfig {
   double latency_window_s = 1.0;  // the latency counter covers this much (tailbench: the last second)
   double latency_cap_s = 3600;    // latencies are reported at most this (a starved service)
 
+  // Bounds, checked by Validate() and exported by the binding (ColoSim.limits).
   static constexpr uint32_t kMaxServices = 64;  // share-group members are a 64-bit mask
   static constexpr uint32_t kMaxGroups = 8;
+  static constexpr double kMaxTickS = 60;         // dt_s
+  static constexpr double kMaxWindowTicks = 1e5;  // latency_window_s / dt_s: the window's ring
+  static constexpr double kMaxCounterNoise = 1;   // noise.counters, a relative error
 
   // Throws std::invalid_argument naming the field; also derives nothing.
   void Validate() const;

@@ -12,6 +12,17 @@
 
 namespace dcgym::colo {
 
+// The bounds of a platform, checked by Platform::Validate() and exported by the binding (ColoSim.limits).
+inline constexpr uint32_t kMaxCores = 1024;  // logical cores
+inline constexpr uint32_t kMaxWays = 64;     // LLC ways
+inline constexpr double kMaxSmtGain = 2;     // two hyperthreads at most double a core's throughput
+
+// The platform's fields by name, in the order of the config schema: the binding reads these, and the colo
+// catalog (envs/colo/catalog.py) takes its list of per-platform entries from here (ColoSim.platform_fields).
+inline constexpr const char* kPlatformFields[] = {
+    "name",         "logical_cores", "physical_cores", "ways",     "mb_per_way", "mem_bw_gbs",
+    "freq_min_mhz", "freq_max_mhz",  "mem_latency_ns", "smt_gain", "mba"};
+
 struct Platform {
   std::string name = "custom";
   uint32_t logical_cores = 36;   // the unit of core allocation (OSML: "cores")

@@ -31,6 +31,33 @@ namespace dcgym::colo {
 // `hot` more MPKI once C drops below hot_mb, ramping in over hot_width_mb
 // (LRU over a loop just larger than the cache; Beckmann & Sanchez, Talus,
 // HPCA 2015). The cliff gives Moses its cache cliff (OSML §3.1, Fig. 1a).
+inline constexpr uint32_t kMaxThreads = 4096;  // worker threads of one service (Workload::Validate)
+
+// The fields of a service entry by name, in the order of the config schema: its parameters
+// (ServiceParams), its miss-rate curve's and its workload's. The binding reads these, and the colo catalog
+// (envs/colo/catalog.py) takes its list of per-service entries from here (ColoSim.service_fields).
+inline constexpr const char* kServiceFields[] = {"name",
+                                                 "qos_ms",
+                                                 "percentile",
+                                                 "service_ms",
+                                                 "cv2",
+                                                 "ipc",
+                                                 "ref_freq_mhz",
+                                                 "ref_cache_mb",
+                                                 "ref_mem_latency_ns",
+                                                 "mlp",
+                                                 "bytes_per_miss",
+                                                 "mrc",
+                                                 "io_ms",
+                                                 "smt_penalty",
+                                                 "ctx_overhead",
+                                                 "warmup_s",
+                                                 "warmup_slowdown",
+                                                 "virt_memory_gb",
+                                                 "res_memory_gb"};
+inline constexpr const char* kMissRateFields[] = {"floor", "pow", "alpha", "hot", "hot_mb", "hot_width_mb"};
+inline constexpr const char* kWorkloadFields[] = {"rps", "threads", "launch_s", "end_s", "changes", "cores", "ways"};
+
 struct MissRateCurve {
   double floor = 0;         // MPKI at any capacity
   double pow = 0;           // MPKI of the power-law term at 1 MB

@@ -58,7 +58,8 @@ struct AutoSpec {
 // sRLA's gap weights are exp(kThresholdGapScale x a).
 inline constexpr double kThresholdGapScale = 8.0;
 
-// sRLA's map: n = K - 1 actions (clipped to [-1, 1]; NaN counts as -1) -> n thresholds in bytes.
+// sRLA's map: n = K - 1 actions (clipped to [-1, 1]; NaN counts as -1) -> n thresholds in bytes in
+// [lo_bytes, hi_bytes] (0 < lo < hi, finite; std::invalid_argument otherwise).
 void ThresholdsFromAction(const double* action, uint32_t n, double lo_bytes, double hi_bytes, double* out);
 
 // Scaled features (the table in the header comment).
@@ -88,7 +89,7 @@ class AutoAgents {
   void Observe(const FlowSim& sim, float* srla_obs, float* lrla_obs);
   // The rewards of the interval that just ended (FlowSim::Interval()); updates the last means.
   void Rewards(const FlowSim& sim, double* srla, double* lrla);
-  // Act, run one interval of `seconds`, Observe, Rewards.
+  // Act, run one interval of `seconds` (> 0, finite: checked before acting), Observe, Rewards.
   void Step(FlowSim& sim, const double* srla, const int64_t* lrla, double seconds, float* srla_obs, float* lrla_obs,
             double* rewards);
   const std::vector<int64_t>& Flows() const { return flows_; }
@@ -104,10 +105,15 @@ class AutoAgents {
   double last_fct_, last_throughput_;
 };
 
+// Refuses (std::invalid_argument) pairs StepAutoBatch cannot step: not one agents per simulation, an entry
+// null or repeated, agents whose sizes differ from the first's (the arrays' strides), no thread.
+void CheckAutoBatch(const std::vector<FlowSim*>& sims, const std::vector<AutoAgents*>& agents, uint32_t threads);
+
 // Steps every (simulation, agents) pair by one interval, on up to `threads`
 // threads (each pair on one thread: results do not depend on the count).
 // Row i of each array belongs to pair i; srla or lrla may be null (that agent
 // does not act), otherwise strides are SrlaActions() and LrlaFlows() x 3.
+// Checks CheckAutoBatch's conditions and `seconds` first.
 void StepAutoBatch(const std::vector<FlowSim*>& sims, const std::vector<AutoAgents*>& agents, const double* srla,
                    const int64_t* lrla, double seconds, float* srla_obs, float* lrla_obs, double* rewards,
                    uint32_t threads = 1);

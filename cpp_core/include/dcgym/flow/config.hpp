@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,28 @@
 #include "dcgym/flow/solver.hpp"
 
 namespace dcgym::flow {
+
+// The bounds of a flow config, checked by FlowConfig::Validate() and exported by the binding
+// (FlowSim.limits), whose values the scenario schema's fields take as their bounds.
+inline constexpr uint32_t kMaxHosts = 1u << 16;
+inline constexpr uint64_t kMaxLinks = 1u << 18;  // the solver keeps levels x links cells
+inline constexpr uint32_t kMaxPlanes = 64, kMaxSpines = 64;
+inline constexpr uint32_t kMaxObservation = 1u << 16;  // rows of each observed flow list
+inline constexpr double kMaxHostLoad = 64;             // a group's load; planes: up to one per plane
+inline constexpr double kMaxLinkGbps = 1e5;
+inline constexpr double kMaxOversubscription = 1000;
+inline constexpr double kMaxBaseRttUs = 1e6;
+
+// Units at the engine's edge: it runs in bytes and seconds; configs and results give rates in Gbps (10^9
+// bit/s), thresholds may come in packets (PIAS counts 1460-byte segments).
+inline constexpr double kBytesPerGbit = 1e9 / 8;
+inline constexpr uint32_t kPacketBytes = 1460;
+inline double BytesPerSecond(double gbps) { return gbps * kBytesPerGbit; }
+inline double Gbps(double bytes_per_second) { return bytes_per_second / kBytesPerGbit; }
+inline std::vector<double> PacketsToBytes(std::vector<double> packets) {
+  for (double& p : packets) p *= kPacketBytes;
+  return packets;
+}
 
 enum class TopologyKind {
   kSingleLink,  // senders share one bottleneck link: the M/G/1 setting
@@ -24,6 +47,10 @@ enum class TopologyKind {
 };
 
 struct TopologyConfig {
+  // The defaults of a topology of `kind` (a single link has one sender, planes 32 hosts on 3 planes, AuTO's
+  // testbed; leaf-spine PIAS's 9 racks of 16 under 4 spines).
+  static TopologyConfig Of(TopologyKind kind);
+
   TopologyKind kind = TopologyKind::kBigSwitch;
   uint32_t hosts = 16;  // single_link: senders; big_switch, planes: hosts
   uint32_t planes = 1;  // planes: parallel planes (AuTO's testbed: 3)
@@ -69,8 +96,8 @@ struct GroupConfig {
 // A change of load and/or sizes at a given time (AuTO §6.1.3).
 struct ChangeConfig {
   double time_s = 0;
-  int32_t group = -1;  // -1: every group
-  double load = -1;    // < 0: unchanged
+  int32_t group = -1;          // -1: every group
+  std::optional<double> load;  // none: unchanged
   bool change_sizes = false;
   SizeConfig sizes;
 };
@@ -92,6 +119,9 @@ struct ObservationConfig {
 };
 
 struct FlowConfig {
+  // The default number of priority levels of a discipline: las and srpt order flows themselves (1 level).
+  static uint32_t DefaultLevels(Discipline d);
+
   TopologyConfig topology;
   Discipline discipline = Discipline::kMlfq;
   uint32_t levels = 8;
@@ -115,8 +145,6 @@ struct FlowConfig {
   uint32_t NumHosts() const;
 };
 
-// Bytes per packet in thresholds given in packets (PIAS counts 1460-byte segments).
-inline constexpr double kPacketBytes = 1460;
 inline constexpr double kDefaultLongFlowBytes = 1024.0 * 1024.0;
 
 // The built-in flow-size CDFs, (bytes, probability): web search (DCTCP,

@@ -84,17 +84,16 @@ class FlowSim {
 
   // Running, entirely in C++. RunUntil processes every event at or before t
   // and leaves the clock at t; RunFlows stops right after the n-th next
-  // arrival (or when nothing is left to happen).
+  // arrival (or when nothing is left to happen). A time before now, or a
+  // duration that is negative (StepInterval: not positive) or not finite, is
+  // refused (std::invalid_argument) before anything changes.
   void RunUntil(double t_s);
-  void RunFor(double seconds) { RunUntil(now_ + seconds); }
+  void RunFor(double seconds);
   void RunFlows(uint64_t n);
   // Starts a decision interval: its aggregates, observations of finished
   // flows and link utilisation count from now.
   void StartInterval();
-  void StepInterval(double seconds) {
-    StartInterval();
-    RunFor(seconds);
-  }
+  void StepInterval(double seconds);
 
   // sRLA: new thresholds (bytes, levels - 1, non-decreasing) for mlfq or
   // qsjf. Every flow not pinned by an action takes the level its bytes sent
@@ -126,6 +125,7 @@ class FlowSim {
   const IntervalStats& Interval() const { return interval_; }
   uint64_t NumActive() const { return active_.size(); }
   double LongFlowBytes() const { return long_bytes_; }
+  double BaseRttS() const { return base_rtt_s_; }    // added to every fluid FCT in the results
   double Unfinished() const { return unfinished_; }  // bytes not yet sent
   // Time averages since the first measured arrival (NaN before).
   double MeanUnfinished() const;
@@ -228,8 +228,12 @@ class FlowSim {
 };
 
 // Steps every simulation by one interval of `seconds` (StepInterval), on
-// up to `threads` threads; each simulation stays on one thread, so results
-// do not depend on the thread count.
+// up to `threads` (>= 1) threads; each simulation stays on one thread, so
+// results do not depend on the thread count. The simulations must be
+// distinct (two threads would share one).
 void StepBatch(const std::vector<FlowSim*>& sims, double seconds, uint32_t threads = 1);
+
+// Refuses (std::invalid_argument naming the argument) a batch with a null or repeated entry, or no thread.
+void CheckBatch(const std::vector<const void*>& items, const char* what, uint32_t threads);
 
 }  // namespace dcgym::flow

@@ -4,12 +4,18 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "dcgym/flow/auto_agents.hpp"
 #include "dcgym/flow/flow_sim.hpp"
 #include "dcgym/runtime/mlp.hpp"
+#include "dcgym/runtime/policy_file.hpp"
 
 namespace dcgym::flow {
+
+// Loads the policy file at `path` into `*policy` and returns its MLP, for `agent` (srla or lrla); throws
+// std::invalid_argument naming the agent when the file does not load or holds no mlp policy.
+runtime::MlpPolicy* LoadAutoPolicy(const std::string& path, const char* agent, runtime::Policy* policy);
 
 // Checks that `srla` (may be null) is an `increasing`-head MLP from SrlaObservations() to SrlaActions() thresholds
 // and `lrla` (may be null) a `multi_categorical` one from LrlaObservations() to (Levels, Caps, Paths) x LrlaFlows()

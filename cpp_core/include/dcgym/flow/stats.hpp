@@ -8,6 +8,7 @@
 // histogram's resolution is relative: 0.2%), reported in seconds.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -20,6 +21,7 @@ inline constexpr double kSmallMaxBytes = 100.0 * 1024;
 inline constexpr double kMediumMaxBytes = 10.0 * 1024 * 1024;
 
 enum Bucket : uint32_t { kAllFlows = 0, kSmall = 1, kMedium = 2, kLarge = 3, kNumBuckets = 4 };
+inline constexpr const char* kBucketNames[kNumBuckets] = {"all", "small", "medium", "large"};  // results' keys
 
 inline Bucket BucketOf(double size) {
   return size <= kSmallMaxBytes ? kSmall : size <= kMediumMaxBytes ? kMedium : kLarge;
@@ -33,7 +35,7 @@ struct FctHistograms {
 
   void Record(double size, double fct_s, double slowdown_value) {
     const uint32_t b = BucketOf(size) - 1;
-    fct_us[b].Record(fct_s * 1e6);
+    fct_us[b].Record(fct_s * 1e6);  // FctSeconds is the way back
     slowdown[b].Record(slowdown_value);
   }
   kernel::LogHistogram Fct(Bucket b) const { return Get(fct_us, b); }
@@ -47,6 +49,9 @@ struct FctHistograms {
     return all;
   }
 };
+
+// A value of an fct_us histogram as the seconds results report, plus `offset_s` (the base RTT; NaN stays NaN).
+inline double FctSeconds(double us, double offset_s) { return std::isnan(us) ? us : us * 1e-6 + offset_s; }
 
 struct Counters {
   uint64_t arrived = 0;

@@ -20,6 +20,9 @@
 
 namespace dcgym::flow {
 
+// The links a topology of `config` has (the numbering above), without building it: what Validate bounds.
+uint64_t NumLinks(const TopologyConfig& config);
+
 class Topology {
  public:
   explicit Topology(const TopologyConfig& config);

@@ -33,6 +33,18 @@
 
 namespace dcgym::lb {
 
+// The bounds of an lb config, checked by LbConfig::Validate() and exported by the binding (LbSim.limits),
+// whose values the scenario schema's fields take as their bounds.
+inline constexpr uint32_t kMaxServers = 1u << 16;  // servers, every group together
+inline constexpr uint32_t kMaxWorkers = 4096;      // CPU workers of one server
+inline constexpr uint32_t kMaxMpLevel = 4096;      // jobs in CPU service per worker
+inline constexpr uint32_t kMaxStages = 64;         // stages of a flow
+inline constexpr uint32_t kMaxLbs = 1024;          // load balancers
+inline constexpr uint32_t kMaxBacklog = 1000000;   // jobs a server holds before rejecting
+inline constexpr uint32_t kMaxReservoir = 1024;    // samples per server and decision period
+inline constexpr uint32_t kMaxFdDensity = 64;      // flow-duration samples per tracked flow per arrival
+inline constexpr uint64_t kMaxReservoirSamples = uint64_t{1} << 27;  // lbs x servers x reservoir_size
+
 struct ServerGroup {
   uint32_t count = 1;
   uint32_t workers = 1;   // p: CPU worker threads
@@ -156,7 +168,8 @@ class LbSim {
 
   // Replaces LB `lb`'s weights (policies wcmp, sed, weights).
   void SetWeights(uint32_t lb, const std::vector<double>& w);
-  const std::vector<double>& Weights(uint32_t lb) const { return lbs_[lb].weights; }
+  // Load balancer lb's current weights; std::invalid_argument when there is no lb.
+  const std::vector<double>& Weights(uint32_t lb) const;
 
   // M x N x kNumObservationFeatures, row-major: each LB's view of each server
   // over the current decision period (the one that just ended when the clock

@@ -13,6 +13,15 @@
 
 namespace dcgym::rack {
 
+// The bounds of a rack config, checked by RackConfig::Validate() and exported by the binding
+// (RackSim.limits), whose values the scenario schema's fields take as their bounds.
+inline constexpr uint32_t kMaxNodes = 1u << 20;    // nodes in the rack, every group together
+inline constexpr uint32_t kMaxWorkers = 1u << 16;  // workers of one node
+inline constexpr uint32_t kMaxSampled = 64;        // po_d: the d nodes sampled per task
+inline constexpr uint32_t kMaxBound = 1u << 20;    // jbsq: outstanding tasks per worker
+inline constexpr uint32_t kMaxBalancers = 4096;    // entry balancers: their count
+inline constexpr uint32_t kMaxTaskTypes = 65535;   // task types (and mixture components of one service)
+
 // A group of identical nodes.
 struct NodeGroup {
   uint32_t count = 1;

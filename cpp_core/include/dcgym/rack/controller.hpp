@@ -41,15 +41,19 @@ using runtime::MalcolmLearner;
 using game::Reward;
 using game::RewardCosts;
 
+// The reward a controller optimises when its options name none: Malcolm's code learns from the imbalance
+// delta, the paper from the utility.
+Reward DefaultReward(runtime::Variant variant);
+
 struct ControllerOptions {
-  double heartbeat_us = 100.0;  // RackEnvConfig.heartbeat_us
-  double warmup_us = 0.0;       // RackEnvConfig.warmup_us: simulated first with the engine's initial tables
-  float obs_clip = 100.0f;      // RackEnvConfig.obs_clip
-  float max_logit = 10.0f;      // RackEnvConfig.max_logit
-  Reward reward = Reward::kUtility;
-  RewardCosts costs;
-  bool learn = false;     // update the parameters online
-  LearnerConfig learner;  // bases, load_scale and (when learning) everything else
+  double heartbeat_us = 100.0;       // RackEnvConfig.heartbeat_us
+  double warmup_us = 0.0;            // RackEnvConfig.warmup_us: simulated first with the engine's initial tables
+  float obs_clip = 100.0f;           // RackEnvConfig.obs_clip
+  float max_logit = 10.0f;           // RackEnvConfig.max_logit
+  Reward reward = Reward::kUtility;  // DefaultReward of the learner's variant, when unsure
+  RewardCosts costs;                 // RewardCosts::Default(reward), unless set
+  bool learn = false;                // update the parameters online
+  LearnerConfig learner;             // bases, load_scale and (when learning) everything else
 };
 
 /// What one Run() measured.

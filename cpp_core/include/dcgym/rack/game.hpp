@@ -23,8 +23,14 @@
 
 namespace dcgym::rack::game {
 
-// The team rewards (envs/rack/game.py RackEnvConfig.reward).
+// The team rewards, and their names in the order of the enum: the environments' `reward` argument
+// (envs/rack/game.py takes this table from the binding, dcgym.cpp_core.RACK_REWARDS).
 enum class Reward : std::uint32_t { kUtility = 0, kImbalanceDelta = 1, kNegP99 = 2, kNegMean = 3 };
+inline constexpr const char* kRewardNames[] = {"utility", "imbalance_delta", "neg_p99", "neg_mean"};
+
+// The reward called `name`; std::invalid_argument naming `field` and the allowed names otherwise.
+Reward RewardNamed(const std::string& name, const std::string& field);
+inline const char* RewardName(Reward r) { return kRewardNames[static_cast<std::uint32_t>(r)]; }
 
 // Costs in the team reward: per migration, per steal request (successful or failed), per failed steal, per dropped
 // task. Eq. (1) makes C linear in migrations and steals; the paper gives no constants, the authors' code's are used.
@@ -45,7 +51,7 @@ struct RewardSpec {
   RewardCosts costs;
 };
 
-// 2N sum (x_v - mean x)^2 of x = loads x scale: eq. (1) over ordered pairs.
+// 2N sum (x_v - mean x)^2 of x = loads x scale: eq. (1) over ordered pairs (n >= 1).
 double Imbalance(const double* loads, std::uint32_t n, double scale);
 
 // The team reward of a step. `latency` is the step's p99 (kNegP99) or mean (kNegMean) latency in load units, used
@@ -88,16 +94,22 @@ struct StepBuffers {
 // The simulations of a batched step: node-entry racks of one size (std::invalid_argument otherwise).
 void CheckBatch(const std::vector<RackSim*>& sims);
 
+// What Advance refuses before anything runs (std::invalid_argument naming the argument): a batch CheckBatch
+// refuses, a duration that is negative or not finite, and with observations (dim > 0) rows narrower than N + 1
+// or a scale or clip that is not finite and > 0. A caller that changes the racks before advancing (tables from
+// actions) calls it first, so that a refused step changes nothing.
+void CheckAdvance(const std::vector<RackSim*>& sims, double duration_us, const ObsSpec& obs);
+
 // Every node's tables from actions (B, N, 2N): per node N migration then N stealing entries, logits (softmax of
-// the values clipped to +-max_logit) or weights (normalised). Every row is validated before any table changes;
-// std::invalid_argument names the copy, node and half.
+// the values clipped to +-max_logit, in (0, 100]) or weights (normalised). Every row is validated before any
+// table changes; std::invalid_argument names the copy, node and half.
 template <typename T>
 void SetTablesFromActions(const std::vector<RackSim*>& sims, const T* actions, bool logits, double max_logit);
 
 // Advance every simulation by `duration_us` and write what the step observed into `out`. With `reward` (and
 // `previous_imbalance`, one value per row, read before and written after with the new imbalance for
-// kImbalanceDelta), the team reward too. `scale` turns the engine's loads into load units (1 / mean service time for
-// expected_wait).
+// kImbalanceDelta), the team reward too. `scale` (finite, > 0) turns the engine's loads into load units (1 / mean
+// service time for expected_wait). Checks CheckAdvance's conditions and the scale first.
 void Advance(const std::vector<RackSim*>& sims, double duration_us, const ObsSpec& obs, double scale,
              const RewardSpec* reward, double* previous_imbalance, const StepBuffers& out);
 

@@ -61,7 +61,8 @@ class RackSim {
   // Processes events until `n` more tasks have arrived (the event that would
   // bring the n+1-th is left pending).
   void RunTasks(uint64_t n);
-  // Processes every event at or before time `t_us`; the clock ends at t_us.
+  // Processes every event at or before time `t_us`; the clock ends at t_us. A time before now, or not finite,
+  // is refused (std::invalid_argument) before anything runs.
   void RunUntil(double t_us);
 
   // Malcolm's tables (entry: nodes, policy: table): node i's probabilities

@@ -42,6 +42,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -323,7 +324,7 @@ enum class Variant : std::uint32_t { kPaper = 0, kCode = 1 };
 struct LearnerConfig {
   Variant variant = Variant::kPaper;
   double gamma = 0.99;                   // the paper's discount (unused by code)
-  double trace_lambda = -1.0;            // λ; < 0: the variant's (paper 0, code 0.6)
+  std::optional<double> trace_lambda;    // λ in [0, 1]; none: the variant's (paper 0, code 0.6)
   double average_reward_step = 1e-3;     // η of R̄ (code)
   double reward_scale = 0.01;            // rewards are multiplied by it before δ
   float load_scale = 0.1f;               // loads are multiplied by it before the bases (by the caller)
@@ -335,19 +336,24 @@ struct LearnerConfig {
   float lr_actor = 1e-3f;
   AdamWConfig adam;  // its lr is replaced by lr_critic / lr_actor
 
-  double Lambda() const { return trace_lambda >= 0 ? trace_lambda : (variant == Variant::kCode ? 0.6 : 0.0); }
+  static constexpr std::uint32_t kMaxMinibatch = 100000;  // D: the learner keeps D rows of scratch per block
+
+  double Lambda() const { return trace_lambda ? *trace_lambda : (variant == Variant::kCode ? 0.6 : 0.0); }
   /// κ of the traces: λ for the average-reward form, γλ for the discounted one.
   double Kappa() const { return Lambda() * (variant == Variant::kCode ? 1.0 : gamma); }
 
   void Validate() const {
     auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
     if (!(gamma >= 0 && gamma <= 1)) bad("gamma: must be in [0, 1], got " + std::to_string(gamma));
-    if (trace_lambda > 1) bad("trace_lambda: must be None or in [0, 1], got " + std::to_string(trace_lambda));
+    if (trace_lambda && !(*trace_lambda >= 0 && *trace_lambda <= 1))
+      bad("trace_lambda: must be None or in [0, 1], got " + std::to_string(*trace_lambda));
     if (!(average_reward_step > 0 && average_reward_step <= 1))
       bad("average_reward_step: must be in (0, 1], got " + std::to_string(average_reward_step));
     if (!(reward_scale > 0)) bad("reward_scale: must be > 0, got " + std::to_string(reward_scale));
     if (!(load_scale > 0)) bad("load_scale: must be > 0, got " + std::to_string(load_scale));
-    if (minibatch_size < 1) bad("minibatch_size: must be >= 1");
+    if (minibatch_size < 1 || minibatch_size > kMaxMinibatch)
+      bad("minibatch_size: must be in [1, " + std::to_string(kMaxMinibatch) + "], got " +
+          std::to_string(minibatch_size));
     if (!(lr_critic > 0) || !(lr_actor > 0)) bad("lr_critic, lr_actor: must be > 0");
     if (!(adam.beta1 >= 0 && adam.beta1 < 1 && adam.beta2 >= 0 && adam.beta2 < 1)) bad("adam_betas: must be in [0, 1)");
     if (!(adam.eps > 0)) bad("adam_epsilon: must be > 0");
@@ -388,9 +394,12 @@ class MalcolmLearner {
   };
   enum class Actor { kMigration = 0, kStealing = 1 };
 
+  static constexpr std::size_t kMaxNodes = 4096;  // N: the parameters grow as N^2 per node
+
+  /// Refuses (std::invalid_argument) N outside [1, kMaxNodes] or an invalid config before allocating.
   MalcolmLearner(std::size_t num_nodes, const LearnerConfig& config)
-      : n_(num_nodes),
-        config_(config),
+      : n_(CheckedNodes(num_nodes)),
+        config_((config.Validate(), config)),
         fc_(NumFeatures(config.critic_basis, num_nodes)),
         fa_(NumFeatures(config.actor_basis, num_nodes)),
         s_(PackedWidth(2 * num_nodes)),
@@ -398,8 +407,6 @@ class MalcolmLearner {
         nodes_(num_nodes),
         rank_table_(num_nodes),
         rank_(num_nodes) {
-    config_.Validate();
-    if (n_ < 1) throw std::invalid_argument("num_nodes: must be >= 1");
     RankFeatureTable(n_, rank_table_.data());
     for (Node& node : nodes_) {
       for (auto* v : {&node.critic, &node.grad_critic, &node.trace_critic, &node.m_critic, &node.v_critic})
@@ -429,8 +436,9 @@ class MalcolmLearner {
       for (std::size_t c = 0; c < fa_; ++c) packed[c * s_ + off + r] = in[r * fa_ + c];
   }
   const LearnerConfig& Config() const { return config_; }
-  Node& At(std::size_t i) { return nodes_[i]; }
-  const Node& At(std::size_t i) const { return nodes_[i]; }
+  /// Node i's parameters and state; std::invalid_argument when there is no node i.
+  Node& At(std::size_t i) { return nodes_[CheckedNode(i)]; }
+  const Node& At(std::size_t i) const { return nodes_[CheckedNode(i)]; }
   /// Mini-batch rounds completed (the consensus clock).
   std::uint64_t NumUpdates() const { return num_updates_; }
 
@@ -492,7 +500,7 @@ class MalcolmLearner {
     FlushDenormals flush;
     const std::size_t d = b.d, n = n_;
     if (d < 1 || d > capacity_) throw std::invalid_argument("batch: rows must be in [1, Reserve()d]");
-    Node& node = nodes_[i];
+    Node& node = At(i);
     const bool code = config_.variant == Variant::kCode;
     const double kappa = config_.Kappa();
     const bool traced = kappa > 0.0;
@@ -585,7 +593,7 @@ class MalcolmLearner {
   /// One AdamW step of node i's three blocks with the gradients in grad_*.
   void ApplyGradients(std::size_t i) {
     FlushDenormals flush;
-    Node& node = nodes_[i];
+    Node& node = At(i);
     ++node.steps;
     AdamWConfig critic = config_.adam, actor = config_.adam;
     critic.lr = config_.lr_critic;
@@ -619,6 +627,18 @@ class MalcolmLearner {
   }
 
  private:
+  static std::size_t CheckedNodes(std::size_t n) {
+    if (n < 1 || n > kMaxNodes)
+      throw std::invalid_argument("num_nodes: must be in [1, " + std::to_string(kMaxNodes) + "], got " +
+                                  std::to_string(n));
+    return n;
+  }
+  std::size_t CheckedNode(std::size_t i) const {
+    if (i >= n_)
+      throw std::invalid_argument("node: must be in [0, " + std::to_string(n_ - 1) + "], got " + std::to_string(i));
+    return i;
+  }
+
   void CriticFeatures(const float* x, float* out) {
     runtime::Features(config_.critic_basis, x, n_, rank_table_.data(), rank_.data(), out);
   }
