@@ -14,10 +14,10 @@ from typing import Any
 from dcgym.agents.heuristics.colo import Scheduler, scheduler_names
 from dcgym.agents.heuristics.colo import make_scheduler as make_heuristic
 from dcgym.agents.osml.scheduler import OSML
-from dcgym.agents.policies.sources import split_options
 from dcgym.agents.policies.zoo import ZOO_PREFIX, resolve_zoo
 from dcgym.envs.colo.scenario import SchedulerSpec, parse_scheduler
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.policy_spec import split_spec
 
 __all__ = ["LEARNED", "make_scheduler", "names", "osml_files"]
 
@@ -39,7 +39,7 @@ def make_scheduler(spec: str | Mapping[str, Any] | SchedulerSpec) -> Scheduler:
 def osml_files(given: Any) -> tuple[str, dict[str, Any]]:
     """A policy-file spec on a colo scenario: ``zoo:NAME[:key=value,...]``, a zoo folder of OSML's models (docs/osml.md),
     as its label and the ``osml`` scheduler with ``files`` (the options its parameters); anything else refused."""
-    where, options = split_options(str(given))
+    where, options = split_spec(str(given), file=True)
     if not where.startswith(ZOO_PREFIX):
         raise InvalidConfigError(
             "policy",

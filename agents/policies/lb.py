@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from dcgym.agents.policies.sources import split_options
 from dcgym.agents.policies.zoo import ZOO_PREFIX, card_options, resolve_zoo
 from dcgym.agents.policy_format import MlpPolicy, from_bytes
 from dcgym.cpp_core import RuntimePolicy
-from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.lb import lb_v0
 from dcgym.envs.lb.scenario import LbScenario
+from dcgym.envs.policy_spec import parse_options, split_spec
 
 __all__ = ["POLICY_FILE_OPTIONS", "LbPolicyFile", "file_actions", "load_lb_policy_file"]
 
@@ -47,17 +47,16 @@ class LbPolicyFile:
 def load_lb_policy_file(spec: str, scenario: LbScenario, load: float) -> LbPolicyFile:
     """The policy file of ``spec`` checked against ``scenario``: the runtime's own checks, an ``mlp``, and the
     shapes of lb_v0's observations and actions (tried at ``load``); InvalidConfigError naming ``policy``."""
-    where, option_text = split_options(str(spec))
+    where, option_text = split_spec(str(spec), file=True)
     path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
     if where.startswith(ZOO_PREFIX) and not option_text:  # a bare zoo:NAME runs as its card says
         option_text = card_options(where.removeprefix(ZOO_PREFIX), path.parent)
     label = f"{path.stem} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})"
-    options = dict(POLICY_FILE_OPTIONS)
-    for item in filter(None, option_text.split(",")):
-        key, _, value = item.partition("=")
-        if key not in options:
-            raise InvalidConfigError("policy", str(spec), "options " + ", ".join(f"{k}=..." for k in options))
-        options[key] = value
+    allowed = "options " + ", ".join(f"{k}=..." for k in POLICY_FILE_OPTIONS)
+    given = parse_options(option_text, lambda item: InvalidConfigError("policy", str(spec), allowed), distinct=False)
+    if unknown := [key for key in given if key not in POLICY_FILE_OPTIONS]:
+        raise InvalidConfigError("policy", str(spec), allowed, suggestion=did_you_mean(unknown[0], POLICY_FILE_OPTIONS))
+    options = {**POLICY_FILE_OPTIONS, **given}
     if not path.is_file():
         raise InvalidConfigError("policy", str(spec), "an existing policy file or zoo:NAME")
     data = path.read_bytes()

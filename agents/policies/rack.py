@@ -39,12 +39,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dcgym.agents.policies.sources import split_options
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
 from dcgym.agents.policy_format import LinearPairPolicy, Policy, from_bytes
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import Distribution, RackController, RuntimePolicy
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
+from dcgym.envs.policy_spec import parse_options, split_spec
 from dcgym.envs.rack.game import RackEnvConfig
 from dcgym.envs.rack.scenario import RackScenario
 from dcgym.envs.scenario import apply_overrides
@@ -101,7 +101,7 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
     options or an unknown zoo name, InvalidConfigError naming ``policy``.
     """
     text = str(spec)
-    where, option_text = split_options(text)
+    where, option_text = split_spec(text, file=True)
     options = _parse_options(where, option_text)
     path = resolve_zoo(where, zoo) if where.startswith(ZOO_PREFIX) else Path(where)
     if not path.is_file():
@@ -126,10 +126,10 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
 def _parse_options(where: str, text: str) -> dict[str, Any]:
     """``heartbeat_us=50,load_metric=queue`` -> checked values; InvalidConfigError naming ``<where>: option``."""
     allowed = "heartbeat_us=US or load_metric=expected_wait|queue|outstanding (FILE:key=value,...)"
+    given = parse_options(text, lambda item: InvalidConfigError(f"{where}: option", item, allowed), distinct=False)
     options: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        key, sep, value = (x.strip() for x in part.partition("="))
-        if not sep or key not in DEFAULT_OPTIONS:
+    for key, value in given.items():
+        if key not in DEFAULT_OPTIONS:
             raise InvalidConfigError(f"{where}: option", key, allowed, suggestion=did_you_mean(key, DEFAULT_OPTIONS))
         try:
             options[key] = yaml.safe_load(value)

@@ -18,8 +18,9 @@ from typing import Any
 
 from dcgym.agents.policies.checkpoints import CHECKPOINTS_DIR, META_FILE
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX
+from dcgym.envs.policy_spec import split_spec
 
-__all__ = ["Source", "Spec", "classify", "is_checkpoint_spec", "is_policy_file_spec", "split_options"]
+__all__ = ["Source", "Spec", "classify", "is_checkpoint_spec", "is_policy_file_spec"]
 
 
 class Source(enum.Enum):
@@ -70,15 +71,7 @@ def is_policy_file_spec(spec: Any) -> bool:
         return spec.suffix == SUFFIX or spec.is_file()
     if not isinstance(spec, str):
         return False
-    path, _ = split_options(spec)
+    path, _ = split_spec(spec, file=True)
     if path.startswith(ZOO_PREFIX):
         return True
     return path.endswith(SUFFIX) or (("/" in path or "\\" in path) and Path(path).is_file())
-
-
-def split_options(spec: str) -> tuple[str, str]:
-    """``"a.dcpol:heartbeat_us=50"`` -> ``("a.dcpol", "heartbeat_us=50")``; no options -> ``(spec, "")``."""
-    head, sep, tail = spec.rpartition(":")
-    if sep and "=" in tail and "/" not in tail and "\\" not in tail:
-        return head, tail
-    return spec, ""
