@@ -52,7 +52,7 @@ import numpy as np
 
 from dcgym.agents import ray_session
 from dcgym.agents.training import Trainer
-from dcgym.agents.training.experiment import load_experiment
+from dcgym.agents.training.experiment import load_experiment, parse_assignments
 from dcgym.agents.training.trainer import _timesteps
 
 EXPERIMENTS = ("ppo_rack", "malcolm_hetero_exp", "osml_dqn_single", "auto_websearch", "distr_lb_sim")
@@ -167,8 +167,8 @@ def _bare_env_rate(algo, steps: int, seed: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
-def measure(name: str, steps: int, warmup: int, out: str) -> Row:
-    experiment = load_experiment(name, {"evaluation.enabled": False})
+def measure(name: str, steps: int, warmup: int, out: str, overrides: dict[str, Any]) -> Row:
+    experiment = load_experiment(name, {"evaluation.enabled": False} | overrides)
     trainer = Trainer(experiment, os.path.join(out, name), progress=False, command=["train_speed"])
     trainer.setup()
     try:
@@ -199,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3000, help="env steps timed per experiment")
     parser.add_argument("--warmup", type=int, default=2, help="iterations before timing")
     parser.add_argument("--quick", action="store_true", help="a smoke run: few steps, one warm-up iteration")
+    parser.add_argument("--set", action="append", dest="set_", help="override an experiment field: key=value")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     steps, warmup = (300, 1) if args.quick else (args.steps, args.warmup)
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="train_speed_") as out:
         for name in args.experiment or EXPERIMENTS:
-            rows.append(measure(name, steps, warmup, out))
+            rows.append(measure(name, steps, warmup, out, parse_assignments(args.set_)))
             _print(rows[-1:], header=len(rows) == 1)
     print(
         f"\nmachine: {platform.machine()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
