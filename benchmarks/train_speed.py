@@ -3,7 +3,8 @@
 Each experiment (default: the learning systems and generic baselines of
 docs/training.md's speed table) is built as ``train.py`` builds it (its
 experiment file, evaluation off, the experiment's resources), trained for
-``--steps`` env steps after ``--warmup`` iterations, and its environment is
+``--steps`` env steps after ``--warmup`` iterations (and on until the
+learner has been called: replay buffers fill first), and its environment is
 then stepped bare under a random policy for the same number of steps. One
 *env step* is RLlib's: one step of the environment, every agent of a
 multi-agent environment acting once (``num_env_steps_sampled_lifetime``;
@@ -53,10 +54,12 @@ import numpy as np
 from dcgym.agents import ray_session
 from dcgym.agents.training import Trainer
 from dcgym.agents.training.experiment import load_experiment, parse_assignments
-from dcgym.agents.training.trainer import _timesteps
 
 EXPERIMENTS = ("ppo_rack", "malcolm_hetero_exp", "osml_dqn_single", "auto_websearch", "distr_lb_sim")
 """The rows of docs/training.md's speed table."""
+
+MAX_WARMUP = 100
+"""Iterations at most before timing while the learner has not been called yet."""
 
 PARTS = ("env", "connectors", "module", "episodes", "learner", "other")
 
@@ -133,6 +136,13 @@ def _instrument(algo, clock: _Clock) -> None:
     group.foreach_learner = clock.wrap("learner", group.foreach_learner)
 
 
+def _timesteps(algo) -> int:
+    """RLlib's env steps sampled so far."""
+    from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+    return int(algo.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0) or 0)
+
+
 def _bare_env_rate(algo, steps: int, seed: int) -> float:
     """Env steps per second of a fresh copy of the env runner's environment under pre-drawn random actions."""
     import gymnasium
@@ -173,10 +183,15 @@ def measure(name: str, steps: int, warmup: int, out: str, overrides: dict[str, A
     trainer.setup()
     try:
         algo = trainer.algo
-        for _ in range(warmup):
-            algo.train()
         clock = _Clock()
         _instrument(algo, clock)
+        for _ in range(warmup):
+            algo.train()
+        for _ in range(MAX_WARMUP):  # off-policy learners: on until the replay buffer lets learning start
+            if clock.seconds["learner"] > 0:
+                break
+            algo.train()
+        clock.seconds.clear()
         first = _timesteps(algo)
         start = time.perf_counter()
         while _timesteps(algo) - first < steps:
