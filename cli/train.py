@@ -1,7 +1,7 @@
 """Train one experiment and leave a self-describing run folder.
 
     dcgym-train --config configs/experiments/malcolm_hetero_exp.yaml [--iterations N] [--seed S] \\
-                [--out DIR] [--wandb] [--resume RUN] [--address ADDR] [--set key=value ...]
+                [--out DIR] [--wandb] [--resume RUN] [--address ADDR] [--workers N] [--set key=value ...]
 
 (also ``python train.py`` or ``python -m dcgym train``). Writes runs/{scenario}__{algorithm}__{seed}__{time}/
 (or under --out) with the resolved config, metrics.csv, TensorBoard events, checkpoints, the final
@@ -9,7 +9,8 @@ evaluation against the heuristics and plots, showing progress with the current r
 p99 latency. ``--config`` takes a path or a packaged experiment name (``python -m dcgym list
 experiments``). ``--resume RUN`` continues a run folder (a path, or a name under --out) from its newest
 checkpoint; Ctrl-C writes a checkpoint first and exits with status 130. ``--address`` trains on a running
-Ray cluster (with more env runners); by default a local Ray of 2 CPUs is started. Bad input prints one
+Ray cluster (with more env runners); by default a local Ray of 2 CPUs is started. ``--workers N`` samples
+with N remote env runners (locally or on the cluster). Bad input prints one
 ``error: ...`` line on standard error and exits with status 2. This is a thin front over
 :mod:`dcgym.agents.training`.
 """
@@ -65,6 +66,10 @@ def main(
     ] = False,
     resume: Annotated[str | None, typer.Option(help="continue this run folder (path, or name under --out)")] = None,
     address: Annotated[str | None, typer.Option(help="address of a running Ray cluster to train on")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=0, help="remote env runners sampling in parallel (resources.num_env_runners)"),
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="override an experiment field: key=value (repeatable, dotted keys)"),
@@ -75,6 +80,8 @@ def main(
     overrides = parse_assignments(set_)
     if iterations is not None:
         overrides["budget.iterations"] = iterations
+    if workers is not None:
+        overrides["resources.num_env_runners"] = workers
     if resume is not None:
         if config is not None:
             raise InvalidConfigError("--config", config, f"nothing with --resume: the run's {CONFIG_FILE} is used")

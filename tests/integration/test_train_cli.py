@@ -450,6 +450,7 @@ BAD_INPUTS = {
     "zero iterations": ["--config", SMOKE, "--iterations", "0"],
     "non-numeric iterations": ["--config", SMOKE, "--iterations", "abc"],
     "negative seed": ["--config", SMOKE, "--seed", "-1"],
+    "negative workers": ["--config", SMOKE, "--workers", "-1"],
     "set without equals": ["--config", SMOKE, "--set", "budget.iterations"],
     "set unknown key": ["--config", SMOKE, "--set", "budget.iteratons=3"],
     "set unknown top-level key": ["--config", SMOKE, "--set", "nosuch=1"],
