@@ -74,8 +74,10 @@ class Scoring:
 
 SCORING: dict[str, Scoring] = {
     # Static weights (workers x speed): load-oblivious like random but never overloading a slow node below load 1.
-    # central_fcfs is beaten on some drained runs and today's p99 leaves out tasks in flight: an upper reference.
-    "rack": Scoring("wcmp", "central_fcfs", False, excluded=("mm1", "mm16")),
+    # No rack policy is a bound while the p99 leaves out tasks in flight at the end of a run; the oracle (least
+    # remaining work + size over capacity) runs at every entry point (central_fcfs only at a switch): an upper
+    # reference.
+    "rack": Scoring("wcmp", "oracle", False, excluded=("mm1", "mm16")),
     # The configured balancer (static weights); the oracle is beaten by sed on lb_reference: an upper reference.
     "lb": Scoring("wcmp", "oracle", False),
     # No scheduling (fair sharing); the host-link bound (agents/evaluation/bounds.py) no scheduler can beat.
