@@ -230,12 +230,19 @@ def run(
             length = max([work[kind], *(family.work_to_cover(scenario, load) for load in scenario.loads)])
             seed_list = list(range(1, seeds + 1))
             doc = evaluate(scenario, policies(kind, scenario), tasks=length, seeds=seed_list, workers=workers)
-            top = top_values(doc, scenario)
-            doc["scores"] = run_scores(doc, top)
-            if top is not None:
-                doc["top"] = {str(load): [top(load, seed) for seed in seed_list] for load in scenario.loads}
-            docs.setdefault(kind, []).append(doc)
+            docs.setdefault(kind, []).append(with_scores(doc, scenario))
     return docs
+
+
+def with_scores(doc: dict[str, Any], scenario: Any) -> dict[str, Any]:
+    """``doc`` with its runs' scores (``scores``) and, where the family's top is a bound, the bound at each load
+    and seed (``top``: a list in the order of the seeds, by load)."""
+    top = top_values(doc, scenario)
+    doc["scores"] = run_scores(doc, top)
+    if top is not None:
+        loads = dict.fromkeys(r["load"] for r in doc["results"])
+        doc["top"] = {str(load): [top(load, seed) for seed in doc["seeds"]] for load in loads}
+    return doc
 
 
 def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float, out: Path) -> str:

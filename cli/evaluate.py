@@ -36,6 +36,7 @@ from dcgym._app import VersionOption, new_app, run_app
 from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots, write_results
 from dcgym.agents.evaluation.document import get_path
 from dcgym.agents.evaluation.family import EVALUATIONS, family_of
+from dcgym.agents.evaluation.scores import cell_scores
 from dcgym.agents.policies import Source, classify
 from dcgym.agents.policies.checkpoints import checkpoint_scenario
 from dcgym.envs.error import InvalidConfigError
@@ -124,7 +125,7 @@ def main(
     if json_out:
         sys.stdout.write(to_json(doc) + "\n")
     else:
-        print_summary(doc)
+        print_summary(doc, scores=cell_scores(doc, load_scenario(scenario) if isinstance(scenario, str) else scenario))
 
 
 def _trained_scenario(policies: list[str]) -> Any:
@@ -136,20 +137,29 @@ def _trained_scenario(policies: list[str]) -> Any:
     return load_scenario(name, overrides) if overrides else name
 
 
-def print_summary(doc: dict[str, Any], title: str | None = None) -> None:
-    """The document's summary as a table on standard output: its family's columns, censored cells marked."""
+def print_summary(
+    doc: dict[str, Any], title: str | None = None, scores: dict[tuple[str, float], float | None] | None = None
+) -> None:
+    """The document's summary as a table on standard output: its family's columns, censored cells marked, and
+    beside the first the normalised score of each cell when ``scores`` has any (docs/benchmarking.md)."""
     family = family_of(doc["family"])
     seeds = doc["seeds"]
     which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
     table = Table(title=title or f"{doc['scenario']} ({which}, {doc[family.work]:,} {family.work} per run)")
     columns = family.columns(doc)
-    for header in ("policy", "load", *(c.header for c in columns)):
+    headers = [c.header for c in columns]
+    if scores:
+        headers.insert(1, "score")
+    for header in ("policy", family.load_name, *headers):
         table.add_column(header, justify="left" if header == "policy" else "right")
     censored = False
     for s in doc["summary"]:
         mark = " *" if s.get("censored") else ""
         censored |= bool(mark)
         cells = [_fmt(_get(s, c.path), c.digits, c.scale) for c in columns]
+        if scores:
+            value = scores.get((s["policy"], s["load"]))
+            cells.insert(1, "-" if value is None else f"{value:.2f}")
         table.add_row(s["policy"], f"{s['load']:g}", *(cells[:1] and [cells[0] + mark]), *cells[1:])
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(table)

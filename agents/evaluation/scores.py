@@ -39,8 +39,11 @@ __all__ = [
     "SCORING",
     "Scoring",
     "aggregate",
+    "cell_scores",
+    "gap_rows",
     "interval",
     "iqm",
+    "iqm_rows",
     "optimality_gap",
     "performance_profile",
     "run_scores",
@@ -155,45 +158,70 @@ def top_values(doc: Mapping[str, Any], scenario: Any) -> Callable[[float, int], 
     return lambda load, seed: values.get((load, seed))
 
 
+def cell_scores(doc: Mapping[str, Any], scenario: Any) -> dict[tuple[str, float], float | None]:
+    """The mean score over seeds of each (policy, load) of ``doc`` (None where a seed has none); empty when the
+    document lacks the family's reference policy (or its top policy), so nothing can be scored."""
+    scoring = SCORING[family_of(doc["family"]).kind]
+    policies = {r["policy"] for r in doc["results"]}
+    if scoring.reference not in policies or not (scoring.top_is_bound or scoring.top in policies):
+        return {}
+    cells: dict[tuple[str, float], list[float | None]] = {}
+    for r in run_scores(doc, top_values(doc, scenario)):
+        cells.setdefault((r["policy"], r["load"]), []).append(r["score"])
+    return {k: None if None in v else math.fsum(v) / len(v) for k, v in cells.items()}  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------------------------------------- aggregates
 
 
+def _flat(scores: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.concatenate([np.asarray(s, dtype=float) for s in scores])
+
+
+def iqm_rows(runs: np.ndarray) -> np.ndarray:
+    """The interquartile mean of each row of ``runs``: the mean after cutting ``floor(n / 4)`` of its n values off
+    each end, as :func:`scipy.stats.trim_mean` with 0.25."""
+    n = runs.shape[1]
+    cut = n // 4
+    return np.mean(np.sort(runs, axis=1)[:, cut : n - cut], axis=1)
+
+
+def gap_rows(runs: np.ndarray, gamma: float = 1.0) -> np.ndarray:
+    """The optimality gap of each row of ``runs``: ``gamma - mean(min(score, gamma))``."""
+    return gamma - np.mean(np.minimum(runs, gamma), axis=1)
+
+
 def iqm(scores: Sequence[Sequence[float]]) -> float:
-    """Interquartile mean of every run of every task (``scores``: one sequence of run scores per task): the mean
-    after cutting ``floor(n / 4)`` runs off each end, as :func:`scipy.stats.trim_mean` with 0.25."""
-    flat = np.sort(np.concatenate([np.asarray(s, dtype=float) for s in scores]))
-    cut = len(flat) // 4
-    return float(np.mean(flat[cut : len(flat) - cut]))
+    """Interquartile mean of every run of every task (``scores``: one sequence of run scores per task)."""
+    return float(iqm_rows(_flat(scores)[None, :])[0])
 
 
 def optimality_gap(scores: Sequence[Sequence[float]], gamma: float = 1.0) -> float:
     """How far the runs fall short of ``gamma``: ``gamma - mean(min(score, gamma))`` over every run of every task."""
-    flat = np.concatenate([np.asarray(s, dtype=float) for s in scores])
-    return float(gamma - np.mean(np.minimum(flat, gamma)))
+    return float(gap_rows(_flat(scores)[None, :], gamma)[0])
 
 
 def performance_profile(scores: Sequence[Sequence[float]], taus: Sequence[float]) -> list[float]:
     """Share of all runs scoring above each tau (rliable's run-score distribution)."""
-    flat = np.concatenate([np.asarray(s, dtype=float) for s in scores])
+    flat = _flat(scores)
     return [float(np.mean(flat > tau)) for tau in taus]
 
 
 def interval(
     scores: Sequence[Sequence[float]],
-    statistic: Callable[[Sequence[Sequence[float]]], float],
+    rows: Callable[[np.ndarray], np.ndarray],
     reps: int = 2000,
     seed: int = 0,
     size: float = 0.95,
 ) -> tuple[float, float]:
-    """Percentile interval of ``statistic`` by the stratified bootstrap: each task's runs resampled with replacement
+    """Percentile interval of a statistic by the stratified bootstrap: each task's runs resampled with replacement
     (as many as it has), tasks kept; ``reps`` resamples from a generator seeded with ``seed`` (the same interval
-    every time)."""
+    every time). ``rows`` computes the statistic of each row of a (resamples x runs) array (:func:`iqm_rows`,
+    :func:`gap_rows`)."""
     rng = np.random.default_rng(seed)
     tasks = [np.asarray(s, dtype=float) for s in scores]
-    values = np.empty(reps)
-    for k in range(reps):
-        values[k] = statistic([t[rng.integers(0, len(t), len(t))] for t in tasks])
-    low, high = np.percentile(values, [50 * (1 - size), 50 * (1 + size)])
+    resampled = np.concatenate([t[rng.integers(0, len(t), (reps, len(t)))] for t in tasks], axis=1)
+    low, high = np.percentile(rows(resampled), [50 * (1 - size), 50 * (1 + size)])
     return float(low), float(high)
 
 
@@ -213,9 +241,9 @@ def aggregate(
         runs = list(tasks.values())
         out[policy] = {
             "iqm": iqm(runs),
-            "iqm_ci95": interval(runs, iqm, reps),
+            "iqm_ci95": interval(runs, iqm_rows, reps),
             "optimality_gap": optimality_gap(runs),
-            "optimality_gap_ci95": interval(runs, optimality_gap, reps),
+            "optimality_gap_ci95": interval(runs, gap_rows, reps),
             "tasks": len(runs),
             "runs": sum(len(r) for r in runs),
         }
