@@ -327,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md", help="the page to write")
     parser.add_argument("--quick", action="store_true", help="a smoke run: each family's first scenario, tiny runs")
     parser.add_argument("--save", type=Path, help="also write every results document, with scores, to this JSON file")
-    parser.add_argument("--load", type=Path, help="write the page from the documents --save wrote, running nothing")
+    parser.add_argument(
+        "--load", type=Path, nargs="+", help="write the page from the documents --save wrote, running nothing"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     kinds = args.family or list(FAMILIES)
@@ -335,22 +337,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         work, args.seeds = dict.fromkeys(kinds, 1000), 1
     start = time.perf_counter()
-    if args.load:
-        docs = json.loads(args.load.read_text(encoding="utf-8"))
+    if args.load:  # one file, or several written by runs of some families each: their families and times together
+        saved = [json.loads(path.read_text(encoding="utf-8")) for path in args.load]
+        docs = {kind: d for one in saved for kind, d in one["docs"].items()}
+        seconds = sum(one["seconds"] for one in saved)
     else:
         docs = run(kinds, work, args.seeds, args.workers, first_only=args.quick)
+        seconds = time.perf_counter() - start
     if args.save:
-        args.save.write_text(json.dumps({k: [json.loads(to_json(d)) for d in v] for k, v in docs.items()}) + "\n")
+        saved_docs = {k: [json.loads(to_json(d)) for d in v] for k, v in docs.items()}
+        args.save.write_text(json.dumps({"seconds": seconds, "docs": saved_docs}) + "\n", encoding="utf-8")
     beaten = [line for kind, family_docs in docs.items() for line in beaten_bounds(kind, family_docs)]
     if beaten:  # a bound that a run beats is no bound: the page must not call it ideal
         print("error: runs beat a bound called ideal:\n" + "\n".join(beaten), file=sys.stderr)
         return 1
     given = list(argv if argv is not None else sys.argv[1:])
-    for option in ("--save", "--load"):  # where the documents went is not how the page was made
-        if option in given:
-            del given[given.index(option) : given.index(option) + 2]
+    if args.load or args.save:  # where the documents went is not how the page was made
+        given = ["--out", str(args.out.resolve().relative_to(ROOT))] if args.out.resolve().is_relative_to(ROOT) else []
     command = "python benchmarks/leaderboard.py" + "".join(f" {a}" for a in given)
-    args.out.write_text(page(docs, command, time.perf_counter() - start, args.out), encoding="utf-8")
+    args.out.write_text(page(docs, command, seconds, args.out), encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 

@@ -48,6 +48,7 @@ def main(
                 raise InvalidConfigError(name, value, "a value: --make writes what it ran, so nothing is implicit")
         grid = [float(part) for part in str(loads).split(",")]
         made = make_manifest(str(scenario), list(policy or []), grid, parse_seeds(seeds), int(tasks or 0), workers)
+        manifest.parent.mkdir(parents=True, exist_ok=True)
         manifest.write_text(json.dumps(made, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {manifest}: {len(made['results'])} rows")
         return
