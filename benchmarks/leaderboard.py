@@ -216,6 +216,28 @@ def beaten_bounds(kind: str, docs: list[dict[str, Any]]) -> list[str]:
     return beaten
 
 
+def page_problems(text: str) -> list[str]:
+    """What is wrong with a page's tables: a column headed by a bare ``oracle`` or ``ideal`` (a top must say its
+    role), or a complete (uncensored) cell below the value of its row's column named ideal (lower is better on
+    every family with a bound)."""
+    problems = []
+    for table in (t for t in text.split("\n\n") if t.startswith("| scenario |")):
+        lines = table.splitlines()
+        headers = [h.strip() for h in lines[0].strip("|").split("|")]
+        problems += [f"column {h!r} does not say its role" for h in headers if h in ("oracle", "ideal")]
+        ideal = [i for i, h in enumerate(headers) if "(ideal, 1)" in h]
+        for line in lines[2:]:
+            cells = [c.strip().replace("**", "") for c in line.strip("|").split("|")]  # bold is no censoring mark
+            for i in ideal:
+                bound = float(cells[i].replace(",", ""))
+                for k, c in enumerate(cells[2:], start=2):
+                    if k != i and c not in ("", "-") and "*" not in c:
+                        value = float(c.split()[0].replace(",", ""))
+                        if value < bound:
+                            problems.append(f"{cells[0]} {cells[1]}: {headers[k]} {value} below {headers[i]} {bound}")
+    return problems
+
+
 def run(
     kinds: list[str], work: dict[str, int], seeds: int, workers: int | None, first_only: bool = False
 ) -> dict[str, list[dict[str, Any]]]:
@@ -355,7 +377,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.load or args.save:  # where the documents went is not how the page was made
         given = ["--out", str(args.out.resolve().relative_to(ROOT))] if args.out.resolve().is_relative_to(ROOT) else []
     command = "python benchmarks/leaderboard.py" + "".join(f" {a}" for a in given)
-    args.out.write_text(page(docs, command, seconds, args.out), encoding="utf-8")
+    text = page(docs, command, seconds, args.out)
+    problems = page_problems(text)
+    if problems:
+        print("error: the page would mislead:\n" + "\n".join(problems), file=sys.stderr)
+        return 1
+    args.out.write_text(text, encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 
