@@ -33,13 +33,11 @@ from typing import Any
 
 from dcgym.agents.evaluation import evaluate, family_of
 from dcgym.agents.evaluation.document import get_path, to_json
-from dcgym.agents.evaluation.family import Options
 from dcgym.agents.evaluation.plots import plot_performance_profiles
 from dcgym.agents.evaluation.scores import SCORING, aggregate, performance_profile, run_scores, top_values
+from dcgym.agents.evaluation.suites import applies
 from dcgym.agents.heuristics import baselines
-from dcgym.agents.policies.sources import classify
 from dcgym.agents.policies.zoo import list_zoo, zoo_dir
-from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.families import FAMILIES
 from dcgym.envs.scenario import list_scenarios, load_scenario
 
@@ -64,15 +62,8 @@ def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:
 
 
 def _runs(kind: str, scenario: Any, name: str) -> bool:
-    """Whether the policy ``name`` runs on ``scenario`` (its runs are checked before any runs)."""
-    family = family_of(kind)
-    if not family.runs_on(scenario, name):
-        return False
-    try:
-        family.jobs(scenario, scenario.name, [classify(name)], list(scenario.loads)[:1], [1], 1000, Options())
-    except (InvalidConfigError, ValueError):
-        return False
-    return True
+    """Whether the policy ``name`` runs on ``scenario`` (one short run tells)."""
+    return family_of(kind).runs_on(scenario, name) and applies(name, scenario.name, list(scenario.loads)[0])
 
 
 def policies(kind: str, scenario: Any) -> list[Any]:
