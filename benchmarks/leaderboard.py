@@ -143,7 +143,7 @@ def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
             ]
             if bound:
                 tops = doc["top"][str(load)]
-                texts.append(f"{sum(tops) / len(tops):,.{digits}f}")
+                texts.append("-" if None in tops else f"{sum(tops) / len(tops):,.{digits}f}")
             lines.append(f"| {doc['scenario']} | {load:g} | {' | '.join(texts)} |")
     better = "higher" if family.headline_higher_is_better else "lower"
     return (
@@ -200,7 +200,7 @@ def beaten_bounds(kind: str, docs: list[dict[str, Any]]) -> list[str]:
         for r in doc["results"]:
             bound = doc["top"][str(r["load"])][doc["seeds"].index(r["seed"])]
             value = get_path(r, path)
-            if r.get("censored_fraction") or value is None:
+            if r.get("censored_fraction") or value is None or bound is None:
                 continue
             if (value > bound) if family.headline_higher_is_better else (value < bound):
                 beaten.append(f"{doc['scenario']} {r['policy']} {r['load']:g} seed {r['seed']}: {value} vs {bound}")
@@ -219,7 +219,7 @@ def page_problems(text: str) -> list[str]:
         ideal = [i for i, h in enumerate(headers) if "(ideal, 1)" in h]
         for line in lines[2:]:
             cells = [c.strip().replace("**", "") for c in line.strip("|").split("|")]  # bold is no censoring mark
-            for i in ideal:
+            for i in (i for i in ideal if cells[i] != "-"):
                 bound = float(cells[i].replace(",", ""))
                 for k, c in enumerate(cells[2:], start=2):
                     if k != i and c not in ("", "-") and "*" not in c:

@@ -56,13 +56,21 @@ def srpt_flow_times(release: np.ndarray, size: np.ndarray, rate: float) -> np.nd
     return flow
 
 
-def measured_flows(config: dict[str, Any], flows: int, warmup: int) -> dict[str, np.ndarray]:
+DRAIN_LIMIT = 100
+"""How long :func:`measured_flows` waits for the measured flows to finish, in multiples of the arrivals' time."""
+
+
+def measured_flows(config: dict[str, Any], flows: int, warmup: int) -> dict[str, np.ndarray] | None:
     """The measured flows (index ``warmup`` .. ``flows - 1``) of a run of ``config``: src, dst, size_bytes,
-    arrival_s, in order of arrival. Runs the engine until every one has finished."""
+    arrival_s, in order of arrival. Runs the engine until every one has finished; None if some have not after
+    :data:`DRAIN_LIMIT` times the arrivals' time (an overloaded network: no bound is computed)."""
     sim = FlowSim({**config, "record_flows": True})
     sim.run_flows(flows)
     step = max(sim.now_s / 10, 1e-3)
+    deadline = sim.now_s * (1 + DRAIN_LIMIT)
     while sim.results()["flows_measured_pending"] > 0:
+        if sim.now_s >= deadline:
+            return None
         sim.run_for(step)
     records = sim.records()
     index = np.asarray(records["index"])

@@ -154,7 +154,8 @@ def top_values(doc: Mapping[str, Any], scenario: Any) -> Callable[[float, int], 
                 warmup_flows=warmup,
                 measure_flows=work - warmup,
             )
-            values[load, seed] = flow_bound_ms(config, measured_flows(config, work, warmup))
+            flows = measured_flows(config, work, warmup)
+            values[load, seed] = None if flows is None else flow_bound_ms(config, flows)
     return lambda load, seed: values.get((load, seed))
 
 
