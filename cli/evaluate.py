@@ -184,8 +184,10 @@ def print_summary(
     table = Table(title=title or f"{doc['scenario']} ({which}, {doc[family.work]:,} {family.work} per run)")
     columns = family.columns(doc)
     headers = [c.header for c in columns]
+    # The score goes right after the family's headline metric, which it normalises.
+    at = next((k + 1 for k, c in enumerate(columns) if c.path == family.headline[0]), 1)
     if scores:
-        headers.insert(1, "score")
+        headers.insert(at, "score")
     for header in ("policy", family.load_name, *headers):
         table.add_column(header, justify="left" if header == "policy" else "right")
     censored = False
@@ -195,7 +197,7 @@ def print_summary(
         cells = [_fmt(_get(s, c.path), c.digits, c.scale) for c in columns]
         if scores:
             value = scores.get((s["policy"], s["load"]))
-            cells.insert(1, "-" if value is None else f"{value:.2f}")
+            cells.insert(at, "-" if value is None else f"{value:.2f}")
         table.add_row(s["policy"], f"{s['load']:g}", *(cells[:1] and [cells[0] + mark]), *cells[1:])
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(table)
