@@ -82,7 +82,7 @@ setup(
     package_dir=package_dir,
     package_data={
         "dcgym.cpp_core": ["*.pyi", "py.typed"],
-        "dcgym.configs": ["scenarios/*/*.yaml", "experiments/*.yaml"],
+        "dcgym.configs": ["scenarios/*/*.yaml", "experiments/*.yaml", "suites/*.yaml"],
         "dcgym.envs.colo": ["catalog.yaml"],
         "dcgym.zoo": ["*.dcpol", "*.md"],
     },

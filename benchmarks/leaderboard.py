@@ -21,6 +21,7 @@ random numbers).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import platform
 import re
@@ -31,7 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from dcgym.agents.evaluation import evaluate, family_of
-from dcgym.agents.evaluation.document import get_path
+from dcgym.agents.evaluation.document import get_path, to_json
+from dcgym.agents.evaluation.plots import plot_performance_profiles
+from dcgym.agents.evaluation.scores import SCORING, aggregate, performance_profile, run_scores, top_values
+from dcgym.agents.evaluation.suites import applies
 from dcgym.agents.heuristics import baselines
 from dcgym.agents.policies.zoo import list_zoo, zoo_dir
 from dcgym.envs.families import FAMILIES
@@ -40,6 +44,8 @@ from dcgym.envs.scenario import list_scenarios, load_scenario
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_WORK = {"rack": 200_000, "lb": 5_000, "flow": 20_000}
 """Units of work per run by default: enough for a p99 within a few percent at the grids' loads."""
+TAUS = [round(-1 + k / 20, 2) for k in range(45)]
+"""Where the performance profiles are drawn: scores -1 to 1.2."""
 
 
 def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:
@@ -55,10 +61,19 @@ def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:
     return found
 
 
+def _runs(kind: str, scenario: Any, name: str) -> bool:
+    """Whether the policy ``name`` runs on ``scenario`` (one short run tells)."""
+    return family_of(kind).runs_on(scenario, name) and applies(name, scenario.name, list(scenario.loads)[0])
+
+
 def policies(kind: str, scenario: Any) -> list[Any]:
-    """The family's baselines, the scenario's own policy, and the zoo policies trained on the scenario."""
+    """The family's baselines, its score's reference and top policies, the scenario's own policy, and the zoo
+    policies trained on the scenario."""
     family = family_of(kind)
+    scoring = SCORING[kind]
     chosen = [name for name in baselines(kind) if family.runs_on(scenario, name)]
+    scored = [scoring.reference] + ([] if scoring.top_is_bound else [scoring.top])
+    chosen += [name for name in scored if name not in chosen and _runs(kind, scenario, name)]
     for own in family.default_policies(scenario):
         label = str(getattr(own, "label", own))
         if label not in chosen:
@@ -66,26 +81,58 @@ def policies(kind: str, scenario: Any) -> list[Any]:
     return chosen + zoo_policies(scenario.name, kind)
 
 
-def cell(summary: Mapping[str, Any], path: str, digits: int) -> tuple[float | None, str]:
+def cell(summary: Mapping[str, Any], path: str, digits: int, score: float | None) -> tuple[float | None, str]:
+    """A table cell: the metric's mean ± interval, ``*`` when censored, and the mean score in brackets."""
     stat = get_path(summary, path)
     if stat["mean"] is None:
         return None, "-"
     text = f"{stat['mean']:,.{digits}f}"
     if stat["ci95"] is not None:
         text += f" ± {stat['ci95']:,.{digits}f}"
-    return stat["mean"], text + (" *" if summary.get("censored") else "")
+    text += " *" if summary.get("censored") else ""
+    return stat["mean"], text + ("" if score is None else f" [{score:.2f}]")
+
+
+def _mean_scores(doc: Mapping[str, Any]) -> dict[tuple[str, float], float | None]:
+    """The mean score of each (policy, load) of ``doc`` over its seeds (None if any seed has no score)."""
+    cells: dict[tuple[str, float], list[float | None]] = {}
+    for r in doc["scores"]:
+        cells.setdefault((r["policy"], r["load"]), []).append(r["score"])
+    return {k: None if None in v else sum(v) / len(v) for k, v in cells.items()}  # type: ignore[operator]
+
+
+def header(kind: str, policy: str) -> str:
+    """A column's header: the policy, and its role in the family's score."""
+    scoring = SCORING[kind]
+    if policy == scoring.reference:
+        return f"{policy} (reference, 0)"
+    if policy == scoring.top:
+        return f"{policy} ({scoring.top_name}, 1)"
+    return policy
 
 
 def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
-    """One family's Markdown table: a row per scenario and load, the best cell of each row bold."""
+    """One family's Markdown table: a row per scenario and load, the best cell of each row bold, each cell's score
+    in brackets; a family whose top is a bound has a column of it."""
     family = family_of(kind)
+    scoring = SCORING[kind]
     path, label, digits = family.headline
     pick = max if family.headline_higher_is_better else min
     columns = list(dict.fromkeys(s["policy"] for doc in docs for s in doc["summary"]))
-    lines = [f"| scenario | load | {' | '.join(columns)} |", "|---|---:|" + "---:|" * len(columns)]
+    bound = [f"{scoring.top} ({scoring.top_name}, 1)"] if scoring.top_is_bound else []
+    headers = [header(kind, c) for c in columns] + bound
+    lines = [
+        f"| scenario | {family.load_name} | {' | '.join(headers)} |",
+        "|---|---:|" + "---:|" * len(headers),
+    ]
     for doc in docs:
+        scores = _mean_scores(doc)
         for load in dict.fromkeys(s["load"] for s in doc["summary"]):
-            row = {s["policy"]: cell(s, path, digits) for s in doc["summary"] if s["load"] == load}
+            row = {
+                s["policy"]: cell(s, path, digits, scores.get((s["policy"], load)))
+                for s in doc["summary"]
+                if s["load"] == load
+            }
             values = [v for v, _ in row.values() if v is not None]
             best = pick(values) if values else None
             texts = [
@@ -94,14 +141,99 @@ def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
                 else ""
                 for c in columns
             ]
+            if bound:
+                tops = doc["top"][str(load)]
+                texts.append("-" if None in tops else f"{sum(tops) / len(tops):,.{digits}f}")
             lines.append(f"| {doc['scenario']} | {load:g} | {' | '.join(texts)} |")
     better = "higher" if family.headline_higher_is_better else "lower"
-    return f"Cells: {label}, mean ± 95% interval over seeds; {better} is better.\n\n" + "\n".join(lines)
+    return (
+        f"Cells: {label}, mean ± 95% interval over seeds; {better} is better; in brackets the mean normalised "
+        f"score over seeds (docs/benchmarking.md).\n\n" + "\n".join(lines)
+    )
+
+
+def scored_runs(kind: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every run's score of a family, with its scenario; the scenarios the family leaves out of aggregates left
+    out."""
+    excluded = SCORING[kind].excluded
+    return [
+        {**r, "scenario": doc["scenario"]} for doc in docs for r in doc["scores"] if doc["scenario"] not in excluded
+    ]
+
+
+def aggregate_table(runs: list[dict[str, Any]]) -> str:
+    """IQM and optimality gap of every policy's scores with 95% stratified-bootstrap intervals, best IQM first."""
+    table = aggregate(runs)
+    lines = ["| policy | IQM [95% CI] | optimality gap [95% CI] | tasks | runs |", "|---|---:|---:|---:|---:|"]
+    for policy, a in sorted(table.items(), key=lambda item: -item[1]["iqm"]):
+        low, high = a["iqm_ci95"]
+        glow, ghigh = a["optimality_gap_ci95"]
+        lines.append(
+            f"| {policy} | {a['iqm']:.3f} [{low:.3f}, {high:.3f}] | {a['optimality_gap']:.3f} "
+            f"[{glow:.3f}, {ghigh:.3f}] | {a['tasks']} | {a['runs']} |"
+        )
+    return "\n".join(lines) if table else "(no scored runs)"
+
+
+def profiles(kind: str, runs: list[dict[str, Any]], path: Path) -> Path | None:
+    """Plot every policy's performance profile over the family's scored runs; the plot's path (None: no runs)."""
+    by_policy: dict[str, list[float]] = {}
+    for r in runs:
+        if r["score"] is not None:
+            by_policy.setdefault(r["policy"], []).append(r["score"])
+    if not by_policy:
+        return None
+    shares = {p: performance_profile([v], TAUS) for p, v in by_policy.items()}
+    return plot_performance_profiles(shares, TAUS, path, f"{kind}: performance profiles over every scored run")
+
+
+def beaten_bounds(kind: str, docs: list[dict[str, Any]]) -> list[str]:
+    """Every complete run (no measured work left out of its metric) that beats the top called ideal (a bound) of its
+    load and seed: none, if the bound holds. A censored run's metric leaves out work, so it is no evidence either
+    way (its score is capped at 0)."""
+    if not SCORING[kind].top_is_bound:
+        return []
+    family = family_of(kind)
+    path = family.headline[0]
+    beaten = []
+    for doc in docs:
+        for r in doc["results"]:
+            bound = doc["top"][str(r["load"])][doc["seeds"].index(r["seed"])]
+            value = get_path(r, path)
+            if r.get("censored_fraction") or value is None or bound is None:
+                continue
+            if (value > bound) if family.headline_higher_is_better else (value < bound):
+                beaten.append(f"{doc['scenario']} {r['policy']} {r['load']:g} seed {r['seed']}: {value} vs {bound}")
+    return beaten
+
+
+def page_problems(text: str) -> list[str]:
+    """What is wrong with a page's tables: a column headed by a bare ``oracle`` or ``ideal`` (a top must say its
+    role), or a complete (uncensored) cell below the value of its row's column named ideal (lower is better on
+    every family with a bound)."""
+    problems = []
+    for table in (t for t in text.split("\n\n") if t.startswith("| scenario |")):
+        lines = table.splitlines()
+        headers = [h.strip() for h in lines[0].strip("|").split("|")]
+        problems += [f"column {h!r} does not say its role" for h in headers if h in ("oracle", "ideal")]
+        ideal = [i for i, h in enumerate(headers) if "(ideal, 1)" in h]
+        for line in lines[2:]:
+            cells = [c.strip().replace("**", "") for c in line.strip("|").split("|")]  # bold is no censoring mark
+            for i in (i for i in ideal if cells[i] != "-"):
+                bound = float(cells[i].replace(",", ""))
+                for k, c in enumerate(cells[2:], start=2):
+                    if k != i and c not in ("", "-") and "*" not in c:
+                        value = float(c.split()[0].replace(",", ""))
+                        if value < bound:
+                            problems.append(f"{cells[0]} {cells[1]}: {headers[k]} {value} below {headers[i]} {bound}")
+    return problems
 
 
 def run(
     kinds: list[str], work: dict[str, int], seeds: int, workers: int | None, first_only: bool = False
 ) -> dict[str, list[dict[str, Any]]]:
+    """Every family's documents, each with its runs' scores (``scores``) and, where the top is a bound, the bound
+    of each load and seed (``top``: lists by load)."""
     docs: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
         for name in list_scenarios(kind)[: 1 if first_only else None]:
@@ -111,11 +243,22 @@ def run(
             length = max([work[kind], *(family.work_to_cover(scenario, load) for load in scenario.loads)])
             seed_list = list(range(1, seeds + 1))
             doc = evaluate(scenario, policies(kind, scenario), tasks=length, seeds=seed_list, workers=workers)
-            docs.setdefault(kind, []).append(doc)
+            docs.setdefault(kind, []).append(with_scores(doc, scenario))
     return docs
 
 
-def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float) -> str:
+def with_scores(doc: dict[str, Any], scenario: Any) -> dict[str, Any]:
+    """``doc`` with its runs' scores (``scores``) and, where the family's top is a bound, the bound at each load
+    and seed (``top``: a list in the order of the seeds, by load)."""
+    top = top_values(doc, scenario)
+    doc["scores"] = run_scores(doc, top)
+    if top is not None:
+        loads = dict.fromkeys(r["load"] for r in doc["results"])
+        doc["top"] = {str(load): [top(load, seed) for seed in doc["seeds"]] for load in loads}
+    return doc
+
+
+def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float, out: Path) -> str:
     parts = [
         "# Leaderboard",
         "",
@@ -140,7 +283,30 @@ def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float) ->
             + f", seeds {family_docs[0]['seeds']}.",
             "",
             family_table(kind, family_docs),
+            "",
+            f"Scores over every scenario x {family_of(kind).load_name} x seed"
+            + (f" but {', '.join(SCORING[kind].excluded)}" if SCORING[kind].excluded else "")
+            + " (a task is one scenario and load; the interval resamples each task's seeds):",
+            "",
+            aggregate_table(scored_runs(kind, family_docs)),
         ]
+        plot = profiles(kind, scored_runs(kind, family_docs), out.parent / "results" / f"leaderboard_{kind}.png")
+        if plot is not None:
+            parts += ["", f"![{kind} performance profiles](results/{plot.name})"]
+    runs = {kind: scored_runs(kind, family_docs) for kind, family_docs in docs.items()}
+    families: dict[str, set[str]] = {}
+    for kind, scored in runs.items():
+        for r in scored:
+            families.setdefault(r["policy"], set()).add(kind)
+    parts += [
+        "",
+        "## Overall",
+        "",
+        "Policies scored in more than one family, over every family's scored runs (a task is one scenario and "
+        "load of any family):",
+        "",
+        aggregate_table([r for scored in runs.values() for r in scored if len(families[r["policy"]]) > 1]),
+    ]
     return "\n".join(parts) + "\n"
 
 
@@ -173,6 +339,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, help="parallel runs (default: every core)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md", help="the page to write")
     parser.add_argument("--quick", action="store_true", help="a smoke run: each family's first scenario, tiny runs")
+    parser.add_argument("--save", type=Path, help="also write every results document, with scores, to this JSON file")
+    parser.add_argument(
+        "--load", type=Path, nargs="+", help="write the page from the documents --save wrote, running nothing"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stderr)
     kinds = args.family or list(FAMILIES)
@@ -180,11 +350,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         work, args.seeds = dict.fromkeys(kinds, 1000), 1
     start = time.perf_counter()
-    docs = run(kinds, work, args.seeds, args.workers, first_only=args.quick)
-    command = "python benchmarks/leaderboard.py" + "".join(
-        f" {a}" for a in (argv if argv is not None else sys.argv[1:])
-    )
-    args.out.write_text(page(docs, command, time.perf_counter() - start), encoding="utf-8")
+    if args.load:  # one file, or several written by runs of some families each: their families and times together
+        saved = [json.loads(path.read_text(encoding="utf-8")) for path in args.load]
+        docs = {kind: d for one in saved for kind, d in one["docs"].items()}
+        seconds = sum(one["seconds"] for one in saved)
+    else:
+        docs = run(kinds, work, args.seeds, args.workers, first_only=args.quick)
+        seconds = time.perf_counter() - start
+    if args.save:
+        saved_docs = {k: [json.loads(to_json(d)) for d in v] for k, v in docs.items()}
+        args.save.write_text(json.dumps({"seconds": seconds, "docs": saved_docs}) + "\n", encoding="utf-8")
+    beaten = [line for kind, family_docs in docs.items() for line in beaten_bounds(kind, family_docs)]
+    if beaten:  # a bound that a run beats is no bound: the page must not call it ideal
+        print("error: runs beat a bound called ideal:\n" + "\n".join(beaten), file=sys.stderr)
+        return 1
+    given = list(argv if argv is not None else sys.argv[1:])
+    if args.load or args.save:  # where the documents went is not how the page was made
+        given = ["--out", str(args.out.resolve().relative_to(ROOT))] if args.out.resolve().is_relative_to(ROOT) else []
+    command = "python benchmarks/leaderboard.py" + "".join(f" {a}" for a in given)
+    text = page(docs, command, seconds, args.out)
+    problems = page_problems(text)
+    if problems:
+        print("error: the page would mislead:\n" + "\n".join(problems), file=sys.stderr)
+        return 1
+    args.out.write_text(text, encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 

@@ -14,6 +14,7 @@ COMMANDS = {
     "train": ("dcgym.train", "train one experiment, leaving a run folder"),
     "evaluate": ("dcgym.evaluate", "evaluate policies on a scenario of any family"),
     "export": ("dcgym.export", "export a trained policy as a policy file"),
+    "verify": ("dcgym.verify", "rerun an evaluation from its manifest and check it bit for bit"),
     "list": ("dcgym.catalog", "list scenarios, policies, algorithms, experiments or zoo policies"),
 }
 """Each command: the module whose ``run(argv, prog)`` it is, and what it does."""

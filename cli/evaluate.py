@@ -36,12 +36,16 @@ from dcgym._app import VersionOption, new_app, run_app
 from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots, write_results
 from dcgym.agents.evaluation.document import get_path
 from dcgym.agents.evaluation.family import EVALUATIONS, family_of
+from dcgym.agents.evaluation.scores import cell_scores
+from dcgym.agents.evaluation.suites import applies, suite_scenarios
 from dcgym.agents.policies import Source, classify
 from dcgym.agents.policies.checkpoints import checkpoint_scenario
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import DEFAULT_SCENARIO, load_scenario
 
 __all__ = ["app", "main", "run"]
+
+log = logging.getLogger(__name__)
 
 app = new_app(__doc__)
 
@@ -91,6 +95,13 @@ def main(
     explore: Annotated[
         bool, typer.Option("--explore", help="sample trained policies' actions (default: deterministic)")
     ] = False,
+    suite: Annotated[
+        str | None,
+        typer.Option(
+            help="a suite instead of one scenario: FAMILY:test (the held-out test suite) or FAMILY:train:SEED:COUNT "
+            "(generated training scenarios); each scenario's results in a subfolder of --out"
+        ),
+    ] = None,
     version: VersionOption = False,
 ) -> None:
     """Run every policy at every load with every seed and write the results."""
@@ -98,7 +109,9 @@ def main(
     if seed is not None and seeds is not None:
         raise InvalidConfigError("--seeds", seeds, f"nothing when --seed ({seed}) is given: one or the other")
     seed_list = None if seeds is None else parse_seeds(seeds)
-    if scenario is None:
+    if suite is not None and scenario is not None:
+        raise InvalidConfigError("--suite", suite, f"nothing when --scenario ({scenario}) is given: one or the other")
+    if suite is None and scenario is None:
         scenario = _trained_scenario(policy or [])
     if timeline is not None and not timeline > 0:
         raise InvalidConfigError(
@@ -106,25 +119,49 @@ def main(
         )
     if out.exists() and not out.is_dir():
         raise InvalidConfigError("--out", str(out), "a folder to write the results into (this is a file)")
-    out.mkdir(parents=True, exist_ok=True)  # fail before the runs, not after
-    doc = evaluate(
-        scenario,
-        policy,
-        grid,
-        tasks=tasks,
-        seed=seed,
-        seeds=seed_list,
-        workers=workers,
-        address=address,
-        sample_period_us=timeline,
-        explore=explore,
+    # Each scenario with its loads and folder: a suite's scenarios (their own loads unless --loads) in subfolders.
+    runs = (
+        [
+            (entry.write(out / entry.name), grid or list(entry.loads), out / entry.name)
+            for entry in suite_scenarios(suite)
+        ]
+        if suite is not None
+        else [(scenario, grid, out)]
     )
-    write_results(doc, out)
-    write_plots(doc, out)
+    out.mkdir(parents=True, exist_ok=True)  # fail before the runs, not after
+    docs = []
+    for one, one_grid, folder in runs:
+        chosen = policy
+        if suite is not None and policy:  # a policy made for another shape is left out where it does not apply
+            chosen = [p for p in policy if applies(p, one, float((one_grid or [1.0])[0]))]
+            for p in policy:
+                if p not in chosen:
+                    log.warning(
+                        "%s does not apply to %s (another number of nodes, servers or agents): left out", p, one
+                    )
+            if not chosen:
+                continue
+        doc = evaluate(
+            one,
+            chosen,
+            one_grid,
+            tasks=tasks,
+            seed=seed,
+            seeds=seed_list,
+            workers=workers,
+            address=address,
+            sample_period_us=timeline,
+            explore=explore,
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        write_results(doc, folder)
+        write_plots(doc, folder)
+        docs.append(doc)
+        if not json_out:
+            print_summary(doc, scores=cell_scores(doc, load_scenario(one) if isinstance(one, (str, Path)) else one))
     if json_out:
-        sys.stdout.write(to_json(doc) + "\n")
-    else:
-        print_summary(doc)
+        text = to_json(docs[0]) if suite is None else "[" + ",\n".join(to_json(d) for d in docs) + "]"
+        sys.stdout.write(text + "\n")
 
 
 def _trained_scenario(policies: list[str]) -> Any:
@@ -136,20 +173,31 @@ def _trained_scenario(policies: list[str]) -> Any:
     return load_scenario(name, overrides) if overrides else name
 
 
-def print_summary(doc: dict[str, Any], title: str | None = None) -> None:
-    """The document's summary as a table on standard output: its family's columns, censored cells marked."""
+def print_summary(
+    doc: dict[str, Any], title: str | None = None, scores: dict[tuple[str, float], float | None] | None = None
+) -> None:
+    """The document's summary as a table on standard output: its family's columns, censored cells marked, and
+    beside the first the normalised score of each cell when ``scores`` has any (docs/benchmarking.md)."""
     family = family_of(doc["family"])
     seeds = doc["seeds"]
     which = f"seed {seeds[0]}" if len(seeds) == 1 else f"{len(seeds)} seeds, mean ± 95% CI"
     table = Table(title=title or f"{doc['scenario']} ({which}, {doc[family.work]:,} {family.work} per run)")
     columns = family.columns(doc)
-    for header in ("policy", "load", *(c.header for c in columns)):
+    headers = [c.header for c in columns]
+    # The score goes right after the family's headline metric, which it normalises.
+    at = next((k + 1 for k, c in enumerate(columns) if c.path == family.headline[0]), 1)
+    if scores:
+        headers.insert(at, "score")
+    for header in ("policy", family.load_name, *headers):
         table.add_column(header, justify="left" if header == "policy" else "right")
     censored = False
     for s in doc["summary"]:
         mark = " *" if s.get("censored") else ""
         censored |= bool(mark)
         cells = [_fmt(_get(s, c.path), c.digits, c.scale) for c in columns]
+        if scores:
+            value = scores.get((s["policy"], s["load"]))
+            cells.insert(at, "-" if value is None else f"{value:.2f}")
         table.add_row(s["policy"], f"{s['load']:g}", *(cells[:1] and [cells[0] + mark]), *cells[1:])
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(table)

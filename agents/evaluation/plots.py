@@ -188,3 +188,23 @@ def plot_load_over_time(doc: Mapping[str, Any], path: str | Path) -> Path:
         fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6))
     fig.suptitle(_title(doc), fontsize=9)
     return save_figure(fig, path)
+
+
+def plot_performance_profiles(
+    profiles: Mapping[str, list[float]], taus: list[float], path: str | Path, title: str
+) -> Path:
+    """Performance profiles (:func:`dcgym.agents.evaluation.scores.performance_profile`): for each policy, the
+    share of its runs scoring above tau, against tau (0 = the family's reference, 1 = its top)."""
+    fig = Figure(figsize=(6.4, 4.2))
+    ax = fig.add_subplot()
+    for policy, shares in profiles.items():
+        ax.plot(taus, shares, label=policy)
+    ax.axvline(0.0, color="grey", linewidth=0.6)
+    ax.axvline(1.0, color="grey", linewidth=0.6)
+    ax.set_xlabel("normalised score tau")
+    ax.set_ylabel("share of runs with score > tau")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    return save_figure(fig, path)

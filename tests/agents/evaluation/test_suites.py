@@ -1,0 +1,53 @@
+"""Scenario suites: a seeded training generator, a held-out test suite, evaluate.py --suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from dcgym.__main__ import main as dcgym
+from dcgym.agents.evaluation.suites import applies, generate, held_out, read_suite, suite_families, suite_scenarios
+from dcgym.agents.policies.zoo import list_zoo, zoo_dir
+from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.scenario import list_scenarios
+
+
+@pytest.mark.parametrize("family", suite_families())
+def test_the_test_suite_lies_outside_training_and_every_zoo_policy_s_scenario(family):
+    train = read_suite(family)["train"]
+    cards = " ".join((zoo_dir() / f"{name}.md").read_text() for name in list_zoo())
+    entries = suite_scenarios(f"{family}:test")
+    assert entries and len({e.name for e in entries}) == len(entries)
+    for entry in entries:
+        assert entry.load().kind == family and held_out(entry, train)
+        assert entry.name not in list_scenarios() and f"--scenario {entry.name}" not in cards
+    generated = generate(family, 7, 4)
+    assert generated == generate(family, 7, 4)  # same seed, same scenarios
+    assert not any(held_out(g, train) for g in generated)
+    assert {g.base for g in generated} <= set(train["bases"])
+    generated[0].load()
+
+
+def test_bad_suites_are_refused_naming_suite():
+    for bad in ("flow:tset", "nope:test", "rack:train:1:0", "rack:train:x:2", "rack"):
+        with pytest.raises(InvalidConfigError) as err:
+            suite_scenarios(bad)
+        assert err.value.field == "suite"
+
+
+def test_a_policy_for_a_fixed_rack_applies_only_to_test_scenarios_of_its_shape(tmp_path):
+    entries = {e.name: e for e in suite_scenarios("rack:test")}
+    same = entries["rack_test_homog_exp_mean30"].write(tmp_path)
+    other = entries["rack_test_sim_exp_mean200"].write(tmp_path)
+    assert applies("zoo:malcolm_homog_exp", same, 0.8)
+    assert not applies("zoo:malcolm_homog_exp", other, 0.7)
+    assert applies("po2", other, 0.7)
+
+
+def test_evaluate_runs_a_suite_into_one_folder_per_scenario(tmp_path, capsys):
+    out = tmp_path / "suite"
+    argv = ["evaluate", "--suite", "lb:test", "--policy", "wcmp", "--policy", "oracle", "--tasks", "300"]
+    assert dcgym([*argv, "--workers", "0", "--out", str(out)]) == 0
+    for entry in suite_scenarios("lb:test"):
+        assert (out / entry.name / "results.json").is_file() and (out / entry.name / f"{entry.name}.yaml").is_file()
+    assert "score" in capsys.readouterr().out
+    assert dcgym([*argv, "--scenario", "lb_sim", "--out", str(out)]) == 2

@@ -1,0 +1,53 @@
+"""The leaderboard's scores: role-named reference and top columns, a bound no complete run beats, aggregates."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from dcgym.agents.evaluation import evaluate
+from dcgym.envs.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _leaderboard():
+    spec = importlib.util.spec_from_file_location("dcgym_test_leaderboard", ROOT / "benchmarks/leaderboard.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_flow_table_scores_every_cell_against_a_bound_no_run_beats(tmp_path):
+    lb = _leaderboard()
+    scenario = load_scenario("single_link_websearch")
+    doc = evaluate(scenario, ["fair", "srpt", "qsjf"], loads=[0.5, 0.8], tasks=800, seeds=[1, 2], workers=0)
+    docs = {"flow": [lb.with_scores(doc, scenario)]}
+    assert lb.beaten_bounds("flow", docs["flow"]) == []
+    text = lb.page(docs, "python benchmarks/leaderboard.py --family flow", 1.0, tmp_path / "page.md")
+    assert "| fair (reference, 0) | srpt | qsjf | host-link bound (ideal, 1) |" in text
+    assert re.search(
+        r"\| single_link_websearch \| 0\.5 \| [\d.]+ ± [\d.]+ \[0\.00\] \| \**[\d.]+ ± [\d.]+ \[(0\.9\d|1\.00)\]", text
+    )
+    assert re.search(r"\| srpt \| (0\.9\d\d|1\.000) \[", text)  # SRPT is the optimum on one link: IQM near 1
+    assert (tmp_path / "results" / "leaderboard_flow.png").is_file()
+    assert lb.page_problems(text) == []
+    # A run reported below its bound is named (and the generator refuses to write the page).
+    row = next(r for r in doc["results"] if (r["policy"], r["load"], r["seed"]) == ("srpt", 0.5, 2))
+    row["fct_ms"]["mean"] = doc["top"]["0.5"][1] * 0.999
+    assert lb.beaten_bounds("flow", docs["flow"]) == [
+        f"single_link_websearch srpt 0.5 seed 2: {row['fct_ms']['mean']} vs {doc['top']['0.5'][1]}"
+    ]
+
+
+def test_a_page_with_a_bare_oracle_column_or_a_beaten_ideal_is_refused():
+    lb = _leaderboard()
+    good = "| scenario | load | fair (reference, 0) | srpt | host-link bound (ideal, 1) |\n|---|---:|---:|---:|---:|\n"
+    assert lb.page_problems(good + "| s | 0.5 | 30.1 ± 2.0 [0.00] | **20.9 ± 1.9 [1.00]** | 20.876 |") == []
+    assert lb.page_problems(good + "| s | 0.5 | 30.1 * | 20.0 ± 1.9 * | 20.876 |") == []  # censored: no evidence
+    assert lb.page_problems(good + "| s | 0.5 | 30.1 | **20.1 ± 1.9 [1.04]** | 20.876 |") == [
+        "s 0.5: srpt 20.1 below host-link bound (ideal, 1) 20.876"
+    ]
+    bare = "| scenario | load | sed | oracle |\n|---|---:|---:|---:|\n| s | 0.5 | 1.0 | 2.0 |"
+    assert lb.page_problems(bare) == ["column 'oracle' does not say its role"]
