@@ -46,9 +46,11 @@ def p99s(doc: dict[str, Any]) -> dict[tuple[str, float], dict[int, tuple[float, 
     return out
 
 
-def text(values: list[float], censored: bool) -> str:
+def text(values: list[float | None], censored: bool) -> str:
     stat = mean_ci(values)
     mean, ci = stat["mean"], stat["ci95"]
+    if mean is None:
+        return "-"
     return f"{mean:,.0f}" + (f" ± {ci:,.0f}" if ci is not None else "") + (" *" if censored else "")
 
 
@@ -82,8 +84,10 @@ for name in args.scenario or ["malcolm_hetero_paper_exp"]:
         for label in labels:
             got = table[label, load]
             cells.append(text([got[s][0] for s in seeds], any(c for _, c in got.values())))
-            shares = [
+            shares = [  # no share where the best heuristic is already at the ideal
                 100 * (table[best, load][s][0] - got[s][0]) / (table[best, load][s][0] - reference[k])
+                if table[best, load][s][0] > reference[k]
+                else None
                 for k, s in enumerate(seeds)
             ]
             gaps.append(text(shares, False) + "%")
