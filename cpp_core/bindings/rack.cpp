@@ -446,8 +446,8 @@ py::dict StepBatch(const py::list& sims, const Array& migration, const py::objec
 // stealing entries per node, logits or weights, float32 or float64) become
 // tables in C++, then AdvanceBatch also writes the observations.
 py::dict StepGame(const py::list& sims, const py::array& actions, double duration_us, bool logits, double max_logit,
-                  double obs_scale, double obs_clip, int64_t obs_dim, const py::object& reward,
-                  const py::object& out, const py::object& rows) {
+                  double obs_scale, double obs_clip, int64_t obs_dim, const py::object& reward, const py::object& out,
+                  const py::object& rows) {
   const auto ptrs = BatchSims(sims);
   const game::ObsSpec obs{obs_scale, static_cast<float>(obs_clip), Count<size_t>(obs_dim, "obs_dim")};
   game::CheckAdvance(ptrs, duration_us, obs);

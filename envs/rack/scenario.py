@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, PlainSerializer, PlainValidator, model_validator
 
+from dcgym.cpp_core import Distribution
 from dcgym.envs.distributions import Service
 from dcgym.envs.error import MISSING, InvalidConfigError, did_you_mean
 from dcgym.envs.rack.dispatch import Policy, Rack, parse_policy, policy_parameters
@@ -206,8 +207,6 @@ class RackScenario(ScenarioBase):
     @property
     def mean_service_us(self) -> float:
         """Mean task size (us at speed 1): over the types by share when there are types."""
-        from dcgym.cpp_core import Distribution  # the engine's own means, for every family
-
         if self.types is None:
             return Distribution(self.service.model_dump(mode="json")).mean
         total = math.fsum(t.share for t in self.types)

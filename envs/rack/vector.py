@@ -32,6 +32,7 @@ from gymnasium.vector.utils import batch_space
 
 from dcgym.envs.error import InvalidActionError
 from dcgym.envs.rack.game import RackEnvConfig, RackGame
+from dcgym.envs.rack.wrappers import central_spaces
 from dcgym.envs.validation import validate
 from dcgym.envs.vector import BatchedEnv, SingleAgentVectorEnv
 
@@ -135,8 +136,6 @@ class RackCentralVectorEnv(SingleAgentVectorEnv):
     """
 
     def __init__(self, num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> None:
-        from dcgym.envs.rack.wrappers import central_spaces
-
         self.batch = self.rack = RackVectorEnv(num_envs, **self.max_steps(kwargs, max_episode_steps))
         self._spaces(*central_spaces(self.rack.game))
         self._scale = self.rack.config.max_logit if self.rack.config.action_type == "logits" else 1.0
