@@ -50,6 +50,7 @@ from dcgym.agents.policies.rack import (
 )
 from dcgym.agents.policies.sources import Source, Spec
 from dcgym.cpp_core import RackController, RackSim, check_rack_config
+from dcgym.envs.error import InvalidConfigError
 
 log = logging.getLogger(__name__)
 
@@ -310,6 +311,14 @@ class RackEvaluation(EvaluationFamily):
 
     def default_policies(self, scenario: Any) -> list[Any]:
         return [scenario.dispatch]
+
+    def runs_on(self, scenario: Any, policy: str) -> bool:
+        """Whether the heuristic runs on the scenario's rack (water_fill needs node entry, jbsq a switch, ...)."""
+        try:
+            scenario.check_policy(policy)
+        except InvalidConfigError:
+            return False
+        return True
 
     def warmup_fraction(self, scenario: Any) -> float:
         return scenario.warmup_fraction

@@ -34,5 +34,7 @@ BASELINES: dict[str, str] = {
     "jsq": HEURISTICS["jsq"].summary,
     "jbt": HEURISTICS["jbt"].summary,
     "sed": HEURISTICS["sed"].summary,
+    "water_fill": HEURISTICS["water_fill"].summary,
 }
-"""The heuristics a rack leaderboard runs on every scenario (each runs at every entry point)."""
+"""The heuristics a rack leaderboard runs on every scenario it can (water_fill on node-entry racks only, the rest at
+every entry point)."""

@@ -71,7 +71,8 @@ RackConfig ParseRackConfig(const py::dict& d) {
                                           {"lsq", DispatchKind::kLsq},
                                           {"central_fcfs", DispatchKind::kCentralFcfs},
                                           {"oracle", DispatchKind::kOracle},
-                                          {"table", DispatchKind::kTable}});
+                                          {"table", DispatchKind::kTable},
+                                          {"water_fill", DispatchKind::kWaterFill}});
   c.dispatch.d = Get<uint32_t>(disp, "d", "dispatch", c.dispatch.d);
   c.dispatch.replace = Get<bool>(disp, "replace", "dispatch", c.dispatch.replace);
   if (Has(disp, "metric"))
@@ -88,6 +89,10 @@ RackConfig ParseRackConfig(const py::dict& d) {
     c.dispatch.sed_by_speed =
         Choice<bool>(Get<std::string>(disp, "by", "dispatch"), "dispatch.by", {{"capacity", true}, {"workers", false}});
   c.dispatch.weights = Get<std::vector<double>>(disp, "weights", "dispatch", c.dispatch.weights);
+  c.dispatch.period_us = Get<double>(disp, "period_us", "dispatch", c.dispatch.period_us);
+  c.dispatch.horizon = Get<double>(disp, "horizon", "dispatch", c.dispatch.horizon);
+  c.dispatch.mix = Get<double>(disp, "mix", "dispatch", c.dispatch.mix);
+  c.dispatch.steal = Get<bool>(disp, "steal", "dispatch", c.dispatch.steal);
 
   if (Has(d, "entry")) {
     const auto e = GetDict(d, "entry", "");

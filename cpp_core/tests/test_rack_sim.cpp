@@ -30,6 +30,7 @@
 #include "check.hpp"
 #include "dcgym/kernel/check.hpp"
 #include "dcgym/rack/rack_sim.hpp"
+#include "dcgym/rack/water_fill.hpp"
 
 using dcgym::check::Record;
 using dcgym::check::Show;
@@ -174,6 +175,20 @@ std::vector<Variant> Matrix() {
     untouched.entry.kind = EntryKind::kNodes;
     untouched.dispatch.kind = DispatchKind::kTable;
     add("table_default/nodes/" + disc, untouched);
+    for (bool steal : {false, true}) {  // the engine's own tables, every heartbeat, on stale loads
+      RackConfig fill = Rack();
+      SetDiscipline(fill, d);
+      fill.entry.kind = EntryKind::kNodes;
+      fill.dispatch.kind = DispatchKind::kWaterFill;
+      fill.dispatch.metric = LoadMetric::kExpectedWait;
+      fill.dispatch.period_us = 5;
+      fill.dispatch.steal = steal;
+      fill.load_info.kind = LoadInfoKind::kPeriodic;
+      fill.load_info.period_us = 5;
+      fill.migration.delay_us = 0.5;
+      fill.migration.steal_below = 2;
+      add(std::string("water_fill") + (steal ? "_steal" : "") + "/nodes/" + disc, fill);
+    }
   }
   for (double rtt : {0.0, 0.3}) {
     RackConfig central = Rack();
@@ -592,6 +607,30 @@ void TestJbsqWithLocalityIsRefused() {
 
 // Each bound of the config (config.hpp's kMax*), whatever policy or entry uses the field: the bound passes, one
 // past fails.
+// Water-filling: equal levels give the capacity split; a node above the fill level gets only its mix share; the
+// level absorbs the volume; the table sums to 1.
+void TestWaterFillTable() {
+  const std::vector<double> capacity = {2, 2, 1, 4};
+  const std::vector<uint32_t> all = {0, 1, 2, 3};
+  std::vector<uint32_t> order;
+  std::vector<double> p(4);
+  const std::vector<double> equal = {1, 1, 1, 1};
+  dcgym::rack::WaterFillTable(equal.data(), capacity.data(), all, 3.0, 0.0, order, p.data());
+  for (uint32_t j = 0; j < 4; ++j) CHECK(std::fabs(p[j] - capacity[j] / 9.0) < 1e-12);
+  // Levels 0, 1, 5, 0 with volume 6: nodes 0 and 3 fill to L = 6 / (2 + 4) = 1, where node 1 sits; node 2 is above.
+  const std::vector<double> levels = {0, 1, 5, 0};
+  dcgym::rack::WaterFillTable(levels.data(), capacity.data(), all, 6.0, 0.1, order, p.data());
+  CHECK(std::fabs(p[0] - (0.9 * 2.0 / 6 + 0.1 * 2.0 / 9)) < 1e-12);
+  CHECK(std::fabs(p[1] - 0.1 * 2.0 / 9) < 1e-12);
+  CHECK(std::fabs(p[2] - 0.1 * 1.0 / 9) < 1e-12);
+  CHECK(std::fabs(p[3] - (0.9 * 4.0 / 6 + 0.1 * 4.0 / 9)) < 1e-12);
+  CHECK(std::fabs(p[0] + p[1] + p[2] + p[3] - 1.0) < 1e-12);
+  // Only the listed nodes: node 3 (inactive) is left alone.
+  p.assign(4, -1.0);
+  dcgym::rack::WaterFillTable(levels.data(), capacity.data(), {0, 1, 2}, 2.0, 0.0, order, p.data());
+  CHECK(p[3] == -1.0 && std::fabs(p[0] - 1.0) < 1e-12 && p[1] == 0.0 && p[2] == 0.0);
+}
+
 void TestValidateChecksEveryBound() {
   using IA = std::invalid_argument;
   const auto with = [](auto change) {
@@ -612,6 +651,17 @@ void TestValidateChecksEveryBound() {
   CHECK_THROWS(with([](RackConfig& c) { c.dispatch.bound = kMaxBound + 1; }).Validate(), IA);
   CHECK_THROWS(with([](RackConfig& c) { c.entry.count = kMaxBalancers + 1; }).Validate(), IA);
   CHECK_THROWS(with([](RackConfig& c) { c.entry.count = 0; }).Validate(), IA);
+  const auto fill = [](RackConfig& c) {
+    c.entry.kind = EntryKind::kNodes;
+    c.dispatch.kind = DispatchKind::kWaterFill;
+    c.dispatch.metric = LoadMetric::kExpectedWait;
+  };
+  with(fill).Validate();
+  CHECK_THROWS(with([&](RackConfig& c) { fill(c), c.entry.kind = EntryKind::kSwitch; }).Validate(), IA);
+  CHECK_THROWS(with([&](RackConfig& c) { fill(c), c.dispatch.metric = LoadMetric::kQueue; }).Validate(), IA);
+  CHECK_THROWS(with([&](RackConfig& c) { fill(c), c.dispatch.mix = 1.5; }).Validate(), IA);
+  CHECK_THROWS(with([&](RackConfig& c) { fill(c), c.dispatch.horizon = 0; }).Validate(), IA);
+  CHECK_THROWS(with([&](RackConfig& c) { fill(c), c.dispatch.period_us = NAN; }).Validate(), IA);
   with([](RackConfig& c) { c.load = dcgym::kernel::kMaxLoad; }).Validate();
   CHECK_THROWS(with([](RackConfig& c) { c.load = std::nextafter(dcgym::kernel::kMaxLoad, 11.0); }).Validate(), IA);
 }
@@ -620,6 +670,7 @@ void TestValidateChecksEveryBound() {
 
 int main() {
   TestValidateChecksEveryBound();
+  TestWaterFillTable();
   TestJbsqWithLocalityIsRefused();
   TestInvariantsHoldForEveryPolicyEntryAndDiscipline();
   TestSameSeedSameRunOtherSeedOtherRun();

@@ -206,6 +206,38 @@ class CentralFcfsParams(Params):
             )
 
 
+class WaterFillParams(Params):
+    """Water-filling: every heartbeat, each node's migration table from the loads it believes (docs/rack.md)."""
+
+    period_us: float = Field(
+        100.0,
+        gt=0,
+        le=1e9,
+        allow_inf_nan=False,
+        description="the heartbeat: tables are recomputed this often, as Malcolm's agents act (Malcolm §7.1: 100)",
+    )
+    horizon: float = Field(
+        2.0,
+        gt=0,
+        le=1e6,
+        allow_inf_nan=False,
+        description="the fill level absorbs this many heartbeats of the rack's arrivals: lower herds the least "
+        "loaded nodes, higher tends to the capacity split",
+    )
+    mix: float = Field(
+        0.1, ge=0, le=1, allow_inf_nan=False, description="share of the capacity split mixed into every table"
+    )
+    steal: bool = Field(
+        False,
+        description="a node whose smoothed queue runs short steals from the node it believes most loaded, when "
+        "that node is above its own level (Malcolm §3.2's stealing, by a fixed rule)",
+    )
+
+    def engine_fields(self) -> dict[str, Any]:
+        # The levels are expected waits: what rack_v0 observes by default (its load_metric).
+        return {**self.model_dump(), "metric": "expected_wait"}
+
+
 @dataclass(frozen=True)
 class Heuristic:
     """A registry entry: the parameter model, a one-line summary citing the papers, the entries it runs at."""
@@ -247,6 +279,12 @@ HEURISTICS: dict[str, Heuristic] = {
     ),
     "central_fcfs": Heuristic(
         CentralFcfsParams, "ideal centralized cFCFS (Malcolm §2 Fig. 1, RackSched §2 Fig. 2)", ("switch",)
+    ),
+    "water_fill": Heuristic(
+        WaterFillParams,
+        "every heartbeat, each node migrates in proportion to capacity x headroom below a fill level, on its "
+        "stale loads (optionally stealing from the most loaded): Malcolm's action space (§3.2) by a fixed rule",
+        ("nodes",),
     ),
     "table": Heuristic(
         Params,

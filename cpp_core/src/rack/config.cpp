@@ -154,8 +154,13 @@ void RackConfig::Validate() const {
   if ((kind == DispatchKind::kCentralFcfs || kind == DispatchKind::kJbsq) && entry.kind != EntryKind::kSwitch)
     Fail("dispatch.policy",
          std::string("central_fcfs and jbsq queue tasks at one switch; entry is '") + EntryName(entry.kind) + "'");
-  if (kind == DispatchKind::kTable && entry.kind != EntryKind::kNodes)
-    Fail("dispatch.policy", "'table' sets the migration tables of nodes; it needs entry 'nodes'");
+  if ((kind == DispatchKind::kTable || kind == DispatchKind::kWaterFill) && entry.kind != EntryKind::kNodes)
+    Fail("dispatch.policy", "'table' and 'water_fill' set the migration tables of nodes; they need entry 'nodes'");
+  if (kind == DispatchKind::kWaterFill && dispatch.metric != LoadMetric::kExpectedWait)
+    Fail("dispatch.metric", "policy 'water_fill' fills levels of expected wait; use 'expected_wait'");
+  RequireFinite(dispatch.period_us, 0, "dispatch.period_us", true);
+  RequireFinite(dispatch.horizon, 0, "dispatch.horizon", true);
+  if (!(dispatch.mix >= 0 && dispatch.mix <= 1)) Fail("dispatch.mix", "must be in [0, 1], got " + Str(dispatch.mix));
   if (kind == DispatchKind::kJbt && !std::isfinite(dispatch.threshold))
     Fail("dispatch.threshold", "must be finite, got " + Str(dispatch.threshold));
   if (kind == DispatchKind::kWcmp && !dispatch.weights.empty())

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dcgym/kernel/check.hpp"
+#include "dcgym/rack/water_fill.hpp"
 
 namespace dcgym::rack {
 
@@ -83,7 +84,7 @@ RackSim::RackSim(const RackConfig& config)
                           config.dispatch.metric == LoadMetric::kExpectedWait);
       workers_of_.push_back(g.workers);
     }
-  table_ = entry_ == EntryKind::kNodes && policy_ == DispatchKind::kTable;
+  table_ = entry_ == EntryKind::kNodes && (policy_ == DispatchKind::kTable || policy_ == DispatchKind::kWaterFill);
   const LoadBoard& board = boards_[0];
   needs_replies_ = board.UsesReplies() || policy_ == DispatchKind::kLsq || policy_ == DispatchKind::kJbsq;
   local_counts_ = policy_ == DispatchKind::kLsq || policy_ == DispatchKind::kJbsq;
@@ -131,6 +132,10 @@ RackSim::RackSim(const RackConfig& config)
     Schedule(config.dynamics[k].at_us, m);
   }
   if (config.sample_period_us > 0) Schedule(config.sample_period_us, Message(Message::kSample));
+  if (policy_ == DispatchKind::kWaterFill) {
+    WaterFillTables();
+    Schedule(config.dispatch.period_us, Message(Message::kRefresh));
+  }
 }
 
 // ---------------------------------------------------------------- event loop
@@ -275,6 +280,7 @@ void RackSim::ArriveAtNode(uint32_t i, Task t) {
     case DispatchKind::kRandom:  // clients already chose the node at random (Malcolm's RAND)
       break;
     case DispatchKind::kTable:
+    case DispatchKind::kWaterFill:
       j = SampleCumulative(&migrate_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes(), table_rng_);
       if (!std::binary_search(candidates.begin(), candidates.end(), j)) j = i;  // not allowed: keep it
       break;
@@ -371,6 +377,34 @@ void RackSim::MaybeSteal(uint32_t i) {
     OnMessage(m);
 }
 
+// water_fill: what Malcolm's agents do every heartbeat, by a fixed rule. Node i sees its beliefs (stale by up to a
+// broadcast period, plus its own sends) as levels in mean service times, the expected_wait observation of rack_v0.
+void RackSim::WaterFillTables() {
+  const uint32_t n = NumNodes();
+  const DispatchConfig& d = config_.dispatch;
+  fill_level_.resize(n);
+  fill_capacity_.resize(n);
+  fill_row_.resize(n);
+  for (uint32_t j = 0; j < n; ++j) fill_capacity_[j] = nodes_[j].Workers() * nodes_[j].Speed();
+  const double volume = d.horizon * rate_ * d.period_us;  // the rack's arrivals in `horizon` heartbeats
+  const double to_level = 1.0 / config_.MeanSize();       // expected wait (us) -> mean service times
+  for (uint32_t i = 0; i < n; ++i) {
+    BeliefRow(i, fill_level_.data());
+    for (uint32_t j = 0; j < n; ++j) fill_level_[j] *= to_level;
+    std::fill(fill_row_.begin(), fill_row_.end(), 0.0);
+    WaterFillTable(fill_level_.data(), fill_capacity_.data(), active_, volume, d.mix, fill_order_, fill_row_.data());
+    SetTableWeights(i, false, fill_row_.data(), 1.0);
+    // Steal rule: a node that runs short asks the node it believes most loaded, if above its own level.
+    uint32_t victim = i;
+    if (d.steal)
+      for (uint32_t j : active_)
+        if (fill_level_[j] > fill_level_[victim]) victim = j;
+    std::fill(fill_row_.begin(), fill_row_.end(), 0.0);
+    fill_row_[victim] = 1.0;
+    SetTableWeights(i, true, fill_row_.data(), 1.0);
+  }
+}
+
 void RackSim::OnMessage(const Message& m) {
   ++counters_.events;
   switch (m.kind) {
@@ -432,6 +466,9 @@ void RackSim::OnMessage(const Message& m) {
       sample_times_.push_back(now_);
       for (const auto& nd : nodes_) samples_.push_back(static_cast<float>(nd.Outstanding()));
       return Schedule(now_ + config_.sample_period_us, Message(Message::kSample));
+    case Message::kRefresh:
+      WaterFillTables();
+      return Schedule(now_ + config_.dispatch.period_us, Message(Message::kRefresh));
   }
 }
 

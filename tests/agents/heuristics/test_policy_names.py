@@ -98,6 +98,7 @@ RACK_CHECKS = [
     ("table", Rack(4, entry="switch"), "policy", "table needs entry nodes"),
     ("table", Rack(4, entry="balancers"), "policy", "table needs entry nodes"),
     ("jbsq", Rack(4, entry="nodes"), "policy", "jbsq needs entry switch"),
+    ("water_fill", Rack(4, entry="switch"), "policy", "water_fill needs entry nodes"),
     ("jbsq", Rack(4, entry="balancers"), "policy", "jbsq needs entry switch"),
     ("central_fcfs", Rack(4, entry="nodes"), "policy", "central_fcfs needs entry switch"),
     ("central_fcfs", Rack(4, discipline="ps"), "policy", "discipline is ps"),
@@ -116,9 +117,11 @@ def test_policies_refuse_racks_they_cannot_run_on(spec, rack, field, text):
     assert text in str(info.value)
 
 
-@pytest.mark.parametrize("spec", ["table", "jbsq", "central_fcfs", "lsq", "oracle", "wcmp:weights=1;2;3;4", "po4"])
+@pytest.mark.parametrize(
+    "spec", ["table", "water_fill:steal=true", "jbsq", "central_fcfs", "lsq", "oracle", "wcmp:weights=1;2;3;4", "po4"]
+)
 def test_policies_accept_racks_they_run_on(spec):
-    entry = {"table": "nodes"}.get(spec, "switch")
+    entry = "nodes" if spec.startswith(("table", "water_fill")) else "switch"
     parse_policy(spec).check_rack(Rack(4, entry=entry))
 
 
@@ -172,6 +175,11 @@ def test_unknown_name_suggests_and_lists_the_known_policies(typo, suggestion):
         ("lsq:d=2", "d"),
         ("table:metric=queue", "metric"),
         ("ecmp:weights=1", "weights"),
+        ("water_fill:mix=1.5", "mix"),
+        ("water_fill:horizon=0", "horizon"),
+        ("water_fill:period_us=-1", "period_us"),
+        ("water_fill:steal=maybe", "steal"),
+        ("water_fill:metric=queue", "metric"),
     ],
 )
 def test_bad_parameter_names_the_parameter(spec, field):
@@ -190,6 +198,17 @@ def test_every_registered_policy_with_defaults_runs_in_the_engine(name):
     sim = RackSim(config)
     sim.run_tasks(2000)
     assert sim.results()["tasks_completed"] > 1800
+
+
+@pytest.mark.parametrize("steal", [False, True])
+def test_water_fill_migrates_and_steals_only_when_told(steal):
+    # Its tables come from the engine every heartbeat: tasks move between nodes, and steals happen only with steal.
+    scenario = load_scenario("malcolm_homog_exp")
+    sim = RackSim(scenario.engine_config(0.9, seed=1, policy=f"water_fill:steal={str(steal).lower()}"))
+    sim.run_tasks(5000)
+    results = sim.results()
+    assert results["migrations"] > 500
+    assert (results["steals"] > 0) == steal
 
 
 def test_jbsq_is_refused_where_task_types_are_tied_to_nodes():

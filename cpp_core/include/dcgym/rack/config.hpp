@@ -71,6 +71,7 @@ enum class DispatchKind {
   kCentralFcfs,  // one global FCFS queue over every worker (the ideal reference)
   kOracle,       // knows every node's remaining work: least (work + size) / capacity
   kTable,        // node entry only: migration probabilities set from outside (Malcolm)
+  kWaterFill,    // node entry only: tables the engine sets every heartbeat by water-filling
 };
 
 struct DispatchConfig {
@@ -84,6 +85,11 @@ struct DispatchConfig {
   uint32_t bound = 1;           // jbsq: outstanding tasks allowed per worker of a node
   bool sed_by_speed = true;     // sed: rate = workers x speed (true) or workers (false)
   std::vector<double> weights;  // wcmp: one per node (empty = proportional to workers x speed)
+  // water_fill (rack/water_fill.hpp): every `period_us`, node i's migration table from its believed loads.
+  double period_us = 100;  // the heartbeat between table updates (Malcolm §7.1: 100)
+  double horizon = 2;      // the level absorbs `horizon` heartbeats of the rack's arrivals
+  double mix = 0.1;        // share of the capacity split mixed into each table
+  bool steal = false;      // a node that runs short steals from the node it believes most loaded
 };
 
 enum class LoadInfoKind {

@@ -126,7 +126,7 @@ class RackSim {
 
  private:
   struct Message {
-    enum Kind : uint8_t { kDeliver, kStealRequest, kReply, kBroadcast, kPublish, kDynamics, kSample };
+    enum Kind : uint8_t { kDeliver, kStealRequest, kReply, kBroadcast, kPublish, kDynamics, kSample, kRefresh };
     Message() = default;
     explicit Message(Kind k) : kind(k) {}
     Kind kind = kDeliver;
@@ -151,6 +151,7 @@ class RackSim {
   void Complete(uint32_t i, const Task& t);
   void Reply(uint32_t viewer, uint32_t i, const Task& t);
   void MaybeSteal(uint32_t i);
+  void WaterFillTables();  // water_fill: every node's tables from its beliefs (rack/water_fill.hpp)
   void ApplyDynamics(const DynamicsEvent& e);
   void SetActive(uint32_t i, bool active);
   void RebuildSplit();
@@ -186,7 +187,7 @@ class RackSim {
   bool per_class_;      // more than one class: keep a histogram per class
   bool needs_replies_;  // completions send a reply to the dispatcher that placed the task
   bool local_counts_;   // lsq / jbsq: per-dispatcher counts of tasks sent
-  bool table_;          // entry nodes with Malcolm's probability tables
+  bool table_;          // entry nodes with Malcolm's probability tables (table or water_fill)
 
   kernel::Rng arrival_rng_, service_rng_, entry_rng_, table_rng_, central_rng_;
   double rate_;  // arrivals per us
@@ -202,9 +203,11 @@ class RackSim {
   std::vector<std::vector<uint32_t>> idle_by_speed_;  // central_fcfs: nodes with an idle worker
   std::vector<uint32_t> speed_class_, idle_pos_;
 
-  std::vector<double> migrate_cum_, steal_cum_;  // table: n x n cumulative probabilities
-  std::vector<double> queue_ema_;                // per node: smoothed queue length
-  std::deque<std::vector<double>> broadcasts_;   // periodic: snapshots in transit
+  std::vector<double> migrate_cum_, steal_cum_;                // table: n x n cumulative probabilities
+  std::vector<double> queue_ema_;                              // per node: smoothed queue length
+  std::vector<double> fill_level_, fill_capacity_, fill_row_;  // water_fill: scratch of one refresh
+  std::vector<uint32_t> fill_order_;
+  std::deque<std::vector<double>> broadcasts_;  // periodic: snapshots in transit
   uint64_t broadcasts_sent_ = 0;
 
   RackCounters counters_;

@@ -1,0 +1,101 @@
+"""The rack's reference points for a learned Malcolm policy: best heuristic, water-filling, the ideal, the zoo.
+
+    python benchmarks/malcolm_ceiling.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94]
+        [--tasks 300000] [--seeds 3] [--workers 0] [--quick]
+
+On each scenario and load, p99 latency (µs, mean ± 95% interval over seeds; common random numbers: a seed is the
+same workload for every policy) of the per-task heuristics the issue of a learned rack policy names (SED, JSQ,
+JBT, Po2), water-filling with and without steals (the fixed rule in Malcolm's action space, docs/rack.md), the
+zoo policy trained on the scenario in the engine, and the ideal: central FCFS, the same scenario with every task
+entering at one switch. "Gap closed" is (best heuristic - policy) / (best heuristic - central FCFS), per seed,
+where the best heuristic is the per-task rule (SED, JSQ, JBT, Po2) of lowest mean p99 at that load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from dcgym.agents.evaluation import evaluate
+from dcgym.agents.evaluation.stats import mean_ci
+from dcgym.agents.policies.zoo import list_zoo
+from dcgym.envs.scenario import load_scenario
+
+HEURISTICS = ("sed", "jsq", "jbt:threshold=1", "po2")
+WATER_FILL = ("water_fill", "water_fill:steal=true")
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--scenario", action="append", help="rack scenario (repeatable; default malcolm_hetero_paper_exp)")
+parser.add_argument("--loads", default="0.7,0.85,0.94")
+parser.add_argument("--tasks", type=int, default=300_000)
+parser.add_argument("--seeds", type=int, default=3)
+parser.add_argument("--workers", type=int, default=0)
+parser.add_argument("--quick", action="store_true", help="a smoke run: one load, one seed, 3,000 tasks")
+args = parser.parse_args()
+loads = [0.94] if args.quick else [float(x) for x in args.loads.split(",")]
+tasks, seeds = (3_000, [1]) if args.quick else (args.tasks, list(range(1, args.seeds + 1)))
+
+
+def p99s(doc: dict[str, Any]) -> dict[tuple[str, float], dict[int, tuple[float, bool]]]:
+    """policy, load -> seed -> (p99, censored)."""
+    out: dict[tuple[str, float], dict[int, tuple[float, bool]]] = defaultdict(dict)
+    for row in doc["results"]:
+        out[row["policy"], row["load"]][row["seed"]] = (row["latency_us"]["p99"], row["censored"])
+    return out
+
+
+def text(values: list[float | None], censored: bool) -> str:
+    stat = mean_ci(values)
+    mean, ci = stat["mean"], stat["ci95"]
+    if mean is None:
+        return "-"
+    return f"{mean:,.0f}" + (f" ± {ci:,.0f}" if ci is not None else "") + (" *" if censored else "")
+
+
+for name in args.scenario or ["malcolm_hetero_paper_exp"]:
+    scenario = load_scenario(name)
+    zoo = [f"zoo:{z}" for z in list_zoo() if z == name.replace("_paper", "")]
+    runs = evaluate(scenario, [*HEURISTICS, *WATER_FILL, *zoo], loads, tasks, seeds=seeds, workers=args.workers)
+    ideal = evaluate(
+        load_scenario(name, {"entry": {"kind": "switch"}, "dispatch": "central_fcfs"}),
+        ["central_fcfs"],
+        loads,
+        tasks,
+        seeds=seeds,
+        workers=args.workers,
+    )
+    table = p99s(runs) | p99s(ideal)
+    labels = [*(z.removeprefix("zoo:") + " (zoo)" for z in zoo), *WATER_FILL]
+    print(f"\n{name}, p99 (µs), {tasks:,} tasks per run, seeds {seeds}; * censored\n")
+    print(
+        "| load | best heuristic | "
+        + " | ".join(labels)
+        + " | central FCFS | "
+        + " | ".join(f"gap closed: {label}" for label in labels)
+        + " |"
+    )
+    print("|---:|---|" + "---:|" * (2 * len(labels) + 1))
+    for load in loads:
+        best = min(HEURISTICS, key=lambda h: statistics.fmean(v for v, _ in table[h, load].values()))
+        reference = [table["central_fcfs", load][s][0] for s in seeds]
+        cells, gaps = [], []
+        for label in labels:
+            got = table[label, load]
+            cells.append(text([got[s][0] for s in seeds], any(c for _, c in got.values())))
+            shares = [  # no share where the best heuristic is already at the ideal
+                100 * (table[best, load][s][0] - got[s][0]) / (table[best, load][s][0] - reference[k])
+                if table[best, load][s][0] > reference[k]
+                else None
+                for k, s in enumerate(seeds)
+            ]
+            gaps.append(text(shares, False) + "%")
+        best_cell = f"{best} {text([table[best, load][s][0] for s in seeds], False)}"
+        print(
+            f"| {load:g} | {best_cell} | "
+            + " | ".join(cells)
+            + f" | {text(reference, False)} | "
+            + " | ".join(gaps)
+            + " |"
+        )
