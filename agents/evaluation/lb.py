@@ -12,8 +12,8 @@ centralized one), setting every LB's weights each decision period.
 A policy file (``FILE.dcpol`` or ``zoo:NAME``, an ``mlp`` exported from a
 Distr-LB, Centr-LB or RLB-SAC run) runs the same way, the C++ deployment
 runtime deciding the LBs' weights each decision period
-(:mod:`dcgym.agents.policies.lb`: how a file's outputs become weights, and
-the options a file does not store: ``zoo:NAME:dispatch=sed``).
+(:mod:`dcgym.agents.policies.lb`: how a file's outputs become weights, with
+the dispatch rule the file records: the one it was trained under).
 
 Rows (:class:`LbRow`) hold flow completion times in seconds: the mean and
 the 50th, 90th, 95th, 99th and 99.9th percentiles (p95 from the engine's
@@ -305,9 +305,8 @@ class LbEvaluation(EvaluationFamily):
         return f"{at / 1e6:.3g} s"
 
     def zoo_usage(self, name: str, experiment: Mapping[str, Any]) -> str:
-        """lb_v0 driven by the C++ runtime, with the ``dispatch`` it was trained with."""
-        env_args = dict(experiment.get("env_args") or {})
-        spec = f"zoo:{name}" + (f":dispatch={env_args['dispatch']}" if env_args.get("dispatch") else "")
+        """lb_v0 driven by the C++ runtime, with the ``dispatch`` the file records (the one it was trained with)."""
+        spec = f"zoo:{name}"
         return (
             f"Evaluate (lb_v0 driven by the C++ runtime each decision period): `python evaluate.py --policy {spec} "
             f"--scenario {experiment['scenario']} --policy sed`."
