@@ -42,7 +42,7 @@ from dcgym.agents.evaluation.document import finite
 from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles
 from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
-from dcgym.agents.policies.lb import LbPolicyFile, file_actions, load_lb_policy_file
+from dcgym.agents.policies.lb import LbPolicyFile, file_actions, fixed_weights, load_lb_policy_file
 from dcgym.agents.policies.sources import Source, Spec
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import LbSim, check_lb_config
@@ -353,11 +353,12 @@ class LbEvaluation(EvaluationFamily):
                 continue
             if not isinstance(spec.given, str):
                 raise self.refuse(spec, "an LB policy name (ecmp, wcmp, lsq, sed, oracle) or a checkpoint")
-            scenario.check_policy(spec.given)
+            name, runs_on = fixed_weights(spec.given, scenario)  # sed:weights=1;1.5: static weights per group
+            runs_on.check_policy(name)
             for load in loads:
                 warmup_us, end_us = horizon(scenario, load, work, warmup)
                 for s in seeds:
-                    config = scenario.engine_config(load=load, seed=s, policy=spec.given, warmup_flows=warmup)
+                    config = runs_on.engine_config(load=load, seed=s, policy=name, warmup_flows=warmup)
                     check_lb_config(config)
                     jobs.append(LbJob(spec.given, load, s, config, warmup_us, end_us))
         return jobs

@@ -14,6 +14,7 @@ with one line (:func:`file_actions`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,9 +29,34 @@ from dcgym.cpp_core import RuntimePolicy
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.lb import lb_v0
 from dcgym.envs.lb.scenario import LbScenario
-from dcgym.envs.policy_spec import split_spec
+from dcgym.envs.policy_spec import parse_spec, split_spec
 
-__all__ = ["LbPolicyFile", "file_actions", "load_lb_policy_file"]
+__all__ = ["LbPolicyFile", "file_actions", "fixed_weights", "load_lb_policy_file"]
+
+STATIC_WEIGHT_POLICIES = ("sed", "wcmp")
+"""The heuristics whose static weights a spec may set per server group: ``sed:weights=1;1.5``."""
+
+
+def fixed_weights(spec: str, scenario: LbScenario) -> tuple[str, LbScenario]:
+    """A heuristic spec with static weights per server group (``sed:weights=1;1.5``: the scenario's groups in
+    order, each server taking its group's weight) -> (the heuristic, the scenario with those weights); a spec
+    without options is returned as it is. The best such pattern is every weight-setting learner's ceiling
+    (docs/results/multilb.md). InvalidConfigError naming ``policy`` otherwise."""
+    name, options = parse_spec(spec, lambda item: InvalidConfigError("policy", spec, "NAME:weights=W1;W2;..."))
+    if not options:
+        return spec, scenario
+    groups = len(scenario.servers)
+    allowed = f"{' or '.join(STATIC_WEIGHT_POLICIES)}:weights=W1;...;W{groups} (one positive weight per server group)"
+    if name not in STATIC_WEIGHT_POLICIES or set(options) != {"weights"}:
+        raise InvalidConfigError("policy", spec, allowed)
+    try:
+        weights = [float(w) for w in options["weights"].split(";")]
+    except ValueError:
+        raise InvalidConfigError("policy", spec, allowed) from None
+    if len(weights) != groups or not all(w > 0 and math.isfinite(w) for w in weights):
+        raise InvalidConfigError("policy", spec, allowed)
+    per_server = [w for g, w in zip(scenario.servers, weights) for _ in range(g.count)]
+    return name, LbScenario.model_validate({**scenario.model_dump(), "weights": per_server})
 
 
 @dataclass(frozen=True)

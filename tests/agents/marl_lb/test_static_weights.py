@@ -47,3 +47,21 @@ def test_rewards_quick_tables_every_reward_without_and_with_noise_and_how_each_r
     # fct is the FCT's own ranking: the lower-FCT pattern (1 / 1.5 on lb_sim) gets the higher return, noise or not
     fct_gaps = [float(summary["fct"][k]) for k in (1, 4)]
     assert all(gap > 0 for gap in fct_gaps), summary["fct"]
+
+
+def test_a_fixed_weight_pattern_runs_in_the_engine_as_sed_with_weights_per_group():
+    import pytest
+
+    from dcgym.agents.evaluation import evaluate
+    from dcgym.envs.error import InvalidConfigError
+
+    def rows(*specs):
+        doc = evaluate("lb_sim", list(specs), [0.845], tasks=300, workers=0, progress=False)
+        return {r["policy"]: {k: v for k, v in r.items() if k not in ("policy", "wall_s")} for r in doc["results"]}
+
+    got = rows("sed", "sed:weights=1;2", "sed:weights=1;1.5")
+    assert got["sed:weights=1;2"] == got["sed"]  # SED's own divisors: workers x speed, 1 : 2 on lb_sim
+    assert got["sed:weights=1;1.5"] != got["sed"]
+    for bad in ("sed:weights=1", "lsq:weights=1;2", "sed:weights=1;-1", "sed:w=1;2"):
+        with pytest.raises(InvalidConfigError, match="sed or wcmp:weights=W1;...;W2"):
+            rows(bad)
