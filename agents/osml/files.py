@@ -69,11 +69,6 @@ def _runtime(folder: Path, which: str, given: str):
         raise InvalidConfigError(
             "files", given, f"a folder whose {FILES[which]} is a valid policy file ({exc})"
         ) from None
-    recorded = runtime.settings.get("model", which)  # files before format version 3 record no role
-    if recorded != which:
-        raise InvalidConfigError(
-            "files", given, f"a folder whose {FILES[which]} is OSML's {which}; its settings say model={recorded}"
-        )
     n_in, n_out = SHAPES[which]
     got_out = None
     if runtime.kind == "mlp" and runtime.head == "identity" and runtime.num_inputs == n_in:
@@ -85,6 +80,11 @@ def _runtime(folder: Path, which: str, given: str):
             given,
             f"a folder whose {FILES[which]} is an mlp with the identity head, {n_in} inputs and {n_out} outputs "
             f"(its {which}; this one: {shape}{'' if got_out is None else f', {got_out} outputs'})",
+        )
+    recorded = runtime.settings.get("model", which)  # files before format version 3 record no role
+    if recorded != which:
+        raise InvalidConfigError(
+            "files", given, f"a folder whose {FILES[which]} is OSML's {which}; its settings say model={recorded}"
         )
     return runtime
 

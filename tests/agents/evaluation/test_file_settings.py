@@ -87,3 +87,18 @@ def test_a_file_without_settings_acts_with_the_defaults_or_the_options(tmp_path)
     assert rows("lb_sim", str(old)) != sed  # lb_v0's default, weights: not how it was trained
     with pytest.raises(InvalidConfigError, match="a policy trained on rack_v0; the file's settings say lb_v0"):
         resolve("x", "rack_v0", {"env": "lb_v0"}, "")
+
+
+def test_an_osml_file_whose_settings_name_another_model_is_refused(tmp_path):
+    import shutil
+
+    from dcgym.agents.osml.files import load_files
+    from dcgym.agents.policy_format import write_policy
+
+    folder = tmp_path / "osml"
+    shutil.copytree(zoo_dir() / "osml_colo", folder)
+    policy = read_policy(folder / "model_c.dcpol")
+    policy.settings = {"model": "model_a"}
+    write_policy(policy, folder / "model_c.dcpol")
+    with pytest.raises(InvalidConfigError, match="model_c.dcpol is OSML's model_c; its settings say model=model_a"):
+        load_files(folder)
