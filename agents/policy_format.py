@@ -2,12 +2,14 @@
 
 A policy file holds everything a deployment needs to act: the policy's kind,
 its input specification (basis functions and normalisation), shapes, float32
-parameters and a CRC32. The C++ runtime (``cpp_core/include/dcgym/runtime/policy_file.hpp``)
+parameters, the settings it was trained under (format version 3: the
+environment settings its evaluation must act with, such as the multi-LB
+dispatch rule) and a CRC32. The C++ runtime (``cpp_core/include/dcgym/runtime/policy_file.hpp``)
 is the reference reader; :func:`from_bytes` here reads what :func:`to_bytes`
 writes (for inspection and tests) and refuses files whose header, shapes or
 checksum do not add up, with a ``ValueError`` naming the field.
 
-Three kinds, one dataclass each:
+Three kinds, one dataclass each, each with the ``settings`` (name -> text) it was trained under:
 
 - :class:`LinearPairPolicy`: Malcolm's rack policy, per node a migration and a
   stealing softmax actor over the basis features of the node's N loads, and
@@ -19,6 +21,7 @@ Three kinds, one dataclass each:
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -32,7 +35,9 @@ __all__ = [
     "HEADS",
     "KINDS",
     "MAGIC",
+    "MAX_PARAMETER",
     "NEW_HEADS_VERSION",
+    "SETTINGS_VERSION",
     "VERSION",
     "InputSpec",
     "Layer",
@@ -44,15 +49,26 @@ __all__ = [
     "num_features",
     "read_policy",
     "to_bytes",
+    "with_settings",
     "write_policy",
 ]
 
 MAGIC = b"DCGYMPOL"
 """The first 8 bytes of every policy file."""
-VERSION = 2
-"""The newest format version: this module reads versions 1 and 2 and writes 1 unless a version-2 head needs 2."""
+VERSION = 3
+"""The newest format version: this module reads versions 1 to 3 and writes the oldest one the policy needs."""
 NEW_HEADS_VERSION = 2
 """The version that added the ``increasing`` and ``multi_categorical`` heads."""
+SETTINGS_VERSION = 3
+"""The version that added the settings section (the settings a policy was trained under)."""
+MAX_PARAMETER = 1e6
+"""The largest magnitude of a weight or bias: larger ones overflow float32 evaluation (no trained policy nears it)."""
+MAX_SETTINGS_SIZE = 65536
+"""The largest settings section, in bytes."""
+SETTING_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
+"""What a setting's name may be."""
+SETTING_VALUE = re.compile(r"[\x21-\x7e]{1,1024}")
+"""What a setting's value may be: 1 to 1024 printable ASCII characters, no spaces."""
 KINDS = {"linear_pair": 1, "mlp": 2, "linear_value": 3}
 """Policy kind -> the number the header stores."""
 BASES = {"raw": 0, "sort": 1, "customized": 2, "quadratic": 3}
@@ -108,6 +124,7 @@ class LinearPairPolicy:
     critic_basis: str | None = None
     critic: np.ndarray | None = None  # (N, F_c)
     max_logit: float = 0.0
+    settings: dict[str, str] = field(default_factory=dict)
 
     kind = "linear_pair"
 
@@ -122,6 +139,7 @@ class LinearValuePolicy:
 
     input: InputSpec
     weights: np.ndarray  # (A, F)
+    settings: dict[str, str] = field(default_factory=dict)
 
     kind = "linear_value"
 
@@ -157,6 +175,7 @@ class MlpPolicy:
     low: np.ndarray | None = None
     high: np.ndarray | None = None
     groups: list[int] | None = None
+    settings: dict[str, str] = field(default_factory=dict)
     num_outputs: int = field(init=False)
 
     kind = "mlp"
@@ -175,14 +194,27 @@ Policy = LinearPairPolicy | MlpPolicy | LinearValuePolicy
 # ------------------------------------------------------------------------------ writing
 
 
-def _f32(a, shape: tuple[int, ...], what: str) -> bytes:
-    """``a`` as little-endian float32 bytes, after checking its shape and that it is finite."""
+def _f32(a, shape: tuple[int, ...], what: str, bound: float = _FLOAT_MAX) -> bytes:
+    """``a`` as little-endian float32 bytes, after checking its shape and that it is finite and within ``bound``."""
     arr = np.asarray(a, dtype=np.float64)
     if arr.shape != shape:
         raise ValueError(f"{what}: got shape {arr.shape}; expected {shape}")
-    if not np.isfinite(arr).all() or (np.abs(arr) > _FLOAT_MAX).any():
-        raise ValueError(f"{what}: got non-finite values; expected finite float32 numbers")
+    if not np.isfinite(arr).all() or (np.abs(arr) > bound).any():
+        raise ValueError(f"{what}: got non-finite values or values beyond ±{bound:g}; expected finite float32 numbers")
     return arr.astype("<f4").tobytes()
+
+
+def _settings(settings: dict[str, str]) -> bytes:
+    """The settings section: its size, then one ``key=value`` line per setting."""
+    for key, value in settings.items():
+        if not SETTING_KEY.fullmatch(str(key)):
+            raise ValueError(f"settings: got name {key!r}; expected {SETTING_KEY.pattern}")
+        if not SETTING_VALUE.fullmatch(str(value)):
+            raise ValueError(f"settings.{key}: got {value!r}; expected 1 to 1024 printable ASCII characters, no spaces")
+    text = "".join(f"{k}={v}\n" for k, v in settings.items()).encode("ascii")
+    if len(text) > MAX_SETTINGS_SIZE:
+        raise ValueError(f"settings: got {len(text)} bytes; expected at most {MAX_SETTINGS_SIZE}")
+    return struct.pack("<I", len(text)) + text
 
 
 def _input(spec: InputSpec) -> bytes:
@@ -215,14 +247,14 @@ def _body(policy: Policy) -> bytes:
             if a is not None and a.shape != shape:
                 raise ValueError(f"{name}: got shape {a.shape}; expected {shape}")
         for i in range(n):
-            parts.append(_f32(migration[i], (n, f), f"node[{i}].migration"))
-            parts.append(_f32(stealing[i], (n, f), f"node[{i}].stealing"))
+            parts.append(_f32(migration[i], (n, f), f"node[{i}].migration", MAX_PARAMETER))
+            parts.append(_f32(stealing[i], (n, f), f"node[{i}].stealing", MAX_PARAMETER))
             if critic is not None:
-                parts.append(_f32(critic[i], (fc,), f"node[{i}].critic"))
+                parts.append(_f32(critic[i], (fc,), f"node[{i}].critic", MAX_PARAMETER))
         return b"".join(parts)
     if isinstance(policy, LinearValuePolicy):
         f = policy.input.num_features
-        return _input(policy.input) + _f32(policy.weights, (policy.num_agents, f), "weights")
+        return _input(policy.input) + _f32(policy.weights, (policy.num_agents, f), "weights", MAX_PARAMETER)
     if isinstance(policy, MlpPolicy):
         if policy.head not in HEADS:
             raise ValueError(f"mlp.head: got {policy.head!r}; expected one of {list(HEADS)}")
@@ -256,18 +288,20 @@ def _body(policy: Policy) -> bytes:
                         f"expected one of {list(ACTIVATIONS)}"
                     )
                 parts.append(struct.pack("<3I", inp, out, ACTIVATIONS[layer.activation]))
-                parts.append(_f32(layer.weight, (out, inp), f"network[{m}].layer[{li}].weight"))
-                parts.append(_f32(layer.bias, (out,), f"network[{m}].layer[{li}].bias"))
+                parts.append(_f32(layer.weight, (out, inp), f"network[{m}].layer[{li}].weight", MAX_PARAMETER))
+                parts.append(_f32(layer.bias, (out,), f"network[{m}].layer[{li}].bias", MAX_PARAMETER))
         return b"".join(parts)
     raise TypeError(f"not a policy: {type(policy).__name__}")
 
 
 def to_bytes(policy: Policy) -> bytes:
-    """The policy file of ``policy``: header, body, CRC32."""
+    """The policy file of ``policy``: header, body (after the settings section if it has settings), CRC32."""
     body = _body(policy)
-    version = (
-        NEW_HEADS_VERSION if getattr(policy, "head", None) in _NEW_HEADS else 1
-    )  # old readers keep reading the rest
+    if policy.settings:
+        version = SETTINGS_VERSION
+        body = _settings(policy.settings) + body
+    else:  # old readers keep reading the rest
+        version = NEW_HEADS_VERSION if getattr(policy, "head", None) in _NEW_HEADS else 1
     head = _HEADER.pack(MAGIC, version, KINDS[policy.kind], policy.num_agents, 0, len(body)) + body
     return head + struct.pack("<I", zlib.crc32(head))
 
@@ -302,11 +336,21 @@ class _Cursor:
     def u32(self, count: int, what: str) -> tuple[int, ...]:
         return struct.unpack(f"<{count}I", self.take(4 * count, what))
 
-    def f32(self, shape: tuple[int, ...], what: str) -> np.ndarray:
+    def f32(self, shape: tuple[int, ...], what: str, bound: float = np.inf) -> np.ndarray:
         a = np.frombuffer(self.take(4 * int(np.prod(shape)), what), dtype="<f4").reshape(shape).astype(np.float32)
         if not np.isfinite(a).all():
             raise ValueError(f"{what}: got non-finite values; expected finite numbers")
+        if (np.abs(a) > bound).any():
+            index = tuple(int(i) for i in np.argwhere(np.abs(a) > bound)[0])
+            raise ValueError(
+                f"{what}{''.join(f'[{i}]' for i in index)}: got {a[index]:.9g}; expected a number within "
+                f"±{bound:g} (larger ones overflow the policy's float32 evaluation)"
+            )
         return a
+
+    def weights(self, shape: tuple[int, ...], what: str) -> np.ndarray:
+        """Trained parameters: finite and within ±MAX_PARAMETER."""
+        return self.f32(shape, what, MAX_PARAMETER)
 
 
 def _name(table: dict[str, int], value: int, what: str) -> str:
@@ -319,6 +363,28 @@ def _name(table: dict[str, int], value: int, what: str) -> str:
 def _read_input(c: _Cursor) -> InputSpec:
     n, basis, *values = _INPUT.unpack(c.take(_INPUT.size, "input"))
     return InputSpec(n, _name(BASES, basis, "input.basis"), *values)
+
+
+def _read_settings(c: _Cursor) -> dict[str, str]:
+    (size,) = c.u32(1, "settings.size")
+    if size > MAX_SETTINGS_SIZE:
+        raise ValueError(f"settings.size: got {size}; expected at most {MAX_SETTINGS_SIZE}")
+    text = c.take(size, "settings")
+    if text and not text.endswith(b"\n"):
+        raise ValueError("settings: got a last line without a newline; expected key=value lines, each ending in one")
+    settings: dict[str, str] = {}
+    for number, line in enumerate(text.split(b"\n")[:-1] if text else []):
+        key, eq, value = line.decode("latin-1").partition("=")
+        if not (eq and SETTING_KEY.fullmatch(key)) or key in settings:
+            raise ValueError(
+                f"settings line {number}: got {line[:80]!r}; expected a new key=value, key {SETTING_KEY.pattern}"
+            )
+        if not SETTING_VALUE.fullmatch(value):
+            raise ValueError(
+                f"settings.{key}: got {value[:80]!r}; expected 1 to 1024 printable ASCII characters, no spaces"
+            )
+        settings[key] = value
+    return settings
 
 
 def from_bytes(data: bytes) -> Policy:
@@ -340,6 +406,7 @@ def from_bytes(data: bytes) -> Policy:
         raise ValueError(f"header.flags: got {flags}; expected 0")
     c = _Cursor(data, _HEADER.size, len(data) - 4)
     kind_name = _name(KINDS, kind, "header.kind")
+    settings = _read_settings(c) if version >= SETTINGS_VERSION else {}
     policy: Policy
     if kind_name == "linear_pair":
         spec = _read_input(c)
@@ -351,10 +418,10 @@ def from_bytes(data: bytes) -> Policy:
             raise ValueError(f"header.num_agents: got {agents}; expected {n} (input.num_loads)")
         migration, stealing, critic = [], [], []
         for i in range(n):
-            migration.append(c.f32((n, f), f"node[{i}].migration"))
-            stealing.append(c.f32((n, f), f"node[{i}].stealing"))
+            migration.append(c.weights((n, f), f"node[{i}].migration"))
+            stealing.append(c.weights((n, f), f"node[{i}].stealing"))
             if critic_basis:
-                critic.append(c.f32((fc,), f"node[{i}].critic"))
+                critic.append(c.weights((fc,), f"node[{i}].critic"))
         policy = LinearPairPolicy(
             spec,
             np.stack(migration),
@@ -362,10 +429,11 @@ def from_bytes(data: bytes) -> Policy:
             critic_basis,
             np.stack(critic) if critic_basis else None,
             max_logit,
+            settings,
         )
     elif kind_name == "linear_value":
         spec = _read_input(c)
-        policy = LinearValuePolicy(spec, c.f32((agents, spec.num_features), "weights"))
+        policy = LinearValuePolicy(spec, c.weights((agents, spec.num_features), "weights"), settings)
     else:
         d, m, head_id, k = c.u32(4, "mlp")
         head = _name(HEADS, head_id, "mlp.head")
@@ -394,8 +462,8 @@ def from_bytes(data: bytes) -> Policy:
                     raise ValueError(f"{where}.in: got {inp}; expected {width}")
                 layers.append(
                     Layer(
-                        c.f32((out, inp), f"{where}.weight"),
-                        c.f32((out,), f"{where}.bias"),
+                        c.weights((out, inp), f"{where}.weight"),
+                        c.weights((out,), f"{where}.bias"),
                         _name(ACTIVATIONS, act, f"{where}.activation"),
                     )
                 )
@@ -403,9 +471,15 @@ def from_bytes(data: bytes) -> Policy:
             if width != k:
                 raise ValueError(f"network[{net}].layer[{num_layers - 1}].out: got {width}; expected {k}")
             networks.append(layers)
-        policy = MlpPolicy(d, networks, agent_network, head, low, high, groups)
+        policy = MlpPolicy(d, networks, agent_network, head, low, high, groups, settings)
     if c.pos != c.end:
         raise ValueError(f"header.body_size: got {body_size}; the declared shapes end at {c.pos - _HEADER.size}")
+    return policy
+
+
+def with_settings(policy: Policy, settings: dict[str, str]) -> Policy:
+    """``policy`` with ``settings`` added to its own (the same object, for chaining)."""
+    policy.settings = {**policy.settings, **settings}
     return policy
 
 

@@ -1,14 +1,21 @@
 """What the multi-LB rewards prefer, and what fixed SED weights can reach: the analysis behind docs/results/multilb.md.
 
-    python benchmarks/multilb_static_weights.py rewards   [--seeds 8]  [--quick]
+    python benchmarks/multilb_static_weights.py rewards   [--seeds 8]  [--noise 0.25] [--scenario lb_sim] [--quick]
     python benchmarks/multilb_static_weights.py ceiling   [--seeds 20] [--quick]
 
 ``rewards``: on lb_sim (2 LBs, 4 x 1 + 4 x 2 CPU servers, load 0.845, SED
 dispatch), every LB holds the same fixed weights for a whole 60 s episode;
 for each weight pattern, the mean FCT and the episode return of every
-fairness reward lb_v0 computes (mean over LBs and seeds, the same engine runs
-scored by every reward). A reward is aligned with the FCT when its best
-pattern is the FCT's best.
+reward lb_v0 computes (the fairness functions and ``fct``; mean over LBs and
+seeds, the same engine runs scored by every reward), without and with
+exploration noise (each step, each server's weight level replaced by a
+random one with probability ``--noise``, as an epsilon-greedy learner
+explores). Then, per reward and noise, how it ranks the patterns against
+the mean FCT: the rank correlation with -mean FCT, and how far apart it puts
+the FCT-best pattern and equal weights (1 / 1, where a learner starts): the
+return gap as a share of the returns' scale, and in standard errors of the
+paired per-seed difference. A reward is aligned with the FCT when it ranks
+the patterns as the FCT does and separates them by more than the noise.
 
 ``ceiling``: the best a learner that only sets SED weights from {1.0, 1.5,
 2.0} could do on the static scenarios and on lb_capacity_change: every
@@ -35,7 +42,7 @@ from dcgym.envs.lb.scenario import load_lb_scenario
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
 
-REWARDS = ("vbf", "log_vbf", "vbf_log_vbf", "pbf_normalized", "makespan", "cv", "jain")
+REWARDS = ("vbf", "log_vbf", "vbf_log_vbf", "pbf_normalized", "makespan", "cv", "jain", "fct")
 LEVELS = {0: 1.0, 1: 1.5, 2: 2.0}
 
 
@@ -57,31 +64,85 @@ def _patterns(env, quick: bool = False) -> dict[str, np.ndarray]:
 def rewards(
     seeds: Annotated[int, typer.Option(help="episodes per pattern")] = 8,
     scenario: Annotated[str, typer.Option(help="a multi-LB scenario of the library")] = "lb_sim",
+    noise: Annotated[
+        float, typer.Option(help="exploration: the chance each server's level is random each step")
+    ] = 0.25,
     quick: QUICK = False,
 ) -> None:
     """Episode returns of every reward and mean FCT for fixed weight patterns (slow-server / fast-server)."""
     seeds = 1 if quick else seeds
-    estimate = lb_v0.OBSERVATION_FEATURES.index("fd_decayed")
     env = lb_v0.parallel_env(scenario=scenario, dispatch="sed")
     slow, fast = (f"{w}-CPU" for w in (env.workers.min(), env.workers.max()))
-    print(f"| weights ({slow} / {fast}) | mean FCT (s) | " + " | ".join(REWARDS) + " |")
-    print("|---|---:|" + "---:|" * len(REWARDS))
-    for name, action in _patterns(env, quick).items():
-        returns = {r: [] for r in REWARDS}
-        fct = []
-        for seed in range(1, seeds + 1):
-            obs, _ = env.reset(seed=seed)
-            total = dict.fromkeys(REWARDS, 0.0)
-            while env.agents:
-                obs, _, _, _, infos = env.step({a: action for a in env.agents})
-                for r in REWARDS:
-                    f = lb_v0.REWARDS[r]
-                    total[r] += float(np.mean([f(obs[a][:, estimate].astype(np.float64)) for a in obs]))
-            for r in REWARDS:
-                returns[r].append(total[r])
-            fct.append(infos["lb_0"]["fct_us"]["mean"] / 1e6)
-        cells = " | ".join(_cell(np.mean(returns[r])) for r in REWARDS)
-        print(f"| {name} | {np.mean(fct):.4g} | {cells} |")
+    patterns = _patterns(env, quick)
+    summary = []
+    for eps in (0.0, noise):
+        print(f"\nnoise {eps:g}:\n")
+        print(f"| weights ({slow} / {fast}) | mean FCT (s) | " + " | ".join(REWARDS) + " |")
+        print("|---|---:|" + "---:|" * len(REWARDS))
+        fct, returns = {}, {}
+        for name, action in patterns.items():
+            runs = [_scored_episode(env, action, seed, eps) for seed in range(1, seeds + 1)]
+            fct[name] = np.array([f for f, _ in runs])
+            returns[name] = {r: np.array([t[r] for _, t in runs]) for r in REWARDS}
+            cells = " | ".join(_cell(np.mean(returns[name][r])) for r in REWARDS)
+            print(f"| {name} | {np.mean(fct[name]):.4g} | {cells} |")
+        summary.append((eps, _separation(fct, returns)))
+    print("\nHow each reward ranks the patterns against the mean FCT: rank correlation with -mean FCT; the return gap")
+    print("between the FCT-best pattern and 1 / 1, % of the mean |return|, and in standard errors (paired seeds):\n")
+    print("| reward | " + " | ".join(f"noise {eps:g}: rank corr. | gap % | gap / s.e." for eps, _ in summary) + " |")
+    print("|---|" + "---:|---:|---:|" * len(summary))
+    for r in REWARDS:
+        cells = " | ".join(f"{rho:+.2f} | {gap:+.1f} | {z:+.1f}" for _, rows in summary for rho, gap, z in [rows[r]])
+        print(f"| {r} | {cells} |")
+
+
+def _scored_episode(env, action: np.ndarray, seed: int, eps: float) -> tuple[float, dict[str, float]]:
+    """One episode of fixed ``action`` (each level random with chance ``eps`` each step): its mean FCT (s) and the
+    return of every reward (mean over LBs), all from the same engine run."""
+    rng = np.random.default_rng(10_000 + seed)
+    estimate = lb_v0.OBSERVATION_FEATURES.index("fd_decayed")
+    obs, _ = env.reset(seed=seed)
+    total = dict.fromkeys(REWARDS, 0.0)
+    last_fct = np.full(env.num_lbs, -1.0)
+    while env.agents:
+        acts = {}
+        for a in env.agents:
+            levels = action.copy()
+            flip = rng.random(levels.size) < eps
+            levels[flip] = rng.integers(0, len(LEVELS), int(flip.sum()))
+            acts[a] = levels
+        obs, _, _, _, infos = env.step(acts)
+        stacked = np.stack([obs[a] for a in env.possible_agents])
+        last_fct = lb_v0.fct_rewards(stacked, last_fct)
+        for r in REWARDS:
+            if r == lb_v0.FCT_REWARD:
+                total[r] += float(np.mean(last_fct))
+            else:
+                f = lb_v0.REWARDS[r]
+                total[r] += float(np.mean([f(x[:, estimate].astype(np.float64)) for x in stacked]))
+    return infos["lb_0"]["fct_us"]["mean"] / 1e6, total
+
+
+def _separation(fct: dict, returns: dict) -> dict[str, tuple[float, float, float]]:
+    """Per reward: (Spearman rank correlation of its mean returns with -mean FCT over the patterns, the return gap
+    FCT-best pattern minus 1 / 1 in % of the mean |return|, that gap over the standard error of its per-seed
+    paired difference)."""
+    names = list(fct)
+    mean_fct = np.array([fct[n].mean() for n in names])
+    best, equal = names[int(np.argmin(mean_fct))], "1 / 1"
+    out = {}
+    for r in REWARDS:
+        means = np.array([returns[n][r].mean() for n in names])
+        rho = float(np.corrcoef(_ranks(means), _ranks(-mean_fct))[0, 1]) if len(names) > 2 else float("nan")
+        diff = returns[best][r] - returns[equal][r]
+        scale = float(np.mean(np.abs(means))) or 1.0
+        se = float(np.std(diff, ddof=1) / np.sqrt(len(diff))) if len(diff) > 1 else float("nan")
+        out[r] = (rho, 100.0 * float(diff.mean()) / scale, float(diff.mean()) / se if se > 0 else float("nan"))
+    return out
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    return np.argsort(np.argsort(values)).astype(np.float64)
 
 
 def _cell(value: float) -> str:

@@ -430,10 +430,10 @@ class FlowEvaluation(EvaluationFamily):
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.POLICY_FILE:
-                paths, label = auto_policy_files(spec, scenario_spec, loads[0])
+                paths, label, settings = auto_policy_files(spec, scenario_spec, loads[0])
                 for load in loads:
                     for s in seeds:
-                        env_config = {"scenario": str(scenario_spec), "load": load}
+                        env_config = {"scenario": str(scenario_spec), "load": load, **settings}
                         jobs.append(FlowFileJob(label, load, s, env_config, paths, work, warmup))
                 continue
             if spec.source is Source.CHECKPOINT:

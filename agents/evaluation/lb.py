@@ -12,8 +12,8 @@ centralized one), setting every LB's weights each decision period.
 A policy file (``FILE.dcpol`` or ``zoo:NAME``, an ``mlp`` exported from a
 Distr-LB, Centr-LB or RLB-SAC run) runs the same way, the C++ deployment
 runtime deciding the LBs' weights each decision period
-(:mod:`dcgym.agents.policies.lb`: how a file's outputs become weights, and
-the options a file does not store: ``zoo:NAME:dispatch=sed``).
+(:mod:`dcgym.agents.policies.lb`: how a file's outputs become weights, with
+the dispatch rule the file records: the one it was trained under).
 
 Rows (:class:`LbRow`) hold flow completion times in seconds: the mean and
 the 50th, 90th, 95th, 99th and 99.9th percentiles (p95 from the engine's
@@ -42,7 +42,7 @@ from dcgym.agents.evaluation.document import finite
 from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles
 from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
-from dcgym.agents.policies.lb import LbPolicyFile, file_actions, load_lb_policy_file
+from dcgym.agents.policies.lb import LbPolicyFile, file_actions, fixed_weights, load_lb_policy_file
 from dcgym.agents.policies.sources import Source, Spec
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import LbSim, check_lb_config
@@ -305,9 +305,8 @@ class LbEvaluation(EvaluationFamily):
         return f"{at / 1e6:.3g} s"
 
     def zoo_usage(self, name: str, experiment: Mapping[str, Any]) -> str:
-        """lb_v0 driven by the C++ runtime, with the ``dispatch`` it was trained with."""
-        env_args = dict(experiment.get("env_args") or {})
-        spec = f"zoo:{name}" + (f":dispatch={env_args['dispatch']}" if env_args.get("dispatch") else "")
+        """lb_v0 driven by the C++ runtime, with the ``dispatch`` the file records (the one it was trained with)."""
+        spec = f"zoo:{name}"
         return (
             f"Evaluate (lb_v0 driven by the C++ runtime each decision period): `python evaluate.py --policy {spec} "
             f"--scenario {experiment['scenario']} --policy sed`."
@@ -354,11 +353,12 @@ class LbEvaluation(EvaluationFamily):
                 continue
             if not isinstance(spec.given, str):
                 raise self.refuse(spec, "an LB policy name (ecmp, wcmp, lsq, sed, oracle) or a checkpoint")
-            scenario.check_policy(spec.given)
+            name, runs_on = fixed_weights(spec.given, scenario)  # sed:weights=1;1.5: static weights per group
+            runs_on.check_policy(name)
             for load in loads:
                 warmup_us, end_us = horizon(scenario, load, work, warmup)
                 for s in seeds:
-                    config = scenario.engine_config(load=load, seed=s, policy=spec.given, warmup_flows=warmup)
+                    config = runs_on.engine_config(load=load, seed=s, policy=name, warmup_flows=warmup)
                     check_lb_config(config)
                     jobs.append(LbJob(spec.given, load, s, config, warmup_us, end_us))
         return jobs

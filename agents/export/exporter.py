@@ -19,7 +19,8 @@ import numpy as np
 
 from dcgym.agents.algorithms import algorithm
 from dcgym.agents.policies.checkpoints import TrainedPolicy, trained_env_config
-from dcgym.agents.policy_format import InputSpec, LinearPairPolicy, Policy, write_policy
+from dcgym.agents.policies.file_settings import settings_for
+from dcgym.agents.policy_format import InputSpec, LinearPairPolicy, Policy, with_settings, write_policy
 from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
 from dcgym.agents.rl.envs import make_env
 from dcgym.envs.error import InvalidConfigError
@@ -51,11 +52,14 @@ def policy_from_checkpoint(run_or_checkpoint: str | Path) -> Policy:
     )
     first = context.agent_modules[0]
     if isinstance(first, PolicyFileAPI) and all(type(m) is type(first) for m in context.agent_modules):
-        return first.policy_file(context)
-    writer = algorithm(trained.algorithm).policy_file
-    if writer is None:
-        raise ValueError(f"{trained.path}: its modules ({type(first).__name__}) have no policy-file form")
-    return load_entry_point(writer)(context)
+        policy = first.policy_file(context)
+    else:
+        writer = algorithm(trained.algorithm).policy_file
+        if writer is None:
+            raise ValueError(f"{trained.path}: its modules ({type(first).__name__}) have no policy-file form")
+        policy = load_entry_point(writer)(context)
+    # what its evaluation must act with: the environment's settings as trained (the writer's own ones kept)
+    return with_settings(policy, {**settings_for(trained.env, trained_env_config(trained.meta)), **policy.settings})
 
 
 def demo_policy(num_nodes: int = 4, seed: int = 1) -> LinearPairPolicy:

@@ -14,7 +14,7 @@ from typing import Any
 from dcgym.agents.osml.files import FILES
 from dcgym.agents.osml.policy_file import model_c_policy, supervised_policy
 from dcgym.agents.policies.checkpoints import find_checkpoint
-from dcgym.agents.policy_format import write_policy
+from dcgym.agents.policy_format import with_settings, write_policy
 from dcgym.envs.error import InvalidConfigError
 
 __all__ = ["FILES", "export_osml", "load_model_c", "model_c_policy", "supervised_policy"]
@@ -36,7 +36,10 @@ def export_osml(models: str | Path, model_c: str | Path | None, out: str | Path)
     }
     if model_c is not None:
         policies["model_c"] = model_c_policy(load_model_c(model_c))
-    written = {which: write_policy(policy, Path(out) / FILES[which]) for which, policy in policies.items()}
+    written = {  # each file records which of OSML's models it is
+        which: write_policy(with_settings(policy, {"model": which}), Path(out) / FILES[which])
+        for which, policy in policies.items()
+    }
     return written
 
 

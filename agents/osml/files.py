@@ -81,6 +81,11 @@ def _runtime(folder: Path, which: str, given: str):
             f"a folder whose {FILES[which]} is an mlp with the identity head, {n_in} inputs and {n_out} outputs "
             f"(its {which}; this one: {shape}{'' if got_out is None else f', {got_out} outputs'})",
         )
+    recorded = runtime.settings.get("model", which)  # files before format version 3 record no role
+    if recorded != which:
+        raise InvalidConfigError(
+            "files", given, f"a folder whose {FILES[which]} is OSML's {which}; its settings say model={recorded}"
+        )
     return runtime
 
 

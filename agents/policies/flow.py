@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dcgym.agents.policies.file_settings import resolve
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import RuntimePolicy
@@ -22,13 +23,14 @@ from dcgym.envs.error import InvalidConfigError
 __all__ = ["auto_policy_files", "trained_steps"]
 
 
-def auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict[str, str], str]:
+def auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict[str, str], str, dict[str, Any]]:
     """Exported AuTO agents (:mod:`dcgym.agents.auto.policy_file`): one file, or sRLA's and lRLA's joined by ``+``
     (``srla.dcpol+lrla.dcpol``, ``zoo:A+zoo:B``). Returns their paths by agent (``srla`` for the ``increasing``
-    head, ``lrla`` for ``multi_categorical``), each checked against flow_v0's observation size, and a label."""
+    head, ``lrla`` for ``multi_categorical``), each checked against flow_v0's observation size, a label, and the
+    flow_v0 settings the files were trained with (:mod:`.file_settings`; both files must agree)."""
     given = str(spec.given)
     parts = given.split("+")
-    env = make_env("flow_v0", {"scenario": str(scenario_spec), "load": load})
+    settings: dict[str, Any] | None = None
     paths: dict[str, str] = {}
     stems: list[str] = []
     for where in parts:
@@ -51,6 +53,14 @@ def auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict[
             )
         if agent in paths:
             raise InvalidConfigError("policy", given, f"one file per agent; two are {agent} policies")
+        own = resolve(where, "flow_v0", policy.settings, "")
+        if settings is not None and own != settings:
+            differ = next(k for k in own if own[k] != settings[k])
+            raise InvalidConfigError(
+                "policy", given, f"agents trained with the same flow_v0 settings; their {differ} differ"
+            )
+        settings = own
+        env = make_env("flow_v0", {"scenario": str(scenario_spec), "load": load, **settings})
         size = int(np.prod(env.observation_space(agent).shape))
         if policy.num_inputs != size:
             raise InvalidConfigError(
@@ -61,7 +71,7 @@ def auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict[
         paths[agent] = str(path)
         stems.append(where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX))
     kind = "zoo" if all(w.startswith(ZOO_PREFIX) for w in parts) else "file"
-    return paths, f"{'+'.join(stems)} ({kind})"
+    return paths, f"{'+'.join(stems)} ({kind})", settings or {}
 
 
 def trained_steps(policy: Any, env: Any, observations: Mapping[str, Any]) -> Callable[[], None]:

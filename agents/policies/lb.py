@@ -5,14 +5,16 @@ Each decision period, lb_v0 in Python hands every LB's observation to the runtim
 cpp_core/include/dcgym/runtime/mlp.hpp), whose outputs become the LBs' weights: the weights themselves for
 continuous weights (K = N outputs), the argmax of each server's block of 3 logits for weight levels (K = 3 N). A
 file with one network over every LB's observation (M N 12 inputs, K = 3 M N or M N) is a centralized policy and
-gets lb_v0's ``state()`` (:func:`file_actions`). A file does not store how the LBs apply the weights: the spec's
-options say it, with lb_v0's default ``weights``: ``zoo:NAME:dispatch=sed``; a bare ``zoo:NAME`` takes the
-options of its card's evaluate command (how it was trained), so the leaderboard's ``zoo:NAME`` runs it right
-(:func:`load_lb_policy_file`).
+gets lb_v0's ``state()`` (:func:`file_actions`). How the LBs apply the weights (``dispatch``) is the one the file
+records (:mod:`.file_settings`): its weights were trained under it; a file written before format version 3
+records none and gets lb_v0's default ``weights`` unless the spec says otherwise (``FILE:dispatch=sed``), and a
+spec that contradicts the file is refused (:func:`load_lb_policy_file`). Outputs that are not finite stop the run
+with one line (:func:`file_actions`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,18 +22,41 @@ from typing import Any
 
 import numpy as np
 
-from dcgym.agents.policies.zoo import ZOO_PREFIX, card_options, resolve_zoo
+from dcgym.agents.policies.file_settings import resolve
+from dcgym.agents.policies.zoo import ZOO_PREFIX, resolve_zoo
 from dcgym.agents.policy_format import MlpPolicy, from_bytes
 from dcgym.cpp_core import RuntimePolicy
-from dcgym.envs.error import InvalidConfigError, did_you_mean
+from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.lb import lb_v0
 from dcgym.envs.lb.scenario import LbScenario
-from dcgym.envs.policy_spec import parse_options, split_spec
+from dcgym.envs.policy_spec import parse_spec, split_spec
 
-__all__ = ["POLICY_FILE_OPTIONS", "LbPolicyFile", "file_actions", "load_lb_policy_file"]
+__all__ = ["LbPolicyFile", "file_actions", "fixed_weights", "load_lb_policy_file"]
 
-POLICY_FILE_OPTIONS = {"dispatch": "weights"}
-"""What a policy file does not store, from the spec's options (``zoo:NAME:dispatch=sed``), lb_v0's default."""
+STATIC_WEIGHT_POLICIES = ("sed", "wcmp")
+"""The heuristics whose static weights a spec may set per server group: ``sed:weights=1;1.5``."""
+
+
+def fixed_weights(spec: str, scenario: LbScenario) -> tuple[str, LbScenario]:
+    """A heuristic spec with static weights per server group (``sed:weights=1;1.5``: the scenario's groups in
+    order, each server taking its group's weight) -> (the heuristic, the scenario with those weights); a spec
+    without options is returned as it is. The best such pattern is every weight-setting learner's ceiling
+    (docs/results/multilb.md). InvalidConfigError naming ``policy`` otherwise."""
+    name, options = parse_spec(spec, lambda item: InvalidConfigError("policy", spec, "NAME:weights=W1;W2;..."))
+    if not options:
+        return spec, scenario
+    groups = len(scenario.servers)
+    allowed = f"{' or '.join(STATIC_WEIGHT_POLICIES)}:weights=W1;...;W{groups} (one positive weight per server group)"
+    if name not in STATIC_WEIGHT_POLICIES or set(options) != {"weights"}:
+        raise InvalidConfigError("policy", spec, allowed)
+    try:
+        weights = [float(w) for w in options["weights"].split(";")]
+    except ValueError:
+        raise InvalidConfigError("policy", spec, allowed) from None
+    if len(weights) != groups or not all(w > 0 and math.isfinite(w) for w in weights):
+        raise InvalidConfigError("policy", spec, allowed)
+    per_server = [w for g, w in zip(scenario.servers, weights) for _ in range(g.count)]
+    return name, LbScenario.model_validate({**scenario.model_dump(), "weights": per_server})
 
 
 @dataclass(frozen=True)
@@ -49,14 +74,7 @@ def load_lb_policy_file(spec: str, scenario: LbScenario, load: float) -> LbPolic
     shapes of lb_v0's observations and actions (tried at ``load``); InvalidConfigError naming ``policy``."""
     where, option_text = split_spec(str(spec), file=True)
     path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
-    if where.startswith(ZOO_PREFIX) and not option_text:  # a bare zoo:NAME runs as its card says
-        option_text = card_options(where.removeprefix(ZOO_PREFIX), path.parent)
     label = f"{path.stem} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})"
-    allowed = "options " + ", ".join(f"{k}=..." for k in POLICY_FILE_OPTIONS)
-    given = parse_options(option_text, lambda item: InvalidConfigError("policy", str(spec), allowed), distinct=False)
-    if unknown := [key for key in given if key not in POLICY_FILE_OPTIONS]:
-        raise InvalidConfigError("policy", str(spec), allowed, suggestion=did_you_mean(unknown[0], POLICY_FILE_OPTIONS))
-    options = {**POLICY_FILE_OPTIONS, **given}
     if not path.is_file():
         raise InvalidConfigError("policy", str(spec), "an existing policy file or zoo:NAME")
     data = path.read_bytes()
@@ -67,6 +85,7 @@ def load_lb_policy_file(spec: str, scenario: LbScenario, load: float) -> LbPolic
         raise InvalidConfigError("policy", str(spec), f"a valid policy file ({' '.join(str(exc).split())})") from None
     if not isinstance(policy, MlpPolicy):
         raise InvalidConfigError("policy", str(spec), f"an mlp policy file on a multi-LB scenario; got {policy.kind}")
+    options = resolve(str(spec), ("lb_v0", "lb_central_v0"), policy.settings, option_text)
     m, n = scenario.lbs, scenario.num_servers
     d = n * len(lb_v0.OBSERVATION_FEATURES)
     shapes = {  # (inputs, agents) -> centralized; outputs -> action type
@@ -106,6 +125,8 @@ def file_actions(file: LbPolicyFile, env: Any) -> Callable[[Mapping[str, np.ndar
             out = np.asarray(runtime.outputs(env.state().reshape(-1), 0)).reshape(len(agents), -1)
         else:
             out = np.stack([np.asarray(runtime.outputs(observations[a].reshape(-1), i)) for i, a in enumerate(agents)])
+        if not np.isfinite(out).all():  # weights within the loader's bound can still overflow on extreme inputs
+            raise InvalidConfigError("policy", file.label, "a policy whose outputs are finite; it computed NaN or inf")
         if discrete:  # each server's block of logits -> its weight level
             return {a: out[i].reshape(env.num_servers, -1).argmax(axis=1) for i, a in enumerate(agents)}
         return {a: np.clip(out[i], 0.0, 1.0) for i, a in enumerate(agents)}

@@ -20,9 +20,11 @@ What the controller needs and where it comes from (:func:`controller_inputs`):
   obs_scale`` and ``obs_clip = hi / load_scale`` (each rounded to 6
   significant digits when that gives back the file's float32 value, as for
   Malcolm's 0.1 and rack_v0's 100).
-- from the spec's options, with rack_v0's defaults (a policy file does not
-  store them): ``heartbeat_us`` and ``load_metric``
-  (:data:`DEFAULT_OPTIONS`): ``FILE:heartbeat_us=50,load_metric=queue``.
+- from the file's settings (:mod:`.file_settings`): ``heartbeat_us`` and
+  ``load_metric``, those it was trained with; a file written before format
+  version 3 records none and gets rack_v0's defaults (:data:`DEFAULT_OPTIONS`)
+  or the spec's options (``FILE:heartbeat_us=50,load_metric=queue``); an
+  option that contradicts the file is refused.
 
 Only ``linear_pair`` files run in the engine; ``mlp`` files (PPO, SAC) and
 ``linear_value`` files are refused with an error saying so (evaluate the run
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from dcgym.agents.policies.file_settings import ENV_SETTINGS, resolve
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
 from dcgym.agents.policy_format import LinearPairPolicy, Policy, from_bytes
 from dcgym.agents.rl.envs import make_env
@@ -62,8 +65,9 @@ __all__ = [
     "safe_heartbeats",
 ]
 
-DEFAULT_OPTIONS: dict[str, Any] = {k: RackEnvConfig.model_fields[k].default for k in ("heartbeat_us", "load_metric")}
-"""The environment settings a policy file does not store: rack_v0's defaults, replaced by the spec's options."""
+DEFAULT_OPTIONS: dict[str, Any] = ENV_SETTINGS["rack_v0"]
+"""The environment settings of a rack policy file that records none: rack_v0's defaults, replaced by the spec's
+options."""
 
 _NO_LIMIT = 2**62  # max_steps of an evaluation episode: never truncated
 _SIGMAS = 10.0  # a chunk of heartbeats is run at once only if it stays this many sigmas below the next threshold
@@ -118,6 +122,9 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
             f"a {policy.kind} policy; only linear_pair policies (Malcolm's actor pairs) run "
             "in the engine: evaluate the run folder or checkpoint it was exported from instead",
         )
+    settings = resolve(text, "rack_v0", policy.settings, option_text)  # the file's, or the options where it has none
+    checked = validate(RackEnvConfig, settings)
+    options = {key: getattr(checked, key) for key in DEFAULT_OPTIONS}
     stem = where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX)
     label = f"{stem}{':' + option_text if option_text else ''} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})"
     return PolicyFile(text, path, data, label, **options)

@@ -25,7 +25,6 @@ __all__ = [
     "SUFFIX",
     "ZOO_ENV",
     "ZOO_PREFIX",
-    "card_options",
     "list_zoo",
     "resolve_zoo",
     "zoo_dir",
@@ -93,13 +92,3 @@ def resolve_zoo(spec: str, folder: str | Path | None = None, entry: str = "file"
         f"{allowed} (zoo folder {where}; ${ZOO_ENV} sets another)",
         suggestion=None if suggestion is None else ZOO_PREFIX + suggestion,
     )
-
-
-def card_options(name: str, folder: str | Path | None = None) -> str:
-    """The options the card of ``zoo:NAME`` evaluates it with (``zoo:NAME:dispatch=sed`` -> ``dispatch=sed``):
-    what a policy file does not store, so that a bare ``zoo:NAME`` runs as it was trained; ``""`` if none."""
-    card = zoo_dir(folder) / f"{name}.md"
-    if not card.is_file():
-        return ""
-    found = re.search(rf"--policy {re.escape(ZOO_PREFIX + name)}:(\S+?)[`\s]", card.read_text(encoding="utf-8"))
-    return "" if found is None else found.group(1)

@@ -43,6 +43,12 @@ class RuntimePolicy {
 
   std::string kind() const { return std::string(dcgym::runtime::PolicyKindName(policy_.kind())); }
   std::size_t num_agents() const { return policy_.num_agents(); }
+  /// The settings the policy was trained under (format version 3), name -> value.
+  py::dict settings() const {
+    py::dict out;
+    for (const auto& [key, value] : policy_.settings()) out[py::str(key)] = value;
+    return out;
+  }
 
   /// The loads each linear evaluation takes (N), or the MLP's observation size (D).
   std::size_t num_inputs() {
@@ -166,6 +172,8 @@ void BindRuntime(py::module_& m) {
                   "Load the policy file at `path`; ValueError naming the bad field if it is not valid.")
       .def_property_readonly("kind", &RuntimePolicy::kind, "linear_pair, mlp or linear_value")
       .def_property_readonly("num_agents", &RuntimePolicy::num_agents)
+      .def_property_readonly("settings", &RuntimePolicy::settings,
+                             "the settings the policy was trained under (name -> text; empty before version 3)")
       .def_property_readonly("num_inputs", &RuntimePolicy::num_inputs,
                              "N loads for the linear kinds, the observation size for mlp")
       .def_property_readonly("head", &RuntimePolicy::head, "the mlp's output head")

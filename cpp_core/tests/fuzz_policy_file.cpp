@@ -6,7 +6,8 @@
 //
 // Seeds: one valid file of each kind written here (linear_pair with a
 // critic, mlp with a bounded head and two networks, mlp with each of format
-// version 2's heads, linear_value) plus any
+// version 2's heads, linear_value, and a version-3 mlp with a settings
+// section) plus any
 // files given. Every iteration mutates a seed (bit flips, random bytes,
 // interesting 32-bit values at aligned offsets, truncation, appended bytes),
 // and half the time repairs body_size and the checksum so the mutation
@@ -56,9 +57,9 @@ void SetU32(Bytes& b, std::size_t at, std::uint32_t v) {
 }
 
 /// Header + body + CRC32, as the Python writer makes them.
-Bytes Finish(std::uint32_t kind, std::uint32_t agents, const Bytes& body) {
+Bytes Finish(std::uint32_t kind, std::uint32_t agents, const Bytes& body, std::uint32_t version = 2) {
   Bytes f(rt::kPolicyMagic, rt::kPolicyMagic + 8);
-  PutU32(f, rt::kPolicyVersion);
+  PutU32(f, version);
   PutU32(f, kind);
   PutU32(f, agents);
   PutU32(f, 0);
@@ -131,6 +132,17 @@ std::vector<Bytes> Seeds(Rng& rng) {
     }
     seeds.push_back(Finish(2, 1, b));
   }
+  {  // version 3: the settings section, then an mlp (one agent, 3 inputs -> 6, identity head)
+    const std::string text = "family=lb\ndispatch=sed\n";
+    Bytes b;
+    PutU32(b, static_cast<std::uint32_t>(text.size()));
+    b.insert(b.end(), text.begin(), text.end());
+    for (std::uint32_t v : {3u, 1u, static_cast<std::uint32_t>(rt::Head::kIdentity), 6u, 0u}) PutU32(b, v);
+    PutU32(b, 1);
+    for (std::uint32_t v : {3u, 6u, 0u}) PutU32(b, v);
+    for (std::uint32_t i = 0; i < 3 * 6 + 6; ++i) PutF32(b, rng.Uniform(-1, 1));
+    seeds.push_back(Finish(2, 1, b, rt::kSettingsVersion));
+  }
   {  // linear_value, 2 agents, 4 loads, quadratic
     Bytes b;
     PutInput(b, 4, rt::Basis::kQuadratic);
@@ -141,10 +153,25 @@ std::vector<Bytes> Seeds(Rng& rng) {
 }
 
 void Mutate(Bytes& f, Rng& rng) {
-  static const std::uint32_t kInteresting[] = {
-      0u,         1u,       2u,         3u,         4u,          5u,          0x7Fu,       0xFFu,
-      0x10000u,   0x10001u, 0x1000000u, 0x1000001u, 0x7FFFFFFFu, 0x80000000u, 0xFFFFFFFFu, 0x7FC00000u /* NaN */,
-      0x7F800000u /* inf */};
+  static const std::uint32_t kInteresting[] = {0u,
+                                               1u,
+                                               2u,
+                                               3u,
+                                               4u,
+                                               5u,
+                                               0x7Fu,
+                                               0xFFu,
+                                               0x10000u,
+                                               0x10001u,
+                                               0x1000000u,
+                                               0x1000001u,
+                                               0x7FFFFFFFu,
+                                               0x80000000u,
+                                               0xFFFFFFFFu,
+                                               0x7FC00000u /* NaN */,
+                                               0x7F800000u /* inf */,
+                                               0x7F61B1E6u /* 3e38: finite, beyond kMaxParameter */,
+                                               0x0A3D3D0Au /* "\n==\n" */};
   const std::size_t count = 1 + rng.Below(4);
   for (std::size_t m = 0; m < count; ++m) {
     switch (rng.Below(6)) {
@@ -172,6 +199,9 @@ void Mutate(Bytes& f, Rng& rng) {
 
 /// Evaluate a loaded policy on random inputs with every agent.
 void Exercise(rt::Policy& policy, Rng& rng) {
+  for (const auto& [key, value] : policy.settings()) {
+    if (key.empty() || value.empty() || policy.setting(key) == nullptr) std::abort();
+  }
   std::vector<float> in, a, b;
   if (auto* p = policy.linear_pair()) {
     const std::size_t n = p->num_nodes();

@@ -101,6 +101,16 @@ server", and the authors' environment computes its reward from
 | ``jain`` | sum(x)^2 / (N sum(x^2)); 1 if x = 0 | Jain's index (RLB-SAC baseline) |
 | ``cv`` | -std(x) / mean(x); 0 if mean(x) = 0 | App. E.2.1 |
 
+``reward="fct"`` is not a fairness function: each LB is rewarded with minus
+the mean completion time of *its own* flows that ended during the period,
+in units of D (``-lb_fct_mean_us / D``, from the ``fct_count`` and
+``fct_mean`` columns of its observation: about -1 for flows that never
+queue, so returns are O(1) per step). A period in which none of its flows
+ended repeats its previous reward (-1 before the first). Fairness of load
+estimates is only a proxy for what the evaluation measures;
+benchmarks/multilb_static_weights.py ``rewards`` compares how each reward
+ranks fixed weight patterns, with and without exploration noise.
+
 The reward is computed from the observation the agent receives (float32),
 so ``F(obs[agent][:, OBSERVATION_FEATURES.index(load_estimate)])`` reproduces
 it exactly. ``pbf`` depends on the scale of x (degree N - 1); the others are
@@ -136,7 +146,7 @@ of the episode's flows).
 |---|---|---|
 | ``scenario`` | ``"lb_sim"`` | a packaged ``kind: lb`` scenario name, a YAML path, or an ``LbScenario`` |
 | ``load`` | None | offered load (fraction of the CPU capacity); None = the scenario grid's load closest to 0.845 (App. E.1's operating point: 0.845 in ``lb_sim``, 0.833 in ``lb_large``); ``options={"load": x}`` in reset changes it for one episode |
-| ``reward`` | ``"vbf"`` | one of ``REWARDS`` (table above) |
+| ``reward`` | ``"vbf"`` | one of ``REWARD_NAMES``: ``REWARDS`` (table above) or ``"fct"`` |
 | ``action_type`` | ``"discrete"`` | ``"discrete"`` or ``"continuous"`` |
 | ``load_estimate`` | ``"fd_decayed"`` | the observation column the reward reads (one of ``OBSERVATION_FEATURES``) |
 | ``dispatch`` | ``"weights"`` | how an LB uses its weights: ``"weights"`` (probability proportional) or ``"sed"`` (SED's divisors); Action Space |
@@ -186,6 +196,8 @@ __all__ = [
     "LOG_VBF_EPS",
     "OBSERVATION_FEATURES",
     "REWARDS",
+    "REWARD_NAMES",
+    "fct_rewards",
     "WEIGHT_LEVELS",
     "LbEnv",
     "cv",
@@ -285,6 +297,22 @@ REWARDS: dict[str, Callable[[np.ndarray], float]] = {
 """The fairness functions an agent's reward can be (module docstring, Rewards)."""
 
 
+def fct_rewards(obs: np.ndarray, previous: np.ndarray) -> np.ndarray:
+    """Every LB's ``fct`` reward from the observations (M, N, 12): minus the mean, in D, of the FCTs of its flows
+    that ended in the period (``fct_mean`` weighted by ``fct_samples``); ``previous`` where none did."""
+    column = OBSERVATION_FEATURES.index
+    samples = obs[:, :, column("fct_samples")].astype(np.float64)
+    total = np.einsum("ij,ij->i", samples, obs[:, :, column("fct_mean")].astype(np.float64))
+    n = samples.sum(axis=1)
+    return np.where(n > 0, -total / np.where(n > 0, n, 1.0), previous)
+
+
+FCT_REWARD = "fct"
+"""The reward aligned with flow completion: minus the mean FCT of the LB's flows that ended in the period, in D."""
+REWARD_NAMES = (*REWARDS, FCT_REWARD)
+"""Every reward lb_v0 computes: the fairness functions and ``fct``."""
+
+
 # ------------------------------------------------------------------ the environment
 
 
@@ -295,7 +323,7 @@ class LbEnvConfig(BaseModel):
 
     scenario: str | Path | LbScenario = Field("lb_sim", description="a kind: lb scenario name, a YAML path or object")
     load: Load | None = Field(None, description="offered load; None: the scenario grid's load closest to 0.845")
-    reward: one_of(REWARDS) = Field("vbf", description="the fairness function F of the reward (REWARDS)")
+    reward: one_of(REWARD_NAMES) = Field("vbf", description="the reward: a fairness function F (REWARDS) or fct")
     action_type: one_of(ACTION_TYPES) = Field("discrete", description="discrete weight levels or continuous weights")
     load_estimate: one_of(OBSERVATION_FEATURES) = Field("fd_decayed", description="the column the reward reads")
     max_steps: MaxSteps = Field(None, description="steps per episode; None: the scenario's episode_us")
@@ -405,6 +433,7 @@ class LbEnv(ParallelEnv, EzPickle):
         self.agents = list(self.possible_agents)
         self._steps = 0
         self._fct_total, self._rejected = (0, 0.0), 0
+        self._last_fct = np.full(self.num_lbs, -1.0)  # the fct reward before any flow ended: flows that never queue
         self._loads.clear()
         weights = np.stack([self._sim.weights(i) for i in range(self.num_lbs)])
         obs = self._observe()
@@ -423,9 +452,12 @@ class LbEnv(ParallelEnv, EzPickle):
         self._steps += 1
         self._sim.run_until(self._steps * self.period_us)
         obs = self._observe()
-        x = obs[:, :, self._x_column].astype(np.float64)
-        fairness = REWARDS[self.reward_name]
-        rewards = {a: fairness(x[i]) for i, a in enumerate(self.agents)}
+        if self.reward_name == FCT_REWARD:
+            rewards = {a: float(r) for a, r in zip(self.agents, self._fct_rewards(obs))}
+        else:
+            x = obs[:, :, self._x_column].astype(np.float64)
+            fairness = REWARDS[self.reward_name]
+            rewards = {a: fairness(x[i]) for i, a in enumerate(self.agents)}
         truncated = self._steps >= self.max_steps
         infos = self._infos(weights / weights.sum(axis=1, keepdims=True), episode_end=truncated)
         observations = {a: obs[i] for i, a in enumerate(self.agents)}
@@ -434,6 +466,10 @@ class LbEnv(ParallelEnv, EzPickle):
         if truncated:
             self.agents = []
         return observations, rewards, terminations, truncations, infos
+
+    def _fct_rewards(self, obs: np.ndarray) -> np.ndarray:
+        self._last_fct = fct_rewards(obs, self._last_fct)
+        return self._last_fct
 
     def state(self) -> np.ndarray:
         """Every LB's latest observation, shape (M, N, 12) (``state_space``), for centralized critics."""

@@ -107,19 +107,22 @@ def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path):
     exported = cli("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"))
     assert exported.returncode == 0, exported.stderr[-2000:]
     card = (tmp_path / "zoo/distr_lb_sim.md").read_text()
-    assert "mlp, 2 agents" in card and "zoo:distr_lb_sim:dispatch=sed" in card
+    assert "mlp, 2 agents" in card and "--policy zoo:distr_lb_sim --scenario" in card
+    from dcgym.agents.policy_format import read_policy
+
+    assert read_policy(tmp_path / "zoo/distr_lb_sim.dcpol").settings == {"env": "lb_v0", "dispatch": "sed"}
     assert "scenario `lb_sim`, reward `vbf`" in card  # the provenance names the reward
     assert "Trained with: `python train.py --config " in card and "--set env_args.max_steps=10" in card
     renamed = cli("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"), "--name", "renamed")
     assert renamed.returncode == 0 and (tmp_path / "zoo/renamed.md").read_text().startswith("# renamed\n")
-    assert "zoo:renamed:dispatch=sed" in (tmp_path / "zoo/renamed.md").read_text()
+    assert "--policy zoo:renamed --scenario" in (tmp_path / "zoo/renamed.md").read_text()
     two = cli("benchmarks/build_zoo.py", str(run), str(run), "--out", str(tmp_path / "zoo"), "--name", "x")
     assert two.returncode == 2 and two.stderr.startswith("error: --name: got")
     results = {}
     specs = (
-        ("file", str(tmp_path / "zoo/distr_lb_sim.dcpol") + ":dispatch=sed"),
+        ("file", str(tmp_path / "zoo/distr_lb_sim.dcpol")),  # the file records dispatch=sed
         ("checkpoint", str(run)),
-        ("zoo", "zoo:distr_lb_sim"),  # bare: the card's dispatch=sed, as the leaderboard names it
+        ("zoo", "zoo:distr_lb_sim"),
     )
     for name, spec in specs:
         out = tmp_path / name
@@ -176,7 +179,8 @@ def test_malformed_experiments_exit_2_with_one_line(config, sets, message, tmp_p
 
 
 def test_the_multi_lb_zoo_entries_are_small_and_say_how_they_were_made():
-    from dcgym.agents.policies.zoo import card_options, list_zoo, zoo_dir
+    from dcgym.agents.policies.zoo import list_zoo, zoo_dir
+    from dcgym.agents.policy_format import read_policy
 
     names = [n for n in list_zoo() if n.startswith("multilb_")]
     assert names, "no multi-LB zoo entries"
@@ -185,4 +189,5 @@ def test_the_multi_lb_zoo_entries_are_small_and_say_how_they_were_made():
         assert (zoo_dir() / f"{name}.dcpol").stat().st_size < 300_000, name  # no large data in git
         assert "Trained with: `python train.py --config configs/experiments/" in card, name
         assert "seed " in card and "budget " in card and "± " in card, name
-        assert card_options(name) == "dispatch=sed", name  # a bare zoo:NAME (the leaderboard's) runs as trained
+        assert read_policy(zoo_dir() / f"{name}.dcpol").settings["dispatch"] == "sed", name  # as trained
+        assert f"--policy zoo:{name} --scenario" in card, name  # no compensating options

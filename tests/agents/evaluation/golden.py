@@ -41,8 +41,8 @@ CASES: dict[str, dict[str, Any]] = {
         "seeds": [1, 2],
         "runs": [
             ("lb_sim", ["sed", "ecmp", "lsq", "wcmp", "oracle"], [0.845]),
-            ("lb_sim", ["zoo:multilb_distr_lb_sim:dispatch=sed", "zoo:multilb_centr_lb_sim"], [0.845]),
-            ("lb_capacity_change", ["sed", "zoo:multilb_distr_lb_capacity:dispatch=sed"], [0.6], 20_000),
+            ("lb_sim", ["zoo:multilb_distr_lb_sim", "zoo:multilb_centr_lb_sim"], [0.845]),
+            ("lb_capacity_change", ["sed", "zoo:multilb_distr_lb_capacity"], [0.6], 20_000),
             ("lb_large", ["sed", "lsq"], [0.7]),
         ],
     },

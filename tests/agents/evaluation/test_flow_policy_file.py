@@ -151,7 +151,7 @@ def test_two_files_of_one_agent_or_a_wrong_head_are_refused(tmp_path):
     path = write_policy(lrla_policy(types.SimpleNamespace(policy=net, groups=nvec)), tmp_path / "l.dcpol")
     with pytest.raises(InvalidConfigError, match="one file per agent; two are lrla policies"):
         auto_policy_files(Spec(f"{path}+{path}", Source.POLICY_FILE), "auto_websearch", LOAD)
-    paths, label = auto_policy_files(Spec(str(path), Source.POLICY_FILE), "auto_websearch", LOAD)
+    paths, label, _ = auto_policy_files(Spec(str(path), Source.POLICY_FILE), "auto_websearch", LOAD)
     assert paths == {"lrla": str(path)} and label == "l (file)"
 
 

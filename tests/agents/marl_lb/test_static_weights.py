@@ -35,7 +35,33 @@ def test_ceiling_quick_names_every_scenario_and_the_switch():
         assert best <= lsq + 1e-12, line
 
 
-def test_rewards_quick_is_a_table_of_every_reward():
-    lines = run("rewards", "--quick").strip().splitlines()
-    assert lines[0].startswith("| weights (1-CPU / 2-CPU) | mean FCT (s) | vbf | log_vbf |")
-    assert len(lines) == 2 + 2 and all(line.count("|") == 10 for line in lines)
+def test_rewards_quick_tables_every_reward_without_and_with_noise_and_how_each_ranks_the_patterns():
+    blocks = [b.strip().splitlines() for b in run("rewards", "--quick").split("\n\n") if b.strip().startswith("|")]
+    assert len(blocks) == 3  # noise 0, noise 0.25, the ranking summary
+    for table in blocks[:2]:
+        assert table[0].startswith("| weights (1-CPU / 2-CPU) | mean FCT (s) | vbf | log_vbf |")
+        assert table[0].endswith("| jain | fct |")
+        assert len(table) == 2 + 2 and all(line.count("|") == 11 for line in table)
+    summary = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in blocks[2][2:]}
+    assert list(summary) == ["vbf", "log_vbf", "vbf_log_vbf", "pbf_normalized", "makespan", "cv", "jain", "fct"]
+    # fct is the FCT's own ranking: the lower-FCT pattern (1 / 1.5 on lb_sim) gets the higher return, noise or not
+    fct_gaps = [float(summary["fct"][k]) for k in (1, 4)]
+    assert all(gap > 0 for gap in fct_gaps), summary["fct"]
+
+
+def test_a_fixed_weight_pattern_runs_in_the_engine_as_sed_with_weights_per_group():
+    import pytest
+
+    from dcgym.agents.evaluation import evaluate
+    from dcgym.envs.error import InvalidConfigError
+
+    def rows(*specs):
+        doc = evaluate("lb_sim", list(specs), [0.845], tasks=300, workers=0, progress=False)
+        return {r["policy"]: {k: v for k, v in r.items() if k not in ("policy", "wall_s")} for r in doc["results"]}
+
+    got = rows("sed", "sed:weights=1;2", "sed:weights=1;1.5")
+    assert got["sed:weights=1;2"] == got["sed"]  # SED's own divisors: workers x speed, 1 : 2 on lb_sim
+    assert got["sed:weights=1;1.5"] != got["sed"]
+    for bad in ("sed:weights=1", "lsq:weights=1;2", "sed:weights=1;-1", "sed:w=1;2"):
+        with pytest.raises(InvalidConfigError, match="sed or wcmp:weights=W1;...;W2"):
+            rows(bad)

@@ -270,7 +270,7 @@ def test_header_fields_are_each_refused_by_name():
             b"PK\x03\x04" + PAIR[4:],
             "header.magic: got 50 4b 03 04 4d 50 4f 4c; expected 44 43 47 59 4d 50 4f 4c",
         ),
-        "version": (patch(PAIR, 8, "I", 3), "header.version: got 3; expected 1 .. 2"),
+        "version": (patch(PAIR, 8, "I", 4), "header.version: got 4; expected 1 .. 3"),
         "kind": (patch(PAIR, 12, "I", 4), "header.kind: got 4; expected 1 .. 3"),
         "kind 0": (patch(PAIR, 12, "I", 0), "header.kind: got 0; expected 1 .. 3"),
         "agents 0": (patch(PAIR, 16, "I", 0), "header.num_agents: got 0; expected 1 .. 65536"),
@@ -429,6 +429,85 @@ def test_python_reader_refuses_bad_files_too():
 # ------------------------------------------------------------------------------ fuzzing
 
 
+# ------------------------------------------------------------------------------ version 3: settings, parameter bound
+
+
+def with_settings_text(text: bytes, policy=None) -> bytes:
+    """A version-3 file of ``policy`` (default: mlp()) whose settings section holds ``text`` as given."""
+    plain = fmt.to_bytes(policy or mlp())
+    body = struct.pack("<I", len(text)) + text + plain[32:-4]
+    head = plain[:8] + struct.pack("<IIIIQ", 3, *struct.unpack_from("<III", plain, 12), len(body))
+    return crc(head + body + b"\0\0\0\0")
+
+
+def test_settings_round_trip_in_both_readers_and_leave_the_policy_unchanged():
+    for policy in (mlp(), linear_pair(3, max_logit=10.0), fmt.from_bytes(fmt.to_bytes(linear_pair(4, basis="raw")))):
+        plain = fmt.to_bytes(policy)
+        policy.settings = {"env": "lb_v0", "dispatch": "sed", "rate_caps": "1;0.5"}
+        data = fmt.to_bytes(policy)
+        assert struct.unpack_from("<I", data, 8)[0] == 3 and struct.unpack_from("<I", plain, 8)[0] in (1, 2)
+        assert fmt.from_bytes(data).settings == policy.settings
+        loaded = RuntimePolicy.from_bytes(data)
+        assert loaded.settings == policy.settings and RuntimePolicy.from_bytes(plain).settings == {}
+        assert fmt.from_bytes(plain).settings == {}
+        x = np.linspace(0, 1, loaded.num_inputs, dtype=np.float32)
+        if policy.kind == "mlp":
+            assert np.array_equal(loaded.outputs(x, 0), RuntimePolicy.from_bytes(plain).outputs(x, 0))
+        else:
+            assert np.array_equal(loaded.probabilities(0, x)[0], RuntimePolicy.from_bytes(plain).probabilities(0, x)[0])
+    assert RuntimePolicy.from_bytes(with_settings_text(b"")).settings == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (b"env=lb_v0", "settings: got a last line without a newline"),
+        (b"env=lb_v0\nenv=lb_v0\n", 'settings line 1: got "env=lb_v0"'),
+        (b"Env=x\n", 'settings line 0: got "Env=x"'),
+        (b"novalue\n", 'settings line 0: got "novalue"'),
+        (b"=x\n", 'settings line 0: got "=x"'),
+        (b"env=\n", "settings.env: got 0 bytes of value"),
+        (b"env=a b\n", "settings.env: got 3 bytes of value"),
+        (b"env=\xff\n", "settings.env: got 1 bytes of value"),
+        (b"k=" + b"x" * 1025 + b"\n", "settings.k: got 1025 bytes of value"),
+    ],
+)
+def test_bad_settings_are_refused_by_both_readers(text, message):
+    data = with_settings_text(text)
+    assert refused(data).startswith(message), refused(data)
+    with pytest.raises(ValueError, match=r"settings"):
+        fmt.from_bytes(data)
+
+
+def test_settings_sizes_are_checked_before_reading():
+    data = with_settings_text(b"env=lb_v0\n")
+    assert refused(patch(data, 32, "I", 65537)).startswith("settings.size: got 65537; expected at most 65536")
+    assert refused(patch(data, 32, "I", 60000)).startswith("settings: needs 60000 bytes at offset 36")
+    with pytest.raises(ValueError, match="settings"):
+        fmt.from_bytes(patch(data, 32, "I", 60000))
+    with pytest.raises(ValueError, match="settings: got name 'Bad'"):
+        fmt.to_bytes(fmt.with_settings(mlp(), {"Bad": "x"}))
+
+
+@pytest.mark.parametrize("value", [3e38, -3e38, 1.5e6])
+def test_huge_finite_weights_are_refused_by_both_readers_and_the_writer(value):
+    """A file of ±3e38 weights with a valid checksum would act on NaN (float32 overflow): every reader refuses it."""
+    data = patch(MLP_IDENTITY, len(MLP_IDENTITY) - 8, "f", value)  # the last bias
+    message = refused(data)
+    assert re.fullmatch(
+        r"network\[1\]\.layer\[1\]\.bias\[1\]: got \S+; expected a number within \+-1000000 .*", message
+    )
+    with pytest.raises(ValueError, match=r"network\[1\]\.layer\[1\]\.bias\[1\]: got .*within ±1e\+06"):
+        fmt.from_bytes(data)
+    pair = patch(PAIR, W0, "f", value)
+    assert refused(pair).startswith("node[0].migration[0][0]: got ")
+    with pytest.raises(ValueError, match=r"node\[0\]\.migration\[0, 0\]|node\[0\]\.migration\[0\]\[0\]"):
+        fmt.from_bytes(pair)
+    with pytest.raises(ValueError, match="beyond ±1e\\+06"):
+        fmt.to_bytes(linear_pair(3, weight_scale=value))
+    assert RuntimePolicy.from_bytes(patch(MLP_IDENTITY, len(MLP_IDENTITY) - 8, "f", 9.9e5)).num_agents == 3
+
+
 def test_random_mutations_and_truncations_load_or_are_refused():
     """Thousands of corrupted files: each loads (and evaluates) or raises ValueError; nothing else happens."""
     rng = np.random.default_rng(12345)
@@ -543,10 +622,10 @@ def test_deployment_example_builds_from_the_runtime_headers_alone_and_refuses_ba
     assert len(served) == 3 and sum(served) == 2000
 
     bad = tmp_path / "bad.dcpol"
-    bad.write_bytes(patch(good.read_bytes(), 8, "I", 3))
+    bad.write_bytes(patch(good.read_bytes(), 8, "I", 4))
     proc = subprocess.run([str(binary), str(bad)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
-    assert proc.stderr.strip() == "error: header.version: got 3; expected 1 .. 2 (the versions this reader reads)"
+    assert proc.stderr.strip() == "error: header.version: got 4; expected 1 .. 3 (the versions this reader reads)"
     other = fmt.write_policy(mlp(), tmp_path / "mlp.dcpol")
     proc = subprocess.run([str(binary), str(other)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1 and "holds a mlp policy" in proc.stderr

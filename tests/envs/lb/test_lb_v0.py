@@ -163,6 +163,24 @@ def test_reward_is_its_formula_over_the_lbs_own_decayed_flow_durations(reward):
     assert len(per_agent_rewards) > len(trace)  # per LB, not shared: LBs see different flows
 
 
+def test_fct_reward_is_minus_the_lbs_own_mean_fct_in_d_and_holds_through_empty_periods():
+    env = lb_v0.parallel_env(scenario="lb_sim", reward="fct", dispatch="sed", max_steps=30)
+    trace = run(env, 30, seed=3)
+    previous = dict.fromkeys(env.possible_agents, -1.0)
+    held = 0
+    for _, rewards, infos in trace:
+        for agent, r in rewards.items():
+            info = infos[agent]
+            if info["lb_fct_samples"]:  # float32 observations: the info's float64 mean to 1e-6
+                assert r == pytest.approx(-info["lb_fct_mean_us"] / env.mean_flow_time_us, rel=1e-6)
+            else:
+                assert r == previous[agent]
+                held += 1
+            previous[agent] = r
+    assert len({r for _, rewards, _ in trace for r in rewards.values()}) > len(trace)  # per LB
+    assert held > 0  # lb_sim's LBs see periods in which none of their flows ends
+
+
 def test_reward_of_equal_estimates_is_the_fair_optimum():
     x = np.full(8, 0.7)
     assert lb_v0.vbf(x) == 0.0 and lb_v0.makespan(x) == -0.7 and lb_v0.cv(x) == pytest.approx(0.0)

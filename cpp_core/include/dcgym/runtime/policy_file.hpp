@@ -21,6 +21,7 @@
 // thread its own Policy; copies are independent).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
@@ -31,6 +32,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -43,8 +45,9 @@ namespace dcgym::runtime {
 // ------------------------------------------------------------------ format constants
 
 inline constexpr char kPolicyMagic[8] = {'D', 'C', 'G', 'Y', 'M', 'P', 'O', 'L'};
-inline constexpr std::uint32_t kPolicyVersion = 2;  // the newest version; every version from 1 up is read
+inline constexpr std::uint32_t kPolicyVersion = 3;  // the newest version; every version from 1 up is read
 inline constexpr std::uint32_t kMinPolicyVersion = 1;
+inline constexpr std::uint32_t kSettingsVersion = 3;     // the version that added the settings section
 inline constexpr std::size_t kHeaderSize = 32;           // magic, version, kind, num_agents, flags, body_size
 inline constexpr std::size_t kChecksumSize = 4;          // CRC32 after the body
 inline constexpr std::uint32_t kNoCritic = 0xFFFFFFFFu;  // linear_pair's critic_basis without a critic
@@ -54,6 +57,12 @@ inline constexpr std::uint32_t kMaxAgents = 1u << 16;
 inline constexpr std::uint32_t kMaxLoads = 1u << 16;  // N of the linear kinds
 inline constexpr std::uint32_t kMaxWidth = 1u << 24;  // an MLP's input size and layer widths
 inline constexpr std::uint32_t kMaxLayers = 64;
+inline constexpr std::uint32_t kMaxSettingsSize = 1u << 16;  // bytes of the settings section's text
+inline constexpr std::size_t kMaxSettingKey = 64;
+inline constexpr std::size_t kMaxSettingValue = 1024;
+// The largest magnitude of a weight or bias: beyond it float32 evaluation overflows to inf and NaN
+// (a file of ±3e38 weights would otherwise load and act on NaN); no trained policy comes near it.
+inline constexpr float kMaxParameter = 1e6f;
 
 /// What a policy file holds, with the numbers its header stores.
 enum class PolicyKind : std::uint32_t {
@@ -251,11 +260,23 @@ class LinearValuePolicy {
   std::vector<float> phi_;
 };
 
-/// A loaded policy file: its kind and the policy of that kind.
+/// A setting the policy was trained under (format version 3): its name and its value, as text.
+using Setting = std::pair<std::string, std::string>;
+
+/// A loaded policy file: its kind, the policy of that kind and the settings it was trained under.
 class Policy {
  public:
   PolicyKind kind() const { return kind_; }
   std::size_t num_agents() const { return num_agents_; }
+  /// The file's settings in file order (empty for files before version 3).
+  const std::vector<Setting>& settings() const { return settings_; }
+  /// The value of setting `key`, or nullptr if the file does not have it.
+  const std::string* setting(std::string_view key) const {
+    for (const auto& [k, v] : settings_) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  }
   /// The policy of the file's kind; nullptr for the other kinds (and before a successful load).
   LinearPairPolicy* linear_pair() { return std::get_if<LinearPairPolicy>(&policy_); }
   MlpPolicy* mlp() { return std::get_if<MlpPolicy>(&policy_); }
@@ -265,6 +286,7 @@ class Policy {
   friend bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std::string* error);
   PolicyKind kind_ = PolicyKind::kLinearPair;
   std::size_t num_agents_ = 0;
+  std::vector<Setting> settings_;
   std::variant<std::monostate, LinearPairPolicy, MlpPolicy, LinearValuePolicy> policy_;
 };
 
@@ -344,6 +366,26 @@ class Reader {
     }
     return true;
   }
+  /// `count` trained parameters (weights, biases): finite and within ±kMaxParameter.
+  template <typename Name>
+  bool Weights(std::size_t count, std::vector<float>* out, std::size_t offset, Name name) {
+    for (std::size_t i = 0; i < count; ++i) {
+      const float v = F32();
+      if (!std::isfinite(v)) return Fail(name(i), Num(v), "a finite number");
+      if (!(std::fabs(v) <= kMaxParameter)) {
+        return Fail(name(i), Num(v),
+                    "a number within +-" + Num(kMaxParameter) + " (larger ones overflow the float32 evaluation)");
+      }
+      (*out)[offset + i] = v;
+    }
+    return true;
+  }
+  /// The raw bytes [pos, pos + size) (the caller has checked they are there).
+  const unsigned char* Bytes(std::size_t size) {
+    const unsigned char* at = p_ + pos_;
+    pos_ += size;
+    return at;
+  }
 
  private:
   const unsigned char* p_;
@@ -416,12 +458,12 @@ inline bool ParseLinearPair(Reader& r, std::size_t end, std::uint64_t body_size,
     for (auto [name, w] : {std::pair<const char*, std::vector<float>*>{".migration", &migration},
                            std::pair<const char*, std::vector<float>*>{".stealing", &stealing}}) {
       const std::string field = who + name;
-      if (!r.Floats(n * fa, w, node * n * fa,
-                    [&](std::size_t i) { return Index(field, i / fa) + "[" + std::to_string(i % fa) + "]"; })) {
+      if (!r.Weights(n * fa, w, node * n * fa,
+                     [&](std::size_t i) { return Index(field, i / fa) + "[" + std::to_string(i % fa) + "]"; })) {
         return false;
       }
     }
-    if (!r.Floats(fc, &critic_w, node * fc, [&](std::size_t i) { return Index(who + ".critic", i); })) return false;
+    if (!r.Weights(fc, &critic_w, node * fc, [&](std::size_t i) { return Index(who + ".critic", i); })) return false;
   }
   *out = LinearPairPolicy(std::move(input), critic_basis, has_critic, max_logit, std::move(migration),
                           std::move(stealing), std::move(critic_w));
@@ -439,7 +481,7 @@ inline bool ParseLinearValue(Reader& r, std::size_t end, std::uint64_t body_size
   if (!CheckBodySize(r, body_size, 24, agents, f, shapes)) return false;
   std::vector<float> weights(agents * f);
   for (std::size_t a = 0; a < agents; ++a) {
-    if (!r.Floats(f, &weights, a * f, [&](std::size_t i) { return Index(Index("agent", a) + ".value", i); })) {
+    if (!r.Weights(f, &weights, a * f, [&](std::size_t i) { return Index(Index("agent", a) + ".value", i); })) {
       return false;
     }
   }
@@ -556,9 +598,9 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, std::uint
       dense.weight.resize(std::size_t{in} * outw);
       dense.bias.resize(outw);
       const std::string wname = layer + ".weight", bname = layer + ".bias";
-      if (!r.Floats(dense.weight.size(), &dense.weight, 0,
-                    [&](std::size_t i) { return Index(wname, i / in) + "[" + std::to_string(i % in) + "]"; }) ||
-          !r.Floats(outw, &dense.bias, 0, [&](std::size_t i) { return Index(bname, i); })) {
+      if (!r.Weights(dense.weight.size(), &dense.weight, 0,
+                     [&](std::size_t i) { return Index(wname, i / in) + "[" + std::to_string(i % in) + "]"; }) ||
+          !r.Weights(outw, &dense.bias, 0, [&](std::size_t i) { return Index(bname, i); })) {
         return false;
       }
       networks[net].layers.push_back(std::move(dense));
@@ -571,6 +613,47 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, std::uint
   }
   *out = MlpPolicy(d, std::move(networks), std::move(agent_network), head, std::move(low), std::move(high),
                    std::move(groups));
+  return true;
+}
+
+/// The settings section (version 3): u32 size, then `size` bytes of "key=value\n" lines.
+inline bool ParseSettings(Reader& r, std::size_t end, std::vector<Setting>* out) {
+  if (!r.Need(4, end, "settings.size")) return false;
+  const std::uint32_t size = r.U32();
+  if (size > kMaxSettingsSize) {
+    return r.Fail("settings.size", std::to_string(size), "at most " + std::to_string(kMaxSettingsSize));
+  }
+  if (!r.Need(size, end, "settings")) return false;
+  const char* text = reinterpret_cast<const char*>(r.Bytes(size));
+  if (size > 0 && text[size - 1] != '\n') {
+    return r.Fail("settings", "a last line without a newline", "key=value lines, each ending in one");
+  }
+  std::size_t line_start = 0;
+  for (std::size_t line = 0; line_start < size; ++line) {
+    const std::size_t stop = static_cast<std::size_t>(std::find(text + line_start, text + size, '\n') -
+                                                      text);  // there is one: the text ends in '\n'
+    const std::string_view item(text + line_start, stop - line_start);
+    const std::size_t eq = item.find('=');
+    const std::string_view key = item.substr(0, eq == std::string_view::npos ? 0 : eq);
+    bool key_ok = !key.empty() && key.size() <= kMaxSettingKey && key[0] >= 'a' && key[0] <= 'z';
+    for (char ch : key) key_ok = key_ok && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_');
+    for (const auto& seen : *out) key_ok = key_ok && seen.first != key;
+    if (!key_ok) {
+      std::string shown;
+      for (char ch : item.substr(0, 80)) shown += (ch >= 0x20 && ch < 0x7f) ? ch : '?';
+      return r.Fail("settings line " + std::to_string(line), "\"" + shown + "\"",
+                    "a new key=value, key [a-z][a-z0-9_]{0,63}");
+    }
+    const std::string_view value = item.substr(eq + 1);
+    bool value_ok = !value.empty() && value.size() <= kMaxSettingValue;
+    for (char ch : value) value_ok = value_ok && ch > 0x20 && ch < 0x7f;
+    if (!value_ok) {
+      return r.Fail("settings." + std::string(key), std::to_string(value.size()) + " bytes of value",
+                    "1 to 1024 printable ASCII characters, no spaces");
+    }
+    out->emplace_back(std::string(key), std::string(value));
+    line_start = stop + 1;
+  }
   return true;
 }
 
@@ -634,14 +717,16 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
   Policy loaded;
   loaded.kind_ = static_cast<PolicyKind>(kind);
   loaded.num_agents_ = agents;
+  if (version >= kSettingsVersion && !detail::ParseSettings(r, end, &loaded.settings_)) return false;
+  const std::uint64_t kind_body = end - r.pos();  // the body after the settings section: the kind's own fields
   bool ok = false;
   switch (loaded.kind_) {
     case PolicyKind::kLinearPair:
-      ok = detail::ParseLinearPair(r, end, body_size, agents, &loaded.policy_.emplace<LinearPairPolicy>());
+      ok = detail::ParseLinearPair(r, end, kind_body, agents, &loaded.policy_.emplace<LinearPairPolicy>());
       break;
     case PolicyKind::kMlp: ok = detail::ParseMlp(r, end, agents, version, &loaded.policy_.emplace<MlpPolicy>()); break;
     case PolicyKind::kLinearValue:
-      ok = detail::ParseLinearValue(r, end, body_size, agents, &loaded.policy_.emplace<LinearValuePolicy>());
+      ok = detail::ParseLinearValue(r, end, kind_body, agents, &loaded.policy_.emplace<LinearValuePolicy>());
       break;
   }
   if (!ok) return false;
