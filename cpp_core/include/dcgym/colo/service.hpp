@@ -89,7 +89,7 @@ struct ServiceParams {
   double smt_penalty = 0;        // extra slowdown factor when a sibling hyperthread runs another service
   double ctx_overhead = 0.03;    // slowdown per extra thread per core when threads > cores (OSML §3.2)
   double warmup_s = 0;           // after launch: service times inflated, fading linearly
-  double warmup_slowdown = 0.5;  // inflation at launch (0.5: 50% longer)
+  double warmup_slowdown = 0;    // inflation at launch (0.5: 50% longer); none published
   double virt_memory_gb = 0;     // reported as Virt_Memory (bytes)
   double res_memory_gb = 0;      // reported as Res_Memory (bytes)
 
