@@ -45,6 +45,9 @@ OBJECTIVES = ("cost", "slack")
 """The Oracle's objectives: the cheapest allocation meeting the targets, or the one with the most slack."""
 SLACK_STEPS = 6
 """Bisection steps of :func:`most_slack` over the margin in [margin, 1): the margin found is within 1/64 of the best."""
+SLACK_PROBE = 20_000
+"""Joint allocations a bisection probe of :func:`most_slack` evaluates at most: a probe that finds none meeting the
+targets by then counts as infeasible (the slack found is then a little less than the most)."""
 
 MAX_CANDIDATES = 500_000
 """Joint allocations evaluated at most before the search gives up (an infeasible or huge mix)."""
@@ -133,7 +136,7 @@ def most_slack(
     server: ColoServer, rps: np.ndarray, members: np.ndarray, margin: float = 0.0, extra_ways: int | None = 2
 ) -> Solution:
     """The cheapest allocation meeting every target x (1 - m) for the largest margin m >= ``margin`` that some
-    allocation meets, by bisection (:data:`SLACK_STEPS`) over :func:`cheapest`, its ratio against the targets x (1 -
+    allocation meets (among the first :data:`SLACK_PROBE` a probe evaluates), by bisection (:data:`SLACK_STEPS`) over :func:`cheapest`, its ratio against the targets x (1 -
     ``margin``) as :func:`cheapest`'s; infeasible at ``margin``: that answer."""
     best = cheapest(server, rps, members, margin, extra_ways)
     if not best.feasible:
@@ -141,7 +144,7 @@ def most_slack(
     low, high = margin, 1.0
     for _ in range(SLACK_STEPS):
         mid = 0.5 * (low + high)
-        solution = cheapest(server, rps, members, mid, extra_ways)
+        solution = cheapest(server, rps, members, mid, extra_ways, limit=SLACK_PROBE)
         if solution.feasible:
             solution.ratio *= (1.0 - mid) / (1.0 - margin)  # its worst p99 against the targets x (1 - margin)
             best, low = solution, mid
