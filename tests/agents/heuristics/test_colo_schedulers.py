@@ -13,6 +13,7 @@ from sklearn.gaussian_process.kernels import Matern
 
 from dcgym.agents.evaluation.colo import run
 from dcgym.agents.heuristics.colo import BASELINES, make_scheduler, scheduler_names
+from dcgym.agents.heuristics.colo.base import equal_split
 from dcgym.agents.heuristics.colo.clite import Clite, Posterior, round_shares, score
 from dcgym.agents.heuristics.colo.oracle import SLACK_STEPS, cheapest, most_slack
 from dcgym.agents.heuristics.colo.parties import Parties
@@ -211,3 +212,15 @@ def test_clite_partitions_memory_bandwidth_where_the_platform_has_mba():
     clite._apply(server, clite.bootstrap[1])  # the first service at its maximum, one unit to the other
     assert server.cores.tolist() == [19, 1] and server.ways.tolist() == [10, 1]
     assert np.asarray(server.sim.mba) == pytest.approx([0.9, 0.1])
+
+
+@pytest.mark.parametrize("mix", [0, 23])  # the lightest and the heaviest (the Oracle: 48 of 56 cores and ways)
+def test_osml_mixes_heavy_has_headroom_and_fits(mix):
+    scenario = load_colo_scenario("osml_mixes_heavy")
+    server = ColoServer(scenario.engine_config(mix=mix, seed=1))
+    run = np.ones(3, dtype=bool)
+    equal = server.steady_state(
+        equal_split(server.total_cores, run)[None], equal_split(server.total_ways, run)[None], server.rps
+    )[0]
+    assert (equal > server.qos_ms).any()  # an equal split misses QoS
+    assert cheapest(server, server.rps, np.arange(3), margin=0.1).feasible  # the Oracle's search fits the mix
