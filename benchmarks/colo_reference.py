@@ -337,7 +337,7 @@ class PyColo:
                 sd += s.get("ctx_overhead", 0.03) * (self.threads[i] / self.cores[i] - 1)
             w = s.get("warmup_s", 0.0)
             if w > 0 and now < w - 1e-9 * dt:
-                sd *= 1 + s.get("warmup_slowdown", 0.5) * min(max(1 - now / w, 0.0), 1.0)
+                sd *= 1 + s.get("warmup_slowdown", 0.0) * min(max(1 - now / w, 0.0), 1.0)
             slow.append(sd)
         out = self._solve(places, servers, mpki, bpr, slow)
         for i, s in enumerate(self.svc):

@@ -54,10 +54,24 @@ the agent and the value.
 
 ## Rewards
 
-OSML §4.3 (``program_mgr.py`` model_C_reward), with d = Latency_t -
-Latency_{t-1} in ms and the granted changes:
+``reward="qos"`` (the default): resources freed earn one unit each, resources
+added cost one, and a service above its QoS target pays a violation penalty
+that outweighs anything a step can free:
+
+    -(dcores + dways) - [Latency_t > QoS] x 7 x (1 + min((Latency_t - QoS) / QoS, 10))
+
+The largest reclaim of one step (3 cores and 3 ways) earns 6, a violation
+costs at least 7 (:data:`QOS_WEIGHT`) and grows with the relative excess over
+the target (capped at 10x, so that a backlog's seconds-long p99 stays a
+bounded number): no reclaim pays for a QoS violation it causes.
+
+``reward="paper"``: OSML §4.3 (``program_mgr.py`` model_C_reward), with d =
+Latency_t - Latency_{t-1} in ms and the granted changes:
 
     d < 0: log(1 - d) - (dcores + dways);  d > 0: -log(1 + d) - (dcores + dways);  d = 0: -(dcores + dways)
+
+Under the paper's reward a removal pays until it raises the p99 by about
+e^6 ms (400 ms): it trades QoS for resources (docs/results/osml.md).
 
 ## Termination/Truncation
 
@@ -83,6 +97,7 @@ Per agent: ``granted`` (dcores, dways), ``latency_ms``, ``qos_ms``,
 | ``overrides`` | None | dotted scenario overrides, as ``load_colo_scenario`` |
 | ``render_mode`` | None | ``"ansi"``: one line per service |
 | ``start`` | ``"equal"`` | what an arriving service receives: an equal share, or ``[cores, ways]`` (as far as idle) |
+| ``reward`` | ``"qos"`` | Model-C's reward (Rewards): ``"qos"``, a QoS violation costs more than any reclaim; ``"paper"``, OSML §4.3's |
 
 At reset the services present share the server equally (PARTIES' start); a
 service launching later receives an equal share of the server, taken from
@@ -127,8 +142,11 @@ __all__ = [
     "ColoEnvConfig",
     "decode",
     "env",
+    "QOS_WEIGHT",
+    "REWARDS",
     "osml_reward",
     "parallel_env",
+    "qos_reward",
     "raw_env",
 ]
 
@@ -165,6 +183,37 @@ _DELTAS = np.arange(-MAX_DELTA, MAX_DELTA + 1)
 def decode(action: int) -> tuple[int, int]:
     """(dcores, dways) of action ``action`` in [0, 48]."""
     return action // (2 * MAX_DELTA + 1) - MAX_DELTA, action % (2 * MAX_DELTA + 1) - MAX_DELTA
+
+
+QOS_WEIGHT = 2 * MAX_DELTA + 1
+"""The least a QoS violation costs in one step under ``reward="qos"``: more than the largest reclaim (2 x MAX_DELTA)."""
+EXCESS_CAP = 10.0
+"""The relative excess over the target beyond which the violation penalty stops growing."""
+REWARDS = {
+    "qos": "resources freed earn one each, a QoS violation costs more than any step can free",
+    "paper": "OSML §4.3: the log of the latency change (ms) minus the resources added",
+}
+"""Model-C's rewards (module docstring, Rewards)."""
+
+
+def qos_reward(latency_ms: float, qos_ms: float, dcores: int, dways: int) -> float:
+    """The ``qos`` reward (module docstring): minus the resources added, minus a violation penalty above QoS."""
+    cost = dcores + dways
+    if latency_ms <= qos_ms:
+        return float(-cost)
+    return -QOS_WEIGHT * (1.0 + min((latency_ms - qos_ms) / qos_ms, EXCESS_CAP)) - cost
+
+
+def qos_rewards(latency_ms: np.ndarray, qos_ms: np.ndarray, added: np.ndarray) -> np.ndarray:
+    """:func:`qos_reward` over arrays (``added``: dcores + dways), for the batched environment."""
+    excess = np.minimum((latency_ms - qos_ms) / qos_ms, EXCESS_CAP)
+    return np.where(latency_ms > qos_ms, -QOS_WEIGHT * (1.0 + excess), 0.0) - added
+
+
+def osml_rewards(latency_ms: np.ndarray, previous_ms: np.ndarray, added: np.ndarray) -> np.ndarray:
+    """:func:`osml_reward` over arrays (``added``: dcores + dways), for the batched environment."""
+    d = latency_ms - previous_ms
+    return np.where(d < 0, np.log1p(np.abs(d)), np.where(d > 0, -np.log1p(np.abs(d)), 0.0)) - added
 
 
 def osml_reward(latency_ms: float, previous_ms: float, dcores: int, dways: int) -> float:
@@ -210,6 +259,7 @@ class ColoEnvConfig(BaseModel):
     start: Annotated[str | tuple[int, int], PlainValidator(_start, json_schema_input_type=Any)] = Field(
         "equal", description="what an arriving service receives: an equal share, or [cores, ways]"
     )
+    reward: one_of(tuple(REWARDS)) = Field("qos", description="Model-C's reward: qos or paper (OSML §4.3)")
 
 
 class ColoEnv(ParallelEnv, EzPickle):
@@ -236,6 +286,7 @@ class ColoEnv(ParallelEnv, EzPickle):
         self.mix = mix
         self.episode_mix = mix
         self.start = None if c.start == "equal" else c.start
+        self.reward = c.reward
         tick = self.scenario.tick_s
         if not (isinstance(interval_s, (int, float)) and interval_s > 0 and interval_s <= self.scenario.horizon_s):
             raise InvalidConfigError("interval_s", interval_s, f"a time in (0, {self.scenario.horizon_s:g}] s")
@@ -324,11 +375,17 @@ class ColoEnv(ParallelEnv, EzPickle):
         new = self._arrive(phases)
         latency = self._counters[:, _LATENCY].tolist()
         truncated = self._steps >= self.max_steps
-        previous, rewards = self._latency, {}
+        previous, qos, rewards = self._latency, self._qos, {}
+        paper = self.reward == "paper"
         for a in self.agents:
             i = index[a]
             dc, dw = granted[i]
-            rewards[a] = 0.0 if a in new else osml_reward(latency[i], previous[i], dc, dw)
+            if a in new:
+                rewards[a] = 0.0
+            elif paper:
+                rewards[a] = osml_reward(latency[i], previous[i], dc, dw)
+            else:
+                rewards[a] = qos_reward(latency[i], qos[i], dc, dw)
         terminations = {a: a in ended for a in self.agents}
         truncations = {a: truncated and a not in ended for a in self.agents}
         obs, infos = self._observe(), self._infos(granted, latency, sim.now_s)

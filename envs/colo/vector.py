@@ -49,6 +49,8 @@ from dcgym.envs.colo.colo_v0 import (
     NO_CHANGE,
     OBSERVATION_FEATURES,
     ColoEnv,
+    osml_rewards,
+    qos_rewards,
 )
 from dcgym.envs.colo.server import COUNTERS, ENDED, RUNNING, WARMING
 from dcgym.envs.error import InvalidActionError
@@ -135,9 +137,11 @@ class ColoVectorEnv(BatchedEnv):
                 arrived[b] = self._lifecycle(b, ended[b])
         counters = self._read() if arrived.any() or ended.any() else counters
         latency = counters[:, :, _LATENCY]
-        d = latency - self._latency
-        reward = np.where(d < 0, np.log1p(np.abs(d)), np.where(d > 0, -np.log1p(np.abs(d)), 0.0))
-        reward = reward - granted.sum(axis=2)
+        first = self.envs[0]
+        if first.reward == "paper":
+            reward = osml_rewards(latency, self._latency, granted.sum(axis=2))
+        else:
+            reward = qos_rewards(latency, np.asarray(first._qos), granted.sum(axis=2))
         was = self.present | ended
         rewards = np.where(was & ~arrived & active[:, None], reward, 0.0)
         self._latency = np.where(active[:, None], latency, self._latency)

@@ -10,6 +10,14 @@ shows what that allocation does online, with noise.
 among the cheapest, the one with the smallest max p99 / target. Unused cores
 and ways stay idle.
 
+**Objective** ``slack`` (the fastest ideal): the allocation with the most
+slack, found by bisection on the margin (:func:`most_slack`): the largest
+margin m for which some allocation meets every target x (1 - m), and the
+cheapest such allocation. Its queues drain fastest after a launch, so it
+bounds convergence time and the share of samples within QoS from the side a
+scheduler cannot beat at the same loads; the cheapest allocation bounds the
+cores and ways a scheduler needs at QoS.
+
 **Search** (:func:`cheapest`): a service's latency alone on the server is a
 lower bound of its latency next to others (the others only add memory
 traffic and hyperthread neighbours), so each service's *frontier* alone, the
@@ -31,7 +39,15 @@ from dcgym.agents.heuristics.colo.base import Scheduler, equal_split
 from dcgym.envs.colo.server import ColoServer
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["Oracle", "Solution", "cheapest", "frontiers"]
+__all__ = ["OBJECTIVES", "Oracle", "Solution", "cheapest", "frontiers", "most_slack"]
+
+OBJECTIVES = ("cost", "slack")
+"""The Oracle's objectives: the cheapest allocation meeting the targets, or the one with the most slack."""
+SLACK_STEPS = 6
+"""Bisection steps of :func:`most_slack` over the margin in [margin, 1): the margin found is within 1/64 of the best."""
+SLACK_PROBE = 20_000
+"""Joint allocations a bisection probe of :func:`most_slack` evaluates at most: a probe that finds none meeting the
+targets by then counts as infeasible (the slack found is then a little less than the most)."""
 
 MAX_CANDIDATES = 500_000
 """Joint allocations evaluated at most before the search gives up (an infeasible or huge mix)."""
@@ -116,6 +132,27 @@ def cheapest(
     return best
 
 
+def most_slack(
+    server: ColoServer, rps: np.ndarray, members: np.ndarray, margin: float = 0.0, extra_ways: int | None = 2
+) -> Solution:
+    """The cheapest allocation meeting every target x (1 - m) for the largest margin m >= ``margin`` that some
+    allocation meets (among the first :data:`SLACK_PROBE` a probe evaluates), by bisection (:data:`SLACK_STEPS`) over :func:`cheapest`, its ratio against the targets x (1 -
+    ``margin``) as :func:`cheapest`'s; infeasible at ``margin``: that answer."""
+    best = cheapest(server, rps, members, margin, extra_ways)
+    if not best.feasible:
+        return best
+    low, high = margin, 1.0
+    for _ in range(SLACK_STEPS):
+        mid = 0.5 * (low + high)
+        solution = cheapest(server, rps, members, mid, extra_ways, limit=SLACK_PROBE)
+        if solution.feasible:
+            solution.ratio *= (1.0 - mid) / (1.0 - margin)  # its worst p99 against the targets x (1 - margin)
+            best, low = solution, mid
+        else:
+            high = mid
+    return best
+
+
 def _combos(levels: list[dict[int, np.ndarray]], budget: int, C: int, W: int) -> np.ndarray:
     """Every joint choice of one point per member with total cost ``budget`` within C cores and W ways: (K, m, 2)."""
     costs = [sorted(lv) for lv in levels]
@@ -157,10 +194,16 @@ class Oracle(Scheduler):
         "interval_s": "seconds between checks for a change of services or loads (1)",
         "margin": "targets are met with this relative margin, p99 <= (1 - margin) x target (0.1)",
         "extra_ways": "candidates reach this many ways above a service's frontier alone (2; -1: any, exact)",
+        "objective": "cost: the cheapest allocation meeting the targets; slack: the one with the most slack (cost)",
     }
 
-    def __init__(self, interval_s: float | None = None, margin: float = 0.1, extra_ways: int = 2) -> None:
+    def __init__(
+        self, interval_s: float | None = None, margin: float = 0.1, extra_ways: int = 2, objective: str = "cost"
+    ) -> None:
         super().__init__(interval_s)
+        if objective not in OBJECTIVES:
+            raise InvalidConfigError("objective", objective, "one of " + ", ".join(OBJECTIVES))
+        self.objective = objective
         if not (isinstance(margin, (int, float)) and 0 <= margin < 1):
             raise InvalidConfigError("margin", margin, "a fraction in [0, 1)")
         if isinstance(extra_ways, bool) or not isinstance(extra_ways, int) or extra_ways < -1:
@@ -181,7 +224,8 @@ class Oracle(Scheduler):
         members = np.flatnonzero(server.running)
         if not len(members):
             return
-        self.solution = cheapest(server, rps, members, self.margin, self.extra_ways)
+        search = most_slack if self.objective == "slack" else cheapest
+        self.solution = search(server, rps, members, self.margin, self.extra_ways)
         if self.solution.feasible:
             server.allocate(self.solution.cores, self.solution.ways)
         else:  # nothing meets every target: the split that comes closest, else an equal one

@@ -13,8 +13,9 @@ from sklearn.gaussian_process.kernels import Matern
 
 from dcgym.agents.evaluation.colo import run
 from dcgym.agents.heuristics.colo import BASELINES, make_scheduler, scheduler_names
+from dcgym.agents.heuristics.colo.base import equal_split
 from dcgym.agents.heuristics.colo.clite import Clite, Posterior, round_shares, score
-from dcgym.agents.heuristics.colo.oracle import cheapest
+from dcgym.agents.heuristics.colo.oracle import SLACK_STEPS, cheapest, most_slack
 from dcgym.agents.heuristics.colo.parties import Parties
 from dcgym.agents.policies import colo as colo_policies
 from dcgym.envs.colo.scenario import SCHEDULERS, load_colo_scenario
@@ -69,6 +70,25 @@ def test_oracle_is_the_cheapest_allocation_meeting_qos_by_brute_force(rps):
         assert (got <= server.qos_ms).all() and sol.ratio == pytest.approx((got / server.qos_ms).max(), rel=1e-12)
     assert not feasible[cost < best].any()  # nothing cheaper meets QoS
     assert best > 4  # the case is not trivial: one core and one way each would be cheapest
+
+
+@pytest.mark.parametrize("rps", [(600.0, 1000.0), (300.0, 1800.0)])
+def test_oracles_slack_objective_is_within_a_bisection_step_of_the_most_slack_by_brute_force(rps):
+    server = tiny_server(rps)
+    grid = np.array(
+        [
+            p
+            for p in itertools.product(range(1, 8), range(1, 4), range(1, 8), range(1, 4))
+            if p[0] + p[2] <= 8 and p[1] + p[3] <= 4
+        ],
+        dtype=np.float64,
+    )
+    best = (server.steady_state(grid[:, [0, 2]], grid[:, [1, 3]], np.array(rps)) / server.qos_ms).max(axis=1).min()
+    sol = most_slack(server, np.array(rps), np.array([0, 1]), margin=0.0, extra_ways=None)
+    cost = cheapest(server, np.array(rps), np.array([0, 1]), margin=0.0, extra_ways=None)
+    assert sol.feasible and sol.ratio <= cost.ratio
+    # the largest margin met is found to within 1 / 2**SLACK_STEPS, so the worst p99 / target to within that too
+    assert best - 1e-12 <= sol.ratio < best + 0.5**SLACK_STEPS
 
 
 def test_oracle_reports_an_infeasible_mix():
@@ -192,3 +212,15 @@ def test_clite_partitions_memory_bandwidth_where_the_platform_has_mba():
     clite._apply(server, clite.bootstrap[1])  # the first service at its maximum, one unit to the other
     assert server.cores.tolist() == [19, 1] and server.ways.tolist() == [10, 1]
     assert np.asarray(server.sim.mba) == pytest.approx([0.9, 0.1])
+
+
+@pytest.mark.parametrize("mix", [0, 23])  # the lightest and the heaviest (the Oracle: 48 of 56 cores and ways)
+def test_osml_mixes_heavy_has_headroom_and_fits(mix):
+    scenario = load_colo_scenario("osml_mixes_heavy")
+    server = ColoServer(scenario.engine_config(mix=mix, seed=1))
+    run = np.ones(3, dtype=bool)
+    equal = server.steady_state(
+        equal_split(server.total_cores, run)[None], equal_split(server.total_ways, run)[None], server.rps
+    )[0]
+    assert (equal > server.qos_ms).any()  # an equal split misses QoS
+    assert cheapest(server, server.rps, np.arange(3), margin=0.1).feasible  # the Oracle's search fits the mix

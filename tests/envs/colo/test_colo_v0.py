@@ -57,8 +57,21 @@ def test_reward_is_osmls_model_c_reward(now, before, dc, dw, want):
     assert colo_v0.osml_reward(now, before, dc, dw) == pytest.approx(want, rel=1e-12)
 
 
-def test_rewards_follow_the_latency_change_and_granted_resources():
-    env = colo_v0.parallel_env()
+@pytest.mark.parametrize("excess", [1e-9, 0.01, 0.5, 3.0, 1e6])
+def test_qos_reward_makes_any_violation_cost_more_than_any_reclaim(excess):
+    qos = 10.0
+    met = [colo_v0.qos_reward(qos, qos, dc, dw) for dc in range(-3, 4) for dw in range(-3, 4)]
+    violated = [colo_v0.qos_reward(qos * (1 + excess), qos, dc, dw) for dc in range(-3, 4) for dw in range(-3, 4)]
+    assert max(met) == 6.0 and min(met) == -6.0  # one unit per core or way freed or added
+    assert max(violated) < 0.0  # freeing 3 cores and 3 ways (+6) never pays for a violation
+    assert max(violated) <= -colo_v0.QOS_WEIGHT + 6 - colo_v0.QOS_WEIGHT * min(excess, colo_v0.EXCESS_CAP) + 1e-9
+    worse = colo_v0.qos_reward(qos * (1 + 2 * excess), qos, 0, 0)  # grows with the excess up to the cap
+    assert worse < colo_v0.qos_reward(qos * (1 + excess), qos, 0, 0) or excess >= colo_v0.EXCESS_CAP / 2
+
+
+@pytest.mark.parametrize("reward", ["qos", "paper"])
+def test_rewards_follow_the_reward_rule_and_granted_resources(reward):
+    env = colo_v0.parallel_env(reward=reward)
     obs, infos = env.reset(seed=4)
     previous = {a: infos[a]["latency_ms"] for a in env.agents}
     rng = np.random.default_rng(0)
@@ -66,9 +79,17 @@ def test_rewards_follow_the_latency_change_and_granted_resources():
         obs, rewards, _, _, infos = env.step(masked_random(env, obs, rng))
         for a in env.agents:
             dc, dw = infos[a]["granted"]
-            want = colo_v0.osml_reward(infos[a]["latency_ms"], previous[a], dc, dw)
+            if reward == "paper":
+                want = colo_v0.osml_reward(infos[a]["latency_ms"], previous[a], dc, dw)
+            else:
+                want = colo_v0.qos_reward(infos[a]["latency_ms"], infos[a]["qos_ms"], dc, dw)
             assert rewards[a] == pytest.approx(want, rel=1e-12)
             previous[a] = infos[a]["latency_ms"]
+
+
+def test_an_unknown_reward_is_refused_by_name():
+    with pytest.raises(InvalidConfigError, match="reward"):
+        colo_v0.parallel_env(reward="fast")
 
 
 def test_masks_allow_exactly_what_is_free_and_masked_actions_are_clipped():

@@ -85,7 +85,12 @@ class Reference:
             i = self.names.index(a)
             dc, dw = granted.get(a, (0, 0))
             obs[a] = self.observe(a)
-            rewards[a] = 0.0 if a in new else colo_v0.osml_reward(latency[i], self.latency[i], dc, dw)
+            if a in new:
+                rewards[a] = 0.0
+            elif self.env.reward == "paper":
+                rewards[a] = colo_v0.osml_reward(latency[i], self.latency[i], dc, dw)
+            else:
+                rewards[a] = colo_v0.qos_reward(latency[i], float(self.server.qos_ms[i]), dc, dw)
             terminations[a] = a in ended
             truncations[a] = truncated and a not in ended
             infos[a] = self.info(a, (dc, dw))
@@ -185,7 +190,7 @@ GAP = {  # five services: one leaves before the others launch (no service for 20
     [
         ("osml_case_a", {}, True),
         ("colo_churn", {"interval_s": 1.0}, False),
-        ("colo_churn", {"interval_s": 5.0, "start": [30, 15]}, True),
+        ("colo_churn", {"interval_s": 5.0, "start": [30, 15], "reward": "paper"}, True),
         (("osml_case_a", GAP), {"interval_s": 2.0}, False),
         (("osml_case_a", GAP), {"interval_s": 1.0, "start": [20, 12]}, True),
         ("osml_mixes", {"mix": "random", "interval_s": 0.5, "max_steps": 60}, False),

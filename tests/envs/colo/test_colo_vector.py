@@ -10,11 +10,11 @@ from dcgym.envs.colo.vector import ColoVectorEnv
 from dcgym.envs.error import InvalidActionError, ResetNeededError
 
 
-@pytest.mark.parametrize("scenario", ["colo_churn", "osml_case_a"])
-def test_every_copy_follows_colo_v0_under_the_same_actions(scenario):
+@pytest.mark.parametrize(("scenario", "reward"), [("colo_churn", "qos"), ("osml_case_a", "paper")])
+def test_every_copy_follows_colo_v0_under_the_same_actions(scenario, reward):
     copies = 3
-    vec = ColoVectorEnv(copies, scenario=scenario)
-    singles = [colo_v0.parallel_env(scenario=scenario) for _ in range(copies)]
+    vec = ColoVectorEnv(copies, scenario=scenario, reward=reward)
+    singles = [colo_v0.parallel_env(scenario=scenario, reward=reward) for _ in range(copies)]
     obs, info = vec.reset(seed=10)
     first = [env.reset(seed=10 + k)[0] for k, env in enumerate(singles)]
     names = vec.possible_agents

@@ -85,13 +85,13 @@ struct ServiceParams {
   double mlp = 2;              // memory-level parallelism: misses overlapped
   double bytes_per_miss = 64;  // memory traffic per LLC miss (line + writebacks, prefetch)
   MissRateCurve mrc;
-  double io_ms = 0;              // time per request blocked off-core (holds a thread, not a core)
-  double smt_penalty = 0;        // extra slowdown factor when a sibling hyperthread runs another service
-  double ctx_overhead = 0.03;    // slowdown per extra thread per core when threads > cores (OSML §3.2)
-  double warmup_s = 0;           // after launch: service times inflated, fading linearly
-  double warmup_slowdown = 0.5;  // inflation at launch (0.5: 50% longer)
-  double virt_memory_gb = 0;     // reported as Virt_Memory (bytes)
-  double res_memory_gb = 0;      // reported as Res_Memory (bytes)
+  double io_ms = 0;            // time per request blocked off-core (holds a thread, not a core)
+  double smt_penalty = 0;      // extra slowdown factor when a sibling hyperthread runs another service
+  double ctx_overhead = 0.03;  // slowdown per extra thread per core when threads > cores (OSML §3.2)
+  double warmup_s = 0;         // after launch: service times inflated, fading linearly
+  double warmup_slowdown = 0;  // inflation at launch (0.5: 50% longer); none is published
+  double virt_memory_gb = 0;   // reported as Virt_Memory (bytes)
+  double res_memory_gb = 0;    // reported as Res_Memory (bytes)
 
   void Validate(const std::string& field) const;
 };
