@@ -37,6 +37,7 @@ from dcgym.envs.error import InvalidConfigError, Verbatim, did_you_mean
 from dcgym.envs.families import known_envs
 from dcgym.envs.scenario import Load, Seed, apply_overrides, read_yaml
 from dcgym.envs.validation import validate
+from dcgym.envs.yaml_text import parse
 
 __all__ = [
     "ENVS",
@@ -227,7 +228,7 @@ def parse_assignments(items: Sequence[str] | None) -> dict[str, Any]:
         if not sep or not key or any(not part for part in key.split(".")):
             raise InvalidConfigError("--set", item, "key=value with a dotted key, e.g. budget.iterations=10")
         try:
-            overrides[key] = yaml.safe_load(text) if text.strip() else None
+            overrides[key] = parse(text) if text.strip() else None
         except yaml.YAMLError:
             raise InvalidConfigError(
                 key, Verbatim(text), "a YAML value (quote strings with special characters)"
