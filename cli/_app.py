@@ -88,5 +88,7 @@ def _usage_message(exc: typer.TyperException) -> str:
         value, reason = first["input"], first["msg"]
     except (IndexError, KeyError, TypeError):
         return exc.format_message()
-    allowed = reason.removeprefix("Input should be ").split(",")[0]
+    reason = reason.removeprefix("Value error, ")  # a parser's own message: "'x' is not one of 'a', 'b'."
+    one_of = reason.partition(" is not one of ")[2]
+    allowed = "one of " + one_of.rstrip(".") if one_of else reason.removeprefix("Input should be ").split(",")[0]
     return str(InvalidConfigError(max(param.opts, key=len), str(value), allowed))
