@@ -49,6 +49,7 @@ from dcgym.agents.policies.rack import (
     load_policy_file,
 )
 from dcgym.agents.policies.sources import Source, Spec
+from dcgym.agents.progress import run_in_pieces
 from dcgym.cpp_core import RackController, RackSim, check_rack_config
 
 log = logging.getLogger(__name__)
@@ -128,10 +129,10 @@ class Job:
         """Run the engine to the end of warm-up and to the end: the row, histogram and timeline."""
         start = time.perf_counter()
         sim = RackSim(self.config)
-        sim.run_tasks(self.warmup)
+        run_in_pieces(sim.run_tasks, self.warmup)
         at_warmup = sim.results()
         measured_from_us = sim.now_us
-        sim.run_tasks(self.tasks - self.warmup)
+        run_in_pieces(sim.run_tasks, self.tasks - self.warmup)
         return run_record(self, sim, at_warmup, measured_from_us, time.perf_counter() - start)
 
 
