@@ -16,10 +16,13 @@ import typer
 from dcgym import __version__
 from dcgym.envs.error import DcgymError, InvalidConfigError
 
-__all__ = ["BAD_INPUT", "VersionOption", "new_app", "print_error", "run_app"]
+__all__ = ["BAD_INPUT", "INTERRUPTED", "VersionOption", "new_app", "print_error", "run_app"]
 
 BAD_INPUT = 2
 """Exit status for any bad argument or configuration (and for usage errors)."""
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT)."""
 
 
 def new_app(doc: str | None) -> typer.Typer:

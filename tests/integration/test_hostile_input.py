@@ -71,3 +71,40 @@ def test_the_zoo_lists_what_each_policy_is_not_its_name_again(capsys):
         line.split("  ", 1)[1].strip() != line.split("  ", 1)[0].removeprefix("zoo:") for line in lines
     )
     assert any(" on rack_v0, scenario " in line for line in lines), lines
+
+
+def test_ctrl_c_during_an_evaluation_leaves_out_as_it_was_and_says_how_far_it_got(tmp_path, capsys, monkeypatch):
+    from dcgym.agents.evaluation import runner
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("older")
+    real, calls = runner.run_job, []
+
+    def second_interrupted(job):
+        calls.append(job)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(job)
+
+    monkeypatch.setattr(runner, "run_job", second_interrupted)
+    args = ["--scenario", "mm16", "--loads", "0.5,0.6", "--tasks", "2000", "--workers", "0", "--out", str(out)]
+    assert evaluate.run(args) == 130
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        err
+        == f"interrupted after 1 of 2 runs: {out} left as it was (results are written only when every run has finished)"
+    )
+    assert [p.name for p in out.iterdir()] == ["results.json"] and (out / "results.json").read_text() == "older"
+    monkeypatch.setattr(runner, "run_job", real)
+    assert evaluate.run(args) == 0
+    assert (out / "results.json").read_text() != "older" and not list(out.glob(".partial-*"))
+    assert {"results.json", "results.csv", "summary.csv"} <= {p.name for p in out.iterdir()}
+
+
+def test_an_out_folder_that_cannot_be_made_is_named_with_the_reason(tmp_path, capsys):
+    (tmp_path / "a_file").write_text("x")
+    line = one_error_line(capsys, evaluate.run(["--out", str(tmp_path / "a_file/sub")]))
+    assert (
+        line == f'error: --out: got "{tmp_path / "a_file/sub"}"; allowed: a folder that can be made (Not a directory)'
+    )
