@@ -108,3 +108,9 @@ def test_an_out_folder_that_cannot_be_made_is_named_with_the_reason(tmp_path, ca
     assert (
         line == f'error: --out: got "{tmp_path / "a_file/sub"}"; allowed: a folder that can be made (Not a directory)'
     )
+
+
+def test_a_timeline_that_would_keep_gigabytes_of_samples_is_refused_with_the_shortest_period(tmp_path, capsys):
+    line = one_error_line(capsys, evaluate.run(["--timeline", "0.001", "--out", str(tmp_path)]))
+    assert line.startswith("error: sample_period_us (--timeline): got 0.001; allowed: a period of at least "), line
+    assert "at most 1,000,000 load samples per run" in line, line
