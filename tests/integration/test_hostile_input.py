@@ -114,3 +114,10 @@ def test_a_timeline_that_would_keep_gigabytes_of_samples_is_refused_with_the_sho
     line = one_error_line(capsys, evaluate.run(["--timeline", "0.001", "--out", str(tmp_path)]))
     assert line.startswith("error: sample_period_us (--timeline): got 0.001; allowed: a period of at least "), line
     assert "at most 1,000,000 load samples per run" in line, line
+
+
+def test_a_colo_run_longer_than_a_day_is_refused_as_its_horizon_is(tmp_path, capsys):
+    args = ["--scenario", SCENARIO["colo"], "--tasks", "1000000000000", "--out", str(tmp_path)]
+    line = one_error_line(capsys, evaluate.run(args))
+    assert line.startswith("error: tasks: got 1000000000000; allowed: seconds of simulated time per run >"), line
+    assert "at most 86,400" in line, line
