@@ -21,7 +21,7 @@ import typer
 
 from dcgym._app import VersionOption, new_app, run_app
 from dcgym.agents.algorithms import LEARNING_SYSTEMS
-from dcgym.agents.heuristics import baselines
+from dcgym.agents.heuristics import policies
 from dcgym.agents.policies.zoo import list_zoo, zoo_dir
 from dcgym.agents.training.experiment import list_experiments, load_experiment
 from dcgym.envs.families import FAMILIES
@@ -57,7 +57,7 @@ def main(
     elif what is What.policies:
         for name in families:
             print(f"# {name}")
-            for spec, summary in baselines(name).items():
+            for spec, summary in policies(name).items():
                 print(f"{spec}  {summary}")
         print(
             "# any family: a checkpoint or run folder written by dcgym-train, or a policy file (FILE.dcpol, zoo:NAME)"

@@ -121,3 +121,11 @@ def test_a_colo_run_longer_than_a_day_is_refused_as_its_horizon_is(tmp_path, cap
     line = one_error_line(capsys, evaluate.run(args))
     assert line.startswith("error: tasks: got 1000000000000; allowed: seconds of simulated time per run >"), line
     assert "at most 86,400" in line, line
+
+
+def test_list_policies_shows_every_rack_heuristic_the_engine_runs(capsys):
+    from dcgym.envs.rack.dispatch import HEURISTICS
+
+    assert catalog.run(["policies", "--family", "rack"]) == 0
+    listed = [line.split("  ", 1)[0] for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert listed == list(HEURISTICS)
