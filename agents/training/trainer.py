@@ -534,7 +534,7 @@ _PROGRESS = (
 
 def _postfix(metrics: Mapping[str, float]) -> str:
     value = metrics.get("charts/return", metrics.get("charts/team_return"))  # a one-agent env has only the latter
-    shown = [f"return={'-' if value is None else format(value, '.4g')}"]
+    shown = [f"return={'(no episode ended yet)' if value is None else format(value, '.4g')}"]
     shown += [f"{label}={format(metrics[key], fmt)}{unit}" for key, label, fmt, unit in _PROGRESS if key in metrics]
     return " ".join(shown)
 
