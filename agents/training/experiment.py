@@ -33,6 +33,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from dcgym.agents.algorithms import check_algorithm, check_env, resolve_hyperparameters
+from dcgym.agents.evaluation.core import Tasks
 from dcgym.envs.error import InvalidConfigError, Verbatim, did_you_mean
 from dcgym.envs.families import known_envs
 from dcgym.envs.scenario import Load, Seed, apply_overrides, read_yaml
@@ -85,7 +86,7 @@ class Evaluation(_Schema):
     """Baselines by name (rack: ``po2``, ``jbt:threshold=1``, ...; lb: ``ecmp``, ``wcmp``, ``lsq``, ``sed``)."""
     loads: list[Load] | None = None
     """Loads to evaluate at; null = the scenario's grid."""
-    tasks: int = Field(200_000, ge=1)
+    tasks: Tasks = 200_000
     """Units of work per run (tasks on a rack, flows on a multi-LB cluster), the warm-up included."""
     seeds: list[Seed] = Field([1], min_length=1)
     """Seeds of the evaluation runs: the same tasks for every policy (common random numbers)."""
