@@ -17,8 +17,9 @@ serial for a single run; ``--workers 0`` always serial) or the cluster at ``--ad
 results.json, results.csv, summary.csv and the family's plots into --out, and prints a table of means
 with 95% confidence intervals over seeds (or, with --json, only the results document). A cell marked
 ``*`` is censored: its percentiles leave out dropped or unfinished work (the note under the table
-says which). Paths may be relative to the working directory. Bad input prints one ``error: ...`` line
-on standard error and exits with status 2. This is a thin front over :mod:`dcgym.agents.evaluation`.
+says which). The files reach --out only once every run has finished: Ctrl-C (exit status 130) says how
+many runs had finished and leaves --out as it was. Paths may be relative to the working directory. Bad
+input prints one ``error: ...`` line on standard error and exits with status 2. This is a thin front over :mod:`dcgym.agents.evaluation`.
 """
 
 from __future__ import annotations
