@@ -69,8 +69,11 @@ def _run_on_ray(jobs: Sequence[Any], workers: int, address: str | None, bar: Pro
 
     started = not ray.is_initialized()
     if started:
-        where = f"the Ray cluster at {address}" if address else f"a local Ray of {workers or cores()} CPUs"
-        log.info("starting %s for %d runs (--workers 0: one after another here, without Ray)", where, len(jobs))
+        if address is None:  # seconds of silence otherwise (a cluster's address is checked first, quickly)
+            log.info(
+                "starting a local Ray of %d CPUs for %d runs (--workers 0: one after another here, without Ray)",
+                *(workers or cores(), len(jobs)),
+            )
         ray_session.init(workers or cores(), address)
     try:
         remote = ray.remote(num_cpus=1)(run_job)
