@@ -9,10 +9,16 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 from tqdm import tqdm
 
-__all__ = ["LINE_EVERY_S", "Progress"]
+__all__ = ["LINE_EVERY_S", "PIECE", "Progress", "run_in_pieces"]
+
+PIECE = 50_000
+"""Arrivals the engine simulates per call in a long run: it returns to Python this often (well under a second), so
+Ctrl-C stops a run of any length promptly (signals are handled only between calls)."""
 
 LINE_EVERY_S = 30.0
 """Seconds between plain lines when the total is unknown."""
@@ -62,3 +68,12 @@ class Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def run_in_pieces(advance: Callable[[int], Any], n: int) -> None:
+    """``advance(n)`` (an engine's ``run_tasks``/``run_flows``: until n more arrivals) as calls of at most
+    :data:`PIECE` arrivals; the engine stops right after the n-th arrival either way, so the run is the same."""
+    while n > 0:
+        piece = min(n, PIECE)
+        advance(piece)
+        n -= piece

@@ -16,10 +16,13 @@ import typer
 from dcgym import __version__
 from dcgym.envs.error import DcgymError, InvalidConfigError
 
-__all__ = ["BAD_INPUT", "VersionOption", "new_app", "print_error", "run_app"]
+__all__ = ["BAD_INPUT", "INTERRUPTED", "VersionOption", "new_app", "print_error", "run_app"]
 
 BAD_INPUT = 2
 """Exit status for any bad argument or configuration (and for usage errors)."""
+
+INTERRUPTED = 130
+"""Exit status after Ctrl-C (128 + SIGINT)."""
 
 
 def new_app(doc: str | None) -> typer.Typer:
@@ -88,5 +91,7 @@ def _usage_message(exc: typer.TyperException) -> str:
         value, reason = first["input"], first["msg"]
     except (IndexError, KeyError, TypeError):
         return exc.format_message()
-    allowed = reason.removeprefix("Input should be ").split(",")[0]
+    reason = reason.removeprefix("Value error, ")  # a parser's own message: "'x' is not one of 'a', 'b'."
+    one_of = reason.partition(" is not one of ")[2]
+    allowed = "one of " + one_of.rstrip(".") if one_of else reason.removeprefix("Input should be ").split(",")[0]
     return str(InvalidConfigError(max(param.opts, key=len), str(value), allowed))

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -20,7 +21,7 @@ import typer
 
 from dcgym._app import VersionOption, new_app, run_app
 from dcgym.agents.algorithms import LEARNING_SYSTEMS
-from dcgym.agents.heuristics import baselines
+from dcgym.agents.heuristics import policies
 from dcgym.agents.policies.zoo import list_zoo, zoo_dir
 from dcgym.agents.training.experiment import list_experiments, load_experiment
 from dcgym.envs.families import FAMILIES
@@ -56,7 +57,7 @@ def main(
     elif what is What.policies:
         for name in families:
             print(f"# {name}")
-            for spec, summary in baselines(name).items():
+            for spec, summary in policies(name).items():
                 print(f"{spec}  {summary}")
         print(
             "# any family: a checkpoint or run folder written by dcgym-train, or a policy file (FILE.dcpol, zoo:NAME)"
@@ -75,13 +76,22 @@ def main(
     else:
         folders = list_zoo(entry="folder")  # OSML's models, a folder of policy files, for the colo scenarios
         for name in sorted([*list_zoo(), *folders]):
-            card = zoo_dir() / f"{name}.md"
-            text = card.read_text(encoding="utf-8") if card.is_file() else name
-            first = next((line for line in text.splitlines() if line.strip()), "")
             print(
-                f"zoo:{name}  {first.lstrip('# ')}"
+                f"zoo:{name}  {_card_summary(zoo_dir() / f'{name}.md')}"
                 + ("  (a folder of OSML's models: colo scenarios)" if name in folders else "")
             )
+
+
+def _card_summary(card: Path) -> str:
+    """What a zoo card says the policy is: its provenance's ``algorithm on env, scenario ...``, else its first
+    line that is not the title."""
+    lines = [line.strip() for line in card.read_text(encoding="utf-8").splitlines()] if card.is_file() else []
+    body = [line for line in lines if line and not line.startswith("#")]
+    if not body:
+        return "(no card)"
+    match = re.match(r"Provenance: [^(]*\(([^)]*)\)", body[0])
+    text = (match[1] if match else body[0]).replace("`", "")
+    return text if len(text) <= 100 else re.split(r"(?<=[.:;])\s", text)[0].rstrip(":;")
 
 
 def run(argv: list[str] | None = None, prog: str | None = None) -> int:

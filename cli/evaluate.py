@@ -17,14 +17,19 @@ serial for a single run; ``--workers 0`` always serial) or the cluster at ``--ad
 results.json, results.csv, summary.csv and the family's plots into --out, and prints a table of means
 with 95% confidence intervals over seeds (or, with --json, only the results document). A cell marked
 ``*`` is censored: its percentiles leave out dropped or unfinished work (the note under the table
-says which). Paths may be relative to the working directory. Bad input prints one ``error: ...`` line
-on standard error and exits with status 2. This is a thin front over :mod:`dcgym.agents.evaluation`.
+says which). The files reach --out only once every run has finished: Ctrl-C (exit status 130) says how
+many runs had finished and leaves --out as it was. Paths may be relative to the working directory. Bad
+input prints one ``error: ...`` line on standard error and exits with status 2. This is a thin front over :mod:`dcgym.agents.evaluation`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,10 +37,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from dcgym._app import VersionOption, new_app, run_app
+from dcgym._app import INTERRUPTED, VersionOption, new_app, run_app
 from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots, write_results
 from dcgym.agents.evaluation.document import get_path
 from dcgym.agents.evaluation.family import EVALUATIONS, family_of
+from dcgym.agents.evaluation.runner import RunsInterrupted
 from dcgym.agents.evaluation.scores import cell_scores
 from dcgym.agents.evaluation.suites import applies, suite_scenarios
 from dcgym.agents.policies import Source, classify
@@ -43,7 +49,9 @@ from dcgym.agents.policies.checkpoints import checkpoint_scenario
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import DEFAULT_SCENARIO, load_scenario
 
-__all__ = ["app", "main", "run"]
+__all__ = ["INTERRUPTED", "app", "main", "run"]
+
+_OUT: list[Path] = []  # the --out folder of this invocation, once made, for the message after Ctrl-C
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +127,11 @@ def main(
         )
     if out.exists() and not out.is_dir():
         raise InvalidConfigError("--out", str(out), "a folder to write the results into (this is a file)")
+    try:
+        out.mkdir(parents=True, exist_ok=True)  # fail before the runs, not after
+    except OSError as exc:
+        raise InvalidConfigError("--out", str(out), f"a folder that can be made ({exc.strerror})") from None
+    _OUT[:] = [out]
     # Each scenario with its loads and folder: a suite's scenarios (their own loads unless --loads) in subfolders.
     runs = (
         [
@@ -128,7 +141,6 @@ def main(
         if suite is not None
         else [(scenario, grid, out)]
     )
-    out.mkdir(parents=True, exist_ok=True)  # fail before the runs, not after
     docs = []
     for one, one_grid, folder in runs:
         chosen = policy
@@ -141,27 +153,77 @@ def main(
                     )
             if not chosen:
                 continue
-        doc = evaluate(
-            one,
-            chosen,
-            one_grid,
-            tasks=tasks,
-            seed=seed,
-            seeds=seed_list,
-            workers=workers,
-            address=address,
-            sample_period_us=timeline,
-            explore=explore,
-        )
+        try:
+            doc = evaluate(
+                one,
+                chosen,
+                one_grid,
+                tasks=tasks,
+                seed=seed,
+                seeds=seed_list,
+                workers=workers,
+                address=address,
+                sample_period_us=timeline,
+                explore=explore,
+            )
+        except KeyboardInterrupt as exc:  # Typer would turn it into a silent exit 130
+            raise _Stopped(exc) from None
         folder.mkdir(parents=True, exist_ok=True)
-        write_results(doc, folder)
-        write_plots(doc, folder)
+        _write_into(folder, doc)
         docs.append(doc)
         if not json_out:
             print_summary(doc, scores=cell_scores(doc, load_scenario(one) if isinstance(one, (str, Path)) else one))
     if json_out:
         text = to_json(docs[0]) if suite is None else "[" + ",\n".join(to_json(d) for d in docs) + "]"
         sys.stdout.write(text + "\n")
+
+
+def _write_into(out: Path, doc: dict[str, Any]) -> None:
+    """Write the results and plots into a folder beside them, then move each file in: a failed or interrupted
+    run leaves ``out`` as it was, never a mix of older and newer files under the names a later command reads."""
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=out))
+    try:
+        with _quiet_writes():
+            write_results(doc, staging)
+            write_plots(doc, staging)
+        for path in sorted(p for p in staging.rglob("*") if p.is_file()):
+            target = out / path.relative_to(staging)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(path, target)
+            logging.getLogger(__name__).info("wrote %s", target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _quiet_writes():
+    """The writers' "wrote PATH" lines name the staging folder: said once the files are in place instead."""
+    loggers = [logging.getLogger(f"dcgym.agents.evaluation.{m}") for m in ("document", "plots")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+class _Stopped(Exception):
+    """Ctrl-C during the runs (``interrupt``: the KeyboardInterrupt, a RunsInterrupted saying how far they got)."""
+
+    def __init__(self, interrupt: KeyboardInterrupt) -> None:
+        super().__init__()
+        self.interrupt = interrupt
+
+
+def _interrupted(exc: BaseException) -> int:
+    """After Ctrl-C: how far the runs got, and that ``--out`` was left as it was."""
+    runs = exc.interrupt if isinstance(exc, _Stopped) else exc
+    done = f" after {runs.finished} of {runs.total} runs" if isinstance(runs, RunsInterrupted) else ""
+    where = f"{_OUT[0]} left as it was" if _OUT else "nothing written"
+    print(f"interrupted{done}: {where} (results are written only when every run has finished)", file=sys.stderr)
+    return INTERRUPTED
 
 
 def _trained_scenario(policies: list[str]) -> Any:
@@ -222,7 +284,8 @@ def _fmt(stat: dict[str, Any] | None, digits: int = 1, scale: float = 1.0) -> st
 def run(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line, returning the exit status; every error is one line on stderr."""
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    return run_app(app, argv, prog or Path(sys.argv[0]).name)
+    _OUT.clear()
+    return run_app(app, argv, prog or Path(sys.argv[0]).name, {_Stopped: _interrupted, KeyboardInterrupt: _interrupted})
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ import typer
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from dcgym._app import VersionOption, new_app, run_app  # noqa: E402
+from dcgym._app import INTERRUPTED, VersionOption, new_app, run_app  # noqa: E402
 from dcgym.agents.algorithms import algorithms  # noqa: E402
 from dcgym.agents.training import CONFIG_FILE, Trainer, find_run, new_run_dir  # noqa: E402
 from dcgym.agents.training.experiment import load_experiment, parse_assignments  # noqa: E402
@@ -36,9 +36,6 @@ from dcgym.envs.error import DcgymError, InvalidConfigError  # noqa: E402
 from dcgym.evaluate import print_summary  # noqa: E402
 
 __all__ = ["INTERRUPTED", "app", "main", "run"]
-
-INTERRUPTED = 130
-"""Exit status after Ctrl-C (128 + SIGINT), once the checkpoint is written."""
 
 _ARGV: list[str] = []  # the arguments of this invocation, for run.json
 _PROG: list[str] = ["train.py"]  # how it was invoked

@@ -32,6 +32,7 @@ from dcgym.envs.error import MISSING, InvalidConfigError, UnknownScenarioError, 
 from dcgym.envs.families import FAMILIES, Family, family, load_entry_point
 from dcgym.envs.schema import Load, ScenarioBase, Seed
 from dcgym.envs.validation import validate
+from dcgym.envs.yaml_text import parse
 
 __all__ = [
     "DEFAULT_SCENARIO",
@@ -122,7 +123,7 @@ def read_yaml(source: Path | Traversable, shown: str) -> Any:
     except OSError as exc:
         raise InvalidConfigError(shown, Verbatim(f"an unreadable file ({exc.strerror})"), "a readable file") from None
     try:
-        return yaml.safe_load(text)
+        return parse(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -46,7 +46,7 @@ from dcgym.agents.evaluation.plots import save_figure, value_axis
 from dcgym.agents.policies.colo import make_scheduler, osml_files
 from dcgym.agents.policies.sources import Source, Spec
 from dcgym.cpp_core import check_colo_config
-from dcgym.envs.colo.scenario import ColoScenario, SchedulerSpec, parse_scheduler
+from dcgym.envs.colo.scenario import MAX_HORIZON_S, ColoScenario, SchedulerSpec, parse_scheduler
 from dcgym.envs.colo.server import ColoServer
 from dcgym.envs.error import InvalidConfigError
 
@@ -305,9 +305,12 @@ class ColoEvaluation(EvaluationFamily):
         work: int,
         options: Options,
     ) -> list[Any]:
-        if work <= scenario.hold_s:
+        if not scenario.hold_s < work <= MAX_HORIZON_S:
             raise InvalidConfigError(
-                "tasks", work, f"seconds of simulated time per run > the scenario's hold_s ({scenario.hold_s:g})"
+                "tasks",
+                work,
+                f"seconds of simulated time per run > the scenario's hold_s ({scenario.hold_s:g}) and at most "
+                f"{MAX_HORIZON_S:,} (a day, as horizon_s)",
             )
         for load in loads:
             scenario.mix(load)

@@ -55,6 +55,8 @@ Loads = Annotated[list[Load], Field(min_length=1)]
 Seeds = Annotated[list[Seed], Field(min_length=1)]
 Workers = Annotated[int, Field(ge=0, le=4096)]
 SamplePeriod = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+MAX_SEED_COUNT = 10_000
+"""Most seeds ``--seeds N`` asks for (each is a run per policy and load)."""
 
 
 def evaluate(
@@ -184,8 +186,8 @@ def parse_seeds(text: str) -> list[int]:
         numbers = [int(part) for part in parts if part]
     except ValueError:
         raise InvalidConfigError("seeds", text, allowed) from None
-    if not numbers or (len(parts) == 1 and numbers[0] < 1):
-        raise InvalidConfigError("seeds", text, allowed)
+    if not numbers or (len(parts) == 1 and not 1 <= numbers[0] <= MAX_SEED_COUNT):
+        raise InvalidConfigError("seeds", text, f"{allowed}; a count at most {MAX_SEED_COUNT}")
     return list(range(1, numbers[0] + 1)) if len(parts) == 1 else numbers
 
 

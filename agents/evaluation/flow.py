@@ -48,6 +48,7 @@ from dcgym.agents.evaluation.stats import nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.flow import auto_policy_files, trained_steps
 from dcgym.agents.policies.sources import Source, Spec
+from dcgym.agents.progress import run_in_pieces
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import FlowSim, check_flow_config, flow_workloads, run_auto_policies
 from dcgym.envs.error import InvalidConfigError
@@ -135,7 +136,7 @@ def measure(sim: FlowSim, flows: int, warmup: int, step: Any = None) -> dict[str
     """
     advance = step or sim.run_for
     if step is None:
-        sim.run_flows(flows)
+        run_in_pieces(sim.run_flows, flows)
     else:
         while sim.results()["flows_arrived"] < flows:
             advance()

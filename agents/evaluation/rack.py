@@ -49,6 +49,7 @@ from dcgym.agents.policies.rack import (
     load_policy_file,
 )
 from dcgym.agents.policies.sources import Source, Spec
+from dcgym.agents.progress import run_in_pieces
 from dcgym.cpp_core import RackController, RackSim, check_rack_config
 from dcgym.envs.error import InvalidConfigError
 
@@ -71,6 +72,9 @@ DROPPED_ABOVE = 0.001
 
 IN_FLIGHT_ABOVE = 0.01
 """... or when more than this share is still in the rack at the end of the run."""
+
+MAX_SAMPLES = 1_000_000
+"""Load samples one run may keep (``--timeline``): each holds every node's load, so more would take gigabytes."""
 
 _PERCENTILES = ("mean", "p50", "p90", "p99", "p999")
 _TYPE_STATS = ("mean", "p50", "p99")
@@ -129,10 +133,10 @@ class Job:
         """Run the engine to the end of warm-up and to the end: the row, histogram and timeline."""
         start = time.perf_counter()
         sim = RackSim(self.config)
-        sim.run_tasks(self.warmup)
+        run_in_pieces(sim.run_tasks, self.warmup)
         at_warmup = sim.results()
         measured_from_us = sim.now_us
-        sim.run_tasks(self.tasks - self.warmup)
+        run_in_pieces(sim.run_tasks, self.tasks - self.warmup)
         return run_record(self, sim, at_warmup, measured_from_us, time.perf_counter() - start)
 
 
@@ -273,6 +277,20 @@ def policy_file_jobs(
     return jobs
 
 
+def _check_samples(scenario: Any, loads: Sequence[float], tasks: int, period_us: float, given: bool) -> None:
+    """InvalidConfigError naming ``--timeline`` (or the scenario's ``sample_period_us``) if a run would keep more
+    than :data:`MAX_SAMPLES` load samples: its expected length (``tasks`` arrivals at the lowest load's rate) over
+    the period, with the shortest period that fits."""
+    run_us = tasks / _arrival_rate_per_us(scenario, min(loads))
+    if run_us / period_us > MAX_SAMPLES:
+        raise InvalidConfigError(
+            "sample_period_us (--timeline)" if given else "sample_period_us",
+            period_us,
+            f"a period of at least {math.ceil(run_us / MAX_SAMPLES):g} us for runs of {tasks:,} tasks (about "
+            f"{run_us:,.0f} us each; at most {MAX_SAMPLES:,} load samples per run)",
+        )
+
+
 def _arrival_rate_per_us(scenario: Any, load: float) -> float:
     """Tasks per us that ``scenario`` offers at ``load``."""
     return RackSim(scenario.engine_config(load, seed=1)).results()["arrival_rate_per_us"]
@@ -371,6 +389,8 @@ class RackEvaluation(EvaluationFamily):
         trained_labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
         files = _policy_files([s.given for s in specs if s.source is Source.POLICY_FILE])
         period = scenario.sample_period_us if options.sample_period_us is None else options.sample_period_us
+        if period > 0:
+            _check_samples(scenario, loads, work, period, options.sample_period_us is not None)
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.CHECKPOINT:

@@ -18,9 +18,17 @@ from dcgym.agents import ray_session
 from dcgym.agents.progress import Progress
 from dcgym.envs.error import DcgymError
 
-__all__ = ["cores", "run_all", "run_job"]
+__all__ = ["RunsInterrupted", "cores", "run_all", "run_job"]
 
 log = logging.getLogger(__name__)
+
+
+class RunsInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an evaluation: how many of its runs had finished (the caller says what becomes of them)."""
+
+    def __init__(self, finished: int, total: int) -> None:
+        super().__init__(f"{finished} of {total} runs finished")
+        self.finished, self.total = finished, total
 
 
 def run_job(job: Any) -> dict[str, Any]:
@@ -49,6 +57,8 @@ def run_all(jobs: Sequence[Any], workers: int | None, address: str | None, progr
                 bar.update()
             return outputs
         return _run_on_ray(jobs, workers, address, bar)
+    except KeyboardInterrupt:
+        raise RunsInterrupted(bar.done, len(jobs)) from None
     finally:
         bar.close()
 
@@ -59,6 +69,11 @@ def _run_on_ray(jobs: Sequence[Any], workers: int, address: str | None, bar: Pro
 
     started = not ray.is_initialized()
     if started:
+        if address is None:  # seconds of silence otherwise (a cluster's address is checked first, quickly)
+            log.info(
+                "starting a local Ray of %d CPUs for %d runs (--workers 0: one after another here, without Ray)",
+                *(workers or cores(), len(jobs)),
+            )
         ray_session.init(workers or cores(), address)
     try:
         remote = ray.remote(num_cpus=1)(run_job)

@@ -7,9 +7,9 @@
 | colo | :mod:`dcgym.agents.heuristics.colo` | schedulers of one server (Unmanaged, equal split, PARTIES, CLITE, Oracle) |
 | flow | :mod:`dcgym.agents.heuristics.flow` | the flow engine's scheduling policies (fair, QSJF, QLAS, PIAS, LAS, SRPT) and PIAS's threshold optimizer |
 
-Each module has ``BASELINES``: the policy specs the family's leaderboard and
-``dcgym list policies`` show, by name, with a one-line summary
-(:func:`baselines`).
+Each module has ``BASELINES``: the policy specs the family's leaderboard runs, by name, with a one-line summary
+(:func:`baselines`); a family with more, the rack, lists every one in ``POLICIES`` (:func:`policies`, what
+``dcgym list policies`` shows).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import importlib
 
 from dcgym.envs.families import family
 
-__all__ = ["FAMILY_MODULES", "baselines"]
+__all__ = ["FAMILY_MODULES", "baselines", "policies"]
 
 FAMILY_MODULES: dict[str, str] = {
     "rack": "dcgym.agents.heuristics.rack",
@@ -32,3 +32,10 @@ FAMILY_MODULES: dict[str, str] = {
 def baselines(kind: str) -> dict[str, str]:
     """The built-in baselines of family ``kind``: policy spec -> one-line summary."""
     return dict(importlib.import_module(FAMILY_MODULES[family(kind).name]).BASELINES)
+
+
+def policies(kind: str) -> dict[str, str]:
+    """Every heuristic family ``kind`` runs by name (its ``POLICIES``; the baselines where those are all):
+    policy name -> one-line summary."""
+    module = importlib.import_module(FAMILY_MODULES[family(kind).name])
+    return dict(getattr(module, "POLICIES", module.BASELINES))

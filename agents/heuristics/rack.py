@@ -19,6 +19,7 @@ from dcgym.envs.rack.dispatch import (
 __all__ = [
     "BASELINES",
     "HEURISTICS",
+    "POLICIES",
     "Heuristic",
     "Policy",
     "Rack",
@@ -38,3 +39,12 @@ BASELINES: dict[str, str] = {
 }
 """The heuristics a rack leaderboard runs on every scenario it can (water_fill on node-entry racks only, the rest at
 every entry point)."""
+
+POLICIES: dict[str, str] = {
+    name: ("po2, po4, ... (poN) for d = N; " if name == "po_d" else "")
+    + h.summary
+    + (f"; parameters {', '.join(h.params.model_fields)}" if h.params.model_fields else "")
+    + ("" if len(h.entries) == 3 else f"; entry points {', '.join(h.entries)} only")
+    for name, h in HEURISTICS.items()
+}
+"""Every dispatch policy the rack engine runs (``dcgym list policies``), its parameters and where it can run."""

@@ -20,7 +20,7 @@ from typing import Literal
 from pydantic import Field
 
 from dcgym.agents.rl.baselines import PPOHyperparameters, SACHyperparameters
-from dcgym.agents.rl.hyperparameters import Hyperparameters
+from dcgym.agents.rl.hyperparameters import Hyperparameters, LayerSizes
 
 __all__ = [
     "CentrLbHyperparameters",
@@ -43,7 +43,7 @@ class DistrLbPpoHyperparameters(PPOHyperparameters):
     """Always one network per LB: the learners are independent (App. B.3's game, each LB its own reward)."""
     lr: float = Field(3e-4, gt=0, allow_inf_nan=False)
     """Adam learning rate (Table 9, simulation: 3e-4)."""
-    hidden: list[int] = Field([64, 64], min_length=1)
+    hidden: LayerSizes = [64, 64]
     """Hidden layers of the policy and value networks (Table 9: hidden dimension 64)."""
     train_batch_size: int = Field(960, ge=1)
     """Environment steps per iteration (8 episodes of 120 steps in lb_sim)."""
@@ -71,7 +71,7 @@ class RlbSacHyperparameters(SACHyperparameters):
 
     tau: float = Field(0.01, gt=0, le=1)
     """Soft target-network update rate (the paper's 0.01)."""
-    hidden: list[int] = Field([512, 512], min_length=1)
+    hidden: LayerSizes = [512, 512]
     """Hidden layers of the policy and Q networks (the paper's 512 units)."""
     train_batch_size: int = Field(64, ge=1)
     """Transitions per update (the authors' batch of 64)."""

@@ -26,7 +26,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
-from dcgym.agents.rl.hyperparameters import Hyperparameters
+from dcgym.agents.rl.hyperparameters import Hyperparameters, LayerSizes
 
 __all__ = [
     "FEATURE_MAX",
@@ -93,7 +93,7 @@ class ModelCHyperparameters(Hyperparameters):
     """Steps sampled between two updates."""
     steps_per_iteration: int = Field(200, ge=1)
     """Environment steps sampled per training iteration at least."""
-    hidden: list[int] = Field([30, 30, 30], min_length=1)
+    hidden: LayerSizes = [30, 30, 30]
     """Hidden layer sizes (ReLU)."""
     init_std: float = Field(0.3, ge=0)
     """Standard deviation of the initial weights (biases start at 0.1)."""

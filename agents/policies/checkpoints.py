@@ -24,18 +24,22 @@ from typing import Any
 import numpy as np
 from gymnasium.spaces import flatdim
 
-from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.error import InvalidConfigError, Verbatim
 
 __all__ = [
     "CHECKPOINTS_DIR",
     "META_FILE",
+    "ACTING_PIECES",
+    "RESUMING_PIECES",
     "TrainedPolicy",
     "check_fits",
+    "check_pieces",
     "checkpoint_labels",
     "checkpoint_scenario",
     "deterministic_action",
     "find_checkpoint",
     "list_checkpoints",
+    "read_json",
     "read_meta",
     "trained_env_config",
     "write_meta",
@@ -48,6 +52,18 @@ CHECKPOINTS_DIR = "checkpoints"
 """Where a run folder keeps its checkpoints (``iter_000010``, ...)."""
 
 _MODULES = Path("learner_group", "learner", "rl_module")
+
+ACTING_PIECES = (_MODULES / "metadata.json", _MODULES / "class_and_ctor_args.pkl", _MODULES / "module_state.pkl")
+"""The files of a checkpoint its trained modules are rebuilt from (evaluate, export)."""
+
+RESUMING_PIECES = (
+    *ACTING_PIECES,
+    Path("rllib_checkpoint.json"),
+    Path("algorithm_state.pkl"),
+    Path("learner_group", "state.pkl"),
+    Path("learner_group", "learner", "state.pkl"),
+)
+"""The files a checkpoint needs to continue training from it (the optimizers' states as well as the weights)."""
 
 
 # ------------------------------------------------------------------------------ files
@@ -62,7 +78,17 @@ def write_meta(path: str | Path, meta: Mapping[str, Any]) -> Path:
 
 def read_meta(checkpoint: str | Path) -> dict[str, Any]:
     """The checkpoint's ``dcgym_checkpoint.json``."""
-    return json.loads((Path(checkpoint) / META_FILE).read_text(encoding="utf-8"))
+    return read_json(Path(checkpoint) / META_FILE)
+
+
+def read_json(path: Path) -> Any:
+    """The JSON document in ``path``; InvalidConfigError naming the file if it is not JSON (cut short, edited)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidConfigError(
+            str(path), Verbatim(f"a file that is not JSON ({exc})"), "the JSON document train.py wrote"
+        ) from None
 
 
 def list_checkpoints(run_dir: str | Path) -> list[Path]:
@@ -93,6 +119,17 @@ def find_checkpoint(run_or_checkpoint: str | Path) -> Path:
     )
 
 
+def check_pieces(checkpoint: Path, pieces: Sequence[Path], field: str) -> None:
+    """Raise InvalidConfigError naming ``field`` and the first missing file if ``checkpoint`` lacks one of
+    ``pieces`` (a copy cut short, a folder pruned by hand): before RLlib reads it and fails on the hole."""
+    missing = [str(p) for p in pieces if not (checkpoint / p).is_file()]
+    if missing:
+        more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        raise InvalidConfigError(
+            field, str(checkpoint), f"a complete checkpoint written by train.py (this one has no {missing[0]}{more})"
+        )
+
+
 # ------------------------------------------------------------------------------ acting
 
 
@@ -116,6 +153,7 @@ class TrainedPolicy:
         from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
 
         self.path = find_checkpoint(run_or_checkpoint)
+        check_pieces(self.path, ACTING_PIECES, "policy")
         self.meta = read_meta(self.path)
         self.env: str = self.meta["experiment"]["env"]
         """The versioned environment it was trained on (``rack_v0``)."""

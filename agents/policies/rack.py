@@ -44,6 +44,7 @@ import yaml
 from dcgym.agents.policies.file_settings import ENV_SETTINGS, resolve
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
 from dcgym.agents.policy_format import LinearPairPolicy, Policy, from_bytes
+from dcgym.agents.progress import PIECE
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import Distribution, RackController, RuntimePolicy
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
@@ -281,7 +282,10 @@ def drive_controller(
         if r["tasks_arrived"] >= tasks:
             break
         target = warmup if at_warmup is None else tasks
-        r = ctl.run(safe_heartbeats(target - r["tasks_arrived"], per_heartbeat))
+        piece = max(
+            1, int(PIECE / max(per_heartbeat, 1e-9))
+        )  # back in Python (and Ctrl-C honoured) every PIECE arrivals
+        r = ctl.run(min(safe_heartbeats(target - r["tasks_arrived"], per_heartbeat), piece))
     return sim, at_warmup, measured_from_us
 
 

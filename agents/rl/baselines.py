@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from dcgym.agents.rl.hyperparameters import Hyperparameters
+from dcgym.agents.rl.hyperparameters import Hyperparameters, LayerSizes
 from dcgym.agents.rl.spec import AlgorithmSpec, LearningSystem, OneAgentForm, TrainingRun
 from dcgym.agents.rl.wiring import common, policies, require_continuous
 
@@ -58,7 +58,7 @@ class PPOHyperparameters(Hyperparameters):
     """Passes over each iteration's batch."""
     rollout_fragment_length: int | Literal["auto"] = "auto"
     """Steps an env runner collects per sample call (``auto``: from the batch size)."""
-    hidden: list[int] = Field([64, 64], min_length=1)
+    hidden: LayerSizes = [64, 64]
     """Hidden layer sizes of the policy and value networks (RLlib's default model cannot be linear)."""
     activation: Literal["tanh", "relu"] = "tanh"
     """Hidden-layer activation."""
@@ -97,7 +97,7 @@ class SACHyperparameters(Hyperparameters):
     """Environment steps sampled between two updates."""
     steps_per_iteration: int = Field(120, ge=1)
     """Environment steps sampled per iteration at least (``min_sample_timesteps_per_iteration``)."""
-    hidden: list[int] = Field([64, 64], min_length=1)
+    hidden: LayerSizes = [64, 64]
     """Hidden layer sizes of the policy and Q networks."""
     activation: Literal["tanh", "relu"] = "relu"
     """Hidden-layer activation."""

@@ -33,10 +33,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from dcgym.agents.algorithms import check_algorithm, check_env, resolve_hyperparameters
+from dcgym.agents.evaluation.core import Tasks
 from dcgym.envs.error import InvalidConfigError, Verbatim, did_you_mean
 from dcgym.envs.families import known_envs
 from dcgym.envs.scenario import Load, Seed, apply_overrides, read_yaml
 from dcgym.envs.validation import validate
+from dcgym.envs.yaml_text import parse
 
 __all__ = [
     "ENVS",
@@ -84,7 +86,7 @@ class Evaluation(_Schema):
     """Baselines by name (rack: ``po2``, ``jbt:threshold=1``, ...; lb: ``ecmp``, ``wcmp``, ``lsq``, ``sed``)."""
     loads: list[Load] | None = None
     """Loads to evaluate at; null = the scenario's grid."""
-    tasks: int = Field(200_000, ge=1)
+    tasks: Tasks = 200_000
     """Units of work per run (tasks on a rack, flows on a multi-LB cluster), the warm-up included."""
     seeds: list[Seed] = Field([1], min_length=1)
     """Seeds of the evaluation runs: the same tasks for every policy (common random numbers)."""
@@ -227,7 +229,7 @@ def parse_assignments(items: Sequence[str] | None) -> dict[str, Any]:
         if not sep or not key or any(not part for part in key.split(".")):
             raise InvalidConfigError("--set", item, "key=value with a dotted key, e.g. budget.iterations=10")
         try:
-            overrides[key] = yaml.safe_load(text) if text.strip() else None
+            overrides[key] = parse(text) if text.strip() else None
         except yaml.YAMLError:
             raise InvalidConfigError(
                 key, Verbatim(text), "a YAML value (quote strings with special characters)"

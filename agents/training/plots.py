@@ -54,6 +54,17 @@ def plot_learning_curve(rows: list[Mapping[str, float]], path: str | Path, title
                 ax.set_ylim(low - margin, high + margin)
             if key.startswith("charts/p99"):
                 value_axis(ax, [float(v) for v in values])
+        else:  # a short run: no episode has ended yet (the metric is per episode)
+            ax.text(
+                0.5,
+                0.5,
+                f"no {label} yet:\nno episode ended\nin {len(rows)} iterations",
+                ha="center",
+                va="center",
+                transform=ax.transAxes,
+                fontsize=9,
+                color="0.4",
+            )
         ax.set_xlabel("env steps")
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)

@@ -46,7 +46,15 @@ from gymnasium.spaces import flatdim
 from dcgym.agents import ray_session
 from dcgym.agents.algorithms import build_config, trained_agents
 from dcgym.agents.evaluation import evaluate, write_plots, write_results
-from dcgym.agents.policies.checkpoints import CHECKPOINTS_DIR, list_checkpoints, read_meta, write_meta
+from dcgym.agents.policies.checkpoints import (
+    CHECKPOINTS_DIR,
+    RESUMING_PIECES,
+    check_pieces,
+    list_checkpoints,
+    read_json,
+    read_meta,
+    write_meta,
+)
 from dcgym.agents.progress import Progress
 from dcgym.agents.rl.envs import make_env
 from dcgym.agents.training.experiment import Experiment, load_experiment
@@ -205,6 +213,10 @@ class Trainer:
             raise InvalidConfigError(
                 "--resume", str(self.run_dir), "a run folder with a checkpoint (this one has none)"
             )
+        if self.resuming:
+            check_pieces(list_checkpoints(self.run_dir)[-1], RESUMING_PIECES, "--resume")
+            if (self.run_dir / RUN_FILE).is_file():
+                read_json(self.run_dir / RUN_FILE)  # a damaged run.json is named before Ray starts
         if not self.resuming:
             self.run_dir.mkdir(parents=True, exist_ok=False)
             self._created = True
@@ -218,6 +230,7 @@ class Trainer:
                 self.iteration = int(self.algo.iteration)
                 self.timesteps = int(_timesteps(self.algo))
                 log.info("resumed %s at iteration %d from %s", self.run_dir, self.iteration, self.checkpoint)
+                self._drop_stale_results()
             self._open_logs(wandb)
             self._write_status("running")
         except BaseException:
@@ -325,10 +338,14 @@ class Trainer:
             raise
         finally:
             bar.close()
-        if self.checkpoint is None or self._checkpoint_iteration() != self.iteration:
-            self._save()
-        evaluation = self._evaluate() if self.experiment.evaluation.enabled else None
-        self._plot(evaluation)
+        try:
+            if self.checkpoint is None or self._checkpoint_iteration() != self.iteration:
+                self._save()
+            evaluation = self._evaluate() if self.experiment.evaluation.enabled else None
+            self._plot(evaluation)
+        except KeyboardInterrupt:  # the checkpoint is kept; the evaluation and plots are not complete
+            self._write_status("interrupted")
+            raise
         self._write_status("finished")
         return TrainResult(self.run_dir, self.iteration, self.timesteps, self.checkpoint, evaluation, "finished")
 
@@ -398,6 +415,14 @@ class Trainer:
         self._write_status("running")
         return path
 
+    def _drop_stale_results(self) -> None:
+        """Remove the evaluation and plots of the run's earlier end: they describe an older checkpoint, and the
+        continued run writes its own (or, with the evaluation off, none that could be mistaken for its own)."""
+        for folder in ("evaluation", "plots"):
+            if (self.run_dir / folder).is_dir():
+                shutil.rmtree(self.run_dir / folder)
+                log.info("removed %s/ of iteration %d's checkpoint", folder, self.iteration)
+
     # -------------------------------------------------------------- after training
 
     def _evaluate(self) -> dict[str, Any]:
@@ -433,7 +458,7 @@ class Trainer:
 
         previous = {}
         if (self.run_dir / RUN_FILE).is_file():
-            previous = json.loads((self.run_dir / RUN_FILE).read_text(encoding="utf-8"))
+            previous = read_json(self.run_dir / RUN_FILE)
         _write_json(
             self.run_dir / RUN_FILE,
             {
@@ -512,7 +537,7 @@ _PROGRESS = (
 
 def _postfix(metrics: Mapping[str, float]) -> str:
     value = metrics.get("charts/return", metrics.get("charts/team_return"))  # a one-agent env has only the latter
-    shown = [f"return={'-' if value is None else format(value, '.4g')}"]
+    shown = [f"return={'(no episode ended yet)' if value is None else format(value, '.4g')}"]
     shown += [f"{label}={format(metrics[key], fmt)}{unit}" for key, label, fmt, unit in _PROGRESS if key in metrics]
     return " ".join(shown)
 

@@ -46,6 +46,7 @@ from dcgym.envs.schema import Schema as _Schema
 from dcgym.envs.validation import validate
 
 __all__ = [
+    "MAX_HORIZON_S",
     "SCHEDULERS",
     "ColoScenario",
     "MixService",
@@ -68,6 +69,9 @@ SCHEDULERS: dict[str, str] = {
 
 LIMITS = ColoSim.limits
 """The engine's bounds of a colo config (colo/*.hpp), which the fields below take as theirs."""
+
+MAX_HORIZON_S = 86_400
+"""The longest run, s (a day of simulated time): a scenario's horizon_s and an evaluation's run length."""
 
 _PLATFORMS = tuple(cc.load_catalog()["platforms"])
 _SERVICES = tuple(cc.load_catalog()["services"])
@@ -246,7 +250,7 @@ class ColoScenario(ScenarioBase):
         0.1, gt=0, le=LIMITS["dt_s"], allow_inf_nan=False, description="the engine's tick, s (OSML: 0.1 s)"
     )
     horizon_s: float = Field(
-        180.0, gt=0, le=86400, allow_inf_nan=False, description="length of a run, s (OSML gives up after 3 min)"
+        180.0, gt=0, le=MAX_HORIZON_S, allow_inf_nan=False, description="length of a run, s (OSML gives up after 3 min)"
     )
     hold_s: float = Field(
         5.0,

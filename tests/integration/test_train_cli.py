@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from dcgym.agents.evaluation import family_of
+from dcgym.agents.policies.checkpoints import TrainedPolicy
 from dcgym.agents.training.experiment import load_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -359,11 +360,14 @@ def test_resume_restores_weights_and_advances_the_iteration(ray_session, smoke_r
     run = tmp_path / smoke_run.name
     shutil.copytree(smoke_run, run)
     saved = MultiRLModule.from_checkpoint(str(run / "checkpoints/iter_000002/learner_group/learner/rl_module"))
+    (run / "evaluation").mkdir()
+    (run / "evaluation/results.json").write_text("{}")  # an earlier end's: stale once training continues
     experiment = load_experiment(run / "config.yaml", {"budget.iterations": 3})
     trainer = Trainer(experiment, run, resuming=True, progress=False)
     trainer.setup()
     try:
         assert (trainer.iteration, trainer.timesteps) == (2, 200)
+        assert not (run / "evaluation").exists()
         restored = trainer.algo.learner_group.get_weights()["shared"]
         for name, tensor in saved["shared"].state_dict().items():
             np.testing.assert_array_equal(np.asarray(restored[name]), tensor.numpy(), err_msg=name)
@@ -373,6 +377,31 @@ def test_resume_restores_weights_and_advances_the_iteration(ray_session, smoke_r
     assert (result.iteration, result.timesteps, result.status) == (3, 300, "finished")
     assert [float(r["iteration"]) for r in metrics(run)] == [1.0, 2.0, 3.0]
     assert (run / "checkpoints/iter_000003/dcgym_checkpoint.json").is_file()
+
+
+@pytest.mark.parametrize("damage", ["learner_group", "run.json"])
+def test_a_damaged_run_is_refused_naming_the_file_before_ray_starts(smoke_run, tmp_path, damage):
+    import shutil
+
+    from dcgym.agents.training import Trainer
+    from dcgym.envs.error import InvalidConfigError
+
+    run = tmp_path / smoke_run.name
+    shutil.copytree(smoke_run, run)
+    if damage == "run.json":
+        (run / "run.json").write_text("")
+    else:
+        shutil.rmtree(run / "checkpoints/iter_000002/learner_group")
+    trainer = Trainer(load_experiment(run / "config.yaml", {"budget.iterations": 3}), run, resuming=True)
+    with pytest.raises(InvalidConfigError) as caught:
+        trainer.setup()
+    if damage == "run.json":
+        assert str(caught.value).startswith(f"{run / 'run.json'}: got a file that is not JSON"), caught.value
+    else:
+        assert "iter_000002" in str(caught.value) and "has no learner_group/learner/rl_module" in str(caught.value)
+        with pytest.raises(InvalidConfigError, match="^policy: .* has no learner_group"):
+            TrainedPolicy(run)  # evaluate and export: the same line, not RLlib's error on the hole
+    assert trainer.algo is None
 
 
 def test_evaluate_checkpoint_runs_the_policy_on_the_same_tasks_as_the_heuristics(smoke_run):

@@ -97,7 +97,8 @@ def test_evaluate_cli_end_to_end_and_one_line_errors(tmp_path):
         (("--loads", "3"), "error: mix: got 3; allowed: a mix index in [0, 0]"),
         (
             ("--tasks", "4"),
-            "error: tasks: got 4; allowed: seconds of simulated time per run > the scenario's hold_s (5)",
+            "error: tasks: got 4; allowed: seconds of simulated time per run > the scenario's hold_s (5) and at "
+            "most 86,400 (a day, as horizon_s)",
         ),
     ]:
         proc = cli("--scenario", "osml_case_a", "--workers", "0", "--out", "bad", *args, cwd=tmp_path)

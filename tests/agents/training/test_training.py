@@ -179,3 +179,14 @@ def test_deterministic_actions_are_the_modes_squashed_like_the_samples():
     assert torch.allclose(mode, torch.tanh(torch.tensor([[2.0, -0.5]])))  # not the raw mean 2.0
     assert torch.allclose(mode, squashed.sample(), atol=0.01)  # the samples gather around it
     assert torch.equal(deterministic_action(TorchDiagGaussian.from_logits(inputs)), torch.tensor([[2.0, -0.5]]))
+
+
+def test_a_learning_curve_without_an_ended_episode_says_so_instead_of_empty_axes(tmp_path, monkeypatch):
+    from dcgym.agents.training import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "save_figure", lambda fig, path: figures.append(fig) or Path(path))
+    rows = [{"iteration": 1.0, "timesteps": 100.0}, {"iteration": 2.0, "timesteps": 200.0}]
+    plots.plot_learning_curve(rows, tmp_path / "curve.png")
+    notes = [t.get_text() for ax in figures[0].axes for t in ax.texts]
+    assert notes[0] == "no return per agent yet:\nno episode ended\nin 2 iterations" and len(notes) == 3

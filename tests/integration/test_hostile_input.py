@@ -1,0 +1,131 @@
+"""Hostile input to the commands, run in this process (no Ray, no runs): one ``error:`` line naming the field or
+option, the value and what is allowed, exit status 2; never a traceback, a hang or a memory blow-up."""
+
+from __future__ import annotations
+
+import pytest
+
+from dcgym import catalog, evaluate, train
+from dcgym.envs.families import FAMILIES
+
+SCENARIO = {"rack": "mm16", "lb": "lb_sim", "flow": "single_link_websearch", "colo": "osml_single"}
+"""A small packaged scenario of each family."""
+
+
+def one_error_line(capsys, status: int) -> str:
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: "), (status, err)
+    return lines[0]
+
+
+def test_every_family_has_a_scenario_here():
+    assert set(SCENARIO) == set(FAMILIES)
+
+
+@pytest.mark.parametrize("kind", sorted(SCENARIO))
+def test_a_deeply_nested_scenario_file_is_refused_with_its_depth(tmp_path, capsys, kind):
+    path = tmp_path / "deep.yaml"
+    path.write_text(f"kind: {kind}\nx: " + "[" * 5_000 + "\n")  # PyYAML alone overflows the stack
+    line = one_error_line(capsys, evaluate.run(["--scenario", str(path), "--out", str(tmp_path / "out")]))
+    assert "deep.yaml" in line and "nested deeper than 200 levels" in line, line
+
+
+@pytest.mark.parametrize("kind", sorted(SCENARIO))
+def test_a_repeated_key_is_refused_naming_it_and_its_line(tmp_path, capsys, kind):
+    path = tmp_path / "twice.yaml"
+    path.write_text(f"kind: {kind}\ndescription: a\nkind: rack\n")
+    line = one_error_line(capsys, evaluate.run(["--scenario", str(path), "--out", str(tmp_path / "out")]))
+    assert "'kind' given twice" in line and "line 3" in line, line
+
+
+def test_an_exponent_without_a_dot_is_a_number_in_files_and_in_set(tmp_path, capsys):
+    from dcgym.envs.yaml_text import parse
+
+    assert parse("a: 1e12\nb: -2E-3\nc: '1e12'\nd: 1_0e2") == {"a": 1e12, "b": -2e-3, "c": "1e12", "d": 1000.0}
+    line = one_error_line(capsys, train.run(["--config", "smoke", "--set", "seed=1e30"]))
+    assert line.startswith("error: seed: got 1e+30; allowed: an integer in"), line  # a number out of range
+
+
+@pytest.mark.parametrize("seeds", ["99999999999999999999", "10001"])
+def test_a_huge_seed_count_is_refused_before_any_run(tmp_path, capsys, seeds):
+    line = one_error_line(capsys, evaluate.run(["--seeds", seeds, "--out", str(tmp_path)]))
+    assert f'seeds: got "{seeds}"' in line and "a count at most 10000" in line, line
+
+
+@pytest.mark.parametrize("hidden", ["[0]", "[-5]", "[64, 0]"])
+def test_hidden_layer_sizes_are_checked_before_ray_starts(capsys, hidden):
+    line = one_error_line(capsys, train.run(["--config", "smoke", "--set", f"hyperparameters.hidden={hidden}"]))
+    assert "hyperparameters.hidden." in line and "allowed: an integer in [1, 65536]" in line, line
+
+
+def test_an_unknown_list_names_what_can_be_listed(capsys):
+    line = one_error_line(capsys, catalog.run(["bogus"]))
+    assert line.startswith('error: what: got "bogus"; allowed: one of ') and "'zoo'" in line, line
+
+
+def test_the_zoo_lists_what_each_policy_is_not_its_name_again(capsys):
+    assert catalog.run(["zoo"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(
+        line.split("  ", 1)[1].strip() != line.split("  ", 1)[0].removeprefix("zoo:") for line in lines
+    )
+    assert any(" on rack_v0, scenario " in line for line in lines), lines
+
+
+def test_ctrl_c_during_an_evaluation_leaves_out_as_it_was_and_says_how_far_it_got(tmp_path, capsys, monkeypatch):
+    from dcgym.agents.evaluation import runner
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text("older")
+    real, calls = runner.run_job, []
+
+    def second_interrupted(job):
+        calls.append(job)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(job)
+
+    monkeypatch.setattr(runner, "run_job", second_interrupted)
+    args = ["--scenario", "mm16", "--loads", "0.5,0.6", "--tasks", "2000", "--workers", "0", "--out", str(out)]
+    assert evaluate.run(args) == 130
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        err
+        == f"interrupted after 1 of 2 runs: {out} left as it was (results are written only when every run has finished)"
+    )
+    assert [p.name for p in out.iterdir()] == ["results.json"] and (out / "results.json").read_text() == "older"
+    monkeypatch.setattr(runner, "run_job", real)
+    assert evaluate.run(args) == 0
+    assert (out / "results.json").read_text() != "older" and not list(out.glob(".partial-*"))
+    assert {"results.json", "results.csv", "summary.csv"} <= {p.name for p in out.iterdir()}
+
+
+def test_an_out_folder_that_cannot_be_made_is_named_with_the_reason(tmp_path, capsys):
+    (tmp_path / "a_file").write_text("x")
+    line = one_error_line(capsys, evaluate.run(["--out", str(tmp_path / "a_file/sub")]))
+    assert (
+        line == f'error: --out: got "{tmp_path / "a_file/sub"}"; allowed: a folder that can be made (Not a directory)'
+    )
+
+
+def test_a_timeline_that_would_keep_gigabytes_of_samples_is_refused_with_the_shortest_period(tmp_path, capsys):
+    line = one_error_line(capsys, evaluate.run(["--timeline", "0.001", "--out", str(tmp_path)]))
+    assert line.startswith("error: sample_period_us (--timeline): got 0.001; allowed: a period of at least "), line
+    assert "at most 1,000,000 load samples per run" in line, line
+
+
+def test_a_colo_run_longer_than_a_day_is_refused_as_its_horizon_is(tmp_path, capsys):
+    args = ["--scenario", SCENARIO["colo"], "--tasks", "1000000000000", "--out", str(tmp_path)]
+    line = one_error_line(capsys, evaluate.run(args))
+    assert line.startswith("error: tasks: got 1000000000000; allowed: seconds of simulated time per run >"), line
+    assert "at most 86,400" in line, line
+
+
+def test_list_policies_shows_every_rack_heuristic_the_engine_runs(capsys):
+    from dcgym.envs.rack.dispatch import HEURISTICS
+
+    assert catalog.run(["policies", "--family", "rack"]) == 0
+    listed = [line.split("  ", 1)[0] for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
+    assert listed == list(HEURISTICS)
