@@ -141,7 +141,9 @@ void TestParsing() {
   refuse(File(2, 5, {0.0f, 0.0f}, {lo, 20.0f}, {hi, hi}, {}), "mlp.low[1]: got 20; expected mlp.low[0] (10)");
   refuse(File(2, 6, {0.0f, 0.0f, 0.0f}, {}, {}, {2, 2}), "mlp.groups: got sizes summing to 4; expected 3");
   refuse(File(2, 6, {0.0f, 0.0f}, {}, {}, {2, 0}), "mlp.groups[1]: got 0; expected 1 .. 2");
-  refuse(File(3, 4, {0.0f}, {}, {}, {}), "header.version: got 3; expected 1 .. 2");
+  refuse(File(rt::kPolicyVersion + 1, 4, {0.0f}, {}, {}, {}),
+         "header.version: got " + std::to_string(rt::kPolicyVersion + 1) + "; expected 1 .. " +
+             std::to_string(rt::kPolicyVersion));
 }
 
 }  // namespace
