@@ -80,6 +80,7 @@ def test_lb_and_colo_defaults_are_the_documented_ones():
         "overrides": None,
         "render_mode": None,
         "start": "equal",
+        "reward": "qos",
     }
     env = colo_v0.parallel_env(start=[2, 1], max_steps=7)
     assert (env.start, env.max_steps, env.interval_s, env.mix) == ((2, 1), 7, 1.0, 0)
