@@ -107,7 +107,7 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
     """
     text = str(spec)
     where, option_text = split_spec(text, file=True)
-    options = _parse_options(where, option_text)
+    _parse_options(where, option_text)  # a bad option is refused, naming it, before the file is read
     path = resolve_zoo(where, zoo) if where.startswith(ZOO_PREFIX) else Path(where)
     if not path.is_file():
         raise PolicyFileError(path, "no such policy file" + (" (a folder)" if path.is_dir() else ""))
@@ -132,7 +132,10 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
 
 
 def _parse_options(where: str, text: str) -> dict[str, Any]:
-    """``heartbeat_us=50,load_metric=queue`` -> checked values; InvalidConfigError naming ``<where>: option``."""
+    """``heartbeat_us=50,load_metric=queue`` -> checked values; InvalidConfigError naming ``<where>: option``.
+
+    The values the file acts with are :func:`~dcgym.agents.policies.file_settings.resolve`'s (the file's settings
+    win); this check only refuses a malformed or unknown option before the file is read."""
     allowed = "heartbeat_us=US or load_metric=expected_wait|queue|outstanding (FILE:key=value,...)"
     given = parse_options(text, lambda item: InvalidConfigError(f"{where}: option", item, allowed), distinct=False)
     options: dict[str, Any] = {}
