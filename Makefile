@@ -35,7 +35,7 @@ $(STAMP): $(VENV)/bin/python pyproject.toml setup.py
 	DCGYM_SKIP_EXTENSION=1 $(PY) -m pip install -q --no-build-isolation -e ".[test,bench]"
 	@touch $@
 
-# C++ unit tests of the kernel, built with the same flags as the extension.
+# C++ unit tests of the kernel and the models (built with -O1: see cpp_core/tests/CMakeLists.txt).
 cpp-test: $(VENV)/bin/python
 	$(MAKE) -C cpp_core/tests run
 

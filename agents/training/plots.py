@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from matplotlib.figure import Figure
 
 from dcgym.agents.evaluation.plots import save_figure, value_axis
@@ -33,6 +32,8 @@ SMOOTHING = 0.05
 
 def smooth(values: np.ndarray) -> np.ndarray:
     """An exponential moving average of ``values`` with a span of :data:`SMOOTHING` of their number."""
+    import pandas as pd  # only here: importing pandas takes a second, and every train.py would pay it
+
     span = max(1.0, SMOOTHING * len(values))
     return pd.Series(values, dtype=float).ewm(span=span, adjust=True).mean().to_numpy()
 

@@ -12,6 +12,9 @@ so the whole set takes minutes, not hours:
 - ``make TARGET``: ``make -n TARGET``, the recipe checked but not run (``make test`` is what runs this
   test, and ``make demo`` is the same train and evaluate path run here with small budgets).
 
+A ``train.py`` command that an earlier page already ran with the same arguments (after the budgets shrink) is
+not trained twice: the run folder it made stands in as this page's newest run.
+
 Placeholders: ``runs/<run>`` (also ``RUN``) is the newest run folder the page's earlier commands made (a
 Malcolm run if there is one: the pages export it to run in the engine), or one made for the page;
 ``zoo:NAME`` and ``SCENARIO`` are the zoo's first rack policy (the commands compare it with po2) and its
@@ -80,15 +83,25 @@ def _replace_option(args: list[str], option: str, value: str | None) -> list[str
     return out + ([option, value] if value is not None else [])
 
 
+TRAINED: dict[str, Path] = {}
+"""The run folder each budgeted train.py command made, by its arguments (this worker runs every page)."""
+
+
+def _runs() -> set[Path]:
+    return set((ROOT / "runs").glob("*")) if (ROOT / "runs").is_dir() else set()
+
+
 class Page:
     """What a page's commands share: the runs they made, a folder for what must not land in the tree."""
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.before = set((ROOT / "runs").glob("*")) if (ROOT / "runs").is_dir() else set()
+        self.before = _runs()
+        self.reused: set[Path] = set()
 
     def newest_run(self) -> str:
-        runs = [p for p in (ROOT / "runs").glob("*") if p not in self.before and (p / "run.json").is_file()]
+        made = (_runs() - self.before) | {p for p in self.reused if p.is_dir()}
+        runs = [p for p in made if (p / "run.json").is_file()]
         if not runs:  # the page trains nothing itself: a tiny Malcolm run for it
             run_command(self, "python train.py --config configs/experiments/malcolm_hetero_exp.yaml")
             return self.newest_run()
@@ -155,12 +168,20 @@ def _has_quick(script: str) -> bool:
     return "--quick" in proc.stdout
 
 
-def run_command(page: Page, text: str) -> subprocess.CompletedProcess:
+def run_command(page: Page, text: str) -> None:
     args = budgeted(page, shlex.split(page.substitute(text)))
     joined = " ".join(a if SAFE.fullmatch(a) else shlex.quote(a) for a in args)  # globs and && stay the shell's
+    trains = len(args) > 1 and args[1] == "train.py" and "--resume" not in args
+    if trains and joined in TRAINED and TRAINED[joined].is_dir():
+        os.utime(TRAINED[joined])  # the newest run again, as if just made
+        page.reused.add(TRAINED[joined])
+        return
+    before = _runs()
     proc = subprocess.run(["bash", "-c", joined], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, env=ENV)
     assert proc.returncode == 0, f"{text}\n(ran: {joined})\n{proc.stderr[-3000:]}"
-    return proc
+    made = _runs() - before
+    if trains and len(made) == 1:
+        TRAINED[joined] = made.pop()
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_COMMANDS, ids=lambda p: str(p.relative_to(ROOT)))

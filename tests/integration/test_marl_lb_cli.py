@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# One worker runs this module's trainings, so the Distr-LB run is trained once and shared.
+pytestmark = pytest.mark.xdist_group("marl_lb_cli")
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
 EXPERIMENTS = ROOT / "configs/experiments"
@@ -86,11 +89,22 @@ def tiny_args(method: str, out: Path) -> list[str]:
     return ["--config", str(EXPERIMENTS / config), "--out", str(out), *COMMON, *(x for s in sets for x in ("--set", s))]
 
 
-@pytest.mark.parametrize("method", list(TINY))
-def test_train_py_trains_checkpoints_and_evaluates_each_method(method, tmp_path):
-    proc = cli("train.py", *tiny_args(method, tmp_path))
+def tiny_run(method: str, out: Path) -> Path:
+    """The run folder of ``method``'s tiny run under ``out``."""
+    proc = cli("train.py", *tiny_args(method, out))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    run = Path(proc.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
+    return Path(proc.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
+
+
+@pytest.fixture(scope="module")
+def distr_lb_run(tmp_path_factory) -> Path:
+    """One tiny Distr-LB run for the tests of this module (with xdist, per worker)."""
+    return tiny_run("distr_lb", tmp_path_factory.mktemp("distr_lb"))
+
+
+@pytest.mark.parametrize("method", list(TINY))
+def test_train_py_trains_checkpoints_and_evaluates_each_method(method, tmp_path, request):
+    run = request.getfixturevalue("distr_lb_run") if method == "distr_lb" else tiny_run(method, tmp_path)
     assert json.loads((run / "run.json").read_text())["status"] == "finished"
     doc = json.loads((run / "evaluation/results.json").read_text())
     policies = {row["policy"] for row in doc["results"]}
@@ -100,10 +114,8 @@ def test_train_py_trains_checkpoints_and_evaluates_each_method(method, tmp_path)
         assert 0 < fct["p50"] <= fct["p95"] <= fct["p99"], fct  # seconds, p95 between p50 and p99
 
 
-def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path):
-    proc = cli("train.py", *tiny_args("distr_lb", tmp_path))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run = Path(proc.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
+def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path, distr_lb_run):
+    run = distr_lb_run
     exported = cli("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"))
     assert exported.returncode == 0, exported.stderr[-2000:]
     card = (tmp_path / "zoo/distr_lb_sim.md").read_text()

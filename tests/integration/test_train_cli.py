@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from dcgym import train as train_cli
 from dcgym.agents.evaluation import family_of
 from dcgym.agents.policies.checkpoints import TrainedPolicy
 from dcgym.agents.training.experiment import load_experiment
@@ -511,20 +512,24 @@ BAD_INPUTS = {
 
 
 @pytest.mark.parametrize("args", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
-def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
+def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, monkeypatch, capsys, args):
+    """In-process (the checks run before Ray starts; the test below runs the command itself)."""
     (tmp_path / "broken.yaml").write_text("env: rack_v0\nbudget: {iterations: 2\n")
     smoke = yaml.safe_load(Path(SMOKE).read_text())
     (tmp_path / "unknown_field.yaml").write_text(yaml.safe_dump({**smoke, "budgett": {"iterations": 2}}))
-    proc = train(*args, "--out", str(tmp_path / "runs"), cwd=tmp_path, timeout=60)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stdout == ""
-    lines = proc.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    monkeypatch.chdir(tmp_path)
+    status = train_cli.run([*args, "--out", str(tmp_path / "runs")], prog="train.py")
+    out, err = capsys.readouterr()
+    assert status == 2, err
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # no half run folder
 
 
-def test_bad_set_key_error_names_the_field_and_suggests(tmp_path):
+def test_bad_input_from_the_command_line_is_one_line_and_status_2(tmp_path):
     proc = train("--config", SMOKE, "--set", "budget.iteratons=3", "--out", str(tmp_path), timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == (
         'error: budget.iteratons: got 3; did you mean "iterations"?; allowed: one of the fields iterations, '
         "timesteps, wall_time_s"

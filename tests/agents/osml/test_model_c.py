@@ -104,14 +104,14 @@ def test_start_violates_qos_and_no_change_stays_violating():
 
 
 def test_short_training_brings_the_service_to_qos(ray_session, storage):
-    """30 iterations of 200 steps (seed 1) with the ``qos`` reward: the greedy Model-C meets QoS within 10 decisions
+    """18 iterations of 200 steps (seed 1) with the ``qos`` reward: the greedy Model-C meets QoS within 10 decisions
     on 3 unseen seeds.
 
     Holding the start allocation never meets QoS (the test above); adding 3 cores a decision meets it in 3; the
-    trained policy took 9 when this test was written (it also trades ways, which OSML's reward charges for)."""
+    trained policy took 2 on each seed when this test was written, as did one trained with seed 2."""
     algo = _algo(**{"env_args.reward": "qos"})  # the paper's reward may trade QoS for resources freed
     try:
-        for _ in range(30):
+        for _ in range(18):
             algo.train()
         module = algo.get_module("shared")
         steps = [_greedy_steps_to_qos(module, seed) for seed in (101, 102, 103)]
