@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from dcgym import evaluate, export, train
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 ENV = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
@@ -116,11 +118,19 @@ def test_plain_rllib_restores_a_checkpoint_in_a_fresh_process(workdir):
 def test_installed_commands_answer_help_and_version(command):
     path = shutil.which(command, path=str(BIN))
     assert path, f"{command} is not installed beside {sys.executable}"
-    for flag in ("-h", "--help"):
-        proc = run(path, flag, cwd=ROOT)
-        assert proc.returncode == 0 and "usage" in proc.stdout.lower(), proc.stderr
+    proc = run(path, "-h", cwd=ROOT)  # -h is --help (every command's context settings; a test of _app)
+    assert proc.returncode == 0 and "usage" in proc.stdout.lower(), proc.stderr
     proc = run(path, "--version", cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.startswith("dcgym "), proc.stderr
+
+
+@pytest.mark.parametrize("command", [train, evaluate, export])
+def test_dash_h_and_dash_dash_help_print_the_same_usage(command, capsys):
+    outputs = []
+    for flag in ("-h", "--help"):
+        assert command.run([flag], prog="cmd") == 0
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] and "usage" in outputs[0].lower()
 
 
 def test_python_m_dcgym_lists_scenarios_policies_experiments_and_the_zoo():
@@ -166,11 +176,15 @@ def test_a_dead_ray_address_fails_within_seconds_with_one_line(tmp_path):
         (["--scenario", "latin1.yaml"], "latin1.yaml: got bytes that are not UTF-8"),
     ],
 )
-def test_weak_inputs_get_messages_naming_the_users_field_or_file(tmp_path, args, expected):
+def test_weak_inputs_get_messages_naming_the_users_field_or_file(tmp_path, monkeypatch, capsys, args, expected):
     (tmp_path / "a_file").write_text("x")
     (tmp_path / "latin1.yaml").write_bytes("kind: rack\ndescription: caf\xe9\n".encode("latin-1"))
-    proc = run(sys.executable, ROOT / "evaluate.py", "--loads", "0.5", *args, cwd=tmp_path)
-    assert expected in one_error_line(proc)
+    monkeypatch.chdir(tmp_path)
+    status = evaluate.run(["--loads", "0.5", *args], prog="evaluate.py")  # in-process: the same code as the command
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2 and len(lines) == 1 and lines[0].startswith("error: "), (status, err)
+    assert expected in lines[0]
 
 
 def test_a_value_of_the_wrong_type_for_train_names_the_option_and_the_value(tmp_path):
