@@ -39,7 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dcgym.agents.evaluation import plots
 from dcgym.agents.evaluation.checkpoints import checkpoint_jobs
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles
+from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles, drain
 from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.lb import LbPolicyFile, file_actions, fixed_weights, load_lb_policy_file
@@ -165,14 +165,27 @@ class LbJob:
     config: dict[str, Any]
     warmup_us: float
     end_us: float
+    drained_flows: int = 0  # > 0: the config measures the arrivals after warm-up up to this many, and the run drains
 
     def run(self) -> dict[str, Any]:
-        """Run the engine to the end of warm-up and to the end; the result row and the FCT histogram."""
+        """Run the engine to the end of warm-up and to the end (drained: until the measured flows have ended); the
+        result row and the FCT histogram."""
         start = time.perf_counter()
         sim = LbSim(self.config)
-        sim.run_until(self.warmup_us)
-        at_warmup = sim.results()
-        sim.run_until(self.end_us)
+        if self.drained_flows:
+            sim.run_flows(self.config["warmup_flows"])
+            at_warmup, warmup_us = sim.results(), sim.now_us
+            sim.run_flows(self.drained_flows - self.config["warmup_flows"])
+            drain(lambda: sim.now_us, sim.run_until, lambda: sim.results()["flows_measured_pending"])
+            row = self._row(sim, at_warmup, sim.now_us - warmup_us, start)
+        else:
+            sim.run_until(self.warmup_us)
+            at_warmup = sim.results()
+            sim.run_until(self.end_us)
+            row = self._row(sim, at_warmup, self.end_us - self.warmup_us, start)
+        return {"result": row, "histogram": _histogram(sim), "timeline": None}
+
+    def _row(self, sim: LbSim, at_warmup: Mapping[str, Any], measured_us: float, start: float) -> dict[str, Any]:
         r = sim.results()
         row = _row(
             self.policy,
@@ -182,11 +195,14 @@ class LbJob:
             r["flows_rejected"] - at_warmup["flows_rejected"],
             r["flows_warmup"],
             r["arrival_rate_per_us"],
-            self.end_us - self.warmup_us,
+            measured_us,
             r["events"],
             time.perf_counter() - start,
         )
-        return {"result": row, "histogram": _histogram(sim), "timeline": None}
+        if self.drained_flows:  # flows past the measured set are in no statistic
+            row["flows_in_flight"] = int(r["flows_measured_pending"])
+            row["censored"] = row["censored"] or row["flows_in_flight"] > 0
+        return row
 
 
 class _WithWarmup:
@@ -351,6 +367,8 @@ class LbEvaluation(EvaluationFamily):
                     explore=options.explore,
                 )
                 continue
+            if options.drained and spec.source is not Source.HEURISTIC:
+                raise InvalidConfigError("drained", True, "heuristic policies only (trained policies run undrained)")
             if not isinstance(spec.given, str):
                 raise self.refuse(spec, "an LB policy name (ecmp, wcmp, lsq, sed, oracle) or a checkpoint")
             name, runs_on = fixed_weights(spec.given, scenario)  # sed:weights=1;1.5: static weights per group
@@ -359,8 +377,11 @@ class LbEvaluation(EvaluationFamily):
                 warmup_us, end_us = horizon(scenario, load, work, warmup)
                 for s in seeds:
                     config = runs_on.engine_config(load=load, seed=s, policy=name, warmup_flows=warmup)
+                    drained = work if options.drained else 0
+                    if drained:
+                        config["measure_flows"] = work - warmup
                     check_lb_config(config)
-                    jobs.append(LbJob(spec.given, load, s, config, warmup_us, end_us))
+                    jobs.append(LbJob(spec.given, load, s, config, warmup_us, end_us, drained))
         return jobs
 
     def columns(self, doc: Mapping[str, Any]) -> list[Column]:

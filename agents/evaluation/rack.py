@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dcgym.agents.evaluation import plots
 from dcgym.agents.evaluation.checkpoints import checkpoint_jobs
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles
+from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles, drain
 from dcgym.agents.evaluation.stats import nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.rack import (
@@ -128,15 +128,19 @@ class Job:
     groups: tuple[tuple[str, int, int, int], ...]  # (label, first node, nodes, workers) per node group
     timeline: bool  # keep this run's load samples
     types: tuple[str, ...] = ()  # the scenario's task type names, in order; empty without types
+    drained: bool = False  # the config measures tasks - warmup arrivals, and the run drains them (Options)
 
     def run(self) -> dict[str, Any]:
-        """Run the engine to the end of warm-up and to the end: the row, histogram and timeline."""
+        """Run the engine to the end of warm-up and to the end (drained: until the measured tasks have ended):
+        the row, histogram and timeline."""
         start = time.perf_counter()
         sim = RackSim(self.config)
         run_in_pieces(sim.run_tasks, self.warmup)
         at_warmup = sim.results()
         measured_from_us = sim.now_us
         run_in_pieces(sim.run_tasks, self.tasks - self.warmup)
+        if self.drained:
+            drain(lambda: sim.now_us, sim.run_until, lambda: sim.results()["tasks_measured_pending"])
         return run_record(self, sim, at_warmup, measured_from_us, time.perf_counter() - start)
 
 
@@ -151,7 +155,8 @@ def run_record(job: Any, sim: RackSim, at_warmup: dict[str, Any], measured_from_
     types = getattr(job, "types", ())
     completed = latency["count"]
     dropped = r["tasks_dropped"] - at_warmup["tasks_dropped"]
-    in_flight = r["tasks_in_flight"]
+    # Drained, tasks past the measured set are in no statistic: only measured ones still in flight censor the run.
+    in_flight = r["tasks_measured_pending"] if getattr(job, "drained", False) else r["tasks_in_flight"]
     offered = completed + dropped + in_flight
     censored = (dropped + in_flight) / offered if offered else math.nan
     row = {
@@ -387,6 +392,8 @@ class RackEvaluation(EvaluationFamily):
         )
         trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
         trained_labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
+        if options.drained and any(s.source is not Source.HEURISTIC for s in specs):
+            raise InvalidConfigError("drained", True, "heuristic policies only (trained policies run undrained)")
         files = _policy_files([s.given for s in specs if s.source is Source.POLICY_FILE])
         period = scenario.sample_period_us if options.sample_period_us is None else options.sample_period_us
         if period > 0:
@@ -417,10 +424,13 @@ class RackEvaluation(EvaluationFamily):
                 for load in loads:
                     for s in seeds:
                         config = scenario.engine_config(load, s, policy, warmup, options.sample_period_us)
+                        if options.drained:
+                            config["measure_tasks"] = work - warmup
                         check_rack_config(config)
                         keep = period > 0 and s == seeds[0]
+                        types = tuple(scenario.type_names)
                         jobs.append(
-                            Job(policy.label, load, s, config, work, warmup, groups, keep, tuple(scenario.type_names))
+                            Job(policy.label, load, s, config, work, warmup, groups, keep, types, options.drained)
                         )
         return jobs
 
