@@ -209,10 +209,14 @@ def beaten_bounds(kind: str, docs: list[dict[str, Any]]) -> list[str]:
 
 def page_problems(text: str) -> list[str]:
     """What is wrong with a page's tables: a column headed by a bare ``oracle`` or ``ideal`` (a top must say its
-    role), or a complete (uncensored) cell below the value of its row's column named ideal (lower is better on
-    every family with a bound)."""
+    role), or a complete (uncensored) cell beyond the value of its row's column named ideal: below it where lower
+    is better, above it where the caption before the table says higher is better."""
     problems = []
-    for table in (t for t in text.split("\n\n") if t.startswith("| scenario |")):
+    paragraphs = text.split("\n\n")
+    for k, table in enumerate(paragraphs):
+        if not table.startswith("| scenario |"):
+            continue
+        higher = k > 0 and "higher is better" in paragraphs[k - 1]
         lines = table.splitlines()
         headers = [h.strip() for h in lines[0].strip("|").split("|")]
         problems += [f"column {h!r} does not say its role" for h in headers if h in ("oracle", "ideal")]
@@ -224,8 +228,9 @@ def page_problems(text: str) -> list[str]:
                 for k, c in enumerate(cells[2:], start=2):
                     if k != i and c not in ("", "-") and "*" not in c:
                         value = float(c.split()[0].replace(",", ""))
-                        if value < bound:
-                            problems.append(f"{cells[0]} {cells[1]}: {headers[k]} {value} below {headers[i]} {bound}")
+                        if (value > bound) if higher else (value < bound):
+                            side = "above" if higher else "below"
+                            problems.append(f"{cells[0]} {cells[1]}: {headers[k]} {value} {side} {headers[i]} {bound}")
     return problems
 
 

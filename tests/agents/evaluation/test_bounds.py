@@ -16,6 +16,7 @@ from dcgym.agents.evaluation.bounds import (
     srpt_flow_times,
 )
 from dcgym.agents.evaluation.scores import run_scores, scoring_of, top_values
+from dcgym.agents.evaluation.suites import suite_scenarios
 from dcgym.cpp_core import LbSim, RackSim
 from dcgym.envs.scenario import load_scenario
 
@@ -114,3 +115,16 @@ def test_no_heuristic_beats_the_bound_of_a_drained_run(name, policies, loads, wo
         if in_flight == 0 and not row.get("tasks_dropped"):  # a rejected flow counts with its timeout
             assert row[path[0]][path[1]] >= bound, (row["policy"], row["load"], row["seed"])
     assert all(s["score"] is None or s["score"] <= 1 for s in run_scores(doc, top))
+
+
+def test_colo_scores_reach_one_only_at_the_full_qos_share(tmp_path):
+    """The colo top is the QoS share's ceiling (a bound: no score above 1); the held-out suite's mixes are scored."""
+    entry = suite_scenarios("colo:test")[1]
+    doc = evaluate(entry.write(tmp_path), ["equal", "oracle"], loads=[0], tasks=30, **SERIAL)
+    scoring = scoring_of(doc)
+    assert scoring.top_is_bound and scoring.reference == "equal"
+    scores = run_scores(doc, top_values(doc, entry.load()))
+    shares = {r["policy"]: r["qos_met_fraction"] for r in doc["results"]}
+    for s in scores:
+        assert s["score"] is not None and s["score"] <= 1
+        assert (s["score"] == 1) == (shares[s["policy"]] == 1)
