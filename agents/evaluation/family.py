@@ -68,22 +68,6 @@ class Options:
     drained: bool = False  # rack, lb: measure a fixed set of arrivals, each until it ends (drain)
 
 
-DRAIN_FACTOR = 4.0
-"""A drained run (:func:`drain`) waits for its measured work at most this many times the arrivals' time."""
-
-
-def drain(now: Callable[[], float], run_until: Callable[[float], None], pending: Callable[[], int]) -> int:
-    """Advance a run whose measured arrivals have all arrived until none of them is pending, or for
-    :data:`DRAIN_FACTOR` times the time they took to arrive; returns how many are still pending (none: the run's
-    statistics cover exactly its measured set, so no bound computed from that set can be beaten)."""
-    arrivals = now()
-    deadline = arrivals * (1 + DRAIN_FACTOR)
-    chunk = max(arrivals / 20, 1e-9)
-    while pending() > 0 and now() < deadline:
-        run_until(min(now() + chunk, deadline))
-    return pending()
-
-
 @dataclass(frozen=True)
 class Column:
     """One column of the console table: header, dotted path into a summary cell, digits shown, scale applied."""

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dcgym.agents.evaluation import plots
 from dcgym.agents.evaluation.checkpoints import checkpoint_jobs
 from dcgym.agents.evaluation.document import finite
-from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles, drain
+from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options, Percentiles
 from dcgym.agents.evaluation.stats import nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.rack import (
@@ -49,7 +49,7 @@ from dcgym.agents.policies.rack import (
     load_policy_file,
 )
 from dcgym.agents.policies.sources import Source, Spec
-from dcgym.agents.progress import run_in_pieces
+from dcgym.agents.progress import drain, run_in_pieces
 from dcgym.cpp_core import RackController, RackSim, check_rack_config
 from dcgym.envs.error import InvalidConfigError
 
@@ -224,11 +224,14 @@ class PolicyFileJob:
     timeline: bool = False
     types: tuple[str, ...] = ()
     rate_factor: float = 1.0  # the highest arrival rate over the run (dynamics) / the initial one
+    drained: bool = False  # as Job
 
     def run(self) -> dict[str, Any]:
         """The policy in the engine (:func:`dcgym.agents.policies.rack.drive_controller`): row, histogram, timeline."""
         start = time.perf_counter()
-        driven = drive_controller(self.data, self.config, self.options, self.rate_factor, self.warmup, self.tasks)
+        driven = drive_controller(
+            self.data, self.config, self.options, self.rate_factor, self.warmup, self.tasks, self.drained
+        )
         return run_record(self, *driven, time.perf_counter() - start)
 
 
@@ -241,6 +244,7 @@ def policy_file_jobs(
     warmup: int,
     groups: tuple = (),
     sample_period_us: float | None = None,
+    drained: bool = False,
 ) -> list[PolicyFileJob]:
     """The runs of one policy file on ``scenario``, one per load and seed; everything checked before any run."""
     options, params = controller_inputs(file, scenario)
@@ -258,6 +262,8 @@ def policy_file_jobs(
                 heartbeat_us=file.heartbeat_us,
                 load_metric=file.load_metric,
             )
+            if drained:
+                config["measure_tasks"] = tasks - warmup
             check_rack_config(config)
             jobs.append(
                 PolicyFileJob(
@@ -273,6 +279,7 @@ def policy_file_jobs(
                     bool(period and period > 0 and s == seeds[0]),
                     tuple(scenario.type_names),
                     max([1.0, *(p / load for p in peaks)]),
+                    drained,
                 )
             )
     try:  # the controller's own checks (options, parameter shapes), on the first run's config
@@ -392,8 +399,8 @@ class RackEvaluation(EvaluationFamily):
         )
         trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
         trained_labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
-        if options.drained and any(s.source is not Source.HEURISTIC for s in specs):
-            raise InvalidConfigError("drained", True, "heuristic policies only (trained policies run undrained)")
+        if options.drained and any(s.source is Source.CHECKPOINT for s in specs):
+            raise InvalidConfigError("drained", True, "heuristics and policy files (checkpoints run undrained)")
         files = _policy_files([s.given for s in specs if s.source is Source.POLICY_FILE])
         period = scenario.sample_period_us if options.sample_period_us is None else options.sample_period_us
         if period > 0:
@@ -417,7 +424,15 @@ class RackEvaluation(EvaluationFamily):
                 )
             elif spec.source is Source.POLICY_FILE:
                 jobs += policy_file_jobs(
-                    files[id(spec.given)], scenario, loads, seeds, work, warmup, groups, options.sample_period_us
+                    files[id(spec.given)],
+                    scenario,
+                    loads,
+                    seeds,
+                    work,
+                    warmup,
+                    groups,
+                    options.sample_period_us,
+                    options.drained,
                 )
             else:
                 policy = scenario.policy(spec.given)

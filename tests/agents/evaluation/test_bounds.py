@@ -128,3 +128,23 @@ def test_colo_scores_reach_one_only_at_the_full_qos_share(tmp_path):
     for s in scores:
         assert s["score"] is not None and s["score"] <= 1
         assert (s["score"] == 1) == (shares[s["policy"]] == 1)
+
+
+@pytest.mark.parametrize(
+    ("name", "policies", "load", "work"),
+    [
+        ("malcolm_homog_exp", ["zoo:malcolm_homog_exp", "wcmp"], 0.9, 5000),
+        ("lb_sim", ["zoo:multilb_distr_lb_sim", "wcmp"], 0.7, 800),
+    ],
+)
+def test_policy_files_drain_too_and_stay_above_the_bound(name, policies, load, work):
+    """A zoo policy file's drained run measures exactly its window (every measured task or flow ended) and its
+    metric is no better than the bound (tolerance 0)."""
+    scenario = load_scenario(name)
+    doc = evaluate(scenario, policies, loads=[load], tasks=work, seeds=[1], drained=True, **SERIAL)
+    top = top_values(doc, scenario)
+    warmup = doc["results"][1].get("tasks_warmup", doc["results"][1].get("flows_warmup"))
+    for row in doc["results"]:
+        done = row.get("tasks_completed", row.get("flows_completed"))
+        metric = row["latency_us"]["p99"] if "latency_us" in row else row["fct_s"]["mean"]
+        assert done == work - warmup and metric >= top(load, 1)
