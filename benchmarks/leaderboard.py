@@ -34,7 +34,15 @@ from typing import Any
 from dcgym.agents.evaluation import evaluate, family_of
 from dcgym.agents.evaluation.document import get_path, to_json
 from dcgym.agents.evaluation.plots import plot_performance_profiles
-from dcgym.agents.evaluation.scores import SCORING, aggregate, performance_profile, run_scores, top_values
+from dcgym.agents.evaluation.scores import (
+    SCORING,
+    Scoring,
+    aggregate,
+    performance_profile,
+    run_scores,
+    scoring_of,
+    top_values,
+)
 from dcgym.agents.evaluation.suites import applies
 from dcgym.agents.heuristics import baselines
 from dcgym.agents.policies.zoo import list_zoo, zoo_dir
@@ -43,6 +51,8 @@ from dcgym.envs.scenario import list_scenarios, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_WORK = {"rack": 200_000, "lb": 5_000, "flow": 20_000}
+DRAINED = ("rack", "lb")
+"""Families whose runs the leaderboard drains (a fixed measured set, each until it ends): what their bounds need."""
 """Units of work per run by default: enough for a p99 within a few percent at the grids' loads."""
 TAUS = [round(-1 + k / 20, 2) for k in range(45)]
 """Where the performance profiles are drawn: scores -1 to 1.2."""
@@ -101,13 +111,20 @@ def _mean_scores(doc: Mapping[str, Any]) -> dict[tuple[str, float], float | None
     return {k: None if None in v else sum(v) / len(v) for k, v in cells.items()}  # type: ignore[operator]
 
 
-def header(kind: str, policy: str) -> str:
-    """A column's header: the policy, and its role in the family's score."""
-    scoring = SCORING[kind]
+def _scoring(kind: str, docs: list[dict[str, Any]]) -> Scoring:
+    """The scoring of a family's documents (its bound as the top where the runs are drained)."""
+    return scoring_of(docs[0]) if docs else SCORING[kind]
+
+
+def header(scoring: Scoring, policy: str) -> str:
+    """A column's header: the policy, and its role in the family's score (a policy named like a top that is not
+    the top says so)."""
     if policy == scoring.reference:
         return f"{policy} (reference, 0)"
     if policy == scoring.top:
         return f"{policy} ({scoring.top_name}, 1)"
+    if policy in ("oracle", "ideal"):
+        return f"{policy} (a policy, no bound)"
     return policy
 
 
@@ -115,12 +132,12 @@ def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
     """One family's Markdown table: a row per scenario and load, the best cell of each row bold, each cell's score
     in brackets; a family whose top is a bound has a column of it."""
     family = family_of(kind)
-    scoring = SCORING[kind]
+    scoring = _scoring(kind, docs)
     path, label, digits = family.headline
     pick = max if family.headline_higher_is_better else min
     columns = list(dict.fromkeys(s["policy"] for doc in docs for s in doc["summary"]))
     bound = [f"{scoring.top} ({scoring.top_name}, 1)"] if scoring.top_is_bound else []
-    headers = [header(kind, c) for c in columns] + bound
+    headers = [header(scoring, c) for c in columns] + bound
     lines = [
         f"| scenario | {family.load_name} | {' | '.join(headers)} |",
         "|---|---:|" + "---:|" * len(headers),
@@ -155,7 +172,7 @@ def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
 def scored_runs(kind: str, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every run's score of a family, with its scenario; the scenarios the family leaves out of aggregates left
     out."""
-    excluded = SCORING[kind].excluded
+    excluded = _scoring(kind, docs).excluded
     return [
         {**r, "scenario": doc["scenario"]} for doc in docs for r in doc["scores"] if doc["scenario"] not in excluded
     ]
@@ -191,7 +208,7 @@ def beaten_bounds(kind: str, docs: list[dict[str, Any]]) -> list[str]:
     """Every complete run (no measured work left out of its metric) that beats the top called ideal (a bound) of its
     load and seed: none, if the bound holds. A censored run's metric leaves out work, so it is no evidence either
     way (its score is capped at 0)."""
-    if not SCORING[kind].top_is_bound:
+    if not _scoring(kind, docs).top_is_bound:
         return []
     family = family_of(kind)
     path = family.headline[0]
@@ -209,10 +226,14 @@ def beaten_bounds(kind: str, docs: list[dict[str, Any]]) -> list[str]:
 
 def page_problems(text: str) -> list[str]:
     """What is wrong with a page's tables: a column headed by a bare ``oracle`` or ``ideal`` (a top must say its
-    role), or a complete (uncensored) cell below the value of its row's column named ideal (lower is better on
-    every family with a bound)."""
+    role), or a complete (uncensored) cell beyond the value of its row's column named ideal: below it where lower
+    is better, above it where the caption before the table says higher is better."""
     problems = []
-    for table in (t for t in text.split("\n\n") if t.startswith("| scenario |")):
+    paragraphs = text.split("\n\n")
+    for k, table in enumerate(paragraphs):
+        if not table.startswith("| scenario |"):
+            continue
+        higher = k > 0 and "higher is better" in paragraphs[k - 1]
         lines = table.splitlines()
         headers = [h.strip() for h in lines[0].strip("|").split("|")]
         problems += [f"column {h!r} does not say its role" for h in headers if h in ("oracle", "ideal")]
@@ -224,8 +245,9 @@ def page_problems(text: str) -> list[str]:
                 for k, c in enumerate(cells[2:], start=2):
                     if k != i and c not in ("", "-") and "*" not in c:
                         value = float(c.split()[0].replace(",", ""))
-                        if value < bound:
-                            problems.append(f"{cells[0]} {cells[1]}: {headers[k]} {value} below {headers[i]} {bound}")
+                        if (value > bound) if higher else (value < bound):
+                            side = "above" if higher else "below"
+                            problems.append(f"{cells[0]} {cells[1]}: {headers[k]} {value} {side} {headers[i]} {bound}")
     return problems
 
 
@@ -242,7 +264,14 @@ def run(
             # A scenario that changes over time runs long enough to see its last change twice over.
             length = max([work[kind], *(family.work_to_cover(scenario, load) for load in scenario.loads)])
             seed_list = list(range(1, seeds + 1))
-            doc = evaluate(scenario, policies(kind, scenario), tasks=length, seeds=seed_list, workers=workers)
+            doc = evaluate(
+                scenario,
+                policies(kind, scenario),
+                tasks=length,
+                seeds=seed_list,
+                workers=workers,
+                drained=kind in DRAINED,
+            )
             docs.setdefault(kind, []).append(with_scores(doc, scenario))
     return docs
 
@@ -286,6 +315,7 @@ def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float, ou
             "",
             f"Scores over every scenario x {family_of(kind).load_name} x seed"
             + (f" but {', '.join(SCORING[kind].excluded)}" if SCORING[kind].excluded else "")
+            + (" (drained runs: every measured task or flow counted when it ends)" if kind in DRAINED else "")
             + " (a task is one scenario and load; the interval resamples each task's seeds):",
             "",
             aggregate_table(scored_runs(kind, family_docs)),

@@ -103,6 +103,14 @@ def main(
     explore: Annotated[
         bool, typer.Option("--explore", help="sample trained policies' actions (default: deterministic)")
     ] = False,
+    drained: Annotated[
+        bool,
+        typer.Option(
+            "--drained",
+            help="rack, lb: measure a fixed set of arrivals, each until it ends, and score against the family's "
+            "bound (heuristics only; docs/benchmarking.md)",
+        ),
+    ] = False,
     suite: Annotated[
         str | None,
         typer.Option(
@@ -165,6 +173,7 @@ def main(
                 address=address,
                 sample_period_us=timeline,
                 explore=explore,
+                drained=drained,
             )
         except KeyboardInterrupt as exc:  # Typer would turn it into a silent exit 130
             raise _Stopped(exc) from None

@@ -72,6 +72,7 @@ def evaluate(
     address: str | None = None,
     sample_period_us: float | None = None,
     explore: bool = False,
+    drained: bool = False,
 ) -> dict[str, Any]:
     """Run every policy at every load with every seed and return the results document.
 
@@ -84,7 +85,8 @@ def evaluate(
     session, or the cluster at ``address``); None picks serial for a single
     run and Ray with every core otherwise. ``sample_period_us`` samples the
     loads over time (rack; it replaces the scenario's period, 0 = no samples). Trained policies act deterministically unless
-    ``explore``. Every argument and every engine config is checked before
+    ``explore``. ``drained`` (rack, lb heuristics) measures a fixed set of arrivals, each until it ends: what a
+    score against a bound needs (docs/benchmarking.md). Every argument and every engine config is checked before
     the first run, so bad input raises InvalidConfigError (or the engine's
     ValueError) without wasting a run.
     """
@@ -106,14 +108,19 @@ def evaluate(
         raise InvalidConfigError("loads", grid, "distinct values (a repeated one would repeat its runs)")
     specs = [classify(p) for p in policies]
     warn_late_changes(family, scenario, grid, work)
-    jobs = family.jobs(scenario, spec, specs, grid, seeds_, work, Options(sample_period_us, explore))
+    if drained and family.kind not in ("rack", "lb"):
+        raise InvalidConfigError("drained", True, "a rack or lb scenario (flow runs are always drained)")
+    jobs = family.jobs(scenario, spec, specs, grid, seeds_, work, Options(sample_period_us, explore, drained))
     labels = list(dict.fromkeys(job.policy for job in jobs))
     if len(labels) != len(specs):
         raise InvalidConfigError(
             "policy", [str(p) for p in policies], "distinct policies (a repeated one would repeat its runs)"
         )
     outputs = run_all(jobs, workers, address, progress, scenario.name or "scenario")
-    return build_document(family, scenario, seeds_, work, jobs, outputs)
+    doc = build_document(family, scenario, seeds_, work, jobs, outputs)
+    if drained:  # only then, so that every other document stays as it was
+        doc["drained"] = True
+    return doc
 
 
 def evaluate_checkpoint(

@@ -65,6 +65,7 @@ class Options:
 
     sample_period_us: float | None = None  # rack: load samples for load-over-time plots
     explore: bool = False  # trained policies sample their actions
+    drained: bool = False  # rack, lb: measure a fixed set of arrivals, each until it ends (drain)
 
 
 @dataclass(frozen=True)

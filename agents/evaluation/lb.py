@@ -44,6 +44,7 @@ from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.lb import LbPolicyFile, file_actions, fixed_weights, load_lb_policy_file
 from dcgym.agents.policies.sources import Source, Spec
+from dcgym.agents.progress import drain
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import LbSim, check_lb_config
 from dcgym.envs.error import InvalidConfigError
@@ -165,14 +166,27 @@ class LbJob:
     config: dict[str, Any]
     warmup_us: float
     end_us: float
+    drained_flows: int = 0  # > 0: the config measures the arrivals after warm-up up to this many, and the run drains
 
     def run(self) -> dict[str, Any]:
-        """Run the engine to the end of warm-up and to the end; the result row and the FCT histogram."""
+        """Run the engine to the end of warm-up and to the end (drained: until the measured flows have ended); the
+        result row and the FCT histogram."""
         start = time.perf_counter()
         sim = LbSim(self.config)
-        sim.run_until(self.warmup_us)
-        at_warmup = sim.results()
-        sim.run_until(self.end_us)
+        if self.drained_flows:
+            sim.run_flows(self.config["warmup_flows"])
+            at_warmup, warmup_us = sim.results(), sim.now_us
+            sim.run_flows(self.drained_flows - self.config["warmup_flows"])
+            drain(lambda: sim.now_us, sim.run_until, lambda: sim.results()["flows_measured_pending"])
+            row = self._row(sim, at_warmup, sim.now_us - warmup_us, start)
+        else:
+            sim.run_until(self.warmup_us)
+            at_warmup = sim.results()
+            sim.run_until(self.end_us)
+            row = self._row(sim, at_warmup, self.end_us - self.warmup_us, start)
+        return {"result": row, "histogram": _histogram(sim), "timeline": None}
+
+    def _row(self, sim: LbSim, at_warmup: Mapping[str, Any], measured_us: float, start: float) -> dict[str, Any]:
         r = sim.results()
         row = _row(
             self.policy,
@@ -182,21 +196,26 @@ class LbJob:
             r["flows_rejected"] - at_warmup["flows_rejected"],
             r["flows_warmup"],
             r["arrival_rate_per_us"],
-            self.end_us - self.warmup_us,
+            measured_us,
             r["events"],
             time.perf_counter() - start,
         )
-        return {"result": row, "histogram": _histogram(sim), "timeline": None}
+        if self.drained_flows:  # flows past the measured set are in no statistic
+            row["flows_in_flight"] = int(r["flows_measured_pending"])
+            row["censored"] = row["censored"] or row["flows_in_flight"] > 0
+        return row
 
 
 class _WithWarmup:
-    """A scenario whose engine configs exclude the first ``warmup`` flows from the statistics."""
+    """A scenario whose engine configs exclude the first ``warmup`` flows from the statistics (and with
+    ``measure`` > 0 measure only the next ``measure``)."""
 
-    def __init__(self, scenario: LbScenario, warmup: int) -> None:
-        self._scenario, self._warmup = scenario, warmup
+    def __init__(self, scenario: LbScenario, warmup: int, measure: int = 0) -> None:
+        self._scenario, self._warmup, self._measure = scenario, warmup, measure
 
     def engine_config(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        return self._scenario.engine_config(*args, **kwargs, warmup_flows=self._warmup)
+        config = self._scenario.engine_config(*args, **kwargs, warmup_flows=self._warmup)
+        return {**config, "measure_flows": self._measure} if self._measure else config
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._scenario, name)
@@ -214,7 +233,9 @@ def _run_env(job: Any, env: Any, act: Any) -> dict[str, Any]:
     """Run ``env`` (lb_v0 or lb_central_v0) for the job's horizon, ``act(observations) -> actions`` each period."""
     start = time.perf_counter()
     warmup_us, end_us = horizon(env.scenario, job.load, job.tasks, job.warmup)
-    env.scenario = _WithWarmup(env.scenario, job.warmup)  # reset() builds the engine from the scenario
+    drained = getattr(job, "drained", False)
+    # reset() builds the engine from the scenario
+    env.scenario = _WithWarmup(env.scenario, job.warmup, job.tasks - job.warmup if drained else 0)
     observations, infos = env.reset(seed=job.seed)
     period = env.period_us
     dropped = 0
@@ -223,6 +244,20 @@ def _run_env(job: Any, env: Any, act: Any) -> dict[str, Any]:
         if (k + 1) * period > warmup_us:
             dropped += next(iter(infos.values()))["step_flows_rejected"]
     sim = env.sim
+    if drained:  # whole decision periods until every measured flow has arrived and ended
+        state = {"observations": observations, "dropped": dropped}
+
+        def step_until(t: float) -> None:
+            while sim.now_us < t:
+                state["observations"], _, _, _, step_infos = env.step(act(state["observations"]))
+                state["dropped"] += next(iter(step_infos.values()))["step_flows_rejected"]
+
+        def left() -> int:
+            r = sim.results()
+            return r["flows_measured_pending"] + max(0, job.tasks - r["flows_arrived"])
+
+        drain(lambda: sim.now_us, step_until, left)
+        dropped, end_us = state["dropped"], sim.now_us
     capacity = sum(g.count * g.workers * g.speed for g in env.scenario.servers)
     offered = job.load * capacity / env.mean_flow_time_us
     row = _row(
@@ -237,6 +272,9 @@ def _run_env(job: Any, env: Any, act: Any) -> dict[str, Any]:
         None,
         time.perf_counter() - start,
     )
+    if drained:  # flows past the measured set are in no statistic
+        row["flows_in_flight"] = int(sim.results()["flows_measured_pending"])
+        row["censored"] = row["censored"] or row["flows_in_flight"] > 0
     return {"result": row, "histogram": _histogram(sim), "timeline": None}
 
 
@@ -254,6 +292,7 @@ class LbPolicyFileJob:
     file: LbPolicyFile
     tasks: int
     warmup: int
+    drained: bool = False  # measure flows warmup .. tasks - 1, each until it ends (Options)
 
     def run(self) -> dict[str, Any]:
         """Drive lb_v0 with the policy file's C++ runtime each decision period."""
@@ -331,11 +370,17 @@ class LbEvaluation(EvaluationFamily):
         trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
         labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
         warmup = self.warmup(scenario, work)
+        if options.drained and any(s.source is Source.CHECKPOINT for s in specs):
+            raise InvalidConfigError("drained", True, "heuristics and policy files (checkpoints run undrained)")
         jobs: list[Any] = []
         for spec in specs:
             if spec.source is Source.POLICY_FILE:
                 file = load_lb_policy_file(spec.given, scenario, loads[0])
-                jobs += [LbPolicyFileJob(file.label, load, s, file, work, warmup) for load in loads for s in seeds]
+                jobs += [
+                    LbPolicyFileJob(file.label, load, s, file, work, warmup, options.drained)
+                    for load in loads
+                    for s in seeds
+                ]
                 continue
             if spec.source is Source.CHECKPOINT:
                 jobs += checkpoint_jobs(
@@ -359,8 +404,11 @@ class LbEvaluation(EvaluationFamily):
                 warmup_us, end_us = horizon(scenario, load, work, warmup)
                 for s in seeds:
                     config = runs_on.engine_config(load=load, seed=s, policy=name, warmup_flows=warmup)
+                    drained = work if options.drained else 0
+                    if drained:
+                        config["measure_flows"] = work - warmup
                     check_lb_config(config)
-                    jobs.append(LbJob(spec.given, load, s, config, warmup_us, end_us))
+                    jobs.append(LbJob(spec.given, load, s, config, warmup_us, end_us, drained))
         return jobs
 
     def columns(self, doc: Mapping[str, Any]) -> list[Column]:

@@ -49,7 +49,7 @@ from dcgym.agents.policies.rack import (
     load_policy_file,
 )
 from dcgym.agents.policies.sources import Source, Spec
-from dcgym.agents.progress import run_in_pieces
+from dcgym.agents.progress import drain, run_in_pieces
 from dcgym.cpp_core import RackController, RackSim, check_rack_config
 from dcgym.envs.error import InvalidConfigError
 
@@ -128,15 +128,19 @@ class Job:
     groups: tuple[tuple[str, int, int, int], ...]  # (label, first node, nodes, workers) per node group
     timeline: bool  # keep this run's load samples
     types: tuple[str, ...] = ()  # the scenario's task type names, in order; empty without types
+    drained: bool = False  # the config measures tasks - warmup arrivals, and the run drains them (Options)
 
     def run(self) -> dict[str, Any]:
-        """Run the engine to the end of warm-up and to the end: the row, histogram and timeline."""
+        """Run the engine to the end of warm-up and to the end (drained: until the measured tasks have ended):
+        the row, histogram and timeline."""
         start = time.perf_counter()
         sim = RackSim(self.config)
         run_in_pieces(sim.run_tasks, self.warmup)
         at_warmup = sim.results()
         measured_from_us = sim.now_us
         run_in_pieces(sim.run_tasks, self.tasks - self.warmup)
+        if self.drained:
+            drain(lambda: sim.now_us, sim.run_until, lambda: sim.results()["tasks_measured_pending"])
         return run_record(self, sim, at_warmup, measured_from_us, time.perf_counter() - start)
 
 
@@ -151,7 +155,8 @@ def run_record(job: Any, sim: RackSim, at_warmup: dict[str, Any], measured_from_
     types = getattr(job, "types", ())
     completed = latency["count"]
     dropped = r["tasks_dropped"] - at_warmup["tasks_dropped"]
-    in_flight = r["tasks_in_flight"]
+    # Drained, tasks past the measured set are in no statistic: only measured ones still in flight censor the run.
+    in_flight = r["tasks_measured_pending"] if getattr(job, "drained", False) else r["tasks_in_flight"]
     offered = completed + dropped + in_flight
     censored = (dropped + in_flight) / offered if offered else math.nan
     row = {
@@ -219,11 +224,14 @@ class PolicyFileJob:
     timeline: bool = False
     types: tuple[str, ...] = ()
     rate_factor: float = 1.0  # the highest arrival rate over the run (dynamics) / the initial one
+    drained: bool = False  # as Job
 
     def run(self) -> dict[str, Any]:
         """The policy in the engine (:func:`dcgym.agents.policies.rack.drive_controller`): row, histogram, timeline."""
         start = time.perf_counter()
-        driven = drive_controller(self.data, self.config, self.options, self.rate_factor, self.warmup, self.tasks)
+        driven = drive_controller(
+            self.data, self.config, self.options, self.rate_factor, self.warmup, self.tasks, self.drained
+        )
         return run_record(self, *driven, time.perf_counter() - start)
 
 
@@ -236,6 +244,7 @@ def policy_file_jobs(
     warmup: int,
     groups: tuple = (),
     sample_period_us: float | None = None,
+    drained: bool = False,
 ) -> list[PolicyFileJob]:
     """The runs of one policy file on ``scenario``, one per load and seed; everything checked before any run."""
     options, params = controller_inputs(file, scenario)
@@ -253,6 +262,8 @@ def policy_file_jobs(
                 heartbeat_us=file.heartbeat_us,
                 load_metric=file.load_metric,
             )
+            if drained:
+                config["measure_tasks"] = tasks - warmup
             check_rack_config(config)
             jobs.append(
                 PolicyFileJob(
@@ -268,6 +279,7 @@ def policy_file_jobs(
                     bool(period and period > 0 and s == seeds[0]),
                     tuple(scenario.type_names),
                     max([1.0, *(p / load for p in peaks)]),
+                    drained,
                 )
             )
     try:  # the controller's own checks (options, parameter shapes), on the first run's config
@@ -387,6 +399,8 @@ class RackEvaluation(EvaluationFamily):
         )
         trained = [s.given for s in specs if s.source is Source.CHECKPOINT]
         trained_labels = dict(zip(map(id, trained), checkpoint_labels(trained))) if trained else {}
+        if options.drained and any(s.source is Source.CHECKPOINT for s in specs):
+            raise InvalidConfigError("drained", True, "heuristics and policy files (checkpoints run undrained)")
         files = _policy_files([s.given for s in specs if s.source is Source.POLICY_FILE])
         period = scenario.sample_period_us if options.sample_period_us is None else options.sample_period_us
         if period > 0:
@@ -410,17 +424,28 @@ class RackEvaluation(EvaluationFamily):
                 )
             elif spec.source is Source.POLICY_FILE:
                 jobs += policy_file_jobs(
-                    files[id(spec.given)], scenario, loads, seeds, work, warmup, groups, options.sample_period_us
+                    files[id(spec.given)],
+                    scenario,
+                    loads,
+                    seeds,
+                    work,
+                    warmup,
+                    groups,
+                    options.sample_period_us,
+                    options.drained,
                 )
             else:
                 policy = scenario.policy(spec.given)
                 for load in loads:
                     for s in seeds:
                         config = scenario.engine_config(load, s, policy, warmup, options.sample_period_us)
+                        if options.drained:
+                            config["measure_tasks"] = work - warmup
                         check_rack_config(config)
                         keep = period > 0 and s == seeds[0]
+                        types = tuple(scenario.type_names)
                         jobs.append(
-                            Job(policy.label, load, s, config, work, warmup, groups, keep, tuple(scenario.type_names))
+                            Job(policy.label, load, s, config, work, warmup, groups, keep, types, options.drained)
                         )
         return jobs
 

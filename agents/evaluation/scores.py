@@ -26,16 +26,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from dcgym.agents.evaluation.bounds import flow_bound, lb_bound, rack_bound
 from dcgym.agents.evaluation.document import get_path
 from dcgym.agents.evaluation.family import family_of
 
 __all__ = [
+    "FULL_QOS_SHARE",
     "HOST_LINK_BOUND",
+    "POOLED_CLUSTER_BOUND",
+    "POOLED_WINDOW_BOUND",
     "SCORING",
     "Scoring",
     "aggregate",
@@ -48,12 +52,19 @@ __all__ = [
     "performance_profile",
     "run_scores",
     "score",
+    "scoring_of",
     "top_values",
 ]
 
 
 HOST_LINK_BOUND = "host-link bound"
 """The flow family's top: :func:`dcgym.agents.evaluation.bounds.flow_bound_ms` on the run's own flows."""
+POOLED_WINDOW_BOUND = "pooled-window bound"
+"""The rack family's top on drained runs: :func:`dcgym.agents.evaluation.bounds.rack_p99_bound_us`."""
+FULL_QOS_SHARE = "full QoS share"
+"""The colo family's top: every sample of every service within QoS (a share of 1), which no policy can exceed."""
+POOLED_CLUSTER_BOUND = "pooled-cluster bound"
+"""The lb family's top on drained runs: :func:`dcgym.agents.evaluation.bounds.lb_mean_fct_bound_s`."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,9 @@ class Scoring:
     """Whether no policy can beat ``top`` on the metric as measured (then, and only then, it is called ideal)."""
     excluded: tuple[str, ...] = ()
     """Scenarios left out of aggregates (single-server sanity checks where every policy is the same)."""
+    drained_bound: str | None = None
+    """The bound that scores 1 in place of ``top`` in a drained document (``evaluate(drained=True)``): a metric
+    that leaves out work still in flight can beat a bound, one over a fixed, drained set cannot."""
 
     @property
     def top_name(self) -> str:
@@ -80,15 +94,24 @@ SCORING: dict[str, Scoring] = {
     # No rack policy is a bound while the p99 leaves out tasks in flight at the end of a run; the oracle (least
     # remaining work + size over capacity) runs at every entry point (central_fcfs only at a switch): an upper
     # reference.
-    "rack": Scoring("wcmp", "oracle", False, excluded=("mm1", "mm16")),
+    "rack": Scoring("wcmp", "oracle", False, excluded=("mm1", "mm16"), drained_bound=POOLED_WINDOW_BOUND),
     # The configured balancer (static weights); the oracle is beaten by sed on lb_reference: an upper reference.
-    "lb": Scoring("wcmp", "oracle", False),
+    "lb": Scoring("wcmp", "oracle", False, drained_bound=POOLED_CLUSTER_BOUND),
     # No scheduling (fair sharing); the host-link bound (agents/evaluation/bounds.py) no scheduler can beat.
     "flow": Scoring("fair", HOST_LINK_BOUND, True),
-    # Equal partitions; the Oracle optimises cost under QoS, not the QoS share: an upper reference.
-    "colo": Scoring("equal", "oracle", False),
+    # Equal partitions; the QoS share's own ceiling, 1. The Oracle maximises slack under QoS on the noiseless
+    # steady state, not the QoS share, and equal partitions beat it on some mixes: it is no top.
+    "colo": Scoring("equal", FULL_QOS_SHARE, True),
 }
 """Each family's score: reference (0) and top (1)."""
+
+
+def scoring_of(doc: Mapping[str, Any]) -> Scoring:
+    """The scoring of ``doc``: its family's, with the family's bound as the top when the document is drained."""
+    scoring = SCORING[family_of(doc["family"]).kind]
+    if doc.get("drained") and scoring.drained_bound:
+        return replace(scoring, top=scoring.drained_bound, top_is_bound=True)
+    return scoring
 
 
 def score(metric: float, reference: float, top: float, higher_is_better: bool = False) -> float | None:
@@ -107,7 +130,7 @@ def run_scores(doc: Mapping[str, Any], top: Callable[[float, int], float | None]
     or top there scores None; censored rows are capped at 0 (module docstring).
     """
     family = family_of(doc["family"])
-    scoring = SCORING[family.kind]
+    scoring = scoring_of(doc)
     path = family.headline[0]
     rows = {(r["policy"], r["load"], r["seed"]): r for r in doc["results"]}
 
@@ -138,31 +161,33 @@ def top_values(doc: Mapping[str, Any], scenario: Any) -> Callable[[float, int], 
     """The top of ``doc``'s runs as ``top(load, seed)`` when it is a bound computed from the workload (flow: the
     host-link bound of each load and seed, one engine run each); None when the top is a policy of the document."""
     family = family_of(doc["family"])
-    if SCORING[family.kind].top != HOST_LINK_BOUND:
+    scoring = scoring_of(doc)
+    bound = _BOUNDS.get(scoring.top)
+    if bound is None:
         return None
-    from dcgym.agents.evaluation.bounds import flow_bound_ms, measured_flows
-
     work = doc[family.work]
     warmup = family.warmup(scenario, work)
     values = {}
     for load in dict.fromkeys(r["load"] for r in doc["results"]):
         for seed in doc["seeds"]:
-            config = scenario.engine_config(
-                load,
-                seed,
-                scenario.policy(SCORING[family.kind].reference),
-                warmup_flows=warmup,
-                measure_flows=work - warmup,
-            )
-            flows = measured_flows(config, work, warmup)
-            values[load, seed] = None if flows is None else flow_bound_ms(config, flows)
+            values[load, seed] = bound(scenario, scoring.reference, load, seed, work, warmup)
     return lambda load, seed: values.get((load, seed))
+
+
+_BOUNDS = {
+    HOST_LINK_BOUND: flow_bound,
+    POOLED_WINDOW_BOUND: rack_bound,
+    POOLED_CLUSTER_BOUND: lb_bound,
+    FULL_QOS_SHARE: lambda *_: 1.0,
+}
+"""Each bound's value at one (load, seed) of a scenario: ``bound(scenario, reference, load, seed, work, warmup)``
+(in the headline metric's unit; None where none is computed)."""
 
 
 def cell_scores(doc: Mapping[str, Any], scenario: Any) -> dict[tuple[str, float], float | None]:
     """The mean score over seeds of each (policy, load) of ``doc`` (None where a seed has none); empty when the
     document lacks the family's reference policy (or its top policy), so nothing can be scored."""
-    scoring = SCORING[family_of(doc["family"]).kind]
+    scoring = scoring_of(doc)
     policies = {r["policy"] for r in doc["results"]}
     if scoring.reference not in policies or not (scoring.top_is_bound or scoring.top in policies):
         return {}

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import yaml
 
+from dcgym.agents.evaluation.family import Options, family_of
+from dcgym.agents.policies.sources import classify
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import apply_overrides, load_scenario, read_yaml, scenario_path
 
@@ -76,14 +78,14 @@ def held_out(entry: SuiteScenario, train: Mapping[str, Any]) -> bool:
 
 def generate(family: str, seed: int, count: int) -> list[SuiteScenario]:
     """``count`` training scenarios of ``family`` drawn with ``seed``: a base and one value per axis each, uniformly
-    (the base's own loads)."""
+    (the loads of the base with those values: its own, or on a colo scenario its mixes' indexes)."""
     train = read_suite(family)["train"]
     rng = np.random.default_rng(seed)
     out = []
     for k in range(count):
         base = train["bases"][rng.integers(len(train["bases"]))]
         overrides = {key: values[rng.integers(len(values))] for key, values in train["axes"].items()}
-        loads = tuple(load_scenario(base).loads)
+        loads = tuple(load_scenario(base, overrides).loads)  # a colo scenario's loads are its mixes' indexes
         out.append(SuiteScenario(f"{family}_train_{seed}_{k}", base, overrides, loads))
     return out
 
@@ -106,9 +108,6 @@ def applies(policy: str, scenario: str | Path, load: float) -> bool:
     """Whether ``policy`` runs on ``scenario`` (a name or path) at ``load``: a policy file or trained policy made
     for a fixed number of nodes, servers or agents runs only where the scenario has as many. One short run tells
     (the engine checks a policy file's shape when it starts)."""
-    from dcgym.agents.evaluation.family import Options, family_of
-    from dcgym.agents.policies.sources import classify
-
     loaded = load_scenario(scenario)
     try:
         family_of(loaded.kind).jobs(loaded, scenario, [classify(policy)], [load], [1], PROBE_WORK, Options())[0].run()

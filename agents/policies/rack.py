@@ -44,7 +44,7 @@ import yaml
 from dcgym.agents.policies.file_settings import ENV_SETTINGS, resolve
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
 from dcgym.agents.policy_format import LinearPairPolicy, Policy, from_bytes
-from dcgym.agents.progress import PIECE
+from dcgym.agents.progress import PIECE, drain
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import Distribution, RackController, RuntimePolicy
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
@@ -262,11 +262,18 @@ def drive_env(
 
 
 def drive_controller(
-    data: bytes, config: dict[str, Any], options: dict[str, Any], rate_factor: float, warmup: int, tasks: int
+    data: bytes,
+    config: dict[str, Any],
+    options: dict[str, Any],
+    rate_factor: float,
+    warmup: int,
+    tasks: int,
+    drained: bool = False,
 ) -> tuple[Any, dict[str, Any], float]:
     """Run a policy file's controller in the engine to ``tasks`` arrivals: the simulation, its results when
     ``warmup`` tasks had arrived, and the time then (``rate_factor``: the highest arrival rate over the run / the
-    initial one).
+    initial one). ``drained`` (a config with ``measure_tasks``): then on, whole heartbeats, until the measured
+    tasks have ended (:func:`dcgym.agents.progress.drain`).
 
     As a checkpoint's run through rack_v0 (:func:`drive_env`), the run stops at the first heartbeat by which
     ``tasks`` tasks have arrived, and the warm-up counts are taken at the first heartbeat by which ``warmup``
@@ -289,6 +296,13 @@ def drive_controller(
             1, int(PIECE / max(per_heartbeat, 1e-9))
         )  # back in Python (and Ctrl-C honoured) every PIECE arrivals
         r = ctl.run(min(safe_heartbeats(target - r["tasks_arrived"], per_heartbeat), piece))
+    if drained:
+        beat = options["heartbeat_us"]
+        drain(
+            lambda: sim.now_us,
+            lambda t: ctl.run(max(1, math.ceil((t - sim.now_us) / beat))),
+            lambda: sim.results()["tasks_measured_pending"],
+        )
     return sim, at_warmup, measured_from_us
 
 

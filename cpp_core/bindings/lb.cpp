@@ -87,6 +87,8 @@ LbConfig ParseLbConfig(const py::dict& d) {
   c.observation.decay_half_life_us =
       Get<double>(o, "decay_half_life_us", "observation", c.observation.decay_half_life_us);
   c.warmup_flows = Get<uint64_t>(d, "warmup_flows", "", c.warmup_flows);
+  c.measure_flows = Get<uint64_t>(d, "measure_flows", "", c.measure_flows);
+  c.record_flows = Get<bool>(d, "record_flows", "", c.record_flows);
   c.Validate();
   return c;
 }
@@ -107,6 +109,7 @@ py::dict LbResults(const LbSim& sim) {
   r["flows_rejected"] = c.rejected;
   r["flows_in_flight"] = sim.InFlight();
   r["flows_warmup"] = c.warmup;
+  r["flows_measured_pending"] = sim.MeasuredPending();
   r["events"] = c.events;
   r["sim_time_us"] = sim.Now();
   r["arrival_rate_per_us"] = sim.ArrivalRate();
@@ -214,6 +217,14 @@ void BindLb(py::module_& m) {
       .def("results", &b::LbResults,
            "Counters, FCT statistics (fct_us: every flow, rejected ones with the timeout; fct_served_us: served "
            "flows only) and per-server state as a dict.")
+      .def(
+          "records",
+          [](const LbSim& s) {
+            const auto& r = s.Records();
+            const auto arr = [](const std::vector<double>& v) { return py::array_t<double>(v.size(), v.data()); };
+            return py::dict("arrival_us"_a = arr(r.arrival_us), "cpu_us"_a = arr(r.cpu_us), "io_us"_a = arr(r.io_us));
+          },
+          "With record_flows, per measured flow in arrival order: arrival_us, cpu_us (work at speed 1), io_us.")
       .def(
           "fct_histogram",
           [](const LbSim& s, bool served) { return b::HistogramArrays(served ? s.FctServed() : s.Fct()); },

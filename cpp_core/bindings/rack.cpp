@@ -46,6 +46,8 @@ RackConfig ParseRackConfig(const py::dict& d) {
   c.load = Get<double>(d, "load", "");
   c.seed = Get<uint64_t>(d, "seed", "");
   c.warmup_tasks = Get<uint64_t>(d, "warmup_tasks", "", c.warmup_tasks);
+  c.measure_tasks = Get<uint64_t>(d, "measure_tasks", "", c.measure_tasks);
+  c.record_tasks = Get<bool>(d, "record_tasks", "", c.record_tasks);
 
   const auto intra = GetDict(d, "intra_node", "");
   c.intra.discipline = Choice<Discipline>(Get<std::string>(intra, "discipline", "intra_node"), "intra_node.discipline",
@@ -152,6 +154,7 @@ py::dict Results(const RackSim& sim) {
   r["tasks_dropped"] = c.dropped;
   r["tasks_in_flight"] = sim.InFlight();
   r["tasks_warmup"] = c.warmup;
+  r["tasks_measured_pending"] = sim.MeasuredPending();
   r["migrations"] = c.migrations;
   r["steals"] = c.steals;
   r["failed_steals"] = c.failed_steals;
@@ -623,6 +626,14 @@ void BindRack(py::module_& m) {
       .def_property_readonly("now_us", &RackSim::Now)
       .def_property_readonly("num_nodes", &RackSim::NumNodes)
       .def("results", &b::Results, "Counters and latency statistics as a dict.")
+      .def(
+          "records",
+          [](const RackSim& s) {
+            const auto& a = s.RecordedArrivals();
+            return py::dict("arrival_us"_a = py::array_t<double>(a.size(), a.data()),
+                            "size_us"_a = py::array_t<double>(s.RecordedSizes().size(), s.RecordedSizes().data()));
+          },
+          "With record_tasks: arrival_us and size_us (work at speed 1) of each measured task, in arrival order.")
       .def(
           "latency_histogram", [](const RackSim& s) { return b::HistogramArrays(s.Latency()); },
           "(lower bucket edges in us, counts) of the measured latencies.");

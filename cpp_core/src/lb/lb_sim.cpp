@@ -260,6 +260,10 @@ void LbSim::OnArrival() {
   f.stage = 0;
   f.warmup = counters_.arrived < config_.warmup_flows;
   counters_.warmup += f.warmup;
+  // Past the measured window a flow is served like any other and left out of every statistic.
+  const bool measured =
+      !f.warmup && (config_.measure_flows == 0 || counters_.arrived - config_.warmup_flows < config_.measure_flows);
+  f.warmup = !measured;
   ++counters_.arrived;
   next_arrival_ = now_ + arrival_rng_.Exp1() / rate_;
 
@@ -300,6 +304,13 @@ void LbSim::OnArrival() {
   ++server_counters_[j].dispatched;
   ++committed_[j];
   for (uint32_t k = 0; k < app.stages; ++k) (k % 2 == 0 ? future_cpu_ : future_io_)[j] += w[k];
+  if (measured && config_.record_flows) {
+    double cpu = 0, io = 0;
+    for (uint32_t k = 0; k < app.stages; ++k) (k % 2 == 0 ? cpu : io) += w[k];
+    records_.arrival_us.push_back(f.t0);
+    records_.cpu_us.push_back(cpu);
+    records_.io_us.push_back(io);
+  }
   ++in_transit_;
   After(Hop(), kReachServer, slot);
 }
@@ -383,6 +394,7 @@ void LbSim::ClientReceive(uint32_t slot) {
   const bool rejected = f.stage == UINT32_MAX;
   ++(rejected ? counters_.rejected : counters_.completed);
   if (!f.warmup) {
+    ++measured_done_;
     const double fct = now_ - f.t0 + (rejected ? config_.timeout_us : 0.0);
     fct_.Record(fct);
     if (!rejected) fct_served_.Record(fct);

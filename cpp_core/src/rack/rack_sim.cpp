@@ -184,6 +184,11 @@ void RackSim::OnArrival() {
   if (counters_.arrived < config_.warmup_tasks) {
     t.flags = Task::kWarmup;
     ++counters_.warmup;
+  } else if (config_.measure_tasks > 0 && counters_.arrived - config_.warmup_tasks >= config_.measure_tasks) {
+    t.flags = Task::kWarmup;  // past the measured window: served like any task, left out of every statistic
+  } else if (config_.record_tasks) {
+    record_arrival_.push_back(t.arrival);
+    record_size_.push_back(t.size);
   }
   ++counters_.arrived;
   next_arrival_ = now_ + arrival_rng_.Exp1() / rate_;
@@ -309,6 +314,7 @@ void RackSim::Place(uint32_t i, const Task& t) {
   if (!nodes_[i].Admit(t, now_)) {
     ++counters_.dropped;
     ++node_counters_[i].dropped;
+    if (!(t.flags & Task::kWarmup)) ++measured_done_;
     if (entry_ == EntryKind::kNodes) ++decisions_.dropped[i];
     if (needs_replies_) Reply(t.origin, i, t);  // the refusal is a reply
     return;
@@ -331,6 +337,7 @@ void RackSim::Complete(uint32_t i, const Task& t) {
   if (entry_ == EntryKind::kNodes) ++decisions_.completed[i];
   if (step_latency_on_) step_latency_.Record(now_ - t.arrival);
   if (!(t.flags & Task::kWarmup)) {
+    ++measured_done_;
     const double latency = now_ - t.arrival;
     latency_.Record(latency);
     if (per_class_) latency_by_class_[t.cls].Record(latency);

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
+from pathlib import Path
+
 import pytest
 
 from dcgym.__main__ import main as dcgym
@@ -9,6 +13,8 @@ from dcgym.agents.evaluation.suites import applies, generate, held_out, read_sui
 from dcgym.agents.policies.zoo import list_zoo, zoo_dir
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import list_scenarios
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("family", suite_families())
@@ -51,3 +57,22 @@ def test_evaluate_runs_a_suite_into_one_folder_per_scenario(tmp_path, capsys):
         assert (out / entry.name / "results.json").is_file() and (out / entry.name / f"{entry.name}.yaml").is_file()
     assert "score" in capsys.readouterr().out
     assert dcgym([*argv, "--scenario", "lb_sim", "--out", str(out)]) == 2
+
+
+def test_every_zoo_card_reports_its_held_out_gap(tmp_path):
+    """Each card's section names its training scenario, the test scenarios it runs on and the gap (or why none),
+    and rewriting the section replaces it (benchmarks/zoo_gaps.py)."""
+    for name in [*list_zoo(), *list_zoo(entry="folder")]:
+        card = (zoo_dir() / f"{name}.md").read_text()
+        _, section = card.split("## Held-out gap", 1)
+        trained = re.search(r"--scenario (\S+)", card).group(1)
+        assert f"training scenario `{trained}`" in section
+        assert "train minus test" in section or "no test scenario" in section or "no gap" in section
+    spec = importlib.util.spec_from_file_location("dcgym_test_zoo_gaps", ROOT / "benchmarks/zoo_gaps.py")
+    gaps = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gaps)
+    card = tmp_path / "x.md"
+    card.write_text("# x\n\nintro\n")
+    for text in ("## Held-out gap\n\nfirst\n", "## Held-out gap\n\nsecond\n"):
+        gaps.write(card, text)
+    assert card.read_text() == "# x\n\nintro\n\n## Held-out gap\n\nsecond\n"

@@ -127,7 +127,9 @@ struct LbConfig {
   double decision_period_us = 5e5;  // reservoirs hold one period each
   WaitOrder wait_order = WaitOrder::kFifo;
   ObservationConfig observation;
-  uint64_t warmup_flows = 0;  // first arrivals excluded from FCT statistics
+  uint64_t warmup_flows = 0;   // first arrivals excluded from FCT statistics
+  uint64_t measure_flows = 0;  // then this many arrivals are measured (0: every later one)
+  bool record_flows = false;   // keep each measured flow's arrival time, CPU work and IO work (FlowRecords)
 
   uint32_t NumServers() const;
   double Capacity() const;     // sum of workers x speed
@@ -189,6 +191,19 @@ class LbSim {
   const kernel::LogHistogram& FctServed() const { return fct_served_; }  // rejected flows excluded
   // Flows not yet ended, counted by walking the servers and the network.
   uint64_t InFlight() const;
+  // Measured arrivals (past the warm-up, within measure_flows) whose client has not received them yet: a run is
+  // drained when this is 0, and then its statistics cover exactly the measured flows.
+  uint64_t MeasuredPending() const {
+    const uint64_t warm = config_.warmup_flows, window = config_.measure_flows;
+    uint64_t arrived = counters_.arrived > warm ? counters_.arrived - warm : 0;
+    if (window > 0 && arrived > window) arrived = window;
+    return arrived - measured_done_;
+  }
+  // With record_flows, per measured flow in arrival order: arrival time (us), CPU work (us at speed 1), IO work (us).
+  struct FlowRecords {
+    std::vector<double> arrival_us, cpu_us, io_us;
+  };
+  const FlowRecords& Records() const { return records_; }
 
  private:
   struct Flow {
@@ -261,6 +276,8 @@ class LbSim {
   double hop_min_, hop_span_;
 
   Counters counters_;
+  uint64_t measured_done_ = 0;  // measured flows received by their client
+  FlowRecords records_;
   std::vector<ServerCounters> server_counters_;
   kernel::LogHistogram fct_, fct_served_;
 };

@@ -157,6 +157,8 @@ struct RackConfig {
   MigrationConfig migration;
   std::vector<DynamicsEvent> dynamics;  // in time order
   uint64_t warmup_tasks = 0;            // the first arrivals, excluded from latency statistics
+  uint64_t measure_tasks = 0;           // then this many arrivals are measured (0: every later one)
+  bool record_tasks = false;            // keep each measured task's arrival time and size (TaskRecords)
   double sample_period_us = 0;          // > 0: record every node's load at this resolution
 
   uint32_t NumNodes() const;

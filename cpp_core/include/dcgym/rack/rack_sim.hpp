@@ -119,6 +119,17 @@ class RackSim {
   uint32_t NumBoards() const { return static_cast<uint32_t>(boards_.size()); }
   // Tasks currently in the rack (queues, workers, network), counted by walking them.
   uint64_t InFlight() const;
+  // Measured arrivals (past the warm-up, within measure_tasks) neither completed nor dropped yet: a run is drained
+  // when this is 0, and then its statistics cover exactly the measured tasks.
+  uint64_t MeasuredPending() const {
+    const uint64_t warm = config_.warmup_tasks, window = config_.measure_tasks;
+    uint64_t arrived = counters_.arrived > warm ? counters_.arrived - warm : 0;
+    if (window > 0 && arrived > window) arrived = window;
+    return arrived - measured_done_;
+  }
+  // With record_tasks: arrival time (us) and size (us of work at speed 1) of each measured task, in arrival order.
+  const std::vector<double>& RecordedArrivals() const { return record_arrival_; }
+  const std::vector<double>& RecordedSizes() const { return record_size_; }
   // Recorded load samples: times and, per time, every node's outstanding tasks.
   const std::vector<double>& SampleTimes() const { return sample_times_; }
   const std::vector<float>& Samples() const { return samples_; }
@@ -211,6 +222,8 @@ class RackSim {
   uint64_t broadcasts_sent_ = 0;
 
   RackCounters counters_;
+  uint64_t measured_done_ = 0;  // measured tasks completed or dropped
+  std::vector<double> record_arrival_, record_size_;
   std::vector<NodeCounters> node_counters_;
   DecisionCounts decisions_;
   kernel::LogHistogram latency_;
