@@ -51,7 +51,9 @@ class FlowEnvConfig(EpisodeLoads):
         "auto_websearch", description="a packaged flow scenario name, a YAML file path or a FlowScenario"
     )
     overrides: dict[str, Any] = Field({}, description="dotted-key overrides applied to the scenario")
-    load: Load = Field(0.8, description="offered load (docs/flow.md: each host's fraction of its link); AuTO: 0.8")
+    load: Load = Field(
+        0.8, description="offered load in the scenario's load_unit (docs/flow.md); AuTO: 0.8, every port at 80%"
+    )
     load_range: tuple[Load, Load] | None = Field(
         None, description="if set, each episode's load is drawn uniformly from [low, high]; replaces load"
     )
@@ -96,12 +98,12 @@ class FlowGame:
         self.scenario = scenario_for("flow", self.config.scenario, self.config.overrides)
         c = self.config
         self.policy = self.scenario.policy(c.policy)
-        if not self.policy.ranked:
+        if not self.policy.ranked or self.policy.balance is not None:
             raise InvalidConfigError(
                 "policy",
                 self.policy.label,
-                "an MLFQ (qlas, pias) or qsjf policy: AuTO's agents set its thresholds and levels "
-                f"(scenario {self.scenario.name or '(object)'} runs {self.policy.label}; pass policy=)",
+                "an MLFQ (qlas, pias) or qsjf policy: AuTO's agents set its thresholds and levels, and lRLA makes "
+                f"pathbal's moves (scenario {self.scenario.name or '(object)'} runs {self.policy.label}; pass policy=)",
             )
         self.interval_s = c.interval_ms * 1e-3
         probe = self._engine(c.load, 0)

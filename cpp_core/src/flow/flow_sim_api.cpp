@@ -5,6 +5,8 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "dcgym/flow/flow_sim.hpp"
 #include "dcgym/kernel/check.hpp"
@@ -135,6 +137,49 @@ void FlowSim::SetFlowActions(const std::vector<FlowAction>& actions) {
   Resolve();
 }
 
+uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t level) {
+  if (!(long_bytes >= 0) || !std::isfinite(long_bytes))
+    Fail("long_bytes", "must be a finite number of bytes >= 0, got " + Str(long_bytes));
+  if (level < -1 || level >= static_cast<int32_t>(config_.levels))
+    Fail("level", "must be in [0, " + Str(config_.levels - 1) + "] or -1 (keep), got " + Str(level));
+  if (!LevelBased()) Fail("pathbal", std::string("needs a level-based discipline, not ") + DisciplineName(discipline_));
+  std::vector<double> bytes(topology_.NumLinks(), 0.0);  // unfinished bytes on each link
+  std::vector<std::pair<double, uint32_t>> moving;       // (arrival, slot) of the long flows
+  for (const uint32_t f : active_) {
+    const Flow& fl = flows_[f];
+    const double sent = SentOf(f), left = fl.size - sent;
+    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[fl.route.link[h]] += left;
+    if (sent >= long_bytes && topology_.NumPaths(fl.src, fl.dst) > 1) moving.emplace_back(fl.arrival, f);
+  }
+  std::sort(moving.begin(), moving.end());
+  if (max_flows > 0 && moving.size() > max_flows) moving.resize(max_flows);
+  std::vector<FlowAction> actions;
+  uint64_t moved = 0;
+  for (const auto& [arrival, f] : moving) {
+    const Flow& fl = flows_[f];
+    const double left = fl.size - SentOf(f);
+    const auto cost = [&](const Path& p) {
+      double c = 0;
+      for (uint32_t h = 0; h < p.hops; ++h) c += bytes[p.link[h]];
+      return c;
+    };
+    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[fl.route.link[h]] -= left;
+    uint32_t best = fl.path;
+    double least = cost(fl.route);
+    for (uint32_t q = 0; q < topology_.NumPaths(fl.src, fl.dst); ++q) {
+      const double c = cost(topology_.Route(fl.src, fl.dst, q));
+      if (c < least) least = c, best = q;
+    }
+    const Path route = topology_.Route(fl.src, fl.dst, best);
+    for (uint32_t h = 0; h < route.hops; ++h) bytes[route.link[h]] += left;
+    moved += best != fl.path;
+    if (best != fl.path || level >= 0)
+      actions.push_back({Handle(f), level, -1.0, best != fl.path ? static_cast<int32_t>(best) : -1});
+  }
+  SetFlowActions(actions);
+  return moved;
+}
+
 // ------------------------------------------------------------------ observations
 
 namespace {
@@ -208,6 +253,15 @@ void FlowSim::LinkUtilization(double* interval, double* now) const {
     const double bytes = link_bytes_[l] + link_rate_[l] * (now_ - link_time_[l]) - link_bytes_start_[l];
     interval[l] = span > 0 && capacity[l] > 0 ? bytes / (capacity[l] * span) : 0.0;
     now[l] = capacity[l] > 0 ? link_rate_[l] / capacity[l] : 0.0;
+  }
+}
+
+void FlowSim::MeasuredLinkUtilization(double* out) const {
+  const double span = MeasuredTime();
+  const std::vector<double>& capacity = topology_.Capacity();
+  for (size_t l = 0; l < capacity.size(); ++l) {
+    const double bytes = link_bytes_[l] + link_rate_[l] * (now_ - link_time_[l]) - link_bytes_measured_[l];
+    out[l] = span > 0 && capacity[l] > 0 ? bytes / (capacity[l] * span) : 0.0;
   }
 }
 
