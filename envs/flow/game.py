@@ -78,6 +78,12 @@ class FlowEnvConfig(EpisodeLoads):
     )
     srla_reward_cap: float = Field(math.inf, gt=0, description="sRLA's reward T_{t-1} / T_t is capped here (inf: no)")
     lrla_reward_cap: float = Field(2.0, gt=0, description="lRLA's throughput ratio is capped here (AuTO §4.2)")
+    reward: Literal["paper", "flowtime"] = Field(
+        "paper",
+        description="paper: AuTO's ratios of consecutive intervals (sRLA: FCT, lRLA: long flows' throughput); "
+        "flowtime: both agents get minus the flows in the network per host over the interval, whose sum over an "
+        "episode is minus the flows' total time in it (the mean FCT times the arrivals, by Little's law)",
+    )
     render_mode: Literal["ansi", "rgb_array"] | None = Field(None, description="how render() draws the network")
 
     @model_validator(mode="after")
@@ -88,6 +94,12 @@ class FlowEnvConfig(EpisodeLoads):
         if any(not (0 < c < math.inf) for c in self.rate_caps):
             raise InvalidConfigError("rate_caps", list(self.rate_caps), "positive finite fractions of link_gbps")
         return self
+
+
+def _flowtime(sim: FlowSim) -> float:
+    """Flow-seconds spent in the network since the first arrival: the time integral of the flows in it."""
+    r = sim.results()
+    return float(r["mean_active_flows"]) * float(r["measured_time_s"]) if r["measured_time_s"] > 0 else 0.0
 
 
 class FlowGame:
@@ -127,6 +139,7 @@ class FlowGame:
         self.engine_seeds = np.zeros(copies, dtype=np.uint64)
         self.loads = np.zeros(copies)
         self.steps = np.zeros(copies, dtype=np.int64)
+        self.flowtime = np.zeros(copies)  # flow-seconds in the network by the end of the last step (reward flowtime)
 
     # ------------------------------------------------------------------ engines
 
@@ -154,6 +167,7 @@ class FlowGame:
         sim.start_interval()
         self.sims[k], self.agents[k] = sim, agents
         self.engine_seeds[k], self.loads[k], self.steps[k] = engine_seed, load, 0
+        self.flowtime[k] = _flowtime(sim)
         obs = self._empty_obs(1)
         agents.observe(sim, obs["srla"][0], obs["lrla"][0])
         return {name: value[0] for name, value in obs.items()}
@@ -237,6 +251,11 @@ class FlowGame:
             step_auto_batch(
                 sims, agents, srla, lrla, self.interval_s, obs["srla"], obs["lrla"], rewards, threads=threads
             )
+        if self.config.reward == "flowtime":
+            for i, k in enumerate(which):
+                now = _flowtime(self.sims[k])
+                rewards[i] = -(now - self.flowtime[k]) / (self.interval_s * self.num_hosts)
+                self.flowtime[k] = now
         self.steps[which] += 1
         return obs, rewards, self.steps[which] >= self.config.max_steps
 
