@@ -74,7 +74,9 @@ class PathBalParams(RankedParams):
     interval_ms: float = Field(10.0, gt=0, le=1000, allow_inf_nan=False, description="time between moves, ms")
     long_bytes: Bytes = Field(1048576.0, description="a flow is moved once it has sent this many bytes")
     flows: int = Field(0, ge=0, description="the oldest long flows moved each interval (0: every one)")
-    demote: bool = Field(True, description="pin a long flow moved to the last level (lRLA's lowest priority)")
+    demote: bool = Field(
+        False, description="also pin each long flow to the last level (lRLA's lowest priority; false: MLFQ's level)"
+    )
 
 
 @dataclass(frozen=True)

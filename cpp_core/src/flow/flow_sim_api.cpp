@@ -143,12 +143,15 @@ uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t le
   if (level < -1 || level >= static_cast<int32_t>(config_.levels))
     Fail("level", "must be in [0, " + Str(config_.levels - 1) + "] or -1 (keep), got " + Str(level));
   if (!LevelBased()) Fail("pathbal", std::string("needs a level-based discipline, not ") + DisciplineName(discipline_));
-  std::vector<double> bytes(topology_.NumLinks(), 0.0);  // unfinished bytes on each link
-  std::vector<std::pair<double, uint32_t>> moving;       // (arrival, slot) of the long flows
+  // Unfinished bytes per (link, level): a flow at level L is held back by the bytes at levels 0..L on its links
+  // (strict priority), not by the larger flows below it.
+  const uint32_t levels = config_.levels;
+  std::vector<double> bytes(size_t{topology_.NumLinks()} * levels, 0.0);
+  std::vector<std::pair<double, uint32_t>> moving;  // (arrival, slot) of the long flows
   for (const uint32_t f : active_) {
     const Flow& fl = flows_[f];
     const double sent = SentOf(f), left = fl.size - sent;
-    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[fl.route.link[h]] += left;
+    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[size_t{fl.route.link[h]} * levels + fl.level] += left;
     if (sent >= long_bytes && topology_.NumPaths(fl.src, fl.dst) > 1) moving.emplace_back(fl.arrival, f);
   }
   std::sort(moving.begin(), moving.end());
@@ -158,20 +161,24 @@ uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t le
   for (const auto& [arrival, f] : moving) {
     const Flow& fl = flows_[f];
     const double left = fl.size - SentOf(f);
+    const uint32_t at = level >= 0 ? static_cast<uint32_t>(level) : fl.level;  // its level once moved
     const auto cost = [&](const Path& p) {
       double c = 0;
-      for (uint32_t h = 0; h < p.hops; ++h) c += bytes[p.link[h]];
+      for (uint32_t h = 0; h < p.hops; ++h)
+        for (uint32_t l = 0; l <= at; ++l) c += bytes[size_t{p.link[h]} * levels + l];
       return c;
     };
-    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[fl.route.link[h]] -= left;
+    const auto add = [&](const Path& p, uint32_t l, double b) {
+      for (uint32_t h = 0; h < p.hops; ++h) bytes[size_t{p.link[h]} * levels + l] += b;
+    };
+    add(fl.route, fl.level, -left);
     uint32_t best = fl.path;
     double least = cost(fl.route);
     for (uint32_t q = 0; q < topology_.NumPaths(fl.src, fl.dst); ++q) {
       const double c = cost(topology_.Route(fl.src, fl.dst, q));
       if (c < least) least = c, best = q;
     }
-    const Path route = topology_.Route(fl.src, fl.dst, best);
-    for (uint32_t h = 0; h < route.hops; ++h) bytes[route.link[h]] += left;
+    add(topology_.Route(fl.src, fl.dst, best), at, left);
     moved += best != fl.path;
     if (best != fl.path || level >= 0)
       actions.push_back({Handle(f), level, -1.0, best != fl.path ? static_cast<int32_t>(best) : -1});

@@ -104,8 +104,9 @@ class FlowSim {
   void SetFlowActions(const std::vector<FlowAction>& actions);
   // The pathbal heuristic's move (a fixed rule in lRLA's action space): each active flow that has sent at least
   // `long_bytes`, oldest first, at most `max_flows` of them (0: every one), goes to the path whose links carry
-  // the fewest unfinished bytes of the other active flows (ties keep its path), the moves counted as they are
-  // made; `level` >= 0 also pins the flow there (-1 keeps its level). Returns the number of flows moved.
+  // the fewest unfinished bytes of the other active flows at its level or above (ties keep its path), the moves
+  // counted as they are made; `level` >= 0 also pins the flow there (-1 keeps its level). Returns the number
+  // of flows moved.
   uint64_t BalancePaths(double long_bytes, uint64_t max_flows, int32_t level);
 
   // Observations, row-major and zero-padded (flow handles -1). Finished
