@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dcgym.agents.evaluation.flow import WARMUP_FRACTION, FlowJob
+from dcgym.agents.evaluation.family import WARMUP_FRACTION
+from dcgym.agents.evaluation.flow import FlowJob
 from dcgym.envs.scenario import load_scenario
 
 MAX_JOBS = 2  # other jobs share the machine

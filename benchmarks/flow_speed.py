@@ -56,6 +56,10 @@ TARGETS = {"single": (5e6, None), "auto": (2.5e5, 1e6)}
 console = Console(width=None if sys.stdout.isatty() else 150)
 
 
+LINK_UNIT = {"load_unit": "link"}
+"""The environment cases keep the load of the recorded numbers (each host 0.8 of one port, every port at 27%)."""
+
+
 def config(topology: dict, load: float, solver: str = "incremental") -> dict:
     return {
         "topology": topology,
@@ -141,7 +145,7 @@ def timed_env_steps(steps: int, repeats: int, copies: int = 1) -> float:
     from dcgym.envs.flow.flow_v0 import parallel_env
     from dcgym.envs.flow.vector import FlowVectorEnv
 
-    kwargs = {"scenario": "auto_websearch", "load": 0.8, "max_steps": 10**9, "warmup_s": 1.0}
+    kwargs = {"scenario": "auto_websearch", "load": 0.8, "max_steps": 10**9, "warmup_s": 1.0, "overrides": LINK_UNIT}
     best = None
     for _ in range(repeats):
         env = parallel_env(**kwargs)
@@ -213,7 +217,7 @@ def timed_policy_file_steps(steps: int, repeats: int) -> float:
     from dcgym.cpp_core import run_auto_policies
     from dcgym.envs.flow.flow_v0 import parallel_env
 
-    env = parallel_env(scenario="auto_websearch", load=0.8, max_steps=10**9, warmup_s=1.0)
+    env = parallel_env(scenario="auto_websearch", load=0.8, max_steps=10**9, warmup_s=1.0, overrides=LINK_UNIT)
     n_obs, k = int(np.prod(env.observation_space("srla").shape)), env.action_space("srla").shape[0]
     torch.manual_seed(0)
     actor = torch.nn.Sequential(

@@ -11,9 +11,9 @@ strict-priority queues, base RTT 100 us, ECMP. Policies:
   srpt   ideal preemptive shortest-remaining-first (reference: the best any scheduler of this kind can do)
 
 AuTO's "80% load" is "the total sending rate at 80% of the network
-capacity"; a host has 3 ports, so that is ambiguous between each host
-offering 0.8 Gbps (load 0.8 here, the scenario's default) and every port at
-80% (load 2.4). Both are run.
+capacity": every port at 80%, load 0.8 in the scenarios' unit (load_unit:
+ports). The lighter reading an earlier version of the scenarios used, each
+host offering 0.8 Gbps over its 3 ports (every port at 27%), is run too.
 
 AuTO's Fig. 9 gives QSJF and QLAS only as bars beside AuTO; its text says
 AuTO performs like QLAS on data mining (short flows already finish in the
@@ -37,7 +37,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 WORKLOADS = {"web search": "auto_websearch", "data mining": "auto_datamining"}
-LOADS = {0.8: "each host 0.8 Gbps", 2.4: "every port at 80%"}
+PAPER, LIGHT = 0.8, 0.2667
+LOADS = {LIGHT: "each host 0.8 Gbps, every port at 27%", PAPER: "every port at 80%, the paper's"}
 POLICIES = ["srpt", "qsjf", "qlas", "fair"]
 FIELDS = [
     ("mean", "fct_ms.mean", 2),
@@ -120,8 +121,8 @@ presets (`pias_ws`, `pias_dm`: PIAS's threshold model at load 0.8, docs/flow.md 
 
 **Verdict.** QSJF's mean FCT is below QLAS's in
 {sum(1 for v in gain.values() if v.startswith("-"))} of {len(gain)} cases (web search
-{gain[("web search", 0.8)]} at 0.8 and {gain[("web search", 2.4)]} at 2.4; data mining
-{gain[("data mining", 0.8)]} and {gain[("data mining", 2.4)]}). QSJF puts a flow in its final queue from its
+{gain[("web search", PAPER)]} at the paper's {PAPER} and {gain[("web search", LIGHT)]} at {LIGHT}; data mining
+{gain[("data mining", PAPER)]} and {gain[("data mining", LIGHT)]}). QSJF puts a flow in its final queue from its
 first byte, so a large flow never competes with small and medium ones in the top queues; under QLAS every
 flow starts at the top and a large flow shares it until it has sent the thresholds' bytes. On data mining the
 small flows (82% of flows) finish in the first queue under both, within 1% of SRPT, as AuTO observes ("AuTO
@@ -133,8 +134,8 @@ the mean, lose more to the newer flows ahead of them than the small ones gain (t
 AuTO's Fig. 9 gives these baselines only as bars, so only the ordering is compared. Our FCTs are a fluid
 model's: no DCTCP window dynamics, no slow start, no packet queues or losses, and a fixed 100 us base RTT per
 flow, so a small flow takes size / rate + 100 us (0.13 ms for data mining's) where the testbed adds several
-RTTs and queueing; the gaps between policies are those of scheduling alone. AuTO does not say whether its
-80% is per host or per port, hence both loads.
+RTTs and queueing; the gaps between policies are those of scheduling alone. Loads are every port's share of
+its capacity (the paper's 80% is {PAPER}); {LIGHT} is each host offering 0.8 Gbps over its 3 ports.
 
 {chr(10).join(sections)}
 """

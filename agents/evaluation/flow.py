@@ -84,7 +84,10 @@ class FlowRow(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     policy: str = Field(description="the policy's label")
-    load: float = Field(description="offered load: each host's fraction of its link (docs/flow.md)")
+    load: float = Field(
+        description="offered load in the scenario's load_unit: each host's fraction of one link, or of all its "
+        "ports (docs/flow.md)"
+    )
     seed: int = Field(description="the seed of every random stream of the run")
     fct_ms: Percentiles = Field(description="flow completion time of the measured flows, base RTT included, ms")
     fct_small_ms: Percentiles = Field(description="FCT of the measured flows of at most 100 KB, ms")
@@ -109,6 +112,13 @@ class FlowRow(BaseModel):
         "end, Gbps (the network's goodput for them)"
     )
     arrival_rate_per_s: float = Field(description="flows per second the load stands for (at the start)")
+    busiest_link_util_pct: float = Field(
+        description="utilisation of the busiest link from the first measured arrival to the end, % of its capacity"
+    )
+    mean_port_util_pct: float = Field(
+        description="mean utilisation of the host ports (links with a host at one end) over the same time, % of "
+        "capacity: what load the row is at, whatever the scenario's load_unit"
+    )
     events: int | None = Field(description="engine events processed")
     sim_time_s: float = Field(description="simulated time at the end of the run, s")
     wall_s: float = Field(
@@ -193,6 +203,8 @@ def row(policy: str, load: float, seed: int, sim: FlowSim, warmup: int, left: Ma
             "censored": bool(measured and (share > CENSORED_ABOVE or large_share > CENSORED_ABOVE)),
             "throughput_gbps": float(r["throughput_gbps"]),
             "arrival_rate_per_s": float(r["arrival_rate_per_s"]),
+            "busiest_link_util_pct": 100.0 * float(r["busiest_link_utilization"]),
+            "mean_port_util_pct": 100.0 * float(r["mean_port_utilization"]),
             "events": int(r["events"]),
             "sim_time_s": float(r["sim_time_s"]),
             "wall_s": wall_s,
@@ -215,14 +227,30 @@ class FlowJob:
     config: dict[str, Any]
     flows: int
     warmup: int
+    balance: dict[str, Any] | None = None  # pathbal's moves (FlowPolicy.balance)
 
     def run(self) -> dict[str, Any]:
         """Run the engine (:func:`measure`); the result row and the slowdown histogram."""
         start = time.perf_counter()
         sim = FlowSim(self.config)
-        left = measure(sim, self.flows, self.warmup)
+        left = measure(sim, self.flows, self.warmup, step=self._step(sim))
         out = row(self.policy, self.load, self.seed, sim, self.warmup, left, time.perf_counter() - start)
         return {"result": out, "histogram": histogram(sim), "timeline": None}
+
+    def _step(self, sim: FlowSim) -> Callable[[], None] | None:
+        return balancing(sim, self.balance, self.config["scheduling"]["levels"]) if self.balance else None
+
+
+def balancing(sim: FlowSim, balance: Mapping[str, Any], levels: int) -> Callable[[], None]:
+    """pathbal's step: one interval of the engine, then its moves (``FlowSim.balance_paths``, in C++); with
+    ``demote`` the flows moved are pinned to the last of the ``levels``."""
+    level = levels - 1 if balance["demote"] else -1
+
+    def step() -> None:
+        sim.run_for(balance["interval_s"])
+        sim.balance_paths(balance["long_bytes"], balance["max_flows"], level)
+
+    return step
 
 
 class _Measured:
@@ -297,6 +325,7 @@ def _mean_size(sizes: Any) -> float:
 def expected_arrivals(scenario: Any, load: float, until_s: float) -> float:
     """Expected arrivals by ``until_s`` of simulated time at ``load``, through the scenario's dynamics."""
     w = scenario.workload
+    load = scenario.link_load(load)
     groups = (
         [(g.hosts, g.sizes, g.relative_load) for g in w.groups] if w.groups else [(scenario.num_hosts, w.sizes, 1.0)]
     )
@@ -366,6 +395,8 @@ class FlowEvaluation(EvaluationFamily):
         "slowdown.mean",
         "slowdown.p99",
         "throughput_gbps",
+        "busiest_link_util_pct",
+        "mean_port_util_pct",
         "flows_completed",
         "censored_fraction",
     )
@@ -456,7 +487,7 @@ class FlowEvaluation(EvaluationFamily):
                 for s in seeds:
                     config = scenario.engine_config(load, s, policy, warmup_flows=warmup, measure_flows=work - warmup)
                     check_flow_config(config)
-                    jobs.append(FlowJob(policy.label, load, s, config, work, warmup))
+                    jobs.append(FlowJob(policy.label, load, s, config, work, warmup, policy.balance))
         return jobs
 
     def columns(self, doc: Mapping[str, Any]) -> list[Column]:
@@ -469,6 +500,8 @@ class FlowEvaluation(EvaluationFamily):
             Column("medium mean (ms)", "fct_medium_ms.mean", 2),
             Column("large mean (ms)", "fct_large_ms.mean", 1),
             Column("mean slowdown", "slowdown.mean", 2),
+            Column("busiest link (%)", "busiest_link_util_pct", 1),
+            Column("mean port (%)", "mean_port_util_pct", 1),
             *([Column("left out (%)", "censored_fraction", 2, 100.0)] if censored else []),
         ]
 

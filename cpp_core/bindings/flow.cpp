@@ -228,6 +228,16 @@ py::dict Results(const fl::FlowSim& s) {
   r["unfinished_bytes"] = s.Unfinished();
   r["arrival_rate_per_s"] = s.Workload().ArrivalRate();
   r["long_flow_bytes"] = s.LongFlowBytes();
+  std::vector<double> util(s.Topo().NumLinks());
+  s.MeasuredLinkUtilization(util.data());
+  const uint32_t ports = s.Topo().NumHostPorts();
+  double busiest = 0, port_sum = 0;
+  for (uint32_t l = 0; l < util.size(); ++l) {
+    busiest = std::max(busiest, util[l]);
+    if (l < ports) port_sum += util[l];
+  }
+  r["busiest_link_utilization"] = busiest;
+  r["mean_port_utilization"] = ports ? port_sum / ports : 0.0;
   return r;
 }
 
@@ -416,6 +426,19 @@ void BindFlow(py::module_& m) {
           py::arg("flows"), py::arg("levels"), py::arg("caps_gbps"), py::arg("paths"),
           "lRLA actions, one per flow handle: level (-1 keeps; setting one pins the flow), rate cap in Gbps (< 0 "
           "keeps, inf removes), path (-1 keeps). All are checked before any is applied.")
+      .def(
+          "balance_paths",
+          [](PyFlowSim& s, double long_bytes, int64_t max_flows, int64_t level) {
+            const auto n = b::Count(max_flows, "max_flows");
+            if (level < -1 || level > (1 << 20))
+              throw std::invalid_argument("level: must be a level or -1 (keep), got " + std::to_string(level));
+            py::gil_scoped_release release;
+            return s.sim.BalancePaths(long_bytes, n, static_cast<int32_t>(level));
+          },
+          py::arg("long_bytes"), py::arg("max_flows") = 0, py::arg("level") = -1,
+          "The pathbal rule: every active flow that has sent long_bytes, oldest first (at most max_flows; 0: all), "
+          "to the path whose links carry the fewest unfinished bytes of the other flows; level >= 0 also pins it "
+          "there. Returns the number of flows moved.")
       .def(
           "observe",
           [](py::object self) {

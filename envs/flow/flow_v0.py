@@ -94,7 +94,12 @@ P_t / P_{t-1}, the ratio of the mean throughput (size / FCT) of the long
 flows finished in this and the previous interval, capped at
 ``lrla_reward_cap`` (2; §4.2 caps it without saying where). An interval in
 which no flow (no long flow) finished gives 1 and keeps the last mean for
-the next ratio; so does the first step of an episode.
+the next ratio; so does the first step of an episode. ``reward="flowtime"``
+gives both agents minus the flows in the network per host, averaged over
+the interval: summed over an episode it is minus the flows' total time in
+the network over (interval x hosts), which for the same arrivals is the
+mean FCT times their number (Little's law), so it ranks fixed policies as
+their mean FCT does, where the ratios do not (docs/results/auto.md).
 
 ## Termination/Truncation
 
@@ -129,6 +134,7 @@ links during the interval) and at the episode's last step
 | ``threshold_range_bytes`` | (1460, 1460 x 65536) | sRLA's range |
 | ``rate_caps`` | (1, 0.75, 0.5, 0.25) | lRLA's caps, fractions of link_gbps |
 | ``srla_reward_cap``, ``lrla_reward_cap`` | inf, 2 | caps of the rewards |
+| ``reward`` | paper | ``paper`` (the ratios) or ``flowtime`` (both agents: minus flows in the network per host) |
 | ``render_mode`` | None | ``"ansi"`` (levels and links as text) or ``"rgb_array"`` (their history) |
 
 Seeding: ``reset(seed=s)`` rebuilds the engine with seed s, so the flows are

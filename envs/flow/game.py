@@ -51,7 +51,9 @@ class FlowEnvConfig(EpisodeLoads):
         "auto_websearch", description="a packaged flow scenario name, a YAML file path or a FlowScenario"
     )
     overrides: dict[str, Any] = Field({}, description="dotted-key overrides applied to the scenario")
-    load: Load = Field(0.8, description="offered load (docs/flow.md: each host's fraction of its link); AuTO: 0.8")
+    load: Load = Field(
+        0.8, description="offered load in the scenario's load_unit (docs/flow.md); AuTO: 0.8, every port at 80%"
+    )
     load_range: tuple[Load, Load] | None = Field(
         None, description="if set, each episode's load is drawn uniformly from [low, high]; replaces load"
     )
@@ -76,6 +78,12 @@ class FlowEnvConfig(EpisodeLoads):
     )
     srla_reward_cap: float = Field(math.inf, gt=0, description="sRLA's reward T_{t-1} / T_t is capped here (inf: no)")
     lrla_reward_cap: float = Field(2.0, gt=0, description="lRLA's throughput ratio is capped here (AuTO §4.2)")
+    reward: Literal["paper", "flowtime"] = Field(
+        "paper",
+        description="paper: AuTO's ratios of consecutive intervals (sRLA: FCT, lRLA: long flows' throughput); "
+        "flowtime: both agents get minus the flows in the network per host over the interval, whose sum over an "
+        "episode is minus the flows' total time in it (the mean FCT times the arrivals, by Little's law)",
+    )
     render_mode: Literal["ansi", "rgb_array"] | None = Field(None, description="how render() draws the network")
 
     @model_validator(mode="after")
@@ -88,6 +96,12 @@ class FlowEnvConfig(EpisodeLoads):
         return self
 
 
+def _flowtime(sim: FlowSim) -> float:
+    """Flow-seconds spent in the network since the first arrival: the time integral of the flows in it."""
+    r = sim.results()
+    return float(r["mean_active_flows"]) * float(r["measured_time_s"]) if r["measured_time_s"] > 0 else 0.0
+
+
 class FlowGame:
     """B copies of a flow scenario with AuTO's agents, stepped together (module docstring)."""
 
@@ -96,12 +110,12 @@ class FlowGame:
         self.scenario = scenario_for("flow", self.config.scenario, self.config.overrides)
         c = self.config
         self.policy = self.scenario.policy(c.policy)
-        if not self.policy.ranked:
+        if not self.policy.ranked or self.policy.balance is not None:
             raise InvalidConfigError(
                 "policy",
                 self.policy.label,
-                "an MLFQ (qlas, pias) or qsjf policy: AuTO's agents set its thresholds and levels "
-                f"(scenario {self.scenario.name or '(object)'} runs {self.policy.label}; pass policy=)",
+                "an MLFQ (qlas, pias) or qsjf policy: AuTO's agents set its thresholds and levels, and lRLA makes "
+                f"pathbal's moves (scenario {self.scenario.name or '(object)'} runs {self.policy.label}; pass policy=)",
             )
         self.interval_s = c.interval_ms * 1e-3
         probe = self._engine(c.load, 0)
@@ -125,6 +139,7 @@ class FlowGame:
         self.engine_seeds = np.zeros(copies, dtype=np.uint64)
         self.loads = np.zeros(copies)
         self.steps = np.zeros(copies, dtype=np.int64)
+        self.flowtime = np.zeros(copies)  # flow-seconds in the network by the end of the last step (reward flowtime)
 
     # ------------------------------------------------------------------ engines
 
@@ -152,6 +167,7 @@ class FlowGame:
         sim.start_interval()
         self.sims[k], self.agents[k] = sim, agents
         self.engine_seeds[k], self.loads[k], self.steps[k] = engine_seed, load, 0
+        self.flowtime[k] = _flowtime(sim)
         obs = self._empty_obs(1)
         agents.observe(sim, obs["srla"][0], obs["lrla"][0])
         return {name: value[0] for name, value in obs.items()}
@@ -235,6 +251,11 @@ class FlowGame:
             step_auto_batch(
                 sims, agents, srla, lrla, self.interval_s, obs["srla"], obs["lrla"], rewards, threads=threads
             )
+        if self.config.reward == "flowtime":
+            for i, k in enumerate(which):
+                now = _flowtime(self.sims[k])
+                rewards[i] = -(now - self.flowtime[k]) / (self.interval_s * self.num_hosts)
+                self.flowtime[k] = now
         self.steps[which] += 1
         return obs, rewards, self.steps[which] >= self.config.max_steps
 

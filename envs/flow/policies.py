@@ -68,6 +68,17 @@ class RankedParams(Params):
         return value
 
 
+class PathBalParams(RankedParams):
+    """Parameters of pathbal: MLFQ (as qlas) plus a periodic move of long flows to their least-loaded path."""
+
+    interval_ms: float = Field(10.0, gt=0, le=1000, allow_inf_nan=False, description="time between moves, ms")
+    long_bytes: Bytes = Field(1048576.0, description="a flow is moved once it has sent this many bytes")
+    flows: int = Field(0, ge=0, description="the oldest long flows moved each interval (0: every one)")
+    demote: bool = Field(
+        False, description="also pin each long flow to the last level (lRLA's lowest priority; false: MLFQ's level)"
+    )
+
+
 @dataclass(frozen=True)
 class FlowPolicyInfo:
     """A registry entry: the engine discipline, the parameter model, a one-line summary citing the paper."""
@@ -95,7 +106,16 @@ FLOW_POLICIES: dict[str, FlowPolicyInfo] = {
         "las", Params, "least attained service, exact (MLFQ with a threshold at every byte); single_link only"
     ),
     "srpt": FlowPolicyInfo(
-        "srpt", Params, "shortest remaining size first, preemptive: pFabric's ideal (SIGCOMM 2013 §6)"
+        "srpt",
+        Params,
+        "shortest remaining size first, preemptive, on the flow's ECMP path (SRPT with ECMP paths): pFabric's "
+        "ideal (SIGCOMM 2013 §6) for one path per flow; path control can beat it",
+    ),
+    "pathbal": FlowPolicyInfo(
+        "mlfq",
+        PathBalParams,
+        "MLFQ (as qlas) whose long flows move, every interval, to the path carrying the fewest unfinished bytes: "
+        "a fixed rule in AuTO's lRLA action space (§4.2: long flows' paths and priorities)",
     ),
 }
 """Every scheduling policy, by name."""
@@ -126,6 +146,14 @@ class FlowPolicy:
         return FlowPolicy(
             self.name, validate(type(self.params), {**extra, **self.params.model_dump(include=given)}), self.label
         )
+
+    @property
+    def balance(self) -> dict[str, Any] | None:
+        """pathbal's moves (interval_s, long_bytes, max_flows, demote), None for a policy that moves no flow."""
+        p = self.params
+        if not isinstance(p, PathBalParams):
+            return None
+        return {"interval_s": p.interval_ms / 1e3, "long_bytes": p.long_bytes, "max_flows": p.flows, "demote": p.demote}
 
     def scheduling(self, levels: int, field: str = "scheduling") -> dict[str, Any]:
         """The engine's ``scheduling`` mapping with ``levels`` priority levels unless the policy sets its own."""

@@ -18,13 +18,16 @@ engine is :class:`dcgym.cpp_core.FlowSim` (docs/flow.md)::
     scenario = load_scenario("auto_websearch")
     sim = FlowSim(scenario.engine_config(load=0.8, seed=1))
 
-**Load** is what each host offers, as a fraction of its link's capacity
-(``link_gbps``): at load 0.8 every host sends 0.8 x link_gbps on average.
-With one link per host (``big_switch``, ``leaf_spine``) each host link then
-carries 0.8 under uniform traffic; on ``planes`` a host spreads its traffic
-over its P ports by ECMP, each port carrying load / P, so "every port at 80%"
-on AuTO's 3-port testbed is ``load: 2.4``. On ``single_link`` the senders
-together offer load x the link's capacity. Host groups (AuTO §6.1.2) and
+**Load** is what each host offers, as a fraction of its capacity. With
+``load_unit: link`` (the default) the unit is one link (``link_gbps``): at
+load 0.8 every host sends 0.8 x link_gbps on average. With one link per host
+(``big_switch``, ``leaf_spine``) each host link then carries 0.8 under uniform
+traffic; on ``planes`` a host spreads its traffic over its P ports by ECMP,
+each port carrying load / P. With ``load_unit: ports`` the unit is all of a
+host's ports (P x link_gbps on ``planes``, one link elsewhere): load 0.8 puts
+every port at 80%, AuTO's "80% load (the total sending rate is at 80% of the
+network capacity)" (§6), which is 2.4 link units on its 3-port testbed. On
+``single_link`` the senders together offer load x the link's capacity. Host groups (AuTO §6.1.2) and
 workload changes (§6.1.3) give their loads relative to the run's load
 (``relative_load``: 0.75 at load 0.8 is 0.6), so one scenario sweeps a grid
 of loads.
@@ -228,6 +231,11 @@ class FlowScenario(ScenarioBase):
     long_flow_bytes: float | None = Field(
         None, gt=0, allow_inf_nan=False, description="a flow is long once it has sent this (null: the last threshold)"
     )
+    load_unit: Literal["link", "ports"] = Field(
+        "link",
+        description="what load is a fraction of: one host link (link) or all of a host's ports (ports: every port "
+        "at the load, AuTO's reading; the same as link with one link per host)",
+    )
     loads: list[Load] = Field([0.5, 0.6, 0.7, 0.8], min_length=1, description="the default grid of loads")
 
     @model_validator(mode="after")
@@ -311,14 +319,17 @@ class FlowScenario(ScenarioBase):
         The first ``warmup_flows`` arrivals are left out of the statistics, then ``measure_flows`` are measured
         (0: every later one).
         """
-        load = validate(Load, load, "load")
+        load = self.link_load(validate(Load, load, "load"))
         chosen = self.policy(policy)
         w = self.workload
         peak = load * max([1.0] if w.groups is None else [g.relative_load for g in w.groups])
         peak = max([peak, *(load * c.relative_load for c in w.dynamics if c.relative_load is not None)])
         if peak > LIMITS["host_load"]:
-            allowed = f"a load at which every group's load (load x relative_load) is at most {LIMITS['host_load']:g}"
-            raise InvalidConfigError("load", load, allowed)
+            unit = "" if self.link_load(1.0) == 1 else f" in link units (load x {self.link_load(1.0):g})"
+            allowed = (
+                f"a load at which every group's load (load x relative_load){unit} is at most {LIMITS['host_load']:g}"
+            )
+            raise InvalidConfigError("load", load / self.link_load(1.0), allowed)
         workload: dict[str, Any] = {}
         if w.groups is None:
             workload["sizes"] = _engine_sizes(w.sizes)
@@ -349,6 +360,11 @@ class FlowScenario(ScenarioBase):
             "measure_flows": validate(Flows, measure_flows, "measure_flows"),
             "long_flow_bytes": self.long_flow_bytes or 0.0,
         }
+
+    def link_load(self, load: float) -> float:
+        """``load`` (this scenario's unit, ``load_unit``) in the engine's unit: a host's offered fraction of one link."""
+        ports = self.topology.planes if isinstance(self.topology, Planes) else 1
+        return load * ports if self.load_unit == "ports" else load
 
     @property
     def num_hosts(self) -> int:

@@ -21,7 +21,10 @@ from dcgym.envs.flow.vector import FlowLrlaVectorEnv, FlowSrlaVectorEnv, FlowVec
 from dcgym.envs.rack.vector import RackCentralVectorEnv, RackVectorEnv
 
 B = 3
-LONG_FLOWS = {"scenario": "auto_websearch", "overrides": {"long_flow_bytes": 100_000}}  # so that lRLA acts
+# load_unit: link keeps the load of the recording (each host 0.8 of one port) since AuTO's scenarios moved to
+# every port's share: the same engine config, so the same digests.
+LIGHT = {"load_unit": "link"}
+LONG_FLOWS = {"scenario": "auto_websearch", "overrides": {"long_flow_bytes": 100_000, **LIGHT}}  # so that lRLA acts
 NVEC = np.tile([4, 4, 3], 11)  # auto_websearch: 4 levels, 4 rate caps, 3 paths for each of 11 long flows
 
 
@@ -79,7 +82,7 @@ def _flow(steps: int) -> str:
 
 
 def _flow_srla(steps: int) -> str:
-    env = FlowSrlaVectorEnv(B, scenario="auto_websearch", max_steps=7)
+    env = FlowSrlaVectorEnv(B, scenario="auto_websearch", overrides=LIGHT, max_steps=7)
     return _run(env, steps, lambda rng: rng.uniform(-1, 1, (B, 3)).astype(np.float32))
 
 

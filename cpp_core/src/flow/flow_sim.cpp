@@ -38,6 +38,7 @@ FlowSim::FlowSim(const FlowConfig& config)
   link_bytes_.assign(links, 0.0);
   link_time_.assign(links, 0.0);
   link_bytes_start_.assign(links, 0.0);
+  link_bytes_measured_.assign(links, 0.0);
 }
 
 // ------------------------------------------------------------------ levels
@@ -196,7 +197,12 @@ void FlowSim::Arrive() {
   counters_.bytes_arrived += fl.size;
   ++interval_.arrived;
   unfinished_ += fl.size;
-  if (fl.index == config_.warmup_flows) time_avg_.start = now_;
+  if (fl.index == config_.warmup_flows) {
+    time_avg_.start = now_;
+    // Read without settling: settling would round link_bytes_ differently and move every later observation.
+    for (size_t l = 0; l < link_bytes_.size(); ++l)
+      link_bytes_measured_[l] = link_bytes_[l] + link_rate_[l] * (now_ - link_time_[l]);
+  }
 
   if (las_) {
     fl.level = 0;

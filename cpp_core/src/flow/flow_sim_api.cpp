@@ -5,6 +5,8 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "dcgym/flow/flow_sim.hpp"
 #include "dcgym/kernel/check.hpp"
@@ -135,6 +137,56 @@ void FlowSim::SetFlowActions(const std::vector<FlowAction>& actions) {
   Resolve();
 }
 
+uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t level) {
+  if (!(long_bytes >= 0) || !std::isfinite(long_bytes))
+    Fail("long_bytes", "must be a finite number of bytes >= 0, got " + Str(long_bytes));
+  if (level < -1 || level >= static_cast<int32_t>(config_.levels))
+    Fail("level", "must be in [0, " + Str(config_.levels - 1) + "] or -1 (keep), got " + Str(level));
+  if (!LevelBased()) Fail("pathbal", std::string("needs a level-based discipline, not ") + DisciplineName(discipline_));
+  // Unfinished bytes per (link, level): a flow at level L is held back by the bytes at levels 0..L on its links
+  // (strict priority), not by the larger flows below it.
+  const uint32_t levels = config_.levels;
+  std::vector<double> bytes(size_t{topology_.NumLinks()} * levels, 0.0);
+  std::vector<std::pair<double, uint32_t>> moving;  // (arrival, slot) of the long flows
+  for (const uint32_t f : active_) {
+    const Flow& fl = flows_[f];
+    const double sent = SentOf(f), left = fl.size - sent;
+    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[size_t{fl.route.link[h]} * levels + fl.level] += left;
+    if (sent >= long_bytes && topology_.NumPaths(fl.src, fl.dst) > 1) moving.emplace_back(fl.arrival, f);
+  }
+  std::sort(moving.begin(), moving.end());
+  if (max_flows > 0 && moving.size() > max_flows) moving.resize(max_flows);
+  std::vector<FlowAction> actions;
+  uint64_t moved = 0;
+  for (const auto& [arrival, f] : moving) {
+    const Flow& fl = flows_[f];
+    const double left = fl.size - SentOf(f);
+    const uint32_t at = level >= 0 ? static_cast<uint32_t>(level) : fl.level;  // its level once moved
+    const auto cost = [&](const Path& p) {
+      double c = 0;
+      for (uint32_t h = 0; h < p.hops; ++h)
+        for (uint32_t l = 0; l <= at; ++l) c += bytes[size_t{p.link[h]} * levels + l];
+      return c;
+    };
+    const auto add = [&](const Path& p, uint32_t l, double b) {
+      for (uint32_t h = 0; h < p.hops; ++h) bytes[size_t{p.link[h]} * levels + l] += b;
+    };
+    add(fl.route, fl.level, -left);
+    uint32_t best = fl.path;
+    double least = cost(fl.route);
+    for (uint32_t q = 0; q < topology_.NumPaths(fl.src, fl.dst); ++q) {
+      const double c = cost(topology_.Route(fl.src, fl.dst, q));
+      if (c < least) least = c, best = q;
+    }
+    add(topology_.Route(fl.src, fl.dst, best), at, left);
+    moved += best != fl.path;
+    if (best != fl.path || level >= 0)
+      actions.push_back({Handle(f), level, -1.0, best != fl.path ? static_cast<int32_t>(best) : -1});
+  }
+  SetFlowActions(actions);
+  return moved;
+}
+
 // ------------------------------------------------------------------ observations
 
 namespace {
@@ -208,6 +260,15 @@ void FlowSim::LinkUtilization(double* interval, double* now) const {
     const double bytes = link_bytes_[l] + link_rate_[l] * (now_ - link_time_[l]) - link_bytes_start_[l];
     interval[l] = span > 0 && capacity[l] > 0 ? bytes / (capacity[l] * span) : 0.0;
     now[l] = capacity[l] > 0 ? link_rate_[l] / capacity[l] : 0.0;
+  }
+}
+
+void FlowSim::MeasuredLinkUtilization(double* out) const {
+  const double span = MeasuredTime();
+  const std::vector<double>& capacity = topology_.Capacity();
+  for (size_t l = 0; l < capacity.size(); ++l) {
+    const double bytes = link_bytes_[l] + link_rate_[l] * (now_ - link_time_[l]) - link_bytes_measured_[l];
+    out[l] = span > 0 && capacity[l] > 0 ? bytes / (capacity[l] * span) : 0.0;
   }
 }
 

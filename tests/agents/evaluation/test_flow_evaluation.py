@@ -8,6 +8,8 @@ import pytest
 
 from dcgym.agents.evaluation import evaluate, family_of
 from dcgym.agents.evaluation import flow as flow_eval
+from dcgym.agents.rl.envs import make_env
+from dcgym.cpp_core import FlowSim
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import load_scenario
 
@@ -81,6 +83,43 @@ def test_too_few_flows_are_refused_naming_tasks():
 
 def test_expected_arrivals_follow_the_dynamics():
     s = load_scenario("auto_dynamic")
-    base = flow_eval.expected_arrivals(s, 0.8, 30.0)  # before the first change
-    assert base > 0 and math.isclose(flow_eval.expected_arrivals(s, 0.8, 15.0), base / 2, rel_tol=1e-12)
+    base = flow_eval.expected_arrivals(s, 0.8, 0.4)  # before the first change (0.5 s)
+    assert base > 0 and math.isclose(flow_eval.expected_arrivals(s, 0.8, 0.2), base / 2, rel_tol=1e-12)
+    assert not math.isclose(flow_eval.expected_arrivals(s, 0.8, 4.0), 10 * base, rel_tol=1e-3)  # the load changes
     assert family_of("flow").work_to_cover(s, 0.8) > 0
+
+
+def test_rows_report_the_load_they_ran_at_as_measured_link_utilisation():
+    # AuTO's 80% (load_unit: ports) puts every port near 80%; the tolerance covers 3,000 flows' noise (a run
+    # is about 0.5 s of web search) and the drain, when arrivals go on. The busiest link is above the mean.
+    row = _rows("auto_websearch", ["qlas"], 3000, loads=[0.8])["results"][0]
+    assert 65 < row["mean_port_util_pct"] < 95
+    assert row["mean_port_util_pct"] <= row["busiest_link_util_pct"] <= 100 + 1e-9
+    light = _rows("pias_websearch", ["pias"], 3000, loads=[0.5])["results"][0]  # one link per host: at 50%
+    assert 35 < light["mean_port_util_pct"] < 65
+
+
+def test_pathbal_moves_long_flows_to_their_least_loaded_path_and_counts_each_move():
+    s = load_scenario("auto_websearch")
+    sim = FlowSim(s.engine_config(0.8, seed=2))
+    sim.run_for(0.2)
+    before = sim.active_flows_table()
+    moved = sim.balance_paths(1 << 20, 0, -1)
+    after = sim.active_flows_table()
+    assert list(before["handle"]) == list(after["handle"])
+    changed = before["path"] != after["path"]
+    assert moved == int(changed.sum()) > 0
+    assert (before["sent_bytes"][changed] >= 1 << 20).all()  # only long flows move
+    assert sim.balance_paths(1 << 20, 3, 3) <= 3  # at most the oldest 3
+    with pytest.raises(ValueError, match="level"):
+        sim.balance_paths(1 << 20, 0, 4)
+
+
+def test_pathbal_runs_as_a_baseline_and_is_refused_as_the_agents_scheduling():
+    doc = _rows("auto_websearch", ["pathbal:flows=11", "qlas"], 2000, loads=[0.8])
+    labels = [r["policy"] for r in doc["results"]]
+    assert labels == ["pathbal:flows=11", "qlas"]
+    pathbal, qlas = doc["results"]
+    assert pathbal["fct_ms"]["mean"] != qlas["fct_ms"]["mean"]  # the moves act (same flows, same seed)
+    with pytest.raises(InvalidConfigError, match="pathbal"):
+        make_env("flow_v0", {"scenario": "auto_websearch", "policy": "pathbal"})

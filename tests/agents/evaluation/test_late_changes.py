@@ -15,7 +15,7 @@ from dcgym.envs.scenario import load_scenario
 SHORT_RUNS = [
     ("malcolm_adapt_shift", 0.9, 20_000, ["dynamics.0"]),
     ("lb_capacity_change", 0.6, 200, ["capacity_changes.0"]),
-    ("auto_dynamic", 0.8, 3_000, [f"workload.dynamics.{k}" for k in range(28)]),
+    ("auto_dynamic", 0.8, 1_000, [f"workload.dynamics.{k}" for k in range(28)]),
     (
         "colo_churn",
         0,
@@ -66,9 +66,9 @@ def test_evaluate_warns_once_per_load_naming_the_field_and_the_run_that_reaches_
 def test_many_late_changes_are_one_warning(caplog):
     scenario = load_scenario("auto_dynamic")
     with caplog.at_level(logging.WARNING, logger="dcgym.agents.evaluation"):
-        warn_late_changes(family_of("flow"), scenario, [0.8], 3_000)
+        warn_late_changes(family_of("flow"), scenario, [0.8], 1_000)
     (message,) = [r.getMessage() for r in caplog.records]
     assert message.startswith(
-        "workload.dynamics.0 (relative_load 1, sizes data_mining for group 0 at 30 s) and 27 later"
+        "workload.dynamics.0 (relative_load 1, sizes data_mining for group 0 at 0.5 s) and 27 later"
     )
     assert "they never happen" in message

@@ -99,13 +99,17 @@ def test_srpt_flow_times_match_a_worked_example_and_beat_every_fifo_order():
             assert best <= total + 1e-12
 
 
-@pytest.mark.parametrize("name", ["single_link_websearch", "auto_websearch"])
-def test_no_flow_policy_beats_the_host_link_bound(name):
+# auto_websearch's loads are every port's share: 0.1667 and 0.2667 offer what 0.5 and 0.8 of one link do, light
+# enough that 1,500 flows all finish within the drain (at the paper's 0.8 some large ones do not).
+@pytest.mark.parametrize(
+    ("name", "loads"), [("single_link_websearch", [0.5, 0.8]), ("auto_websearch", [0.1667, 0.2667])]
+)
+def test_no_flow_policy_beats_the_host_link_bound(name, loads):
     """Tolerance 0: a bound. On one link the bound is SRPT's optimum, which the engine's srpt reaches within 1%
     (the engine also serves the flows around the measured ones)."""
     scenario = load_scenario(name)
     policies = ["fair", "srpt", "qsjf", "qlas"]
-    doc = evaluate(scenario, policies, loads=[0.5, 0.8], tasks=1500, seeds=[1], **SERIAL)
+    doc = evaluate(scenario, policies, loads=loads, tasks=1500, seeds=[1], **SERIAL)
     top = top_values(doc, scenario)
     for row in doc["results"]:
         bound = top(row["load"], row["seed"])

@@ -46,16 +46,32 @@ def test_autos_testbed_is_32_hosts_on_3_planes_with_4_queues_and_the_searched_th
     expected = [p * 1460.0 for p in THRESHOLD_PRESETS["pias_ws"][("mlfq", 4)].packets]
     assert config["scheduling"] == {"discipline": "mlfq", "levels": 4, "thresholds_bytes": expected}
     sim = FlowSim(config)
-    # load 0.8: each host offers 0.8 Gbps of 1.71 MB web-search flows on average: 32 x 0.8 x 1.25e8 / 1711250.
-    assert sim.results()["arrival_rate_per_s"] == pytest.approx(32 * 0.8 * 1.25e8 / 1711250, rel=1e-9)
+    # load 0.8 is every port at 80% (load_unit: ports, AuTO §6): each host offers 3 x 0.8 Gbps of 1.71 MB
+    # web-search flows on average: 32 x 2.4 x 1.25e8 / 1711250.
+    assert config["workload"]["load"] == pytest.approx(2.4)
+    assert sim.results()["arrival_rate_per_s"] == pytest.approx(32 * 2.4 * 1.25e8 / 1711250, rel=1e-9)
+
+
+def test_a_load_in_ports_is_the_link_load_on_one_link_per_host():
+    # The two readings agree with one link per host: PIAS's fabric in either unit offers the same.
+    pias = load_scenario("pias_websearch")
+    either = load_flow_scenario("pias_websearch", {"load_unit": "ports"})
+    assert pias.engine_config(0.7, seed=1) == either.engine_config(0.7, seed=1)
+    # On AuTO's 3 planes the same number in link units is a third of the load.
+    link = load_flow_scenario("auto_websearch", {"load_unit": "link"}).engine_config(2.4, seed=1)
+    ports = load_scenario("auto_websearch").engine_config(0.8, seed=1)
+    assert link["workload"].pop("load") == pytest.approx(ports["workload"].pop("load"), rel=1e-12)
+    assert link == ports
+    with pytest.raises(InvalidConfigError, match="load_unit"):
+        load_flow_scenario("auto_websearch", {"load_unit": "host"})
 
 
 def test_group_and_change_loads_are_relative_to_the_runs_load():
-    hetero = load_scenario("auto_hetero").engine_config(0.8, seed=1)
-    assert [g["load"] for g in hetero["workload"]["groups"]] == pytest.approx([0.6, 0.8, 0.6, 0.6])
+    hetero = load_scenario("auto_hetero").engine_config(0.8, seed=1)  # every port's share: x 3 for the engine
+    assert [g["load"] for g in hetero["workload"]["groups"]] == pytest.approx([1.8, 2.4, 1.8, 1.8])
     assert [g["sizes"] for g in hetero["workload"]["groups"]] == ["web_search"] * 2 + ["data_mining"] * 2
     dynamic = load_scenario("auto_dynamic").engine_config(0.8, seed=1)["workload"]["dynamics"]
-    assert len(dynamic) == 28 and sorted({round(c["load"], 9) for c in dynamic}) == pytest.approx([0.6, 0.7, 0.8])
+    assert len(dynamic) == 28 and sorted({round(c["load"], 9) for c in dynamic}) == pytest.approx([1.8, 2.1, 2.4])
     assert all(a["time_s"] <= b["time_s"] for a, b in zip(dynamic, dynamic[1:]))
 
 

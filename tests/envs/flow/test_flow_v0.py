@@ -140,6 +140,21 @@ def test_srlas_reward_is_the_ratio_of_consecutive_mean_fcts():
             assert rewards[k] == pytest.approx(means[k - 1] / means[k], rel=1e-9)
 
 
+def test_the_flowtime_reward_sums_to_minus_the_flows_time_in_the_network():
+    env = parallel_env(**SMALL, reward="flowtime")
+    env.reset(seed=4)
+    sim, game = env.sim, env.game
+    start = sim.results()
+    rewards = [env.step(ZERO)[1] for _ in range(6)]
+    assert all(r["srla"] == r["lrla"] <= 0 for r in rewards) and min(r["srla"] for r in rewards) < 0
+    end = sim.results()
+    flow_seconds = end["mean_active_flows"] * end["measured_time_s"] - (
+        start["mean_active_flows"] * start["measured_time_s"] if start["measured_time_s"] > 0 else 0.0
+    )
+    scale = game.interval_s * game.num_hosts
+    assert sum(r["srla"] for r in rewards) * scale == pytest.approx(-flow_seconds, rel=1e-9)
+
+
 def test_lrlas_reward_is_capped():
     env = parallel_env(**SMALL, lrla_reward_cap=1.1)
     env.reset(seed=5)

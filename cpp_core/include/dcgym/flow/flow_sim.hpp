@@ -102,6 +102,12 @@ class FlowSim {
   const std::vector<double>& Thresholds() const { return thresholds_; }
   // lRLA: all actions are checked before any is applied.
   void SetFlowActions(const std::vector<FlowAction>& actions);
+  // The pathbal heuristic's move (a fixed rule in lRLA's action space): each active flow that has sent at least
+  // `long_bytes`, oldest first, at most `max_flows` of them (0: every one), goes to the path whose links carry
+  // the fewest unfinished bytes of the other active flows at its level or above (ties keep its path), the moves
+  // counted as they are made; `level` >= 0 also pins the flow there (-1 keeps its level). Returns the number
+  // of flows moved.
+  uint64_t BalancePaths(double long_bytes, uint64_t max_flows, int32_t level);
 
   // Observations, row-major and zero-padded (flow handles -1). Finished
   // flows are those of the current interval, the most recent first.
@@ -115,6 +121,8 @@ class FlowSim {
   void LevelOccupancy(double* flows, double* bytes) const;
   // Per link: utilisation over the interval so far, and now.
   void LinkUtilization(double* interval, double* now) const;
+  // Per link: utilisation since the first measured arrival (0 before it): what load a run's results are at.
+  void MeasuredLinkUtilization(double* out) const;
 
   double Now() const { return now_; }
   const FlowConfig& Config() const { return config_; }
@@ -222,6 +230,7 @@ class FlowSim {
   std::vector<CompletionRecord> records_;
 
   std::vector<double> link_rate_, link_bytes_, link_time_, link_bytes_start_;
+  std::vector<double> link_bytes_measured_;            // each link's bytes at the first measured arrival
   std::vector<uint32_t> order_;                        // SRPT scratch
   std::vector<std::pair<double, uint64_t>> srpt_key_;  // SRPT scratch, per slot
   std::vector<double> left_;                           // SRPT scratch, per link

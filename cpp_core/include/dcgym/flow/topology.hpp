@@ -38,6 +38,10 @@ class Topology {
   uint32_t MaxPaths() const;
   Path Route(uint32_t src, uint32_t dst, uint32_t path) const;
 
+  // Host ports (links with a host at one end): the first links of the numbering above.
+  uint32_t NumHostPorts() const {
+    return config_.kind == TopologyKind::kLeafSpine ? 2 * hosts_ : static_cast<uint32_t>(capacity_.size());
+  }
   // Bytes per second of one host link (link_gbps), the unit of `load`.
   double HostLinkCapacity() const { return host_link_; }
   // A link's name for rendering: "up3", "down3", "up3.p1", "tor2-spine1", "link".
