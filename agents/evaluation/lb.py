@@ -44,6 +44,7 @@ from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.lb import LbPolicyFile, file_actions, fixed_weights, load_lb_policy_file
 from dcgym.agents.policies.sources import Source, Spec
+from dcgym.agents.progress import run_until_in_pieces
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import LbSim, check_lb_config
 from dcgym.envs.error import InvalidConfigError
@@ -170,9 +171,10 @@ class LbJob:
         """Run the engine to the end of warm-up and to the end; the result row and the FCT histogram."""
         start = time.perf_counter()
         sim = LbSim(self.config)
-        sim.run_until(self.warmup_us)
+        per_arrival = 1.0 / max(sim.arrival_rate_per_us, 1e-300)  # pieces of run_until for Ctrl-C
+        run_until_in_pieces(sim.run_until, 0.0, self.warmup_us, per_arrival)
         at_warmup = sim.results()
-        sim.run_until(self.end_us)
+        run_until_in_pieces(sim.run_until, self.warmup_us, self.end_us, per_arrival)
         r = sim.results()
         row = _row(
             self.policy,
