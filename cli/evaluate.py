@@ -110,6 +110,14 @@ def main(
             "(generated training scenarios); each scenario's results in a subfolder of --out"
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="run even an evaluation estimated to take hours (over 2) or gigabytes (over 4) of memory, "
+            "refused otherwise",
+        ),
+    ] = False,
     version: VersionOption = False,
 ) -> None:
     """Run every policy at every load with every seed and write the results."""
@@ -165,6 +173,7 @@ def main(
                 address=address,
                 sample_period_us=timeline,
                 explore=explore,
+                force=force,
             )
         except KeyboardInterrupt as exc:  # Typer would turn it into a silent exit 130
             raise _Stopped(exc) from None

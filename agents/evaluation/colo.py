@@ -244,6 +244,7 @@ class ColoEvaluation(EvaluationFamily):
     work = "seconds"
     default_work = 180
     run_length = "seconds of simulated time on a colo server"
+    fastest_rate = 2000.0  # osml_case_a with its scheduler: 1,600 simulated seconds a second
     row_model = ColoRow
     load_grid = MixIndices
     load_name = "mix"
@@ -362,6 +363,10 @@ class ColoEvaluation(EvaluationFamily):
                         )
                     )
         return jobs
+
+    def timeline_values(self, scenario: Any, job: Any) -> float:
+        """A kept timeline's samples, each a time and every service's latency ratio, cores and ways."""
+        return 0.0 if not job.timeline_s else (job.seconds / job.timeline_s + 1) * (1 + 3 * len(job.services))
 
     def columns(self, doc: Mapping[str, Any]) -> list[Column]:
         return [

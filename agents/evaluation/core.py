@@ -27,6 +27,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from dcgym.agents.evaluation.document import build_document
+from dcgym.agents.evaluation.estimate import check_size, parallel_runs
 from dcgym.agents.evaluation.family import Options, family_of
 from dcgym.agents.evaluation.runner import run_all
 from dcgym.agents.policies.checkpoints import checkpoint_scenario, find_checkpoint, read_meta
@@ -72,6 +73,7 @@ def evaluate(
     address: str | None = None,
     sample_period_us: float | None = None,
     explore: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run every policy at every load with every seed and return the results document.
 
@@ -86,7 +88,9 @@ def evaluate(
     loads over time (rack; it replaces the scenario's period, 0 = no samples). Trained policies act deterministically unless
     ``explore``. Every argument and every engine config is checked before
     the first run, so bad input raises InvalidConfigError (or the engine's
-    ValueError) without wasting a run.
+    ValueError) without wasting a run; so is the evaluation's size, refused
+    above hours or gigabytes unless ``force``
+    (:mod:`dcgym.agents.evaluation.estimate`).
     """
     spec = scenario if isinstance(scenario, (str, Path)) else scenario.name
     if isinstance(scenario, (str, Path)):
@@ -112,6 +116,8 @@ def evaluate(
         raise InvalidConfigError(
             "policy", [str(p) for p in policies], "distinct policies (a repeated one would repeat its runs)"
         )
+    kept = sum(family.timeline_values(scenario, job) for job in jobs)
+    check_size(family, len(jobs), work, parallel_runs(workers, len(jobs), address), kept, force)
     outputs = run_all(jobs, workers, address, progress, scenario.name or "scenario")
     return build_document(family, scenario, seeds_, work, jobs, outputs)
 
@@ -129,6 +135,7 @@ def evaluate_checkpoint(
     address: str | None = None,
     explore: bool = False,
     progress: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Evaluate a trained policy (a checkpoint, or a run folder's newest) and ``heuristics`` on one scenario.
 
@@ -154,6 +161,7 @@ def evaluate_checkpoint(
         workers=workers,
         address=address,
         explore=explore,
+        force=force,
     )
 
 
