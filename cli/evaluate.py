@@ -18,7 +18,9 @@ results.json, results.csv, summary.csv and the family's plots into --out, and pr
 with 95% confidence intervals over seeds (or, with --json, only the results document). A cell marked
 ``*`` is censored: its percentiles leave out dropped or unfinished work (the note under the table
 says which). The files reach --out only once every run has finished: Ctrl-C (exit status 130) says how
-many runs had finished and leaves --out as it was. Paths may be relative to the working directory. Bad
+many runs had finished and leaves --out as it was. Before the first run the evaluation's size is estimated:
+one that would take over 2 hours (at the family's fastest measured rate, so at least that) or hold over 4 GB
+(kept timelines) is refused with what it would take, unless ``--force``. Paths may be relative to the working directory. Bad
 input prints one ``error: ...`` line on standard error and exits with status 2. This is a thin front over :mod:`dcgym.agents.evaluation`.
 """
 
