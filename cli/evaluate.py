@@ -5,10 +5,9 @@
 
 (also ``python evaluate.py`` or ``python -m dcgym evaluate``). A ``--policy`` is a heuristic of the
 scenario's family (``po2``, ``jbt:threshold=30``; ``ecmp`` on a multi-LB scenario; ``qlas:thresholds=pias_dm``
-on a flow scenario), a checkpoint or
-run folder written by train.py (evaluated through its environment; the scenario then defaults to the
-one it was trained on), or a policy file (``FILE.dcpol``, or ``zoo:NAME`` for ``zoo/NAME.dcpol``) run
-inside the engine; ``FILE:heartbeat_us=US,load_metric=M`` sets what a file does not store.
+on a flow scenario), a checkpoint or run folder written by train.py (evaluated through its environment; the
+scenario then defaults to the one it was trained on), or a policy file (``FILE.dcpol``, or ``zoo:NAME`` for
+``zoo/NAME.dcpol``; the scenario then defaults to its family's, said in a line) run inside the engine; ``FILE:heartbeat_us=US,load_metric=M`` sets what a file does not store.
 ``python -m dcgym list scenarios`` and ``python -m dcgym list policies`` show what there is.
 
 Runs every policy at every load with every seed (``--seeds 5`` = seeds 1..5, ``--seeds 1,2,7`` those,
@@ -46,9 +45,12 @@ from dcgym.agents.evaluation.family import EVALUATIONS, family_of
 from dcgym.agents.evaluation.runner import RunsInterrupted
 from dcgym.agents.evaluation.scores import cell_scores
 from dcgym.agents.evaluation.suites import applies, suite_scenarios
+from dcgym.agents.osml.files import is_osml_folder
 from dcgym.agents.policies import Source, classify
 from dcgym.agents.policies.checkpoints import checkpoint_scenario
+from dcgym.agents.policies.file_settings import recorded_env
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.families import FAMILIES
 from dcgym.envs.scenario import DEFAULT_SCENARIO, load_scenario
 
 __all__ = ["INTERRUPTED", "app", "main", "run"]
@@ -65,7 +67,8 @@ def main(
     scenario: Annotated[
         str | None,
         typer.Option(
-            help=f"packaged scenario name or YAML path (default: a trained policy's, else {DEFAULT_SCENARIO})"
+            help="packaged scenario name or YAML path (default: a checkpoint's own; for a policy file, its family's "
+            f"default; else {DEFAULT_SCENARIO})"
         ),
     ] = None,
     policy: Annotated[
@@ -238,12 +241,28 @@ def _interrupted(exc: BaseException) -> int:
 
 
 def _trained_scenario(policies: list[str]) -> Any:
-    """The scenario (with overrides) the first trained policy among ``policies`` was trained on, else the default."""
-    trained = [p for p in policies if classify(p).source is Source.CHECKPOINT]
-    if not trained:
-        return DEFAULT_SCENARIO
-    name, overrides = checkpoint_scenario(trained[0])
-    return load_scenario(name, overrides) if overrides else name
+    """The scenario of the first trained policy among ``policies``: a checkpoint's (with overrides) it was trained
+    on, or for a policy file its family's default (the file records its environment, not its scenario; said in a
+    line); else the default."""
+    for policy in policies:
+        source = classify(policy).source
+        if source is Source.CHECKPOINT and is_osml_folder(policy):  # OSML's models as files: any colo scenario
+            return _family_default("colo", policy, "OSML's models")
+        if source is Source.CHECKPOINT:
+            name, overrides = checkpoint_scenario(policy)
+            return load_scenario(name, overrides) if overrides else name
+        if source is Source.POLICY_FILE and (env := recorded_env(policy)) is not None:
+            kind = next((f.name for f in FAMILIES.values() if env in f.envs), None)
+            if kind in EVALUATIONS:
+                return _family_default(kind, policy, f"trained on {env}")
+    return DEFAULT_SCENARIO
+
+
+def _family_default(kind: str, policy: str, what: str) -> str:
+    """The default scenario of family ``kind`` for ``policy``, said in a line."""
+    name = family_of(kind).default_scenario
+    log.info("no --scenario: %s, the %s family's default (%s: %s)", name, kind, policy, what)
+    return name
 
 
 def print_summary(

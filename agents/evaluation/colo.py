@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dcgym.agents.evaluation.document import finite
 from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options
 from dcgym.agents.evaluation.plots import save_figure, value_axis
+from dcgym.agents.osml.files import is_osml_folder
 from dcgym.agents.policies.colo import make_scheduler, osml_files
 from dcgym.agents.policies.sources import Source, Spec
 from dcgym.cpp_core import check_colo_config
@@ -244,6 +245,7 @@ class ColoEvaluation(EvaluationFamily):
     work = "seconds"
     default_work = 180
     run_length = "seconds of simulated time on a colo server"
+    default_scenario = "osml_case_a"  # OSML's case A, three services on its server
     fastest_rate = 2000.0  # osml_case_a with its scheduler: 1,600 simulated seconds a second
     row_model = ColoRow
     load_grid = MixIndices
@@ -322,7 +324,7 @@ class ColoEvaluation(EvaluationFamily):
             if spec.source is Source.POLICY_FILE:
                 label, files = osml_files(spec.given)
                 spec = Spec(files, Source.HEURISTIC)
-            elif spec.source is Source.CHECKPOINT and (Path(spec.given) / "model_a.dcpol").is_file():
+            elif spec.source is Source.CHECKPOINT and is_osml_folder(spec.given):
                 # a folder of OSML's policy files, as osml:files=DIR
                 label = f"{Path(spec.given).name} (files)"
                 spec = Spec({"policy": "osml", "files": str(spec.given)}, Source.HEURISTIC)

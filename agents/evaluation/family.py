@@ -120,6 +120,8 @@ class EvaluationFamily:
     """Units of work per run when the caller gives none."""
     run_length: ClassVar[str]
     """What a run's length counts here, in words for help texts (``tasks on a rack``)."""
+    default_scenario: ClassVar[str]
+    """The packaged scenario a policy of this family is evaluated on when the caller names none."""
     fastest_rate: ClassVar[float]
     """The most units of work a second one run has done (the cheapest scenario and heuristic, on one core of a
     2-core machine): the run-length estimate's lower bound (:mod:`dcgym.agents.evaluation.estimate`)."""

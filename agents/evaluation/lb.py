@@ -270,6 +270,7 @@ class LbEvaluation(EvaluationFamily):
     work = "flows"
     default_work = 5000
     run_length = "flows on a multi-LB cluster"
+    default_scenario = "lb_sim"  # the multi-LB zoo's and the paper's simulation setting
     fastest_rate = 1.5e6  # lb_sim with sed: 1.4 million flows a second
     row_model = LbRow
     summary_metrics: ClassVar[tuple[str, ...]] = (

@@ -52,6 +52,7 @@ from dcgym.agents.policies.sources import Source, Spec
 from dcgym.agents.progress import run_in_pieces
 from dcgym.cpp_core import RackController, RackSim, check_rack_config
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.scenario import DEFAULT_SCENARIO
 
 log = logging.getLogger(__name__)
 
@@ -303,6 +304,7 @@ class RackEvaluation(EvaluationFamily):
     work = "tasks"
     default_work = 1_000_000
     run_length = "tasks on a rack"
+    default_scenario = DEFAULT_SCENARIO
     fastest_rate = 4e6  # mm16 with po2: 3.6 million tasks a second
     row_model = RackRow
     summary_metrics: ClassVar[tuple[str, ...]] = (

@@ -26,7 +26,7 @@ from dcgym.cpp_core import RuntimePolicy
 from dcgym.envs.colo.colo_v0 import ACTIONS, OBSERVATION_FEATURES
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["FILES", "SHAPES", "FileModel", "file_q_values", "load_files"]
+__all__ = ["FILES", "SHAPES", "FileModel", "file_q_values", "is_osml_folder", "load_files"]
 
 FILES = {"model_a": "model_a.dcpol", "model_b": "model_b.dcpol", "model_c": "model_c.dcpol"}
 """The file of each model in an OSML folder."""
@@ -36,6 +36,11 @@ SHAPES = {
     "model_c": (len(OBSERVATION_FEATURES), ACTIONS),
 }
 """(inputs, outputs) of each model's file."""
+
+
+def is_osml_folder(given: object) -> bool:
+    """Whether a policy spec is a folder of OSML's policy files (it holds ``model_a.dcpol``)."""
+    return isinstance(given, (str, Path)) and (Path(given) / FILES["model_a"]).is_file()
 
 
 class FileModel:

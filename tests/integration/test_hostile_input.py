@@ -164,3 +164,28 @@ def test_force_lets_a_large_evaluation_through_with_its_estimate():
 def test_a_training_whose_final_evaluation_would_take_hours_is_refused_before_ray(capsys):
     line = one_error_line(capsys, train.run(["--config", "smoke", "--set", "evaluation.tasks=1000000000000"]))
     assert line.startswith("error: evaluation.tasks: got 1000000000000; allowed: an evaluation estimated under"), line
+
+
+@pytest.mark.parametrize(
+    "policy,family",
+    [("zoo:malcolm_homog_exp", "rack"), ("zoo:multilb_centr_lb_sim", "lb"), ("zoo:auto_websearch", "flow")],
+)
+def test_a_policy_file_without_scenario_is_evaluated_on_its_familys_default(policy, family):
+    from dcgym.agents.evaluation.family import family_of
+    from dcgym.evaluate import _trained_scenario
+
+    assert _trained_scenario([policy]) == family_of(family).default_scenario
+
+
+def test_a_folder_of_osml_files_without_scenario_is_evaluated_on_the_colo_default():
+    from dcgym.agents.evaluation.family import family_of
+    from dcgym.agents.policies.zoo import zoo_dir
+    from dcgym.evaluate import _trained_scenario
+
+    assert _trained_scenario([str(zoo_dir() / "osml_colo")]) == family_of("colo").default_scenario
+
+
+def test_a_policy_file_of_another_family_is_named_as_one(tmp_path, capsys):
+    args = ["--scenario", SCENARIO["rack"], "--policy", "zoo:multilb_distr_lb_sim", "--out", str(tmp_path)]
+    line = one_error_line(capsys, evaluate.run(args))
+    assert line.endswith("allowed: a policy trained on rack_v0; the file's settings say lb_v0"), line
