@@ -189,3 +189,13 @@ def test_a_policy_file_of_another_family_is_named_as_one(tmp_path, capsys):
     args = ["--scenario", SCENARIO["rack"], "--policy", "zoo:multilb_distr_lb_sim", "--out", str(tmp_path)]
     line = one_error_line(capsys, evaluate.run(args))
     assert line.endswith("allowed: a policy trained on rack_v0; the file's settings say lb_v0"), line
+
+
+@pytest.mark.parametrize(
+    "config,key",
+    [("auto_websearch", "actor_lr"), ("auto_lrla_websearch", "lr"), ("malcolm_homog_exp", "lr_actor")],
+)
+def test_a_hyperparameter_of_the_wrong_type_is_named_before_ray_starts(capsys, config, key):
+    # learning systems whose hyperparameters are their RLlib config's training() settings, not a schema
+    line = one_error_line(capsys, train.run(["--config", config, "--set", f"hyperparameters.{key}=abc"]))
+    assert line.startswith(f'error: hyperparameters.{key}: got "abc"; allowed: a value of type Union[float, '), line
