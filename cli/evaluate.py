@@ -14,8 +14,8 @@ Runs every policy at every load with every seed (``--seeds 5`` = seeds 1..5, ``-
 ``--seed 3`` one), in parallel on Ray: a local cluster of ``--workers`` CPUs (default: all cores, or
 serial for a single run; ``--workers 0`` always serial) or the cluster at ``--address``. Writes
 results.json, results.csv, summary.csv and the family's plots into --out, and prints a table of means
-with 95% confidence intervals over seeds (or, with --json, only the results document). A cell marked
-``*`` is censored: its percentiles leave out dropped or unfinished work (the note under the table
+with 95% confidence intervals over seeds (or, with --json, only the results document). A load marked
+``*`` is a censored cell: its percentiles leave out dropped or unfinished work (the note under the table
 says which). The files reach --out only once every run has finished: Ctrl-C (exit status 130) says how
 many runs had finished and leaves --out as it was. Before the first run the evaluation's size is estimated:
 one that would take over 2 hours (at the family's fastest measured rate, so at least that) or hold over 4 GB
@@ -99,8 +99,8 @@ def main(
     timeline: Annotated[
         float | None,
         typer.Option(
-            help="sample every node's load every US microseconds for load_over_time.png (rack); each service's "
-            "latency and allocation in every run (colo)"
+            help="US: a sampling period in microseconds for the plots over time, in every run: each node's load "
+            "(rack, load_over_time.png), each service's latency and allocation (colo); lb and flow sample none"
         ),
     ] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("out/evaluate"),
@@ -268,7 +268,8 @@ def _family_default(kind: str, policy: str, what: str) -> str:
 def print_summary(
     doc: dict[str, Any], title: str | None = None, scores: dict[tuple[str, float], float | None] | None = None
 ) -> None:
-    """The document's summary as a table on standard output: its family's columns, censored cells marked, and
+    """The document's summary as a table on standard output: its family's columns, censored cells marked ``*``
+    beside their load (alike in every family), and
     beside the first the normalised score of each cell when ``scores`` has any (docs/benchmarking.md)."""
     family = family_of(doc["family"])
     seeds = doc["seeds"]
@@ -290,7 +291,7 @@ def print_summary(
         if scores:
             value = scores.get((s["policy"], s["load"]))
             cells.insert(at, "-" if value is None else f"{value:.2f}")
-        table.add_row(s["policy"], f"{s['load']:g}", *(cells[:1] and [cells[0] + mark]), *cells[1:])
+        table.add_row(s["policy"], f"{s['load']:g}{mark}", *cells)  # a cell is a policy at a load: marked there
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(table)
     if censored:

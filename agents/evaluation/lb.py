@@ -375,6 +375,11 @@ class LbEvaluation(EvaluationFamily):
             Column("p99 served (s)", "fct_served_s.p99", 3),
             Column("throughput (flows/s)", "throughput_flows_per_s", 1),
             Column("rejected", "flows_rejected", 0),
+            *(
+                [Column("rejected (%)", "rejected_fraction", 2, 100.0)]
+                if any(c["censored"] for c in doc["summary"])
+                else []
+            ),
         ]
 
     def plots(self, doc: Mapping[str, Any], out: Path) -> dict[str, Path]:
