@@ -99,8 +99,9 @@ def main(
     timeline: Annotated[
         float | None,
         typer.Option(
-            help="US: a sampling period in microseconds for the plots over time, in every run: each node's load "
-            "(rack, load_over_time.png), each service's latency and allocation (colo); lb and flow sample none"
+            help="US: a sampling period in microseconds for the plots over time: each node's load in the first "
+            "seed's runs (rack, load_over_time.png), each service's latency and allocation in every run (colo); lb "
+            "and flow sample none"
         ),
     ] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("out/evaluate"),
