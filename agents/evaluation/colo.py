@@ -44,7 +44,8 @@ from dcgym.agents.evaluation.document import finite
 from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options
 from dcgym.agents.evaluation.plots import save_figure, value_axis
 from dcgym.agents.osml.files import is_osml_folder
-from dcgym.agents.policies.colo import make_scheduler, osml_files
+from dcgym.agents.policies.checkpoints import checkpoint_labels
+from dcgym.agents.policies.colo import make_scheduler, osml_files, trained_model_c
 from dcgym.agents.policies.sources import Source, Spec
 from dcgym.cpp_core import check_colo_config
 from dcgym.envs.colo.scenario import MAX_HORIZON_S, ColoScenario, SchedulerSpec, parse_scheduler
@@ -328,13 +329,9 @@ class ColoEvaluation(EvaluationFamily):
                 # a folder of OSML's policy files, as osml:files=DIR
                 label = f"{Path(spec.given).name} (files)"
                 spec = Spec({"policy": "osml", "files": str(spec.given)}, Source.HEURISTIC)
-            elif spec.source is not Source.HEURISTIC:
-                raise self.refuse(
-                    spec,
-                    "a colo scheduler (unmanaged, equal, parties, clite, oracle, osml, with :key=value parameters) "
-                    "or OSML's models as policy files (zoo:NAME or a folder of model_a/b/c.dcpol); checkpoints do not "
-                    "run on colo scenarios yet",
-                )
+            elif spec.source is Source.CHECKPOINT:  # a run of osml_dqn: its Model-C with the zoo's Models A and B
+                label = checkpoint_labels([spec.given])[0]
+                spec = Spec(trained_model_c(spec.given), Source.HEURISTIC)
             given = spec.given
             if not isinstance(given, (str, Mapping)):
                 raise self.refuse(spec, "a colo scheduler name or mapping")
