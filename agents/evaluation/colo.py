@@ -38,6 +38,7 @@ from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation.document import finite
@@ -449,31 +450,43 @@ def plot_convergence_cdf(doc: Mapping[str, Any], path: str | Path) -> Path:
 
 def plot_timelines(doc: Mapping[str, Any], path: str | Path, what: str) -> Path:
     """One panel per kept run (a row per scheduler, a column per mix): each service's p99 / target (``ratio``,
-    log scale, the target at 1) or its cores (solid) and ways (dashed) over time."""
+    log scale, the target at 1) or its cores (solid) and ways (dashed) over time. Services with the same values
+    would hide each other: each is drawn thinner than the one before, so a line over another shows as a thin line
+    inside a thick one. One legend for the figure, under the panels."""
     timelines = list(doc["timelines"])
     policies = list(dict.fromkeys(t["policy"] for t in timelines))
     labels = short_labels(policies)
     mixes = list(dict.fromkeys(t["load"] for t in timelines))
-    fig = Figure(figsize=(max(6.4, 4.0 * len(mixes)), 2.8 * len(policies)), layout="constrained")
+    services = list(dict.fromkeys(name for t in timelines for name in t["services"]))
+    colors = {name: f"C{k % 10}" for k, name in enumerate(services)}
+    widths = {name: 3.2 - 2.4 * k / max(len(services) - 1, 1) for k, name in enumerate(services)}
+    fig = Figure(figsize=(max(6.4, 4.0 * len(mixes)), 2.8 * len(policies) + 0.6), layout="constrained")
     axes = fig.subplots(len(policies), len(mixes), squeeze=False, sharex=True)
     for t in timelines:
         ax = axes[policies.index(t["policy"]), mixes.index(t["load"])]
         for i, name in enumerate(t["services"]):
+            style = {"linewidth": widths[name], "color": colors[name], "alpha": 0.8}
             if what == "ratio":
                 ys = [np.nan if v is None else v for v in t["ratio"][i]]
-                (line,) = ax.plot(t["times_s"], ys, linewidth=0.9, label=name)
+                ax.plot(t["times_s"], ys, **style)
             else:
-                (line,) = ax.plot(t["times_s"], t["cores"][i], linewidth=0.9, label=f"{name} cores")
-                ax.plot(t["times_s"], t["ways"][i], linewidth=0.9, linestyle="--", color=line.get_color())
+                ax.step(t["times_s"], t["cores"][i], where="post", **style)
+                ax.step(t["times_s"], t["ways"][i], where="post", linestyle="--", **style)
         if what == "ratio":
             ax.axhline(1.0, color="black", linewidth=0.6)
             ax.set_yscale("log")
             ax.set_ylabel("p99 / target")
         else:
-            ax.set_ylabel("cores (solid), ways (dashed)")
+            ax.set_ylabel("cores, ways")
         ax.set_title(f"{labels[t['policy']]}, mix {t['load']} (seed {t['seed']})", fontsize=9)
         ax.set_xlabel("time (s)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+    handles = [Line2D([], [], color=colors[n], linewidth=widths[n], label=n) for n in services]
+    if what != "ratio":
+        handles += [
+            Line2D([], [], color="black", linewidth=1.0, label="cores"),
+            Line2D([], [], color="black", linewidth=1.0, linestyle="--", label="ways"),
+        ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), fontsize=8)
     fig.suptitle(_title(doc), fontsize=9)
     return save_figure(fig, path)

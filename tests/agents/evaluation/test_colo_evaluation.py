@@ -67,7 +67,7 @@ def test_loads_are_mix_indices():
         ("clite:samples=3", "policy.samples: got 3; allowed: a parameter of clite"),
         ("osml:rule=both", 'policy.rule: got "both"; allowed: one of paper, code'),
         ("zoo:malcolm_homog_exp", 'policy: got "zoo:malcolm_homog_exp"; allowed: a zoo folder of policy files'),
-        ("malcolm.dcpol", 'policy: got "malcolm.dcpol"; allowed: zoo:NAME of OSML\'s models or osml:files=DIR'),
+        ("malcolm.dcpol", 'policy: got "malcolm.dcpol"; allowed: zoo:NAME of OSML\'s models, osml:files=DIR'),
     ],
 )
 def test_bad_policies_are_refused_before_any_run(policy, message):
