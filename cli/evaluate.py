@@ -81,7 +81,13 @@ def main(
     ] = None,
     loads: Annotated[
         str | None,
-        typer.Option(help="comma-separated loads (default: the scenario's grid; on a colo scenario, mix indices)"),
+        typer.Option(
+            help="comma-separated loads, fractions of capacity (rack, lb, flow; default: the scenario's grid)"
+        ),
+    ] = None,
+    mixes: Annotated[
+        str | None,
+        typer.Option(help="colo's axis instead of loads: comma-separated mix indices (default: the scenario's)"),
     ] = None,
     tasks: Annotated[
         int | None,
@@ -127,7 +133,10 @@ def main(
     version: VersionOption = False,
 ) -> None:
     """Run every policy at every load with every seed and write the results."""
-    grid = None if loads is None else [part.strip() for part in loads.split(",")]  # validated as loads downstream
+    if loads is not None and mixes is not None:
+        raise InvalidConfigError("--mixes", mixes, f"nothing when --loads ({loads}) is given: one or the other")
+    axis, given = ("--mixes", mixes) if mixes is not None else ("--loads", loads)
+    grid = None if given is None else [part.strip() for part in given.split(",")]  # validated downstream
     if seed is not None and seeds is not None:
         raise InvalidConfigError("--seeds", seeds, f"nothing when --seed ({seed}) is given: one or the other")
     seed_list = None if seeds is None else parse_seeds(seeds)
@@ -157,6 +166,8 @@ def main(
     )
     docs = []
     for one, one_grid, folder in runs:
+        if given is not None:
+            _check_axis(one, axis, given)
         chosen = policy
         if suite is not None and policy:  # a policy made for another shape is left out where it does not apply
             chosen = [p for p in policy if applies(p, one, float((one_grid or [1.0])[0]))]
@@ -191,6 +202,16 @@ def main(
     if json_out:
         text = to_json(docs[0]) if suite is None else "[" + ",\n".join(to_json(d) for d in docs) + "]"
         sys.stdout.write(text + "\n")
+
+
+def _check_axis(scenario: Any, axis: str, given: str) -> None:
+    """InvalidConfigError naming ``axis`` (``--loads`` or ``--mixes``) unless it is the axis of ``scenario``'s
+    family: mixes on colo, loads elsewhere (one option, one meaning)."""
+    family = family_of((load_scenario(scenario) if isinstance(scenario, (str, Path)) else scenario).kind)
+    wanted = "--mixes" if family.load_name == "mix" else "--loads"
+    if axis != wanted:
+        what = "mix indices" if wanted == "--mixes" else "loads"
+        raise InvalidConfigError(axis, given, f"nothing on a {family.kind} scenario: its axis is {what} ({wanted})")
 
 
 def _write_into(out: Path, doc: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ Every scheduler runs on every mix of the scenario with every seed for
 ``seconds`` of simulated time (default: the scenario's ``horizon_s``, OSML's
 3 minutes), from time 0 with nothing allocated (:func:`run`). The **load
 axis is the mix index**: ``loads`` are indices into the scenario's ``mixes``
-(``--loads 0,3,7``), and a row's ``load`` is its mix.
+(``--mixes 0,3,7`` on the command line), and a row's ``load`` is its mix.
 
 Every second the run takes one sample of each running service's Latency
 counter (its p99 over the last second with sampling error, as OSML's and

@@ -199,3 +199,11 @@ def test_a_hyperparameter_of_the_wrong_type_is_named_before_ray_starts(capsys, c
     # learning systems whose hyperparameters are their RLlib config's training() settings, not a schema
     line = one_error_line(capsys, train.run(["--config", config, "--set", f"hyperparameters.{key}=abc"]))
     assert line.startswith(f'error: hyperparameters.{key}: got "abc"; allowed: a value of type Union[float, '), line
+
+
+@pytest.mark.parametrize("kind", sorted(SCENARIO))
+def test_the_load_axis_has_one_name_per_family(tmp_path, capsys, kind):
+    wrong, right = ("--loads", "--mixes") if kind == "colo" else ("--mixes", "--loads")
+    line = one_error_line(capsys, evaluate.run(["--scenario", SCENARIO[kind], wrong, "0", "--out", str(tmp_path)]))
+    assert line.startswith(f'error: {wrong}: got "0"; allowed: nothing on a {kind} scenario: its axis is '), line
+    assert line.endswith(f"({right})"), line
