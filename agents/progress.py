@@ -14,7 +14,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-__all__ = ["DRAIN_FACTOR", "LINE_EVERY_S", "PIECE", "Progress", "drain", "run_in_pieces"]
+__all__ = ["DRAIN_FACTOR", "LINE_EVERY_S", "PIECE", "Progress", "drain", "run_in_pieces", "run_until_in_pieces"]
 
 PIECE = 50_000
 """Arrivals the engine simulates per call in a long run: it returns to Python this often (well under a second), so
@@ -77,6 +77,18 @@ def run_in_pieces(advance: Callable[[int], Any], n: int) -> None:
         piece = min(n, PIECE)
         advance(piece)
         n -= piece
+
+
+def run_until_in_pieces(run_until: Callable[[float], Any], start: float, end: float, per_arrival: float) -> None:
+    """``run_until(end)`` (an engine's run to a simulated time) as calls each spanning about :data:`PIECE`
+    arrivals (``per_arrival``: the mean time between them); the engine handles every event up to each bound, so
+    the run is the same."""
+    span = max(PIECE * per_arrival, 1e-9)
+    k = 1
+    while start + k * span < end:
+        run_until(start + k * span)
+        k += 1
+    run_until(end)
 
 
 DRAIN_FACTOR = 4.0

@@ -5,20 +5,21 @@
 
 (also ``python evaluate.py`` or ``python -m dcgym evaluate``). A ``--policy`` is a heuristic of the
 scenario's family (``po2``, ``jbt:threshold=30``; ``ecmp`` on a multi-LB scenario; ``qlas:thresholds=pias_dm``
-on a flow scenario), a checkpoint or
-run folder written by train.py (evaluated through its environment; the scenario then defaults to the
-one it was trained on), or a policy file (``FILE.dcpol``, or ``zoo:NAME`` for ``zoo/NAME.dcpol``) run
-inside the engine; ``FILE:heartbeat_us=US,load_metric=M`` sets what a file does not store.
+on a flow scenario), a checkpoint or run folder written by train.py (evaluated through its environment; the
+scenario then defaults to the one it was trained on), or a policy file (``FILE.dcpol``, or ``zoo:NAME`` for
+``zoo/NAME.dcpol``; the scenario then defaults to its family's, said in a line) run inside the engine; ``FILE:heartbeat_us=US,load_metric=M`` sets what a file does not store.
 ``python -m dcgym list scenarios`` and ``python -m dcgym list policies`` show what there is.
 
 Runs every policy at every load with every seed (``--seeds 5`` = seeds 1..5, ``--seeds 1,2,7`` those,
 ``--seed 3`` one), in parallel on Ray: a local cluster of ``--workers`` CPUs (default: all cores, or
 serial for a single run; ``--workers 0`` always serial) or the cluster at ``--address``. Writes
 results.json, results.csv, summary.csv and the family's plots into --out, and prints a table of means
-with 95% confidence intervals over seeds (or, with --json, only the results document). A cell marked
-``*`` is censored: its percentiles leave out dropped or unfinished work (the note under the table
+with 95% confidence intervals over seeds (or, with --json, only the results document). A load marked
+``*`` is a censored cell: its percentiles leave out dropped or unfinished work (the note under the table
 says which). The files reach --out only once every run has finished: Ctrl-C (exit status 130) says how
-many runs had finished and leaves --out as it was. Paths may be relative to the working directory. Bad
+many runs had finished and leaves --out as it was. Before the first run the evaluation's size is estimated:
+one that would take over 2 hours (at the family's fastest measured rate, so at least that) or hold over 4 GB
+(kept timelines) is refused with what it would take, unless ``--force``. Paths may be relative to the working directory. Bad
 input prints one ``error: ...`` line on standard error and exits with status 2. This is a thin front over :mod:`dcgym.agents.evaluation`.
 """
 
@@ -44,9 +45,12 @@ from dcgym.agents.evaluation.family import EVALUATIONS, family_of
 from dcgym.agents.evaluation.runner import RunsInterrupted
 from dcgym.agents.evaluation.scores import cell_scores
 from dcgym.agents.evaluation.suites import applies, suite_scenarios
+from dcgym.agents.osml.files import is_osml_folder
 from dcgym.agents.policies import Source, classify
 from dcgym.agents.policies.checkpoints import checkpoint_scenario
+from dcgym.agents.policies.file_settings import recorded_env
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.families import FAMILIES
 from dcgym.envs.scenario import DEFAULT_SCENARIO, load_scenario
 
 __all__ = ["INTERRUPTED", "app", "main", "run"]
@@ -63,7 +67,8 @@ def main(
     scenario: Annotated[
         str | None,
         typer.Option(
-            help=f"packaged scenario name or YAML path (default: a trained policy's, else {DEFAULT_SCENARIO})"
+            help="packaged scenario name or YAML path (default: a checkpoint's own; for a policy file, its family's "
+            f"default; else {DEFAULT_SCENARIO})"
         ),
     ] = None,
     policy: Annotated[
@@ -76,7 +81,13 @@ def main(
     ] = None,
     loads: Annotated[
         str | None,
-        typer.Option(help="comma-separated loads (default: the scenario's grid; on a colo scenario, mix indices)"),
+        typer.Option(
+            help="comma-separated loads, fractions of capacity (rack, lb, flow; default: the scenario's grid)"
+        ),
+    ] = None,
+    mixes: Annotated[
+        str | None,
+        typer.Option(help="colo's axis instead of loads: comma-separated mix indices (default: the scenario's)"),
     ] = None,
     tasks: Annotated[
         int | None,
@@ -94,8 +105,9 @@ def main(
     timeline: Annotated[
         float | None,
         typer.Option(
-            help="sample every node's load every US microseconds for load_over_time.png (rack); each service's "
-            "latency and allocation in every run (colo)"
+            help="US: a sampling period in microseconds for the plots over time: each node's load in the first "
+            "seed's runs (rack, load_over_time.png), each service's latency and allocation in every run (colo); lb "
+            "and flow sample none"
         ),
     ] = None,
     out: Annotated[Path, typer.Option(help="output folder")] = Path("out/evaluate"),
@@ -118,10 +130,21 @@ def main(
             "(generated training scenarios); each scenario's results in a subfolder of --out"
         ),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="run even an evaluation estimated to take hours (over 2) or gigabytes (over 4) of memory, "
+            "refused otherwise",
+        ),
+    ] = False,
     version: VersionOption = False,
 ) -> None:
     """Run every policy at every load with every seed and write the results."""
-    grid = None if loads is None else [part.strip() for part in loads.split(",")]  # validated as loads downstream
+    if loads is not None and mixes is not None:
+        raise InvalidConfigError("--mixes", mixes, f"nothing when --loads ({loads}) is given: one or the other")
+    axis, given = ("--mixes", mixes) if mixes is not None else ("--loads", loads)
+    grid = None if given is None else [part.strip() for part in given.split(",")]  # validated downstream
     if seed is not None and seeds is not None:
         raise InvalidConfigError("--seeds", seeds, f"nothing when --seed ({seed}) is given: one or the other")
     seed_list = None if seeds is None else parse_seeds(seeds)
@@ -151,6 +174,8 @@ def main(
     )
     docs = []
     for one, one_grid, folder in runs:
+        if given is not None:
+            _check_axis(one, axis, given)
         chosen = policy
         if suite is not None and policy:  # a policy made for another shape is left out where it does not apply
             chosen = [p for p in policy if applies(p, one, float((one_grid or [1.0])[0]))]
@@ -174,6 +199,7 @@ def main(
                 sample_period_us=timeline,
                 explore=explore,
                 drained=drained,
+                force=force,
             )
         except KeyboardInterrupt as exc:  # Typer would turn it into a silent exit 130
             raise _Stopped(exc) from None
@@ -185,6 +211,16 @@ def main(
     if json_out:
         text = to_json(docs[0]) if suite is None else "[" + ",\n".join(to_json(d) for d in docs) + "]"
         sys.stdout.write(text + "\n")
+
+
+def _check_axis(scenario: Any, axis: str, given: str) -> None:
+    """InvalidConfigError naming ``axis`` (``--loads`` or ``--mixes``) unless it is the axis of ``scenario``'s
+    family: mixes on colo, loads elsewhere (one option, one meaning)."""
+    family = family_of((load_scenario(scenario) if isinstance(scenario, (str, Path)) else scenario).kind)
+    wanted = "--mixes" if family.load_name == "mix" else "--loads"
+    if axis != wanted:
+        what = "mix indices" if wanted == "--mixes" else "loads"
+        raise InvalidConfigError(axis, given, f"nothing on a {family.kind} scenario: its axis is {what} ({wanted})")
 
 
 def _write_into(out: Path, doc: dict[str, Any]) -> None:
@@ -236,18 +272,35 @@ def _interrupted(exc: BaseException) -> int:
 
 
 def _trained_scenario(policies: list[str]) -> Any:
-    """The scenario (with overrides) the first trained policy among ``policies`` was trained on, else the default."""
-    trained = [p for p in policies if classify(p).source is Source.CHECKPOINT]
-    if not trained:
-        return DEFAULT_SCENARIO
-    name, overrides = checkpoint_scenario(trained[0])
-    return load_scenario(name, overrides) if overrides else name
+    """The scenario of the first trained policy among ``policies``: a checkpoint's (with overrides) it was trained
+    on, or for a policy file its family's default (the file records its environment, not its scenario; said in a
+    line); else the default."""
+    for policy in policies:
+        source = classify(policy).source
+        if source is Source.CHECKPOINT and is_osml_folder(policy):  # OSML's models as files: any colo scenario
+            return _family_default("colo", policy, "OSML's models")
+        if source is Source.CHECKPOINT:
+            name, overrides = checkpoint_scenario(policy)
+            return load_scenario(name, overrides) if overrides else name
+        if source is Source.POLICY_FILE and (env := recorded_env(policy)) is not None:
+            kind = next((f.name for f in FAMILIES.values() if env in f.envs), None)
+            if kind in EVALUATIONS:
+                return _family_default(kind, policy, f"trained on {env}")
+    return DEFAULT_SCENARIO
+
+
+def _family_default(kind: str, policy: str, what: str) -> str:
+    """The default scenario of family ``kind`` for ``policy``, said in a line."""
+    name = family_of(kind).default_scenario
+    log.info("no --scenario: %s, the %s family's default (%s: %s)", name, kind, policy, what)
+    return name
 
 
 def print_summary(
     doc: dict[str, Any], title: str | None = None, scores: dict[tuple[str, float], float | None] | None = None
 ) -> None:
-    """The document's summary as a table on standard output: its family's columns, censored cells marked, and
+    """The document's summary as a table on standard output: its family's columns, censored cells marked ``*``
+    beside their load (alike in every family), and
     beside the first the normalised score of each cell when ``scores`` has any (docs/benchmarking.md)."""
     family = family_of(doc["family"])
     seeds = doc["seeds"]
@@ -269,7 +322,7 @@ def print_summary(
         if scores:
             value = scores.get((s["policy"], s["load"]))
             cells.insert(at, "-" if value is None else f"{value:.2f}")
-        table.add_row(s["policy"], f"{s['load']:g}", *(cells[:1] and [cells[0] + mark]), *cells[1:])
+        table.add_row(s["policy"], f"{s['load']:g}{mark}", *cells)  # a cell is a policy at a load: marked there
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(table)
     if censored:

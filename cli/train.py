@@ -71,6 +71,12 @@ def main(
         list[str] | None,
         typer.Option("--set", help="override an experiment field: key=value (repeatable, dotted keys)"),
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="run even a final evaluation estimated to take hours (over 2) or gigabytes (over 4)"
+        ),
+    ] = False,
     version: VersionOption = False,
 ) -> None:
     """Train the experiment, checkpoint it, evaluate it against the heuristics."""
@@ -101,6 +107,7 @@ def main(
         use_wandb=wandb,
         command=[_PROG[0], *_ARGV],
         ray_log_level=logging.ERROR,
+        force=force,
     )
     trainer.setup()
     if resume is not None:

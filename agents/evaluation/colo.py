@@ -4,7 +4,7 @@ Every scheduler runs on every mix of the scenario with every seed for
 ``seconds`` of simulated time (default: the scenario's ``horizon_s``, OSML's
 3 minutes), from time 0 with nothing allocated (:func:`run`). The **load
 axis is the mix index**: ``loads`` are indices into the scenario's ``mixes``
-(``--loads 0,3,7``), and a row's ``load`` is its mix.
+(``--mixes 0,3,7`` on the command line), and a row's ``load`` is its mix.
 
 Every second the run takes one sample of each running service's Latency
 counter (its p99 over the last second with sampling error, as OSML's and
@@ -38,12 +38,15 @@ from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation.document import finite
 from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options
 from dcgym.agents.evaluation.plots import save_figure, value_axis
-from dcgym.agents.policies.colo import make_scheduler, osml_files
+from dcgym.agents.osml.files import is_osml_folder
+from dcgym.agents.policies.checkpoints import checkpoint_labels
+from dcgym.agents.policies.colo import make_scheduler, osml_files, trained_model_c
 from dcgym.agents.policies.sources import Source, Spec
 from dcgym.cpp_core import check_colo_config
 from dcgym.envs.colo.scenario import MAX_HORIZON_S, ColoScenario, SchedulerSpec, parse_scheduler
@@ -244,6 +247,8 @@ class ColoEvaluation(EvaluationFamily):
     work = "seconds"
     default_work = 180
     run_length = "seconds of simulated time on a colo server"
+    default_scenario = "osml_case_a"  # OSML's case A, three services on its server
+    fastest_rate = 2000.0  # osml_case_a with its scheduler: 1,600 simulated seconds a second
     row_model = ColoRow
     load_grid = MixIndices
     load_name = "mix"
@@ -321,17 +326,13 @@ class ColoEvaluation(EvaluationFamily):
             if spec.source is Source.POLICY_FILE:
                 label, files = osml_files(spec.given)
                 spec = Spec(files, Source.HEURISTIC)
-            elif spec.source is Source.CHECKPOINT and (Path(spec.given) / "model_a.dcpol").is_file():
+            elif spec.source is Source.CHECKPOINT and is_osml_folder(spec.given):
                 # a folder of OSML's policy files, as osml:files=DIR
                 label = f"{Path(spec.given).name} (files)"
                 spec = Spec({"policy": "osml", "files": str(spec.given)}, Source.HEURISTIC)
-            elif spec.source is not Source.HEURISTIC:
-                raise self.refuse(
-                    spec,
-                    "a colo scheduler (unmanaged, equal, parties, clite, oracle, osml, with :key=value parameters) "
-                    "or OSML's models as policy files (zoo:NAME or a folder of model_a/b/c.dcpol); checkpoints do not "
-                    "run on colo scenarios yet",
-                )
+            elif spec.source is Source.CHECKPOINT:  # a run of osml_dqn: its Model-C with the zoo's Models A and B
+                label = checkpoint_labels([spec.given])[0]
+                spec = Spec(trained_model_c(spec.given), Source.HEURISTIC)
             given = spec.given
             if not isinstance(given, (str, Mapping)):
                 raise self.refuse(spec, "a colo scheduler name or mapping")
@@ -362,6 +363,10 @@ class ColoEvaluation(EvaluationFamily):
                         )
                     )
         return jobs
+
+    def timeline_values(self, scenario: Any, job: Any) -> float:
+        """A kept timeline's samples, each a time and every service's latency ratio, cores and ways."""
+        return 0.0 if not job.timeline_s else (job.seconds / job.timeline_s + 1) * (1 + 3 * len(job.services))
 
     def columns(self, doc: Mapping[str, Any]) -> list[Column]:
         return [
@@ -445,31 +450,43 @@ def plot_convergence_cdf(doc: Mapping[str, Any], path: str | Path) -> Path:
 
 def plot_timelines(doc: Mapping[str, Any], path: str | Path, what: str) -> Path:
     """One panel per kept run (a row per scheduler, a column per mix): each service's p99 / target (``ratio``,
-    log scale, the target at 1) or its cores (solid) and ways (dashed) over time."""
+    log scale, the target at 1) or its cores (solid) and ways (dashed) over time. Services with the same values
+    would hide each other: each is drawn thinner than the one before, so a line over another shows as a thin line
+    inside a thick one. One legend for the figure, under the panels."""
     timelines = list(doc["timelines"])
     policies = list(dict.fromkeys(t["policy"] for t in timelines))
     labels = short_labels(policies)
     mixes = list(dict.fromkeys(t["load"] for t in timelines))
-    fig = Figure(figsize=(max(6.4, 4.0 * len(mixes)), 2.8 * len(policies)), layout="constrained")
+    services = list(dict.fromkeys(name for t in timelines for name in t["services"]))
+    colors = {name: f"C{k % 10}" for k, name in enumerate(services)}
+    widths = {name: 3.2 - 2.4 * k / max(len(services) - 1, 1) for k, name in enumerate(services)}
+    fig = Figure(figsize=(max(6.4, 4.0 * len(mixes)), 2.8 * len(policies) + 0.6), layout="constrained")
     axes = fig.subplots(len(policies), len(mixes), squeeze=False, sharex=True)
     for t in timelines:
         ax = axes[policies.index(t["policy"]), mixes.index(t["load"])]
         for i, name in enumerate(t["services"]):
+            style = {"linewidth": widths[name], "color": colors[name], "alpha": 0.8}
             if what == "ratio":
                 ys = [np.nan if v is None else v for v in t["ratio"][i]]
-                (line,) = ax.plot(t["times_s"], ys, linewidth=0.9, label=name)
+                ax.plot(t["times_s"], ys, **style)
             else:
-                (line,) = ax.plot(t["times_s"], t["cores"][i], linewidth=0.9, label=f"{name} cores")
-                ax.plot(t["times_s"], t["ways"][i], linewidth=0.9, linestyle="--", color=line.get_color())
+                ax.step(t["times_s"], t["cores"][i], where="post", **style)
+                ax.step(t["times_s"], t["ways"][i], where="post", linestyle="--", **style)
         if what == "ratio":
             ax.axhline(1.0, color="black", linewidth=0.6)
             ax.set_yscale("log")
             ax.set_ylabel("p99 / target")
         else:
-            ax.set_ylabel("cores (solid), ways (dashed)")
+            ax.set_ylabel("cores, ways")
         ax.set_title(f"{labels[t['policy']]}, mix {t['load']} (seed {t['seed']})", fontsize=9)
         ax.set_xlabel("time (s)")
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
+    handles = [Line2D([], [], color=colors[n], linewidth=widths[n], label=n) for n in services]
+    if what != "ratio":
+        handles += [
+            Line2D([], [], color="black", linewidth=1.0, label="cores"),
+            Line2D([], [], color="black", linewidth=1.0, linestyle="--", label="ways"),
+        ]
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), 6), fontsize=8)
     fig.suptitle(_title(doc), fontsize=9)
     return save_figure(fig, path)

@@ -27,6 +27,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from dcgym.agents.evaluation.document import build_document
+from dcgym.agents.evaluation.estimate import check_size, parallel_runs
 from dcgym.agents.evaluation.family import Options, family_of
 from dcgym.agents.evaluation.runner import run_all
 from dcgym.agents.policies.checkpoints import checkpoint_scenario, find_checkpoint, read_meta
@@ -73,6 +74,7 @@ def evaluate(
     sample_period_us: float | None = None,
     explore: bool = False,
     drained: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Run every policy at every load with every seed and return the results document.
 
@@ -88,7 +90,9 @@ def evaluate(
     ``explore``. ``drained`` (rack, lb heuristics) measures a fixed set of arrivals, each until it ends: what a
     score against a bound needs (docs/benchmarking.md). Every argument and every engine config is checked before
     the first run, so bad input raises InvalidConfigError (or the engine's
-    ValueError) without wasting a run.
+    ValueError) without wasting a run; so is the evaluation's size, refused
+    above hours or gigabytes unless ``force``
+    (:mod:`dcgym.agents.evaluation.estimate`).
     """
     spec = scenario if isinstance(scenario, (str, Path)) else scenario.name
     if isinstance(scenario, (str, Path)):
@@ -116,6 +120,8 @@ def evaluate(
         raise InvalidConfigError(
             "policy", [str(p) for p in policies], "distinct policies (a repeated one would repeat its runs)"
         )
+    kept = sum(family.timeline_values(scenario, job) for job in jobs)
+    check_size(family, len(jobs), work, parallel_runs(workers, len(jobs), address), kept, force)
     outputs = run_all(jobs, workers, address, progress, scenario.name or "scenario")
     doc = build_document(family, scenario, seeds_, work, jobs, outputs)
     if drained:  # only then, so that every other document stays as it was
@@ -136,6 +142,7 @@ def evaluate_checkpoint(
     address: str | None = None,
     explore: bool = False,
     progress: bool = False,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Evaluate a trained policy (a checkpoint, or a run folder's newest) and ``heuristics`` on one scenario.
 
@@ -161,6 +168,7 @@ def evaluate_checkpoint(
         workers=workers,
         address=address,
         explore=explore,
+        force=force,
     )
 
 

@@ -121,6 +121,11 @@ class EvaluationFamily:
     """Units of work per run when the caller gives none."""
     run_length: ClassVar[str]
     """What a run's length counts here, in words for help texts (``tasks on a rack``)."""
+    default_scenario: ClassVar[str]
+    """The packaged scenario a policy of this family is evaluated on when the caller names none."""
+    fastest_rate: ClassVar[float]
+    """The most units of work a second one run has done (the cheapest scenario and heuristic, on one core of a
+    2-core machine): the run-length estimate's lower bound (:mod:`dcgym.agents.evaluation.estimate`)."""
     row_model: ClassVar[type[BaseModel]]
     """The fields of one result row, each with its unit in its name and a description (docs/results.md)."""
     summary_metrics: ClassVar[tuple[str, ...]]
@@ -251,6 +256,10 @@ class EvaluationFamily:
     def default_policies(self, scenario: Any) -> list[Any]:
         """The policies evaluated when none is given: the scenario's own."""
         raise NotImplementedError
+
+    def timeline_values(self, scenario: Any, job: Any) -> float:
+        """Numbers a run's timeline keeps for the plots (at most; the memory estimate): none by default."""
+        return 0.0
 
     def runs_on(self, scenario: Any, policy: str) -> bool:
         """Whether the baseline named ``policy`` runs on ``scenario`` (the leaderboard skips those that do not)."""

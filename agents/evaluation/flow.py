@@ -385,6 +385,8 @@ class FlowEvaluation(EvaluationFamily):
     work = "flows"
     default_work = 100_000
     run_length = "flows on a flow scenario"
+    default_scenario = "auto_websearch"  # AuTO's testbed, which the flow zoo's policies were trained on
+    fastest_rate = 2e6  # single_link_websearch with the scenario's policy: 1.8 million flows a second
     row_model = FlowRow
     summary_metrics: ClassVar[tuple[str, ...]] = (
         *(f"fct_ms.{p}" for p in ("mean", "p50", "p99")),

@@ -44,7 +44,7 @@ from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.lb import LbPolicyFile, file_actions, fixed_weights, load_lb_policy_file
 from dcgym.agents.policies.sources import Source, Spec
-from dcgym.agents.progress import drain
+from dcgym.agents.progress import drain, run_until_in_pieces
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import LbSim, check_lb_config
 from dcgym.envs.error import InvalidConfigError
@@ -180,9 +180,10 @@ class LbJob:
             drain(lambda: sim.now_us, sim.run_until, lambda: sim.results()["flows_measured_pending"])
             row = self._row(sim, at_warmup, sim.now_us - warmup_us, start)
         else:
-            sim.run_until(self.warmup_us)
+            per_arrival = 1.0 / max(sim.arrival_rate_per_us, 1e-300)  # pieces of run_until for Ctrl-C
+            run_until_in_pieces(sim.run_until, 0.0, self.warmup_us, per_arrival)
             at_warmup = sim.results()
-            sim.run_until(self.end_us)
+            run_until_in_pieces(sim.run_until, self.warmup_us, self.end_us, per_arrival)
             row = self._row(sim, at_warmup, self.end_us - self.warmup_us, start)
         return {"result": row, "histogram": _histogram(sim), "timeline": None}
 
@@ -307,6 +308,8 @@ class LbEvaluation(EvaluationFamily):
     work = "flows"
     default_work = 5000
     run_length = "flows on a multi-LB cluster"
+    default_scenario = "lb_sim"  # the multi-LB zoo's and the paper's simulation setting
+    fastest_rate = 1.5e6  # lb_sim with sed: 1.4 million flows a second
     row_model = LbRow
     summary_metrics: ClassVar[tuple[str, ...]] = (
         "throughput_flows_per_s",
@@ -419,6 +422,11 @@ class LbEvaluation(EvaluationFamily):
             Column("p99 served (s)", "fct_served_s.p99", 3),
             Column("throughput (flows/s)", "throughput_flows_per_s", 1),
             Column("rejected", "flows_rejected", 0),
+            *(
+                [Column("rejected (%)", "rejected_fraction", 2, 100.0)]
+                if any(c["censored"] for c in doc["summary"])
+                else []
+            ),
         ]
 
     def plots(self, doc: Mapping[str, Any], out: Path) -> dict[str, Path]:

@@ -123,34 +123,47 @@ def plot_metric_vs_load(doc: Mapping[str, Any], path: str | Path, metric: str, l
     return save_figure(fig, path)
 
 
+PROBABILITY_TICKS = (0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999)
+"""Where a CDF's logit axis is labelled."""
+
+
 def plot_cdf(doc: Mapping[str, Any], path: str | Path, field: str, label: str) -> Path:
-    """The CDF of every seed's samples together (summary ``field``), one panel per load, one line per policy."""
+    """The CDF of every seed's samples together (summary ``field``), one panel per load, one line per policy: the
+    panels share both axes, and the probability axis is a logit scale (0.5, 0.9, 0.99, 0.999 equally apart), so the
+    tail a linear axis squeezes against 1 is as readable as the median."""
     summary = list(doc["summary"])
     loads = list(dict.fromkeys(s["load"] for s in summary))
     cols = min(len(loads), 4)
     rows = -(-len(loads) // cols)
     fig = Figure(figsize=(3.6 * cols, 3.0 * rows), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False)
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
     probabilities = doc.get("cdf_probabilities", [])
+    shown: list[float] = []
+    inside = [p for p in probabilities if 0 < p < 1]
     for ax, load in zip(axes.flat, loads):
-        shown: list[float] = []
         for policy in _policies(doc):
             cell = next((s for s in summary if s["policy"] == policy and s["load"] == load), None)
             quantiles = (cell or {}).get(field) or []
-            points = [(q, p) for q, p in zip(quantiles, probabilities) if q is not None]
+            points = [(q, p) for q, p in zip(quantiles, probabilities) if q is not None and 0 < p < 1]
             if points:
                 censored = " (censored)" if cell and cell.get("censored") else ""
                 ax.step(*zip(*points), where="post", label=policy + censored)
                 shown += [q for q, _ in points]
-        value_axis(ax, shown, "x")
-        ax.set_ylim(0, 1)
         ax.set_title(f"load {load:g}", fontsize=9)
         ax.set_xlabel(label)
         ax.set_ylabel("CDF")
         ax.grid(True, which="both", alpha=0.3)
+    first = axes.flat[0]
+    value_axis(first, shown, "x")  # once: the panels share it
+    if inside:
+        first.set_yscale("logit")
+        first.set_ylim(min(inside), max(inside))
+        first.yaxis.set_major_locator(ticker.FixedLocator(PROBABILITY_TICKS))
+        first.yaxis.set_major_formatter(ticker.FuncFormatter(_plain))
+        first.yaxis.set_minor_formatter(ticker.NullFormatter())
     for ax in list(axes.flat)[len(loads) :]:
         ax.set_visible(False)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    handles, labels = first.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6))
     fig.suptitle(_title(doc), fontsize=9)

@@ -36,12 +36,14 @@ from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+from ray.rllib.utils.typing import LearningRateOrSchedule
 
 from dcgym.agents.malcolm.basis import BASES
 from dcgym.agents.malcolm.malcolm_learner import MalcolmTorchLearner
 from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
 from dcgym.agents.rl.on_policy import on_policy_training_step
 from dcgym.agents.rl.spec import TrainingRun
+from dcgym.agents.rl.wiring import check_types
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.rack import rack_v0
 
@@ -126,8 +128,8 @@ class MalcolmConfig(AlgorithmConfig):
         variant: str | None = NotProvided,
         trace_lambda: float | None = NotProvided,
         average_reward_step: float = NotProvided,
-        lr_critic: Any = NotProvided,
-        lr_actor: Any = NotProvided,
+        lr_critic: LearningRateOrSchedule = NotProvided,
+        lr_actor: LearningRateOrSchedule = NotProvided,
         adam_betas: tuple[float, float] = NotProvided,
         adam_epsilon: float = NotProvided,
         weight_decay: float = NotProvided,
@@ -281,6 +283,7 @@ def rack_config(hparams: Mapping[str, Any]) -> MalcolmConfig:
             "a key of env, seed or a MalcolmConfig.training field",
             suggestion=did_you_mean(key, known),
         )
+    check_types([MalcolmConfig.training, AlgorithmConfig.training], params, "MalcolmConfig.training")
     if params.get("variant") == "code":
         env_config.setdefault("reward", "imbalance_delta")
     try:

@@ -26,7 +26,7 @@ from dcgym.cpp_core import RuntimePolicy
 from dcgym.envs.colo.colo_v0 import ACTIONS, OBSERVATION_FEATURES
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["FILES", "SHAPES", "FileModel", "file_q_values", "load_files"]
+__all__ = ["FILES", "SHAPES", "FileModel", "file_q_values", "is_osml_folder", "load_files", "model_c_file"]
 
 FILES = {"model_a": "model_a.dcpol", "model_b": "model_b.dcpol", "model_c": "model_c.dcpol"}
 """The file of each model in an OSML folder."""
@@ -36,6 +36,11 @@ SHAPES = {
     "model_c": (len(OBSERVATION_FEATURES), ACTIONS),
 }
 """(inputs, outputs) of each model's file."""
+
+
+def is_osml_folder(given: object) -> bool:
+    """Whether a policy spec is a folder of OSML's policy files (it holds ``model_a.dcpol``)."""
+    return isinstance(given, (str, Path)) and (Path(given) / FILES["model_a"]).is_file()
 
 
 class FileModel:
@@ -61,14 +66,14 @@ def file_q_values(runtime) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     return q_values
 
 
-def _runtime(folder: Path, which: str, given: str):
-    path = folder / FILES[which]
+def _runtime(folder: Path, which: str, given: str, field: str = "files", whose: str | None = None):
+    """The checked runtime of ``folder``'s file of model ``which`` (``whose``: how messages name the file)."""
+    path = folder / FILES[which] if whose is None else folder
+    whose = whose or f"a folder whose {FILES[which]}"
     try:
         runtime = RuntimePolicy.from_file(str(path))
     except ValueError as exc:
-        raise InvalidConfigError(
-            "files", given, f"a folder whose {FILES[which]} is a valid policy file ({exc})"
-        ) from None
+        raise InvalidConfigError(field, given, f"{whose} is a valid policy file ({exc})") from None
     n_in, n_out = SHAPES[which]
     got_out = None
     if runtime.kind == "mlp" and runtime.head == "identity" and runtime.num_inputs == n_in:
@@ -76,17 +81,21 @@ def _runtime(folder: Path, which: str, given: str):
     if got_out != n_out:
         shape = f"{runtime.kind}, head {runtime.head if runtime.kind == 'mlp' else '-'}, {runtime.num_inputs} inputs"
         raise InvalidConfigError(
-            "files",
+            field,
             given,
-            f"a folder whose {FILES[which]} is an mlp with the identity head, {n_in} inputs and {n_out} outputs "
+            f"{whose} is an mlp with the identity head, {n_in} inputs and {n_out} outputs "
             f"(its {which}; this one: {shape}{'' if got_out is None else f', {got_out} outputs'})",
         )
     recorded = runtime.settings.get("model", which)  # files before format version 3 record no role
     if recorded != which:
-        raise InvalidConfigError(
-            "files", given, f"a folder whose {FILES[which]} is OSML's {which}; its settings say model={recorded}"
-        )
+        raise InvalidConfigError(field, given, f"{whose} is OSML's {which}; its settings say model={recorded}")
     return runtime
+
+
+def model_c_file(path: str | Path) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """Model-C's Q-values from one policy file (``python -m dcgym export`` of an osml_dqn run); InvalidConfigError
+    naming ``model_c`` otherwise."""
+    return file_q_values(_runtime(Path(path), "model_c", str(path), "model_c", "a policy file that"))
 
 
 def load_files(files: str | Path) -> tuple[FileModel, FileModel, Callable | None]:

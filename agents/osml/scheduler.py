@@ -70,7 +70,7 @@ import numpy as np
 
 from dcgym.agents.heuristics.colo.base import Scheduler
 from dcgym.agents.osml.features import A_FEATURES
-from dcgym.agents.osml.files import load_files
+from dcgym.agents.osml.files import load_files, model_c_file
 from dcgym.envs.colo.colo_v0 import ACTIONS, MAX_DELTA, OBSERVATION_FEATURES
 from dcgym.envs.colo.server import COUNTERS, ColoServer
 from dcgym.envs.error import InvalidConfigError
@@ -94,7 +94,8 @@ class OSML(Scheduler):
         "interval_s": "seconds between decisions (1, OSML's SCHEDULING_INTERVAL)",
         "models": "folder with model_a.pt and model_b.pt, and Models A' and B' (model_a_shadow.pt, model_b_shadow.pt) "
         "if there (benchmarks/osml_models.py writes them)",
-        "model_c": "folder of a trained Model-C module (a checkpoint's learner_group/learner/rl_module/shared)",
+        "model_c": "folder of a trained Model-C module (a checkpoint's learner_group/learner/rl_module/shared) or its "
+        "policy file (over a files folder's Model-C)",
         "files": "folder of the three models as policy files, model_a/b/c.dcpol (an export or zoo entry; not with models)",
         "rule": "paper (default): Model-C on any QoS violation; code: only past 3x the target",
         "slowdown": "QoS slowdown a neighbour may be asked to accept when it gives resources up (0.20)",
@@ -134,8 +135,8 @@ class OSML(Scheduler):
         if bandwidth not in BANDWIDTHS:
             raise InvalidConfigError("bandwidth", bandwidth, "one of " + ", ".join(BANDWIDTHS))
         self.reclaim, self.cooldown_s, self.bandwidth = reclaim, float(cooldown_s), bandwidth
-        if files is not None and (models is not None or model_c is not None):
-            raise InvalidConfigError("files", str(files), "a folder of policy files instead of models and model_c")
+        if files is not None and models is not None:
+            raise InvalidConfigError("files", str(files), "a folder of policy files instead of models")
         self.model_a = self.model_b = None
         self.model_a_shadow = None  # Model-A' (placement among neighbours): models/model_a_shadow.pt when there
         self.model_b_shadow = None  # Model-B' (Algorithm 4): models/model_b_shadow.pt when there
@@ -153,10 +154,10 @@ class OSML(Scheduler):
                 self.model_a_shadow = Model.load(folder / "model_a_shadow.pt")
             if (folder / "model_b_shadow.pt").is_file():
                 self.model_b_shadow = Model.load(folder / "model_b_shadow.pt")
-        if model_c is not None:
-            self.q_values = _load_model_c(str(model_c))
         if files is not None:
             self.model_a, self.model_b, self.q_values = load_files(str(files))
+        if model_c is not None:  # over the files' Model-C, if any: a trained one with the files' Models A and B
+            self.q_values = _load_model_c(str(model_c))
 
     # ------------------------------------------------------------------ state
 
@@ -445,9 +446,11 @@ class OSML(Scheduler):
 
 
 def _load_model_c(path: str) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """Q-values of a trained Model-C module folder, as a function of (observations, masks)."""
+    """Q-values of a trained Model-C module folder or its policy file, as a function of (observations, masks)."""
+    if Path(path).is_file():
+        return model_c_file(path)
     if not Path(path).is_dir():
-        raise InvalidConfigError("model_c", path, "a trained Model-C module folder")
+        raise InvalidConfigError("model_c", path, "a trained Model-C module folder or its policy file")
     import torch  # torch and Ray: only with a Model-C module folder
     from ray.rllib.core.rl_module.rl_module import RLModule
 

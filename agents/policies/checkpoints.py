@@ -29,6 +29,7 @@ from dcgym.envs.error import InvalidConfigError, Verbatim
 __all__ = [
     "CHECKPOINTS_DIR",
     "META_FILE",
+    "MODEL_C_MODULE",
     "ACTING_PIECES",
     "RESUMING_PIECES",
     "TrainedPolicy",
@@ -52,6 +53,9 @@ CHECKPOINTS_DIR = "checkpoints"
 """Where a run folder keeps its checkpoints (``iter_000010``, ...)."""
 
 _MODULES = Path("learner_group", "learner", "rl_module")
+
+MODEL_C_MODULE = _MODULES / "shared"
+"""OSML's Model-C module in a checkpoint of osml_dqn (one module shared by the services)."""
 
 ACTING_PIECES = (_MODULES / "metadata.json", _MODULES / "class_and_ctor_args.pkl", _MODULES / "module_state.pkl")
 """The files of a checkpoint its trained modules are rebuilt from (evaluate, export)."""

@@ -12,15 +12,18 @@ option that contradicts the file is refused with one line naming both values.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from dcgym.agents.policies.zoo import ZOO_PREFIX, resolve_zoo
+from dcgym.agents.policy_format import from_bytes
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.flow.game import FlowEnvConfig
 from dcgym.envs.lb.lb_v0 import LbEnvConfig
-from dcgym.envs.policy_spec import parse_options, scalar, show_option
+from dcgym.envs.policy_spec import parse_options, scalar, show_option, split_spec
 from dcgym.envs.rack.game import RackEnvConfig
 
-__all__ = ["ENV_KEY", "ENV_SETTINGS", "decode", "resolve", "settings_for"]
+__all__ = ["ENV_KEY", "ENV_SETTINGS", "decode", "recorded_env", "resolve", "settings_for"]
 
 ENV_KEY = "env"
 """The setting naming the environment the policy was trained on (``rack_v0``, ``lb_v0``, ...)."""
@@ -82,6 +85,17 @@ def resolve(spec: str, envs: str | tuple[str, ...], recorded: Mapping[str, str],
             )
     texts = {**given, **{k: v for k, v in recorded.items() if k in defaults}}
     return {**defaults, **{key: _typed(decode(text), defaults[key]) for key, text in texts.items()}}
+
+
+def recorded_env(spec: str | Path) -> str | None:
+    """The environment a policy file (``FILE.dcpol`` or ``zoo:NAME``, options allowed) records it was trained on;
+    None when it records none (format versions 1 and 2) or cannot be read (its evaluation says why)."""
+    where, _ = split_spec(str(spec), file=True)
+    try:
+        path = resolve_zoo(where) if where.startswith(ZOO_PREFIX) else Path(where)
+        return from_bytes(path.read_bytes()).settings.get(ENV_KEY)
+    except (InvalidConfigError, ValueError, OSError):
+        return None
 
 
 def _typed(value: Any, default: Any) -> Any:

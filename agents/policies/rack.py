@@ -117,13 +117,14 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
         policy = from_bytes(data)
     except (ValueError, RuntimeError, OSError) as exc:
         raise PolicyFileError(path, str(exc)) from None
+    # the file's settings, or the options where it has none; first, so a file of another family is named as one
+    settings = resolve(text, "rack_v0", policy.settings, option_text)
     if not isinstance(policy, LinearPairPolicy):
         raise PolicyFileError(
             path,
             f"a {policy.kind} policy; only linear_pair policies (Malcolm's actor pairs) run "
             "in the engine: evaluate the run folder or checkpoint it was exported from instead",
         )
-    settings = resolve(text, "rack_v0", policy.settings, option_text)  # the file's, or the options where it has none
     checked = validate(RackEnvConfig, settings)
     options = {key: getattr(checked, key) for key in DEFAULT_OPTIONS}
     stem = where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX)

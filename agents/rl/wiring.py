@@ -9,7 +9,7 @@ environment whose agents do not all act in a Box.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -89,13 +89,14 @@ def policies(config: AlgorithmConfig, experiment: TrainingRun, env_config: dict[
 
 
 def training(config: AlgorithmConfig, hyperparameters: Mapping[str, Any]) -> None:
-    """``config.training(**hyperparameters)``, an unknown key named as ``hyperparameters.<key>``."""
+    """``config.training(**hyperparameters)``, an unknown key or a value of the wrong type named as
+    ``hyperparameters.<key>``."""
+    functions = [vars(cls)["training"] for cls in type(config).__mro__ if "training" in vars(cls)]
     parameters: dict[str, Any] = {}
-    for cls in type(config).__mro__:  # a subclass's training(**kwargs) passes the rest on to its bases'
-        if "training" in vars(cls):
-            parameters |= dict(inspect.signature(vars(cls)["training"]).parameters)
-            if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
-                break
+    for fn in functions:  # a subclass's training(**kwargs) passes the rest on to its bases'
+        parameters |= dict(inspect.signature(fn).parameters)
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            break
     parameters = {k: p for k, p in parameters.items() if p.kind is not p.VAR_KEYWORD and k != "self"}
     if parameters:
         for key, value in hyperparameters.items():
@@ -106,7 +107,47 @@ def training(config: AlgorithmConfig, hyperparameters: Mapping[str, Any]) -> Non
                     f"one of the settings of {type(config).__name__}.training",
                     suggestion=did_you_mean(key, list(parameters)),
                 ).under("hyperparameters")
+    try:
+        check_types(functions, hyperparameters, f"{type(config).__name__}.training")
+    except InvalidConfigError as exc:
+        raise exc.under("hyperparameters") from None
     config.training(**hyperparameters)
+
+
+def check_types(functions: Sequence[Any], values: Mapping[str, Any], where: str) -> None:
+    """InvalidConfigError naming ``key`` for a value that is not of the type the first of ``functions`` that
+    annotates ``key`` declares (so "abc" for a learning rate is refused before Ray starts,
+    not deep inside RLlib); a key no function annotates with a type pydantic checks is left to RLlib."""
+    from pydantic import TypeAdapter, ValidationError
+
+    hints: dict[str, Any] = {}
+    for fn in reversed(functions):  # the subclass's annotation wins
+        hints |= _annotations(fn)
+    for key, value in values.items():
+        if key not in hints:
+            continue
+        try:
+            adapter = TypeAdapter(hints[key])
+        except Exception:  # noqa: BLE001 - a type pydantic cannot check (a class, a callable): RLlib's
+            continue
+        try:
+            adapter.validate_python(value)
+        except ValidationError:
+            hint = hints[key]
+            shown = hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+            raise InvalidConfigError(key, value, f"a value of type {shown} (a setting of {where})") from None
+
+
+def _annotations(fn: Any) -> dict[str, Any]:
+    """The parameters' annotations of ``fn`` that resolve, one by one (RLlib's name classes it imports only for
+    type checkers, which would make :func:`typing.get_type_hints` give up on every one)."""
+    hints = {}
+    for name, annotation in getattr(fn, "__annotations__", {}).items():
+        try:
+            hints[name] = eval(annotation, fn.__globals__) if isinstance(annotation, str) else annotation  # noqa: S307
+        except Exception:  # noqa: BLE001, S112 - a name only type checkers see: RLlib checks that key
+            continue
+    return hints
 
 
 def require_continuous(experiment: TrainingRun, env_config: Mapping[str, Any], algorithm: str) -> None:

@@ -46,6 +46,8 @@ from gymnasium.spaces import flatdim
 from dcgym.agents import ray_session
 from dcgym.agents.algorithms import build_config, trained_agents
 from dcgym.agents.evaluation import evaluate, write_plots, write_results
+from dcgym.agents.evaluation.estimate import check_size, parallel_runs
+from dcgym.agents.evaluation.family import family_of
 from dcgym.agents.policies.checkpoints import (
     CHECKPOINTS_DIR,
     RESUMING_PIECES,
@@ -126,9 +128,10 @@ def _write_json(path: Path, data: Mapping[str, Any]) -> None:
 # ------------------------------------------------------------------------------ checks
 
 
-def check_experiment(experiment: Experiment) -> list[str]:
-    """Check what the schema cannot: the environment's arguments, the algorithm's config (RLlib's checks) and
-    the heuristics, all before Ray starts. Returns the agents."""
+def check_experiment(experiment: Experiment, force: bool = False) -> list[str]:
+    """Check what the schema cannot: the environment's arguments, the algorithm's config (RLlib's checks), the
+    heuristics and the final evaluation's size (refused above hours or gigabytes unless ``force``), all before
+    Ray starts. Returns the agents."""
     try:
         agents = trained_agents(experiment.algorithm, experiment.env, experiment.env_config)
     except InvalidConfigError as exc:
@@ -149,6 +152,10 @@ def check_experiment(experiment: Experiment) -> list[str]:
                 raise InvalidConfigError(
                     f"evaluation.heuristics.{k}", name, exc.allowed, suggestion=exc.suggestion
                 ) from None
+        ev = experiment.evaluation
+        runs = (1 + len(ev.heuristics)) * len(ev.loads or scenario.loads) * len(ev.seeds)
+        family = family_of(scenario.kind)
+        check_size(family, runs, ev.tasks, parallel_runs(ev.workers, runs, None), force=force, field="evaluation.tasks")
     return agents
 
 
@@ -177,8 +184,10 @@ class Trainer:
         progress: bool = True,
         command: Sequence[str] | None = None,
         ray_log_level: int = logging.WARNING,
+        force: bool = False,
     ) -> None:
         self.experiment = experiment
+        self.force = force  # run a final evaluation estimated to take hours or gigabytes
         self.run_dir = Path(run_dir)
         self.resuming = resuming
         self.address = address
@@ -204,7 +213,7 @@ class Trainer:
     def setup(self) -> None:
         """Validate, start Ray, build (or restore) the algorithm, open the loggers. Cleans up after itself on error."""
         wandb = _wandb_module() if self.use_wandb else None
-        self.agents = check_experiment(self.experiment)
+        self.agents = check_experiment(self.experiment, self.force)
         env = make_env(self.experiment.env, self.experiment.env_config)
         # flatdim: a Box's size, and a Dict's (colo_v0: counters and action mask) flattened
         self._observation_sizes = {a: int(flatdim(env.observation_space(a))) for a in self.agents}
@@ -442,6 +451,7 @@ class Trainer:
             address=self.address,
             progress=self.progress,
             explore=ev.explore,
+            force=True,  # its size was checked before training (check_experiment)
         )
         write_results(doc, self.run_dir / "evaluation")
         return doc

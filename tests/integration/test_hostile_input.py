@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dcgym import catalog, evaluate, train
+from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.families import FAMILIES
 
 SCENARIO = {"rack": "mm16", "lb": "lb_sim", "flow": "single_link_websearch", "colo": "osml_single"}
@@ -129,3 +130,80 @@ def test_list_policies_shows_every_rack_heuristic_the_engine_runs(capsys):
     assert catalog.run(["policies", "--family", "rack"]) == 0
     listed = [line.split("  ", 1)[0] for line in capsys.readouterr().out.splitlines() if not line.startswith("#")]
     assert listed == list(HEURISTICS)
+
+
+@pytest.mark.parametrize("kind", sorted(SCENARIO))
+def test_an_evaluation_that_would_take_hours_is_refused_with_its_estimate(tmp_path, capsys, kind):
+    # colo's runs are at most a day of simulated time: hours come from many of them
+    tasks, seeds = ("86400", "400") if kind == "colo" else ("1000000000000", "1")
+    args = ["--scenario", SCENARIO[kind], "--tasks", tasks, "--seeds", seeds, "--workers", "0"]
+    line = one_error_line(capsys, evaluate.run([*args, "--out", str(tmp_path)]))
+    assert line.startswith(f"error: tasks: got {tasks}; allowed: an evaluation estimated under 2 hours"), line
+    assert "would take at least" in line and "(--force)" in line, line
+
+
+def test_a_colo_timeline_that_would_hold_gigabytes_is_refused_with_its_estimate(tmp_path, capsys):
+    args = ["--scenario", SCENARIO["colo"], "--tasks", "86400", "--timeline", "1000", "--workers", "0"]
+    line = one_error_line(capsys, evaluate.run([*args, "--out", str(tmp_path)]))
+    assert line.startswith("error: timeline: got 1 runs keeping "), line
+    assert "estimated under 4 GB, or force (--force)" in line, line
+
+
+def test_force_lets_a_large_evaluation_through_with_its_estimate():
+    from dcgym.agents.evaluation.estimate import MAX_HOURS, check_size
+    from dcgym.agents.evaluation.family import family_of
+
+    rack = family_of("rack")
+    work = int(2 * MAX_HOURS * 3600 * rack.fastest_rate)  # each run twice the limit on one worker
+    with pytest.raises(InvalidConfigError, match="would take at least 12.0 hours on 1 worker"):
+        check_size(rack, 3, work, parallel=1)
+    hours, _ = check_size(rack, 3, work, parallel=3, force=True)
+    assert hours == pytest.approx(2 * MAX_HOURS)
+
+
+def test_a_training_whose_final_evaluation_would_take_hours_is_refused_before_ray(capsys):
+    line = one_error_line(capsys, train.run(["--config", "smoke", "--set", "evaluation.tasks=1000000000000"]))
+    assert line.startswith("error: evaluation.tasks: got 1000000000000; allowed: an evaluation estimated under"), line
+
+
+@pytest.mark.parametrize(
+    "policy,family",
+    [("zoo:malcolm_homog_exp", "rack"), ("zoo:multilb_centr_lb_sim", "lb"), ("zoo:auto_websearch", "flow")],
+)
+def test_a_policy_file_without_scenario_is_evaluated_on_its_familys_default(policy, family):
+    from dcgym.agents.evaluation.family import family_of
+    from dcgym.evaluate import _trained_scenario
+
+    assert _trained_scenario([policy]) == family_of(family).default_scenario
+
+
+def test_a_folder_of_osml_files_without_scenario_is_evaluated_on_the_colo_default():
+    from dcgym.agents.evaluation.family import family_of
+    from dcgym.agents.policies.zoo import zoo_dir
+    from dcgym.evaluate import _trained_scenario
+
+    assert _trained_scenario([str(zoo_dir() / "osml_colo")]) == family_of("colo").default_scenario
+
+
+def test_a_policy_file_of_another_family_is_named_as_one(tmp_path, capsys):
+    args = ["--scenario", SCENARIO["rack"], "--policy", "zoo:multilb_distr_lb_sim", "--out", str(tmp_path)]
+    line = one_error_line(capsys, evaluate.run(args))
+    assert line.endswith("allowed: a policy trained on rack_v0; the file's settings say lb_v0"), line
+
+
+@pytest.mark.parametrize(
+    "config,key",
+    [("auto_websearch", "actor_lr"), ("auto_lrla_websearch", "lr"), ("malcolm_homog_exp", "lr_actor")],
+)
+def test_a_hyperparameter_of_the_wrong_type_is_named_before_ray_starts(capsys, config, key):
+    # learning systems whose hyperparameters are their RLlib config's training() settings, not a schema
+    line = one_error_line(capsys, train.run(["--config", config, "--set", f"hyperparameters.{key}=abc"]))
+    assert line.startswith(f'error: hyperparameters.{key}: got "abc"; allowed: a value of type Union[float, '), line
+
+
+@pytest.mark.parametrize("kind", sorted(SCENARIO))
+def test_the_load_axis_has_one_name_per_family(tmp_path, capsys, kind):
+    wrong, right = ("--loads", "--mixes") if kind == "colo" else ("--mixes", "--loads")
+    line = one_error_line(capsys, evaluate.run(["--scenario", SCENARIO[kind], wrong, "0", "--out", str(tmp_path)]))
+    assert line.startswith(f'error: {wrong}: got "0"; allowed: nothing on a {kind} scenario: its axis is '), line
+    assert line.endswith(f"({right})"), line

@@ -67,7 +67,7 @@ def test_loads_are_mix_indices():
         ("clite:samples=3", "policy.samples: got 3; allowed: a parameter of clite"),
         ("osml:rule=both", 'policy.rule: got "both"; allowed: one of paper, code'),
         ("zoo:malcolm_homog_exp", 'policy: got "zoo:malcolm_homog_exp"; allowed: a zoo folder of policy files'),
-        ("malcolm.dcpol", 'policy: got "malcolm.dcpol"; allowed: zoo:NAME of OSML\'s models or osml:files=DIR'),
+        ("malcolm.dcpol", 'policy: got "malcolm.dcpol"; allowed: zoo:NAME of OSML\'s models, osml:files=DIR'),
     ],
 )
 def test_bad_policies_are_refused_before_any_run(policy, message):
@@ -94,7 +94,11 @@ def test_evaluate_cli_end_to_end_and_one_line_errors(tmp_path):
     assert {p.name for p in (tmp_path / "out").iterdir()} >= {"results.json", "convergence_cdf.png"}
     for args, message in [
         (("--policy", "parties:variant=both"), 'error: policy.variant: got "both"; allowed: one of paper, code'),
-        (("--loads", "3"), "error: mix: got 3; allowed: a mix index in [0, 0]"),
+        (("--mixes", "3"), "error: mix: got 3; allowed: a mix index in [0, 0]"),
+        (
+            ("--loads", "0.5"),
+            'error: --loads: got "0.5"; allowed: nothing on a colo scenario: its axis is mix indices (--mixes)',
+        ),
         (
             ("--tasks", "4"),
             "error: tasks: got 4; allowed: seconds of simulated time per run > the scenario's hold_s (5) and at "

@@ -12,6 +12,7 @@ CASES = {
     "rack heuristic": ("mm16", "po2", 0.9, 6000),
     "rack policy file": ("malcolm_homog_exp", "zoo:malcolm_homog_exp", 0.9, 6000),
     "flow heuristic": ("single_link_websearch", None, 0.5, 600),
+    "lb heuristic": ("lb_sim", "sed", 0.7, 600),
 }
 
 
@@ -32,3 +33,9 @@ def test_pieces_add_up_to_the_arrivals_asked_for():
     calls = []
     progress.run_in_pieces(calls.append, 2 * progress.PIECE + 3)
     assert calls == [progress.PIECE, progress.PIECE, 3]
+
+
+def test_pieces_of_simulated_time_end_at_the_time_asked_for():
+    bounds = []
+    progress.run_until_in_pieces(bounds.append, 10.0, 10.0 + 2.5 * progress.PIECE, per_arrival=1.0)
+    assert bounds == [10.0 + progress.PIECE, 10.0 + 2 * progress.PIECE, 10.0 + 2.5 * progress.PIECE]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from dcgym.agents.algorithms import build_config, check_env
+from dcgym.agents.algorithms import build_config, check_env, trained_agents
 from dcgym.agents.osml import model_c
 from dcgym.agents.training.experiment import load_experiment
 from dcgym.envs.colo import colo_v0
@@ -127,3 +127,37 @@ def test_bad_hyperparameters_and_env_are_refused():
         check_env("osml_dqn", "rack_v0")
     with pytest.raises(InvalidConfigError, match="start"):
         colo_v0.parallel_env(scenario="osml_single", start=[0, 2])
+
+
+def test_a_model_c_checkpoint_and_its_exported_file_give_the_same_rows(ray_session, storage, tmp_path):
+    """The colo round trip by the front commands' libraries: an osml_dqn checkpoint evaluated as OSML (its Model-C,
+    the zoo's Models A and B), exported by ``python -m dcgym export RUN --out FILE``, the file evaluated alike."""
+    from dcgym import export
+    from dcgym.agents.evaluation import evaluate
+    from dcgym.agents.policies.checkpoints import write_meta
+
+    algo = _algo()
+    checkpoint = tmp_path / "run" / "checkpoints" / "iter_000001"
+    try:
+        algo.save_to_path(str(checkpoint))  # untrained weights: the round trip is under test, not the training
+    finally:
+        algo.stop()
+    experiment = load_experiment(EXPERIMENT)
+    agents = trained_agents(experiment.algorithm, experiment.env, experiment.env_config)
+    write_meta(
+        checkpoint,
+        {
+            "iteration": 1,
+            "experiment": experiment.model_dump(mode="json"),
+            "env_config": experiment.env_config,
+            "agent_to_module": dict.fromkeys(agents, "shared"),
+        },
+    )
+    file = tmp_path / "model_c.dcpol"
+    assert export.run([str(tmp_path / "run"), "--out", str(file)]) == 0
+    doc = evaluate("osml_single", [str(tmp_path / "run"), str(file)], tasks=60, workers=0, progress=False)
+    rows: dict[str, list] = {}
+    for row in doc["results"]:
+        rows.setdefault(row["policy"], []).append({k: v for k, v in row.items() if k not in ("policy", "wall_s")})
+    assert list(rows) == ["osml_dqn (trained)", "model_c (file)"]
+    assert rows["osml_dqn (trained)"] == rows["model_c (file)"]
