@@ -248,6 +248,7 @@ class ColoEvaluation(EvaluationFamily):
     default_work = 180
     run_length = "seconds of simulated time on a colo server"
     default_scenario = "osml_case_a"  # OSML's case A, three services on its server
+    default_heuristics = ("parties",)  # the search OSML is compared with
     fastest_rate = 2000.0  # osml_case_a with its scheduler: 1,600 simulated seconds a second
     row_model = ColoRow
     load_grid = MixIndices

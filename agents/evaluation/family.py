@@ -123,6 +123,8 @@ class EvaluationFamily:
     """What a run's length counts here, in words for help texts (``tasks on a rack``)."""
     default_scenario: ClassVar[str]
     """The packaged scenario a policy of this family is evaluated on when the caller names none."""
+    default_heuristics: ClassVar[tuple[str, ...]]
+    """The baselines a trained policy is compared with after training when the experiment names none."""
     fastest_rate: ClassVar[float]
     """The most units of work a second one run has done (the cheapest scenario and heuristic, on one core of a
     2-core machine): the run-length estimate's lower bound (:mod:`dcgym.agents.evaluation.estimate`)."""

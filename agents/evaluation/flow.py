@@ -386,6 +386,7 @@ class FlowEvaluation(EvaluationFamily):
     default_work = 100_000
     run_length = "flows on a flow scenario"
     default_scenario = "auto_websearch"  # AuTO's testbed, which the flow zoo's policies were trained on
+    default_heuristics = ("qsjf", "qlas", "pias", "fair", "srpt")
     fastest_rate = 2e6  # single_link_websearch with the scenario's policy: 1.8 million flows a second
     row_model = FlowRow
     summary_metrics: ClassVar[tuple[str, ...]] = (

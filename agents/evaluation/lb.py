@@ -309,6 +309,7 @@ class LbEvaluation(EvaluationFamily):
     default_work = 5000
     run_length = "flows on a multi-LB cluster"
     default_scenario = "lb_sim"  # the multi-LB zoo's and the paper's simulation setting
+    default_heuristics = ("ecmp", "wcmp", "lsq", "sed")
     fastest_rate = 1.5e6  # lb_sim with sed: 1.4 million flows a second
     row_model = LbRow
     summary_metrics: ClassVar[tuple[str, ...]] = (

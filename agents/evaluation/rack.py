@@ -317,6 +317,7 @@ class RackEvaluation(EvaluationFamily):
     default_work = 1_000_000
     run_length = "tasks on a rack"
     default_scenario = DEFAULT_SCENARIO
+    default_heuristics = ("po2", "jsq", "sed")  # SED: the strongest per-task rule on heterogeneous racks
     fastest_rate = 4e6  # mm16 with po2: 3.6 million tasks a second
     row_model = RackRow
     summary_metrics: ClassVar[tuple[str, ...]] = (

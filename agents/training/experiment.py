@@ -34,8 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, 
 
 from dcgym.agents.algorithms import check_algorithm, check_env, resolve_hyperparameters
 from dcgym.agents.evaluation.core import Tasks
+from dcgym.agents.evaluation.family import family_of
 from dcgym.envs.error import InvalidConfigError, Verbatim, did_you_mean
-from dcgym.envs.families import known_envs
+from dcgym.envs.families import FAMILIES, known_envs
 from dcgym.envs.scenario import Load, Seed, apply_overrides, read_yaml
 from dcgym.envs.validation import validate
 from dcgym.envs.yaml_text import parse
@@ -82,8 +83,10 @@ class Evaluation(_Schema):
 
     enabled: bool = True
     """Run it (``false``: train and checkpoint only)."""
-    heuristics: list[str] = ["po2", "jsq"]
-    """Baselines by name (rack: ``po2``, ``jbt:threshold=1``, ...; lb: ``ecmp``, ``wcmp``, ``lsq``, ``sed``)."""
+    heuristics: list[str] | None = None
+    """Baselines by name (rack: ``po2``, ``jbt:threshold=1``, ...; lb: ``ecmp``, ``wcmp``, ``lsq``, ``sed``); null =
+    the environment's family's (rack: po2, jsq, sed; lb: ecmp, wcmp, lsq, sed; flow: qsjf, qlas, pias, fair, srpt;
+    colo: parties), filled in when the experiment loads."""
     loads: list[Load] | None = None
     """Loads to evaluate at; null = the scenario's grid."""
     tasks: Tasks = 200_000
@@ -168,6 +171,16 @@ class Experiment(_Schema):
     def _algorithm_runs_on_env(self) -> Experiment:
         check_env(self.algorithm, self.env)
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _family_heuristics(cls, data: Any) -> Any:
+        """``evaluation.heuristics`` left out (or null): the env's family's baselines, written out in config.yaml."""
+        env, evaluation = (data.get("env"), data.get("evaluation", {})) if isinstance(data, dict) else (None, None)
+        kind = next((name for name, f in FAMILIES.items() if env in f.envs), None) if isinstance(env, str) else None
+        if kind is None or not isinstance(evaluation, dict) or evaluation.get("heuristics") is not None:
+            return data  # a wrong env or evaluation is reported by the fields' own checks
+        return {**data, "evaluation": {**evaluation, "heuristics": list(family_of(kind).default_heuristics)}}
 
     @property
     def source(self) -> str:

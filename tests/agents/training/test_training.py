@@ -46,9 +46,23 @@ def test_experiment_defaults_are_filled_in_and_the_resolved_yaml_loads_back(tmp_
     experiment = load_experiment(MINIMAL)
     assert experiment.hyperparameters == PPOHyperparameters().model_dump(mode="json")
     assert experiment.budget.iterations == 100 and experiment.evaluation.tasks == 200_000
+    assert experiment.evaluation.heuristics == ["po2", "jsq", "sed"]  # the rack family's baselines
     assert experiment.scenario_name == "malcolm_homog_exp"
     (tmp_path / "config.yaml").write_text(experiment.to_yaml())
     assert load_experiment(tmp_path / "config.yaml").model_dump() == experiment.model_dump()
+
+
+@pytest.mark.parametrize(
+    "name,heuristics",
+    [
+        ("smoke", ["po2", "jsq"]),  # named in the file
+        ("osml_dqn_single", ["parties"]),  # left out: the env's family's baselines
+    ],
+)
+def test_the_final_evaluation_compares_with_the_experiments_or_its_familys_baselines(name, heuristics):
+    experiment = load_experiment(name)
+    assert experiment.evaluation.heuristics == heuristics
+    assert f"heuristics:\n{''.join(f'  - {h}' + chr(10) for h in heuristics)}" in experiment.to_yaml()
 
 
 def test_experiment_errors_name_the_field():
