@@ -142,6 +142,17 @@ TINY_AUTO = {
 }
 
 
+def _flat(row: dict, prefix: str = "") -> dict[str, float]:
+    """A result row's numbers by dotted key, without the policy's name and the wall time."""
+    out = {}
+    for key, value in row.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        elif key not in ("policy", "wall_s") and value is not None and not isinstance(value, (str, list)):
+            out[prefix + key] = float(value)
+    return out
+
+
 @pytest.mark.parametrize("algorithm", TINY_AUTO)
 def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuristics(tmp_path, algorithm):
     proc = train(
@@ -195,7 +206,10 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
     assert proc.returncode == 0, proc.stderr
     rows = {r["policy"]: r for r in json.loads((out / "results.json").read_text())["results"]}
     from_file, trained = rows[f"{agent} (file)"], rows[f"{algorithm} (trained)"]
-    assert from_file["flows_completed"] == trained["flows_completed"]
+    # The C++ runtime acts as the torch module: the same flows end at the same times. Means and utilisations agree
+    # to 1e-6 (the engine adds them up in other pieces when a checkpoint steps it through the environment).
+    file_fields, trained_fields = _flat(from_file), _flat(trained)
+    assert file_fields == pytest.approx(trained_fields, rel=1e-6), (file_fields, trained_fields)
 
     # a zoo entry: the card shows the mean FCT table and the command that evaluates it in the engine
     zoo = tmp_path / "zoo"
