@@ -14,7 +14,7 @@ WS = flow_workloads()["web_search"]
 
 
 def test_every_engine_policy_is_a_baseline():
-    assert set(BASELINES) == {"fair", "qsjf", "qlas", "pias", "las", "srpt"}
+    assert set(BASELINES) == {"fair", "qsjf", "qlas", "pias", "las", "srpt", "pathbal"}
 
 
 @pytest.mark.parametrize("load", [0.3, 0.8])
