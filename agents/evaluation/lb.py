@@ -44,7 +44,7 @@ from dcgym.agents.evaluation.stats import merged_quantiles, nonzero_histogram
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.lb import LbPolicyFile, file_actions, fixed_weights, load_lb_policy_file
 from dcgym.agents.policies.sources import Source, Spec
-from dcgym.agents.progress import drain, run_until_in_pieces
+from dcgym.agents.progress import drain, run_in_pieces, run_until_in_pieces
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import LbSim, check_lb_config
 from dcgym.envs.error import InvalidConfigError
@@ -174,9 +174,9 @@ class LbJob:
         start = time.perf_counter()
         sim = LbSim(self.config)
         if self.drained_flows:
-            sim.run_flows(self.config["warmup_flows"])
+            run_in_pieces(sim.run_flows, self.config["warmup_flows"])  # in pieces for Ctrl-C, as rack's
             at_warmup, warmup_us = sim.results(), sim.now_us
-            sim.run_flows(self.drained_flows - self.config["warmup_flows"])
+            run_in_pieces(sim.run_flows, self.drained_flows - self.config["warmup_flows"])
             drain(lambda: sim.now_us, sim.run_until, lambda: sim.results()["flows_measured_pending"])
             row = self._row(sim, at_warmup, sim.now_us - warmup_us, start)
         else:
