@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dcgym.agents.evaluation.runner import cores
+from dcgym.agents.evaluation.runner import resolved_workers
 from dcgym.envs.error import InvalidConfigError, Verbatim
 
 __all__ = ["BYTES_PER_RUN", "BYTES_PER_VALUE", "MAX_BYTES", "MAX_HOURS", "check_size", "parallel_runs"]
@@ -68,5 +68,4 @@ def check_size(
 
 def parallel_runs(workers: int | None, runs: int, address: str | None) -> int:
     """Runs at a time with ``workers`` as evaluate takes it (:func:`dcgym.agents.evaluation.runner.run_all`)."""
-    serial = workers == 0 or (workers is None and runs == 1 and address is None)
-    return 1 if serial else workers or cores()
+    return max(resolved_workers(workers, runs, address), 1)  # 0: serial, one at a time

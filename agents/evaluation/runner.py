@@ -18,7 +18,7 @@ from dcgym.agents import ray_session
 from dcgym.agents.progress import Progress
 from dcgym.envs.error import DcgymError
 
-__all__ = ["RunsInterrupted", "cores", "run_all", "run_job"]
+__all__ = ["RunsInterrupted", "cores", "resolved_workers", "run_all", "run_job"]
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +44,16 @@ def cores() -> int:
         return os.cpu_count() or 1
 
 
+def resolved_workers(workers: int | None, runs: int, address: str | None) -> int:
+    """``workers`` as :func:`run_all` takes it: None is 0 (serial) for a single run here, else every core."""
+    if workers is None:
+        return 0 if runs == 1 and address is None else cores()
+    return workers
+
+
 def run_all(jobs: Sequence[Any], workers: int | None, address: str | None, progress: bool, name: str) -> list[dict]:
     """Run ``jobs``: serially when ``workers`` is 0 (or None with a single job and no address), else on Ray."""
-    if workers is None:
-        workers = 0 if len(jobs) == 1 and address is None else cores()
+    workers = resolved_workers(workers, len(jobs), address)
     bar = Progress(len(jobs), name, progress)
     try:
         if workers == 0 and address is None:
