@@ -50,7 +50,7 @@ from dcgym.agents.policies import Source, classify
 from dcgym.agents.policies.checkpoints import checkpoint_scenario
 from dcgym.agents.policies.file_settings import recorded_env
 from dcgym.envs.error import InvalidConfigError
-from dcgym.envs.families import FAMILIES
+from dcgym.envs.families import env_family
 from dcgym.envs.scenario import DEFAULT_SCENARIO, load_scenario
 
 __all__ = ["INTERRUPTED", "app", "main", "run"]
@@ -283,7 +283,7 @@ def _trained_scenario(policies: list[str]) -> Any:
             name, overrides = checkpoint_scenario(policy)
             return load_scenario(name, overrides) if overrides else name
         if source is Source.POLICY_FILE and (env := recorded_env(policy)) is not None:
-            kind = next((f.name for f in FAMILIES.values() if env in f.envs), None)
+            kind = env_family(env)
             if kind in EVALUATIONS:
                 return _family_default(kind, policy, f"trained on {env}")
     return DEFAULT_SCENARIO

@@ -17,7 +17,7 @@ from typing import Any
 
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 
-__all__ = ["FAMILIES", "Family", "env_module", "family", "known_envs", "load_entry_point"]
+__all__ = ["FAMILIES", "Family", "env_family", "env_module", "family", "known_envs", "load_entry_point"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,11 @@ def load_entry_point(spec: str) -> Any:
     """The object a ``module:attribute`` string names."""
     module, _, attribute = spec.partition(":")
     return getattr(importlib.import_module(module), attribute)
+
+
+def env_family(env: Any) -> str | None:
+    """The name of the family whose versioned environments include ``env`` (None for any other value)."""
+    return next((f.name for f in FAMILIES.values() if env in f.envs), None) if isinstance(env, str) else None
 
 
 def known_envs() -> dict[str, str]:

@@ -29,7 +29,7 @@ from dcgym.agents.policies.checkpoints import find_checkpoint, read_meta
 from dcgym.agents.policies.zoo import ENTRY_NAME, SUFFIX, ZOO_PREFIX
 from dcgym.agents.policy_format import read_policy
 from dcgym.envs.error import InvalidConfigError
-from dcgym.envs.families import FAMILIES
+from dcgym.envs.families import env_family
 
 __all__ = ["ZooEntry", "build_entry", "build_osml_entry", "build_zoo", "evaluation_table", "experiment_name"]
 
@@ -172,8 +172,7 @@ def _provenance(
 
 def _usage(name: str, experiment: Mapping[str, Any]) -> str:
     """How the card's policy is evaluated: its family's words (:meth:`EvaluationFamily.zoo_usage`)."""
-    (kind,) = [f.name for f in FAMILIES.values() if experiment["env"] in f.envs]
-    return family_of(kind).zoo_usage(name, experiment)
+    return family_of(env_family(experiment["env"])).zoo_usage(name, experiment)
 
 
 def _training_command(info: Mapping[str, Any]) -> list[str]:

@@ -36,7 +36,7 @@ from dcgym.agents.algorithms import check_algorithm, check_env, resolve_hyperpar
 from dcgym.agents.evaluation.core import Tasks
 from dcgym.agents.evaluation.family import family_of
 from dcgym.envs.error import InvalidConfigError, Verbatim, did_you_mean
-from dcgym.envs.families import FAMILIES, known_envs
+from dcgym.envs.families import env_family, known_envs
 from dcgym.envs.scenario import Load, Seed, apply_overrides, read_yaml
 from dcgym.envs.validation import validate
 from dcgym.envs.yaml_text import parse
@@ -177,7 +177,7 @@ class Experiment(_Schema):
     def _family_heuristics(cls, data: Any) -> Any:
         """``evaluation.heuristics`` left out (or null): the env's family's baselines, written out in config.yaml."""
         env, evaluation = (data.get("env"), data.get("evaluation", {})) if isinstance(data, dict) else (None, None)
-        kind = next((name for name, f in FAMILIES.items() if env in f.envs), None) if isinstance(env, str) else None
+        kind = env_family(env)
         if kind is None or not isinstance(evaluation, dict) or evaluation.get("heuristics") is not None:
             return data  # a wrong env or evaluation is reported by the fields' own checks
         return {**data, "evaluation": {**evaluation, "heuristics": list(family_of(kind).default_heuristics)}}
