@@ -140,6 +140,11 @@ RackSim::RackSim(const RackConfig& config)
 
 // ---------------------------------------------------------------- event loop
 
+// RunTasks and RunUntil are flattened: the hot path (arrival, dispatch, placement, completion) is inlined into one
+// loop. What runs rarely or only under one policy (messages, steals, dynamics, water-fill tables, central FCFS and
+// JBSQ bookkeeping, delayed replies) is kept out of it with [[gnu::noinline]]: inlined, it made each loop about
+// 280 KB of code and this file about 4 minutes to compile, and it ran slower (benchmarks/engine_speed.py).
+
 template <bool kUntil>
 void RackSim::Loop(uint64_t target_arrivals, double horizon) {
   const bool single = nodes_.size() == 1;  // one node: no heap over nodes to consult
@@ -348,7 +353,7 @@ void RackSim::Complete(uint32_t i, const Task& t) {
 
 // The reply for task t, done (or refused) at node i, carries i's load to the
 // dispatcher that placed it.
-void RackSim::Reply(uint32_t viewer, uint32_t i, const Task& t) {
+[[gnu::noinline]] void RackSim::Reply(uint32_t viewer, uint32_t i, const Task& t) {
   const double load = LoadOf(i, t.cls);
   const double delay = config_.load_info.delay_us;
   if (delay > 0) {
@@ -368,7 +373,7 @@ void RackSim::Reply(uint32_t viewer, uint32_t i, const Task& t) {
 
 // Malcolm §3.2: after a completion, a node whose smoothed queue is short may
 // ask a victim drawn from its stealing table for one queued task.
-void RackSim::MaybeSteal(uint32_t i) {
+[[gnu::noinline]] void RackSim::MaybeSteal(uint32_t i) {
   const double w = config_.migration.queue_smoothing;
   queue_ema_[i] = w * queue_ema_[i] + (1 - w) * nodes_[i].Queued();
   if (!(queue_ema_[i] < config_.migration.steal_below)) return;
@@ -386,7 +391,7 @@ void RackSim::MaybeSteal(uint32_t i) {
 
 // water_fill: what Malcolm's agents do every heartbeat, by a fixed rule. Node i sees its beliefs (stale by up to a
 // broadcast period, plus its own sends) as levels in mean service times, the expected_wait observation of rack_v0.
-void RackSim::WaterFillTables() {
+[[gnu::noinline]] void RackSim::WaterFillTables() {
   const uint32_t n = NumNodes();
   const DispatchConfig& d = config_.dispatch;
   fill_level_.resize(n);
@@ -412,7 +417,7 @@ void RackSim::WaterFillTables() {
   }
 }
 
-void RackSim::OnMessage(const Message& m) {
+[[gnu::noinline]] void RackSim::OnMessage(const Message& m) {
   ++counters_.events;
   switch (m.kind) {
     case Message::kDeliver: return Place(m.a, m.task);
@@ -509,7 +514,7 @@ double RackSim::LoadIncrement(uint32_t j, const Task& t) const {
 
 // ------------------------------------------------------------------ dynamics
 
-void RackSim::ApplyDynamics(const DynamicsEvent& e) {
+[[gnu::noinline]] void RackSim::ApplyDynamics(const DynamicsEvent& e) {
   switch (e.kind) {
     case DynamicsEvent::kSplit: config_.entry.split = e.values; return RebuildSplit();
     case DynamicsEvent::kSpeed:
@@ -643,7 +648,7 @@ void RackSim::BuildSpeedClasses() {
   }
 }
 
-bool RackSim::CentralPlace(const Task& t) {
+[[gnu::noinline]] bool RackSim::CentralPlace(const Task& t) {
   for (auto& idle : idle_by_speed_) {
     if (idle.empty()) continue;
     // A uniformly chosen idle worker: nodes weighted by their idle workers.
@@ -668,14 +673,14 @@ bool RackSim::CentralPlace(const Task& t) {
   return false;
 }
 
-void RackSim::CentralRefill(uint32_t i) {
+[[gnu::noinline]] void RackSim::CentralRefill(uint32_t i) {
   Node& nd = nodes_[i];
   if (!is_active_[i]) return;
   while (nd.IdleWorkers() > 0 && !dispatcher_queue_.Empty())
     nd.Fetch(dispatcher_queue_.PopFront(), now_, config_.dispatch.rtt_us);
 }
 
-void RackSim::CentralTrackIdle(uint32_t i) {
+[[gnu::noinline]] void RackSim::CentralTrackIdle(uint32_t i) {
   auto& idle = idle_by_speed_[speed_class_[i]];
   const bool has_idle = is_active_[i] && nodes_[i].IdleWorkers() > 0;
   if (has_idle && idle_pos_[i] == kNotIdle) {
@@ -690,7 +695,7 @@ void RackSim::CentralTrackIdle(uint32_t i) {
   }
 }
 
-void RackSim::JbsqRefill(uint32_t i) {
+[[gnu::noinline]] void RackSim::JbsqRefill(uint32_t i) {
   if (!is_active_[i]) return;
   const double room = static_cast<double>(config_.dispatch.bound) * workers_of_[i];
   while (!dispatcher_queue_.Empty() && local_count_[i] < room)  // one switch: viewer 0
