@@ -29,12 +29,28 @@ RESULT_FIELDS = {
 
 
 def evaluate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """``python evaluate.py ARGS`` in a process of its own (the smoke run and one bad input)."""
     return subprocess.run(
         [sys.executable, str(ROOT / "evaluate.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=120
     )
 
 
-def run_json(tmp_path: Path, *args: str) -> dict:
+@pytest.fixture
+def evaluate_here(capsys, monkeypatch):
+    """evaluate.py's command line run in this process (what the script's ``__main__`` calls): status and output."""
+    from dcgym.evaluate import run
+
+    def call(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+        monkeypatch.chdir(cwd)
+        capsys.readouterr()
+        status = run(list(args), prog="evaluate.py")
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["evaluate.py", *args], status, out, err)
+
+    return call
+
+
+def run_json(evaluate, tmp_path: Path, *args: str) -> dict:
     proc = evaluate(
         "--scenario",
         "mm16",
@@ -92,8 +108,8 @@ def test_smoke_run_writes_json_csv_and_png(tmp_path):
     assert not (tmp_path / "out/load_over_time.png").exists()
 
 
-def test_seeds_give_one_run_each_and_a_confidence_interval(tmp_path):
-    proc = evaluate(
+def test_seeds_give_one_run_each_and_a_confidence_interval(tmp_path, evaluate_here):
+    proc = evaluate_here(
         "--scenario",
         "mm16",
         "--policy",
@@ -121,8 +137,8 @@ def test_seeds_give_one_run_each_and_a_confidence_interval(tmp_path):
     assert all(s["latency_us"]["p99"]["ci95"] is not None for s in doc["summary"])
 
 
-def test_timeline_option_samples_loads_and_plots_them(tmp_path):
-    proc = evaluate(
+def test_timeline_option_samples_loads_and_plots_them(tmp_path, evaluate_here):
+    proc = evaluate_here(
         "--scenario",
         "malcolm_homog_exp",
         "--policy",
@@ -146,8 +162,8 @@ def test_timeline_option_samples_loads_and_plots_them(tmp_path):
     assert (tmp_path / "load_over_time.png").read_bytes().startswith(b"\x89PNG")
 
 
-def test_json_output_has_the_design_fields(tmp_path):
-    doc = run_json(tmp_path)
+def test_json_output_has_the_design_fields(tmp_path, evaluate_here):
+    doc = run_json(evaluate_here, tmp_path)
     assert {"scenario", "seed", "tasks", "dcgym_version", "results"} <= doc.keys()
     assert (doc["scenario"], doc["seed"], doc["tasks"]) == ("mm16", 1, 3000)
     assert len(doc["results"]) == 4
@@ -159,9 +175,9 @@ def test_json_output_has_the_design_fields(tmp_path):
         assert (r["migrations"], r["steals"]) == (0, 0)
 
 
-def test_same_seed_gives_identical_results_except_wall_time(tmp_path):
-    first, second = run_json(tmp_path / "a"), run_json(tmp_path / "b")
-    other = run_json(tmp_path / "c", "--seed", "2")
+def test_same_seed_gives_identical_results_except_wall_time(tmp_path, evaluate_here):
+    first, second = run_json(evaluate_here, tmp_path / "a"), run_json(evaluate_here, tmp_path / "b")
+    other = run_json(evaluate_here, tmp_path / "c", "--seed", "2")
     for doc in (first, second, other):
         for r in doc["results"]:
             r.pop("wall_s")
@@ -194,8 +210,7 @@ BAD_INPUTS = {
 }
 
 
-@pytest.mark.parametrize("args", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
-def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
+def check_bad_input(evaluate, tmp_path: Path, args: list[str]) -> None:
     (tmp_path / "broken.yaml").write_text("kind: rack\nnodes: [\n  - {count: 1\n")
     (tmp_path / "badfield.yaml").write_text(
         "kind: rack\ndescription: x\nnodes: [{count: 2, workers: -1}]\nservice: {dist: exp, mean_us: 1}\n"
@@ -205,35 +220,40 @@ def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, args):
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert not (tmp_path / "out/results.json").exists()  # no results written
 
 
-def test_lb_scenario_runs_lb_heuristics_from_the_cli(tmp_path):
+@pytest.mark.parametrize("args", BAD_INPUTS.values(), ids=BAD_INPUTS.keys())
+def test_bad_input_prints_one_error_line_and_exits_2(tmp_path, evaluate_here, args):
+    """In-process (the checks run before any simulation); the test below runs the command itself."""
+    check_bad_input(evaluate_here, tmp_path, args)
+
+
+@pytest.mark.parametrize("name", ["bad field in yaml", "unknown option"])
+def test_bad_input_from_the_command_line_is_one_line_and_status_2(tmp_path, name):
+    check_bad_input(evaluate, tmp_path, BAD_INPUTS[name])
+
+
+def test_lb_scenario_runs_lb_heuristics_from_the_cli(tmp_path, evaluate_here):
     """The multi-LB reference point from evaluate.py: SED beats ECMP at load 0.61 (authors: 0.500 vs 1.652 s)."""
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "evaluate.py"),
-            "--scenario",
-            "lb_reference",
-            "--policy",
-            "sed",
-            "--policy",
-            "ecmp",
-            "--loads",
-            "0.61",
-            "--tasks",
-            "20000",
-            "--seed",
-            "1",
-            "--workers",
-            "0",
-            "--out",
-            str(tmp_path),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    proc = evaluate_here(
+        "--scenario",
+        "lb_reference",
+        "--policy",
+        "sed",
+        "--policy",
+        "ecmp",
+        "--loads",
+        "0.61",
+        "--tasks",
+        "20000",
+        "--seed",
+        "1",
+        "--workers",
+        "0",
+        "--out",
+        str(tmp_path),
+        "--json",
     )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
