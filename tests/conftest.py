@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -44,3 +48,46 @@ def storage(tmp_path, monkeypatch):
     """An Algorithm built outside Tune makes a log folder under ~/ray_results: keep it in tmp_path."""
     monkeypatch.setattr("ray.tune.trainable.trainable.DEFAULT_STORAGE_PATH", str(tmp_path))
     return tmp_path
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli_entry(script: str) -> Callable[[list[str]], int]:
+    """The function a command's ``__main__`` calls with its arguments, returning the exit status."""
+    if script == "evaluate.py":
+        from dcgym.evaluate import run
+
+        return lambda argv: run(argv, prog="evaluate.py")
+    if script == "dcgym.export":
+        from dcgym.export import run
+
+        return lambda argv: run(argv, prog="python -m dcgym.export")
+    if script.startswith("benchmarks/"):
+        spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.run
+    raise ValueError(f"no in-process entry for {script}")
+
+
+@pytest.fixture
+def cli_here(capsys, monkeypatch):
+    """Run a command line in this process, as its script's ``__main__`` does: ``cli_here("evaluate.py", *args)``.
+
+    For tests of what a command computes and prints; starting a Python with torch for each would cost seconds.
+    Tests of the process itself (exit status of the real command, Ctrl-C, installed scripts) start it.
+    ``env`` sets environment variables for the call, ``cwd`` its working folder (default the repository).
+    """
+
+    def call(script: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None):
+        with monkeypatch.context() as patch:
+            patch.chdir(cwd)
+            for key, value in (env or {}).items():
+                patch.setenv(key, value)
+            capsys.readouterr()
+            status = _cli_entry(script)([str(a) for a in args])
+            out, err = capsys.readouterr()
+        return subprocess.CompletedProcess([script, *args], status, out, err)
+
+    return call

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -36,18 +37,9 @@ def evaluate(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture
-def evaluate_here(capsys, monkeypatch):
-    """evaluate.py's command line run in this process (what the script's ``__main__`` calls): status and output."""
-    from dcgym.evaluate import run
-
-    def call(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-        monkeypatch.chdir(cwd)
-        capsys.readouterr()
-        status = run(list(args), prog="evaluate.py")
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(["evaluate.py", *args], status, out, err)
-
-    return call
+def evaluate_here(cli_here):
+    """evaluate.py's command line run in this process (tests/conftest.py, ``cli_here``)."""
+    return functools.partial(cli_here, "evaluate.py")
 
 
 def run_json(evaluate, tmp_path: Path, *args: str) -> dict:

@@ -114,9 +114,10 @@ def test_train_py_trains_checkpoints_and_evaluates_each_method(method, tmp_path,
         assert 0 < fct["p50"] <= fct["p95"] <= fct["p99"], fct  # seconds, p95 between p50 and p99
 
 
-def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path, distr_lb_run):
+def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path, distr_lb_run, cli_here):
+    """build_zoo.py and evaluate.py run in this process (``cli_here``); train.py ran as a command."""
     run = distr_lb_run
-    exported = cli("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"))
+    exported = cli_here("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"))
     assert exported.returncode == 0, exported.stderr[-2000:]
     card = (tmp_path / "zoo/distr_lb_sim.md").read_text()
     assert "mlp, 2 agents" in card and "--policy zoo:distr_lb_sim --scenario" in card
@@ -125,10 +126,10 @@ def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path, distr_lb_run):
     assert read_policy(tmp_path / "zoo/distr_lb_sim.dcpol").settings == {"env": "lb_v0", "dispatch": "sed"}
     assert "scenario `lb_sim`, reward `vbf`" in card  # the provenance names the reward
     assert "Trained with: `python train.py --config " in card and "--set env_args.max_steps=10" in card
-    renamed = cli("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"), "--name", "renamed")
+    renamed = cli_here("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"), "--name", "renamed")
     assert renamed.returncode == 0 and (tmp_path / "zoo/renamed.md").read_text().startswith("# renamed\n")
     assert "--policy zoo:renamed --scenario" in (tmp_path / "zoo/renamed.md").read_text()
-    two = cli("benchmarks/build_zoo.py", str(run), str(run), "--out", str(tmp_path / "zoo"), "--name", "x")
+    two = cli_here("benchmarks/build_zoo.py", str(run), str(run), "--out", str(tmp_path / "zoo"), "--name", "x")
     assert two.returncode == 2 and two.stderr.startswith("error: --name: got")
     results = {}
     specs = (
@@ -138,7 +139,7 @@ def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path, distr_lb_run):
     )
     for name, spec in specs:
         out = tmp_path / name
-        proc = cli(
+        proc = cli_here(
             "evaluate.py",
             "--policy",
             spec,
@@ -152,7 +153,7 @@ def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path, distr_lb_run):
             "0",
             "--out",
             str(out),
-            DCGYM_ZOO=str(tmp_path / "zoo"),
+            env={"DCGYM_ZOO": str(tmp_path / "zoo")},
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
         results[name] = json.loads((out / "results.json").read_text())["results"][0]

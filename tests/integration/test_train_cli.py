@@ -154,7 +154,8 @@ def _flat(row: dict, prefix: str = "") -> dict[str, float]:
 
 
 @pytest.mark.parametrize("algorithm", TINY_AUTO)
-def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuristics(tmp_path, algorithm):
+def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuristics(tmp_path, algorithm, cli_here):
+    """train.py as a command; the export, evaluation and zoo card after it in this process (``cli_here``)."""
     proc = train(
         "--config",
         AUTO,
@@ -190,17 +191,11 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
 
     # exported (the increasing or multi_categorical head) and evaluated from the file like a heuristic
     policy_file = tmp_path / f"{agent}.dcpol"
-    proc = subprocess.run(
-        [sys.executable, "-m", "dcgym.export", str(run), "--out", str(policy_file)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=120,
-    )
+    proc = cli_here("dcgym.export", run, "--out", policy_file)
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "from_file"
-    proc = evaluate(
-        "--scenario", "auto_websearch", "--policy", str(policy_file), "--policy", str(run), "--loads", "0.8",
+    proc = cli_here(
+        "evaluate.py", "--scenario", "auto_websearch", "--policy", str(policy_file), "--policy", str(run), "--loads", "0.8",
         "--tasks", "300", "--workers", "0", "--out", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -213,10 +208,7 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
 
     # a zoo entry: the card shows the mean FCT table and the command that evaluates it in the engine
     zoo = tmp_path / "zoo"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks/build_zoo.py"), str(run), "--out", str(zoo), "--name", agent],
-        capture_output=True, text=True, env=ENV, timeout=120,
-    )  # fmt: skip
+    proc = cli_here("benchmarks/build_zoo.py", run, "--out", zoo, "--name", agent)
     assert proc.returncode == 0, proc.stderr
     card = (zoo / f"{agent}.md").read_text()
     assert "mean flow completion time (ms)" in card and f"| {algorithm} (trained) | " in card
