@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -76,13 +75,9 @@ def test_bad_policies_are_refused_before_any_run(policy, message):
     assert str(info.value).startswith(message), str(info.value)
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(ROOT / "evaluate.py"), *args], cwd=cwd, capture_output=True, text=True, timeout=300
-    )
-
-
-def test_evaluate_cli_end_to_end_and_one_line_errors(tmp_path):
+def test_evaluate_cli_end_to_end_and_one_line_errors(tmp_path, cli_here):
+    """evaluate.py's command line, run in this process (tests/conftest.py, ``cli_here``)."""
+    cli = functools.partial(cli_here, "evaluate.py")
     proc = cli(
         "--scenario", "osml_case_a", "--policy", "oracle", "--policy", "unmanaged", "--tasks", "20", "--workers", "0",
         "--out", "out", "--json", cwd=tmp_path,

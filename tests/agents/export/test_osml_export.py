@@ -212,23 +212,22 @@ def test_bad_folders_and_files_are_refused_naming_files(trained, tmp_path):
         OSML(files=str(trained / "files"), models=str(trained / "models"))
 
 
-def _evaluate(*args: str, zoo: Path | None = None) -> subprocess.CompletedProcess:
-    env = {**ENV, **({"DCGYM_ZOO": str(zoo)} if zoo else {})}
-    return subprocess.run(
-        [sys.executable, "evaluate.py", "--scenario", "osml_case_a", "--tasks", "20", "--seed", "1",
-         "--workers", "0", *args],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=env,
+def _evaluate(cli_here, *args: str, zoo: Path | None = None) -> subprocess.CompletedProcess:
+    """evaluate.py on OSML's case A, run in this process (tests/conftest.py, ``cli_here``)."""
+    return cli_here(
+        "evaluate.py", "--scenario", "osml_case_a", "--tasks", "20", "--seed", "1", "--workers", "0", *args,
+        env={"DCGYM_ZOO": str(zoo)} if zoo else {},
     )  # fmt: skip
 
 
-def test_evaluate_runs_a_folder_and_a_zoo_entry(trained, tmp_path):
+def test_evaluate_runs_a_folder_and_a_zoo_entry(trained, tmp_path, cli_here):
     zoo = tmp_path / "zoo"
     zoo.mkdir()
     (zoo / "osml_test").mkdir()
     for f in ("model_a.dcpol", "model_b.dcpol", "model_c.dcpol"):
         (zoo / "osml_test" / f).write_bytes((trained / "files" / f).read_bytes())
     proc = _evaluate(
-        "--policy", f"osml:files={trained / 'files'}", "--policy", "zoo:osml_test", "--policy", str(trained / "files"),
+        cli_here, "--policy", f"osml:files={trained / 'files'}", "--policy", "zoo:osml_test", "--policy", str(trained / "files"),
         "--out", str(tmp_path / "o"), "--json", zoo=zoo,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -241,7 +240,7 @@ def test_evaluate_runs_a_folder_and_a_zoo_entry(trained, tmp_path):
     assert a["final_cores"] == b["final_cores"] == c["final_cores"] and a["actions"] == b["actions"] == c["actions"] > 0
 
 
-def test_evaluate_refuses_a_bad_folder_with_one_line_and_exit_2(trained, tmp_path):
+def test_evaluate_refuses_a_bad_folder_with_one_line_and_exit_2(trained, tmp_path, cli_here):
     zoo = tmp_path / "zoo"
     (zoo / "osml_bad").mkdir(parents=True)
     (zoo / "osml_bad" / "model_a.dcpol").write_bytes(b"DCGYMPOL" + bytes(10))
@@ -251,7 +250,7 @@ def test_evaluate_refuses_a_bad_folder_with_one_line_and_exit_2(trained, tmp_pat
         ("zoo:osml_nothere", "zoo:osml_bad"),  # the error lists the zoo's folders
         (str(trained / "files" / "model_a.dcpol"), "zoo:NAME of OSML's models"),
     ):
-        proc = _evaluate("--policy", spec, "--out", str(tmp_path / "o"), zoo=zoo)
+        proc = _evaluate(cli_here, "--policy", spec, "--out", str(tmp_path / "o"), zoo=zoo)
         assert proc.returncode == 2, (spec, proc.stderr[-2000:])
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: ") and field in lines[0], (spec, proc.stderr)
@@ -311,16 +310,9 @@ def test_build_zoo_makes_an_osml_folder_with_its_card_and_the_leaderboard_runs_i
     assert build_zoo.run(["--osml-models", str(tmp_path), str(run), "--name", "x", "--out", str(zoo)]) == 2
 
 
-def test_export_cli_writes_the_three_files_or_one_line_and_exit_2(trained, tmp_path):
+def test_export_cli_writes_the_three_files_or_one_line_and_exit_2(trained, tmp_path, cli_here):
     def export(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "dcgym.export", *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=ENV,
-        )
+        return cli_here("dcgym.export", *args)
 
     out = tmp_path / "out"
     proc = export(str(trained / "model_c"), "--osml-models", str(trained / "models"), "--out", str(out))
