@@ -33,9 +33,10 @@ def _mean_fct_ms(act, *, steps: int = 300, seed: int = 12345) -> float:
 
 def test_learned_thresholds_beat_thresholds_of_one_packet_on_web_search_at_0_8(ray_session, storage):
     """A deliberately bad fixed set: every threshold at its lowest (about one 1460-byte packet), so every flow leaves
-    the top queue after its first packet. After 1000 steps (5 iterations of 200) with a fixed seed, the greedy
-    actor's thresholds must give a mean FCT at least 1% lower on a held-out 3 s episode (evenly spaced thresholds,
-    a = 0, give 3.9% lower: five iterations test the training loop, not what DDPG can learn)."""
+    the top queue after its first packet. After 600 steps (3 iterations of 200, the first before learning starts)
+    with a fixed seed, the greedy actor's thresholds must give a mean FCT at least 1% lower on a held-out 3 s episode
+    (measured: 3.5% lower; evenly spaced thresholds, a = 0, give 3.9% lower: three iterations test the training
+    loop, not what DDPG can learn)."""
     k = SrlaEnv(ENV).action_space.shape[0]
     bad = _mean_fct_ms(lambda obs: -np.ones(k, np.float32))
     config = (
@@ -56,7 +57,7 @@ def test_learned_thresholds_beat_thresholds_of_one_packet_on_web_search_at_0_8(r
     )
     algo = config.build_algo()
     try:
-        for _ in range(5):
+        for _ in range(3):
             algo.train()
         module = algo.learner_group._learner.module["default_policy"].unwrapped()
 
