@@ -65,4 +65,7 @@ def init(num_cpus: int, address: str | None = None, log_level: int = logging.WAR
             log_to_driver=False,
             _node_ip_address="127.0.0.1",
             logging_level=log_level,
+            # Workers start when the first task needs them: a training on the driver alone (num_env_runners=0)
+            # never does, and Ray's prestarted workers cost about 2 s of CPU each time a command starts.
+            _system_config={"prestart_worker_first_driver": False},
         )

@@ -12,8 +12,8 @@ so the whole set takes minutes, not hours:
 - ``make TARGET``: ``make -n TARGET``, the recipe checked but not run (``make test`` is what runs this
   test, and ``make demo`` is the same train and evaluate path run here with small budgets).
 
-A ``train.py`` command that an earlier page already ran with the same arguments (after the budgets shrink) is
-not trained twice: the run folder it made stands in as this page's newest run.
+A ``train.py`` command that an earlier page already ran with the same arguments (after the budgets shrink, and
+without ``--out runs``, the default) is not trained twice: the run folder it made stands in as this page's newest run.
 
 Placeholders: ``runs/<run>`` (also ``RUN``) is the newest run folder the page's earlier commands made (a
 Malcolm run if there is one: the pages export it to run in the engine), or one made for the page;
@@ -132,6 +132,8 @@ def budgeted(page: Page, args: list[str]) -> list[str]:
         rest = [a for a in args[2:] if not (a.startswith("[") or a.endswith("]"))]  # [--json]: optional, as shown
         if script == "train.py":
             rest = _replace_option(rest, "--iterations", "1")
+            if "--out" in rest and rest[rest.index("--out") + 1].rstrip("/") == "runs":  # the default, said aloud
+                rest = _replace_option(rest, "--out", None)
             return [
                 *args[:2],
                 *rest,

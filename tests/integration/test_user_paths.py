@@ -57,30 +57,18 @@ def the_run(workdir: Path) -> str:
     return f"runs/{name}/"
 
 
-def test_relative_run_folders_work_for_evaluate_export_and_resume(workdir):
+def test_relative_run_folders_work_for_evaluate_export_and_resume(workdir, cli_here):
+    """evaluate and export in this process (``cli_here``) from the folder above runs/; resume as a command."""
     run_path = the_run(workdir)
-    proc = run(
-        sys.executable,
-        ROOT / "evaluate.py",
-        "--policy",
-        run_path,
-        "--policy",
-        "po2",
-        "--loads",
-        "0.8",
-        "--tasks",
-        "2000",
-        "--workers",
-        "0",
-        "--out",
-        "ev",
-        "--json",
-        cwd=workdir,
-    )
+    proc = cli_here(
+        "evaluate.py", "--policy", run_path, "--policy", "po2", "--loads", "0.8", "--tasks", "2000", "--workers", "0",
+        "--out", "ev", "--json", cwd=workdir,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert {r["policy"] for r in doc["results"]} == {"ppo (trained)", "po2"}
-    proc = run(sys.executable, "-m", "dcgym.export", run_path, "--out", "ppo.dcpol", cwd=workdir)
+    assert (workdir / "ev/results.json").is_file()
+    proc = cli_here("dcgym.export", run_path, "--out", "ppo.dcpol", cwd=workdir)
     assert proc.returncode == 0, proc.stderr
     assert (workdir / "ppo.dcpol").read_bytes()[:4] and "wrote ppo.dcpol" in proc.stdout
     proc = run(
