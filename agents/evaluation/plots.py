@@ -161,6 +161,7 @@ def plot_cdf(doc: Mapping[str, Any], path: str | Path, field: str, label: str) -
         first.yaxis.set_major_locator(ticker.FixedLocator(PROBABILITY_TICKS))
         first.yaxis.set_major_formatter(ticker.FuncFormatter(_plain))
         first.yaxis.set_minor_formatter(ticker.NullFormatter())
+        first.yaxis.set_minor_locator(ticker.NullLocator())  # the logit's minor ticks: 0.6 s a plot, unlabelled
     for ax in list(axes.flat)[len(loads) :]:
         ax.set_visible(False)
     handles, labels = first.get_legend_handles_labels()
