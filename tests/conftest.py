@@ -59,6 +59,10 @@ def _cli_entry(script: str) -> Callable[[list[str]], int]:
         from dcgym.evaluate import run
 
         return lambda argv: run(argv, prog="evaluate.py")
+    if script == "train.py":  # trains on the session's Ray cluster: request the ray_session fixture
+        from dcgym.train import run
+
+        return lambda argv: run(argv, prog="train.py")
     if script == "dcgym.export":
         from dcgym.export import run
 

@@ -154,9 +154,13 @@ def _flat(row: dict, prefix: str = "") -> dict[str, float]:
 
 
 @pytest.mark.parametrize("algorithm", TINY_AUTO)
-def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuristics(tmp_path, algorithm, cli_here):
-    """train.py as a command; the export, evaluation and zoo card after it in this process (``cli_here``)."""
-    proc = train(
+def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuristics(
+    tmp_path, algorithm, cli_here, ray_session, storage
+):
+    """train.py, export, evaluate and build_zoo by their command lines in this process (``cli_here``, on the
+    session's Ray cluster; the tiny runs below start train.py as a command)."""
+    proc = cli_here(
+        "train.py",
         "--config",
         AUTO,
         "--iterations",
@@ -172,7 +176,6 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
         "evaluation.workers=0",
         "--out",
         str(tmp_path),
-        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = run_folder(proc)
@@ -215,13 +218,13 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
     assert f"python evaluate.py --policy zoo:{agent} --scenario auto_websearch" in card
 
 
-def test_sac_on_flow_v0_trains_srla_alone_and_evaluates_it(tmp_path):
+def test_sac_on_flow_v0_trains_srla_alone_and_evaluates_it(tmp_path, cli_here, ray_session, storage):
     # lRLA's per-flow choices are discrete: SAC trains sRLA's thresholds, long flows held by the rules
-    proc = train(
-        "--config", str(ROOT / "configs/experiments/sac_flow.yaml"), "--iterations", "1",
+    proc = cli_here(
+        "train.py", "--config", str(ROOT / "configs/experiments/sac_flow.yaml"), "--iterations", "1",
         "--set", "hyperparameters={hidden: [16], learning_starts: 10, steps_per_iteration: 20}",
         "--set", "env_args.max_steps=20", "--set", "evaluation.tasks=300", "--set", "evaluation.heuristics=[qlas]",
-        "--set", "evaluation.workers=0", "--out", str(tmp_path), timeout=300,
+        "--set", "evaluation.workers=0", "--out", str(tmp_path),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = run_folder(proc)
