@@ -35,6 +35,7 @@ from dcgym.agents.evaluation import evaluate, family_of
 from dcgym.agents.evaluation.document import get_path, to_json
 from dcgym.agents.evaluation.plots import plot_performance_profiles
 from dcgym.agents.evaluation.scores import (
+    PROFILE_TAUS,
     SCORING,
     Scoring,
     aggregate,
@@ -54,8 +55,8 @@ DEFAULT_WORK = {"rack": 200_000, "lb": 5_000, "flow": 20_000}
 DRAINED = ("rack", "lb")
 """Families whose runs the leaderboard drains (a fixed measured set, each until it ends): what their bounds need."""
 """Units of work per run by default: enough for a p99 within a few percent at the grids' loads."""
-TAUS = [round(-1 + k / 20, 2) for k in range(45)]
-"""Where the performance profiles are drawn: scores -1 to 1.2."""
+TAUS = PROFILE_TAUS
+"""Where the performance profiles are drawn (the same as evaluate.py's)."""
 
 
 def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:

@@ -26,6 +26,7 @@ input prints one ``error: ...`` line on standard error and exits with status 2. 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import shutil
@@ -43,7 +44,7 @@ from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots,
 from dcgym.agents.evaluation.document import get_path
 from dcgym.agents.evaluation.family import EVALUATIONS, family_of
 from dcgym.agents.evaluation.runner import RunsInterrupted
-from dcgym.agents.evaluation.scores import cell_scores
+from dcgym.agents.evaluation.scores import PROFILE_TAUS, aggregate, cell_means, performance_profile, scenario_run_scores
 from dcgym.agents.evaluation.suites import applies, suite_scenarios
 from dcgym.agents.osml.files import is_osml_folder
 from dcgym.agents.policies import Source, classify
@@ -172,7 +173,7 @@ def main(
         if suite is not None
         else [(scenario, grid, out)]
     )
-    docs = []
+    docs, scored = [], []
     for one, one_grid, folder in runs:
         if given is not None:
             _check_axis(one, axis, given)
@@ -206,11 +207,53 @@ def main(
         folder.mkdir(parents=True, exist_ok=True)
         _write_into(folder, doc)
         docs.append(doc)
+        runs_scored = scenario_run_scores(doc, load_scenario(one) if isinstance(one, (str, Path)) else one)
+        scored += runs_scored
         if not json_out:
-            print_summary(doc, scores=cell_scores(doc, load_scenario(one) if isinstance(one, (str, Path)) else one))
+            print_summary(doc, scores=cell_means(runs_scored))
+    if scored:
+        write_scores(out, scored, json_out)
     if json_out:
         text = to_json(docs[0]) if suite is None else "[" + ",\n".join(to_json(d) for d in docs) + "]"
         sys.stdout.write(text + "\n")
+
+
+def write_scores(out: Path, scored: list[dict[str, Any]], quiet: bool) -> None:
+    """The aggregates of every scored run (docs/benchmarking.md): per policy the IQM and the optimality gap with
+    stratified-bootstrap 95% intervals, in ``scores.json`` with every run's score, a table (unless ``quiet``: the
+    JSON document is standard output), and the performance profiles in ``performance_profiles.png``."""
+    from dcgym.agents.evaluation.plots import plot_performance_profiles
+
+    table = aggregate(scored)
+    if not table:  # every run unscored (a censored or missing reference)
+        return
+    (out / "scores.json").write_text(
+        json.dumps({"aggregate": table, "runs": scored}, indent=1, allow_nan=False) + "\n", encoding="utf-8"
+    )
+    log.info("wrote %s", out / "scores.json")
+    by_policy: dict[str, list[float]] = {}
+    for r in scored:
+        if r["score"] is not None:
+            by_policy.setdefault(r["policy"], []).append(r["score"])
+    shares = {p: performance_profile([v], PROFILE_TAUS) for p, v in by_policy.items()}
+    plot_performance_profiles(shares, PROFILE_TAUS, out / "performance_profiles.png", "performance profiles")
+    if quiet:
+        return
+    tasks = len({(r["scenario"], r["load"]) for r in scored})
+    result = Table(title=f"scores over {tasks} task(s) (scenario x load) and their seeds, 95% CI")
+    for header in ("policy", "IQM", "optimality gap", "tasks", "runs"):
+        result.add_column(header, justify="left" if header == "policy" else "right")
+    for policy, a in sorted(table.items(), key=lambda item: -item[1]["iqm"]):
+        iqm_low, iqm_high = a["iqm_ci95"]
+        gap_low, gap_high = a["optimality_gap_ci95"]
+        result.add_row(
+            policy,
+            f"{a['iqm']:.3f} [{iqm_low:.3f}, {iqm_high:.3f}]",
+            f"{a['optimality_gap']:.3f} [{gap_low:.3f}, {gap_high:.3f}]",
+            str(a["tasks"]),
+            str(a["runs"]),
+        )
+    Console(width=None if sys.stdout.isatty() else 160).print(result)
 
 
 def _check_axis(scenario: Any, axis: str, given: str) -> None:

@@ -40,9 +40,11 @@ __all__ = [
     "HOST_LINK_BOUND",
     "POOLED_CLUSTER_BOUND",
     "POOLED_WINDOW_BOUND",
+    "PROFILE_TAUS",
     "SCORING",
     "Scoring",
     "aggregate",
+    "cell_means",
     "cell_scores",
     "gap_rows",
     "interval",
@@ -51,6 +53,7 @@ __all__ = [
     "optimality_gap",
     "performance_profile",
     "run_scores",
+    "scenario_run_scores",
     "score",
     "scoring_of",
     "top_values",
@@ -184,17 +187,28 @@ _BOUNDS = {
 (in the headline metric's unit; None where none is computed)."""
 
 
-def cell_scores(doc: Mapping[str, Any], scenario: Any) -> dict[tuple[str, float], float | None]:
-    """The mean score over seeds of each (policy, load) of ``doc`` (None where a seed has none); empty when the
-    document lacks the family's reference policy (or its top policy), so nothing can be scored."""
+def scenario_run_scores(doc: Mapping[str, Any], scenario: Any) -> list[dict[str, Any]]:
+    """Every run's ``{policy, load, seed, score, scenario}`` of ``doc`` (:func:`run_scores`, tops computed from
+    ``scenario`` where they are bounds); empty when the document lacks the family's reference policy (or its top
+    policy), so nothing can be scored."""
     scoring = scoring_of(doc)
     policies = {r["policy"] for r in doc["results"]}
     if scoring.reference not in policies or not (scoring.top_is_bound or scoring.top in policies):
-        return {}
+        return []
+    return [{**r, "scenario": doc["scenario"]} for r in run_scores(doc, top_values(doc, scenario))]
+
+
+def cell_means(runs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, float], float | None]:
+    """The mean score over seeds of each (policy, load) of ``runs`` (None where a seed has none)."""
     cells: dict[tuple[str, float], list[float | None]] = {}
-    for r in run_scores(doc, top_values(doc, scenario)):
+    for r in runs:
         cells.setdefault((r["policy"], r["load"]), []).append(r["score"])
     return {k: None if None in v else math.fsum(v) / len(v) for k, v in cells.items()}  # type: ignore[arg-type]
+
+
+def cell_scores(doc: Mapping[str, Any], scenario: Any) -> dict[tuple[str, float], float | None]:
+    """The mean score over seeds of each (policy, load) of ``doc``; empty when nothing can be scored."""
+    return cell_means(scenario_run_scores(doc, scenario))
 
 
 # ---------------------------------------------------------------------------------------------- aggregates
@@ -225,6 +239,10 @@ def iqm(scores: Sequence[Sequence[float]]) -> float:
 def optimality_gap(scores: Sequence[Sequence[float]], gamma: float = 1.0) -> float:
     """How far the runs fall short of ``gamma``: ``gamma - mean(min(score, gamma))`` over every run of every task."""
     return float(gap_rows(_flat(scores)[None, :], gamma)[0])
+
+
+PROFILE_TAUS = [round(-1 + k / 20, 2) for k in range(45)]
+"""Where performance profiles are drawn: scores -1 to 1.2."""
 
 
 def performance_profile(scores: Sequence[Sequence[float]], taus: Sequence[float]) -> list[float]:

@@ -129,6 +129,30 @@ def test_seeds_give_one_run_each_and_a_confidence_interval(tmp_path, evaluate_he
     assert all(s["latency_us"]["p99"]["ci95"] is not None for s in doc["summary"])
 
 
+def test_scored_runs_are_aggregated_with_intervals_and_profiles(tmp_path, evaluate_here):
+    """Flow on one link: fair is the reference (score 0), the host-link bound the top (1), SRPT the optimum there."""
+    proc = evaluate_here(
+        "--scenario", "single_link_websearch", "--policy", "fair", "--policy", "srpt", "--policy", "las",
+        "--loads", "0.5,0.8", "--seeds", "2", "--tasks", "2000", "--workers", "0", "--out", str(tmp_path),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "scores over 2 task(s) (scenario x load) and their seeds, 95% CI" in proc.stdout
+    doc = json.loads((tmp_path / "scores.json").read_text())
+    table = doc["aggregate"]
+    assert [(table[p]["tasks"], table[p]["runs"]) for p in ("fair", "srpt", "las")] == [(2, 4)] * 3
+    assert table["fair"]["iqm"] == 0 and table["fair"]["optimality_gap"] == 1
+    assert 0.9 < table["srpt"]["iqm"] <= 1 and table["las"]["iqm"] < table["srpt"]["iqm"]
+    for p in ("srpt", "las"):
+        low, high = table[p]["iqm_ci95"]
+        assert low <= table[p]["iqm"] <= high
+    assert len(doc["runs"]) == 12 and {r["scenario"] for r in doc["runs"]} == {"single_link_websearch"}
+    assert (tmp_path / "performance_profiles.png").read_bytes().startswith(b"\x89PNG")
+    # Without the family's reference (rack: wcmp) nothing is scored, and no scores are written.
+    proc = evaluate_here("--scenario", "mm16", "--policy", "po2", "--tasks", "1000", "--out", str(tmp_path / "rack"))
+    assert proc.returncode == 0 and "scores over" not in proc.stdout
+    assert not (tmp_path / "rack/scores.json").exists()
+
+
 def test_timeline_option_samples_loads_and_plots_them(tmp_path, evaluate_here):
     proc = evaluate_here(
         "--scenario",
