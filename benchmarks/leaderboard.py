@@ -39,10 +39,12 @@ from dcgym.agents.evaluation.scores import (
     SCORING,
     Scoring,
     aggregate,
-    performance_profile,
+    cell_means,
+    profiles_of,
     run_scores,
     scoring_of,
     top_values,
+    with_interval,
 )
 from dcgym.agents.evaluation.suites import applies
 from dcgym.agents.heuristics import baselines
@@ -55,8 +57,6 @@ DEFAULT_WORK = {"rack": 200_000, "lb": 5_000, "flow": 20_000}
 DRAINED = ("rack", "lb")
 """Families whose runs the leaderboard drains (a fixed measured set, each until it ends): what their bounds need."""
 """Units of work per run by default: enough for a p99 within a few percent at the grids' loads."""
-TAUS = PROFILE_TAUS
-"""Where the performance profiles are drawn (the same as evaluate.py's)."""
 
 
 def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:
@@ -104,14 +104,6 @@ def cell(summary: Mapping[str, Any], path: str, digits: int, score: float | None
     return stat["mean"], text + ("" if score is None else f" [{score:.2f}]")
 
 
-def _mean_scores(doc: Mapping[str, Any]) -> dict[tuple[str, float], float | None]:
-    """The mean score of each (policy, load) of ``doc`` over its seeds (None if any seed has no score)."""
-    cells: dict[tuple[str, float], list[float | None]] = {}
-    for r in doc["scores"]:
-        cells.setdefault((r["policy"], r["load"]), []).append(r["score"])
-    return {k: None if None in v else sum(v) / len(v) for k, v in cells.items()}  # type: ignore[operator]
-
-
 def _scoring(kind: str, docs: list[dict[str, Any]]) -> Scoring:
     """The scoring of a family's documents (its bound as the top where the runs are drained)."""
     return scoring_of(docs[0]) if docs else SCORING[kind]
@@ -144,7 +136,7 @@ def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
         "|---|---:|" + "---:|" * len(headers),
     ]
     for doc in docs:
-        scores = _mean_scores(doc)
+        scores = cell_means(doc["scores"])
         for load in dict.fromkeys(s["load"] for s in doc["summary"]):
             row = {
                 s["policy"]: cell(s, path, digits, scores.get((s["policy"], load)))
@@ -184,25 +176,17 @@ def aggregate_table(runs: list[dict[str, Any]]) -> str:
     table = aggregate(runs)
     lines = ["| policy | IQM [95% CI] | optimality gap [95% CI] | tasks | runs |", "|---|---:|---:|---:|---:|"]
     for policy, a in sorted(table.items(), key=lambda item: -item[1]["iqm"]):
-        low, high = a["iqm_ci95"]
-        glow, ghigh = a["optimality_gap_ci95"]
-        lines.append(
-            f"| {policy} | {a['iqm']:.3f} [{low:.3f}, {high:.3f}] | {a['optimality_gap']:.3f} "
-            f"[{glow:.3f}, {ghigh:.3f}] | {a['tasks']} | {a['runs']} |"
-        )
+        gap = with_interval(a["optimality_gap"], a["optimality_gap_ci95"])
+        lines.append(f"| {policy} | {with_interval(a['iqm'], a['iqm_ci95'])} | {gap} | {a['tasks']} | {a['runs']} |")
     return "\n".join(lines) if table else "(no scored runs)"
 
 
 def profiles(kind: str, runs: list[dict[str, Any]], path: Path) -> Path | None:
     """Plot every policy's performance profile over the family's scored runs; the plot's path (None: no runs)."""
-    by_policy: dict[str, list[float]] = {}
-    for r in runs:
-        if r["score"] is not None:
-            by_policy.setdefault(r["policy"], []).append(r["score"])
-    if not by_policy:
+    shares = profiles_of(runs)
+    if not shares:
         return None
-    shares = {p: performance_profile([v], TAUS) for p, v in by_policy.items()}
-    return plot_performance_profiles(shares, TAUS, path, f"{kind}: performance profiles over every scored run")
+    return plot_performance_profiles(shares, PROFILE_TAUS, path, f"{kind}: performance profiles over every scored run")
 
 
 def beaten_bounds(kind: str, docs: list[dict[str, Any]]) -> list[str]:

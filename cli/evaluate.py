@@ -44,7 +44,15 @@ from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots,
 from dcgym.agents.evaluation.document import get_path
 from dcgym.agents.evaluation.family import EVALUATIONS, family_of
 from dcgym.agents.evaluation.runner import RunsInterrupted
-from dcgym.agents.evaluation.scores import PROFILE_TAUS, aggregate, cell_means, performance_profile, scenario_run_scores
+from dcgym.agents.evaluation.scores import (
+    PROFILE_TAUS,
+    aggregate,
+    cell_means,
+    profiles_of,
+    scenario_run_scores,
+    scoring_of,
+    with_interval,
+)
 from dcgym.agents.evaluation.suites import applies, suite_scenarios
 from dcgym.agents.osml.files import is_osml_folder
 from dcgym.agents.policies import Source, classify
@@ -208,7 +216,8 @@ def main(
         _write_into(folder, doc)
         docs.append(doc)
         runs_scored = scenario_run_scores(doc, load_scenario(one) if isinstance(one, (str, Path)) else one)
-        scored += runs_scored
+        if doc["scenario"] not in scoring_of(doc).excluded:  # as the leaderboard: mm1, mm16 out of aggregates
+            scored += runs_scored
         if not json_out:
             print_summary(doc, scores=cell_means(runs_scored))
     if scored:
@@ -231,12 +240,9 @@ def write_scores(out: Path, scored: list[dict[str, Any]], quiet: bool) -> None:
         json.dumps({"aggregate": table, "runs": scored}, indent=1, allow_nan=False) + "\n", encoding="utf-8"
     )
     log.info("wrote %s", out / "scores.json")
-    by_policy: dict[str, list[float]] = {}
-    for r in scored:
-        if r["score"] is not None:
-            by_policy.setdefault(r["policy"], []).append(r["score"])
-    shares = {p: performance_profile([v], PROFILE_TAUS) for p, v in by_policy.items()}
-    plot_performance_profiles(shares, PROFILE_TAUS, out / "performance_profiles.png", "performance profiles")
+    plot_performance_profiles(
+        profiles_of(scored), PROFILE_TAUS, out / "performance_profiles.png", "performance profiles"
+    )
     if quiet:
         return
     tasks = len({(r["scenario"], r["load"]) for r in scored})
@@ -244,15 +250,8 @@ def write_scores(out: Path, scored: list[dict[str, Any]], quiet: bool) -> None:
     for header in ("policy", "IQM", "optimality gap", "tasks", "runs"):
         result.add_column(header, justify="left" if header == "policy" else "right")
     for policy, a in sorted(table.items(), key=lambda item: -item[1]["iqm"]):
-        iqm_low, iqm_high = a["iqm_ci95"]
-        gap_low, gap_high = a["optimality_gap_ci95"]
-        result.add_row(
-            policy,
-            f"{a['iqm']:.3f} [{iqm_low:.3f}, {iqm_high:.3f}]",
-            f"{a['optimality_gap']:.3f} [{gap_low:.3f}, {gap_high:.3f}]",
-            str(a["tasks"]),
-            str(a["runs"]),
-        )
+        gap = with_interval(a["optimality_gap"], a["optimality_gap_ci95"])
+        result.add_row(policy, with_interval(a["iqm"], a["iqm_ci95"]), gap, str(a["tasks"]), str(a["runs"]))
     Console(width=None if sys.stdout.isatty() else 160).print(result)
 
 

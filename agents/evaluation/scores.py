@@ -52,11 +52,13 @@ __all__ = [
     "iqm_rows",
     "optimality_gap",
     "performance_profile",
+    "profiles_of",
     "run_scores",
     "scenario_run_scores",
     "score",
     "scoring_of",
     "top_values",
+    "with_interval",
 ]
 
 
@@ -249,6 +251,20 @@ def performance_profile(scores: Sequence[Sequence[float]], taus: Sequence[float]
     """Share of all runs scoring above each tau (rliable's run-score distribution)."""
     flat = _flat(scores)
     return [float(np.mean(flat > tau)) for tau in taus]
+
+
+def profiles_of(runs: Sequence[Mapping[str, Any]], taus: Sequence[float] = PROFILE_TAUS) -> dict[str, list[float]]:
+    """Each policy's performance profile over its scored runs (rows ``{policy, score}``; unscored ones left out)."""
+    by_policy: dict[str, list[float]] = {}
+    for r in runs:
+        if r["score"] is not None:
+            by_policy.setdefault(r["policy"], []).append(r["score"])
+    return {p: performance_profile([v], taus) for p, v in by_policy.items()}
+
+
+def with_interval(value: float, ci: tuple[float, float]) -> str:
+    """An aggregate and its interval as the tables show them: ``0.812 [0.799, 0.819]``."""
+    return f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
 
 
 def interval(

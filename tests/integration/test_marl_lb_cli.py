@@ -96,17 +96,6 @@ def tiny_run(method: str, out: Path) -> Path:
     return Path(proc.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
 
 
-def tiny_run_here(method: str, out: Path, capsys) -> Path:
-    """The same run trained by train.py's command line in this process, on the session's Ray cluster (the
-    command's own process is tested with Distr-LB: starting Python, torch and Ray again costs about 15 s)."""
-    from dcgym.train import run
-
-    status = run(tiny_args(method, out), prog="train.py")
-    out_text, err = capsys.readouterr()
-    assert status == 0, err[-3000:]
-    return Path(out_text.strip().splitlines()[-1].removeprefix("run folder: "))
-
-
 @pytest.fixture(scope="module")
 def distr_lb_run(tmp_path_factory) -> Path:
     """One tiny Distr-LB run for the tests of this module (with xdist, per worker)."""
@@ -114,13 +103,17 @@ def distr_lb_run(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("method", list(TINY))
-def test_train_py_trains_checkpoints_and_evaluates_each_method(method, tmp_path, request, capsys):
+def test_train_py_trains_checkpoints_and_evaluates_each_method(method, tmp_path, request, cli_here):
+    """Distr-LB trained by ``python train.py``; the others by its command line in this process, on the session's
+    Ray cluster (``cli_here``: starting Python, torch and Ray again costs about 15 s a run)."""
     if method == "distr_lb":
         run = request.getfixturevalue("distr_lb_run")
     else:
         request.getfixturevalue("ray_session")
         request.getfixturevalue("storage")
-        run = tiny_run_here(method, tmp_path, capsys)
+        proc = cli_here("train.py", *tiny_args(method, tmp_path))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        run = Path(proc.stdout.strip().splitlines()[-1].removeprefix("run folder: "))
     assert json.loads((run / "run.json").read_text())["status"] == "finished"
     doc = json.loads((run / "evaluation/results.json").read_text())
     policies = {row["policy"] for row in doc["results"]}
