@@ -2,6 +2,7 @@
 
     python benchmarks/multilb_static_weights.py rewards   [--seeds 8]  [--noise 0.25] [--scenario lb_sim] [--quick]
     python benchmarks/multilb_static_weights.py ceiling   [--seeds 20] [--quick]
+    python benchmarks/multilb_static_weights.py bandit    [--scenario lb_large] [--reward fct] [--seeds 20] [--quick]
 
 ``rewards``: on lb_sim (2 LBs, 4 x 1 + 4 x 2 CPU servers, load 0.845, SED
 dispatch), every LB holds the same fixed weights for a whole 60 s episode;
@@ -24,7 +25,14 @@ pattern (per server group), fixed or switched at the capacity change
 ``--scenario NAME`` for one (lb_sim, its Table 10 mixes, lb_capacity_change,
 lb_large).
 
-``--quick``: one seed and the first two patterns only (a smoke run).
+``bandit``: the simplest learner of group weights
+(:mod:`dcgym.agents.marl_lb.bandit`): successive halving over the fixed
+group patterns on the episode return of ``--reward``, each round's mean
+returns, the pattern it picks, and that pattern's mean FCT against SED's on
+the evaluation's episodes (``--seeds``).
+
+``--quick``: one seed and the first two patterns only (a smoke run; ``bandit``:
+one episode per arm in the first round, on lb_sim unless ``--scenario``).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from typing import Annotated
 import numpy as np
 import typer
 
+from dcgym.agents.marl_lb.bandit import group_bandit, group_patterns
 from dcgym.cpp_core import LbSim
 from dcgym.envs import lb_v0
 from dcgym.envs.lb.scenario import load_lb_scenario
@@ -216,6 +225,37 @@ def ceiling(
         if best_switch is not None:
             line += f"  best switched {best_switch[1]} {best_switch[0]:.4f} ({100 * (1 - best_switch[0] / heuristic):+.1f}%)"
         print(line)
+
+
+@app.command()
+def bandit(
+    scenario: Annotated[str | None, typer.Option(help="a multi-LB scenario of the library")] = None,
+    reward: Annotated[str, typer.Option(help="the reward the bandit maximises (lb_v0's)")] = "fct",
+    seeds: Annotated[int, typer.Option(help="evaluation episodes of the picked pattern and of SED")] = 20,
+    seed: Annotated[int, typer.Option(help="seed of the bandit's episodes")] = 1,
+    quick: QUICK = False,
+) -> None:
+    """Successive halving over the group patterns on the reward, and the picked pattern's mean FCT against SED."""
+    name = scenario or ("lb_sim" if quick else "lb_large")
+    if reward not in lb_v0.REWARD_NAMES:
+        raise typer.BadParameter(f"{reward!r}: not one of {list(lb_v0.REWARD_NAMES)}", param_hint="--reward")
+    weights, result = group_bandit(name, reward=reward, first_episodes=1 if quick else 2, seed=seed)
+    env = lb_v0.parallel_env(scenario=name)
+    labels = [" / ".join(f"{lb_v0.WEIGHT_LEVELS[i]:g}" for i in p) for p in group_patterns(len(env.scenario.servers))]
+    print(f"{name} (load {env.load:g}), reward {reward}: mean episode return per surviving pattern, per round\n")
+    print("| round | episodes per pattern | " + " | ".join(labels) + " |")
+    print("|---|---:|" + "---:|" * len(labels))
+    for r, means in enumerate(result.rounds):
+        cells = " | ".join(f"{means[a]:.1f}" if a in means else "" for a in range(len(labels)))
+        print(f"| {r + 1} | {(1 if quick else 2) * 2**r} | {cells} |")
+    sc, runs = load_lb_scenario(name), range(101, 101 + (1 if quick else seeds))
+    servers = np.repeat(np.arange(len(sc.servers)), [g.count for g in sc.servers])
+    picked = np.mean([_episode(sc, env.load, s, "sed", np.asarray(weights)[servers].tolist()) for s in runs])
+    sed = np.mean([_episode(sc, env.load, s, "sed") for s in runs])
+    print(
+        f"\npicked {' / '.join(f'{w:g}' for w in weights)} after {result.episodes} episodes: mean FCT {picked:.4f} s "
+        f"against SED's {sed:.4f} s ({100 * (picked / sed - 1):+.1f}%, {len(runs)} evaluation episodes)"
+    )
 
 
 if __name__ == "__main__":

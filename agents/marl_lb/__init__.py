@@ -2,10 +2,14 @@
 
 | algorithm | module | built on |
 |---|---|---|
-| ``distr_lb``: Distr-LB, the paper's method | :mod:`.builders` | RLlib's PPO, one independent module per LB |
-| ``centr_lb``: Centr-LB, one agent over all LBs | :mod:`.builders` | RLlib's PPO on lb_central_v0 |
+| ``distr_lb``: Distr-LB, the paper's method | :mod:`.qmix` (independent mode) | a custom RLlib algorithm: a Q-learner per LB |
+| ``centr_lb``: Centr-LB, one agent over all LBs | :mod:`.qmix` (independent mode) | the same, on lb_central_v0 |
 | ``qmix_lb``: QMIX-LB | :mod:`.qmix`, :mod:`.qmix_rl_module`, :mod:`.qmix_learner` | a custom RLlib algorithm (new API stack) |
 | ``rlb_sac``: RLB-SAC, ref. [40] | :mod:`.builders` | RLlib's SAC, one module per LB |
+| ``distr_lb_ppo``: Distr-LB on PPO | :mod:`.builders` | RLlib's PPO, one independent module per LB |
+
+:mod:`.bandit` is the simplest learner of the weights, outside RLlib: successive
+halving over fixed patterns of one level per server group.
 
 Their hyperparameter schemas (the paper's values as defaults) are in
 :mod:`.hyperparameters`; the algorithm registry

@@ -122,6 +122,9 @@ class ValueLearnerHyperparameters(Hyperparameters):
     """Pick the target's actions with the online networks (double Q-learning)."""
     reward_scale: float = Field(1.0, gt=0, allow_inf_nan=False)
     """Rewards are multiplied by this."""
+    heads: Literal["server", "group"] = "server"
+    """One weight head per server (the paper's), or one per server group of the scenario, shared by its servers
+    and explored together: the one scalar reward then credits as many choices as there are groups, not servers."""
 
 
 class DistrLbHyperparameters(ValueLearnerHyperparameters):

@@ -21,7 +21,8 @@ def mlp_from_q_modules(modules: Sequence[Any]) -> MlpPolicy:
 
     Each network is ReLU, ReLU, then the per-server heads: the ``identity``
     head outputs the Q-values, one block of weight levels per server, and the
-    greedy action is each block's argmax. Recurrent networks (QMIX-LB's GRUs)
+    greedy action is each block's argmax (heads shared by a server group are
+    repeated for each of its servers). Recurrent networks (QMIX-LB's GRUs)
     and log1p inputs have no policy-file form: ValueError.
     """
     networks = []
@@ -37,7 +38,7 @@ def mlp_from_q_modules(modules: Sequence[Any]) -> MlpPolicy:
             [
                 Layer(numpy(net.fc.weight), numpy(net.fc.bias), "relu"),
                 Layer(numpy(net.fc2.weight), numpy(net.fc2.bias), "relu"),
-                Layer(numpy(net.head.weight), numpy(net.head.bias), "identity"),
+                Layer(*(numpy(t) for t in net.server_head()), "identity"),
             ]
         )
     return MlpPolicy(int(networks[0][0].weight.shape[1]), networks, list(range(len(modules))), "identity")

@@ -87,6 +87,7 @@ __all__ = [
     "build_distr_lb",
     "build_qmix_lb",
     "episode_arrays",
+    "head_of_server",
     "pad_episodes",
 ]
 
@@ -307,6 +308,7 @@ def _build(experiment: TrainingRun, env_config: dict[str, Any], hp: Any, mixing:
         "epsilon_start": hp.epsilon_start,
         "epsilon_end": hp.epsilon_end,
         "epsilon_timesteps": hp.epsilon_timesteps,
+        "head_of_server": head_of_server(probe) if hp.heads == "group" else None,
     }
     specs = {
         a: RLModuleSpec(
@@ -349,6 +351,16 @@ def _build(experiment: TrainingRun, env_config: dict[str, Any], hp: Any, mixing:
         mixing=mixing,
     )
     return config
+
+
+def head_of_server(env: Any) -> list[int]:
+    """The shared head of each of an agent's servers: its server group's index in the scenario (lb_v0), or, over
+    lb_central_v0's concatenated LBs, LB i's group g as head i G + g (each LB keeps its own heads)."""
+    lb = getattr(env, "lb", env)
+    counts = [g.count for g in lb.scenario.servers]
+    groups = np.repeat(np.arange(len(counts)), counts)
+    copies = len(env.action_space(env.possible_agents[0]).nvec) // len(groups)
+    return [int(g) + i * len(counts) for i in range(copies) for g in groups]
 
 
 def _agent_order(module_id: str) -> tuple[int, str]:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -56,21 +57,40 @@ def linear_epsilon(t: float, start: float, end: float, timesteps: int) -> float:
 
 class AgentQNetwork(nn.Module):
     """obs (B, T, D) -> Q (B, T, N, L): [log1p], a ReLU layer, then a GRU (``gru_hidden`` > 0) or a second ReLU
-    layer (``gru_hidden`` = 0, feed-forward), and one head of L values per server."""
+    layer (``gru_hidden`` = 0, feed-forward), and one head of L values per server, or per group of servers
+    (``head_of_server``: server j reads head ``head_of_server[j]``)."""
 
     def __init__(
-        self, obs_dim: int, num_servers: int, num_levels: int, fc_hidden: int, gru_hidden: int, log_inputs: bool
+        self,
+        obs_dim: int,
+        num_servers: int,
+        num_levels: int,
+        fc_hidden: int,
+        gru_hidden: int,
+        log_inputs: bool,
+        head_of_server: Sequence[int] | None = None,
     ) -> None:
         super().__init__()
         self.num_servers, self.num_levels, self.log_inputs = num_servers, num_levels, log_inputs
+        heads = list(range(num_servers)) if head_of_server is None else [int(h) for h in head_of_server]
+        if len(heads) != num_servers or sorted(set(heads)) != list(range(max(heads) + 1)):
+            raise ValueError(f"head_of_server must map each of the {num_servers} servers to heads 0..H-1, got {heads}")
+        self.num_heads = max(heads) + 1
+        self.register_buffer("head_of_server", torch.tensor(heads, dtype=torch.long), persistent=False)
         self.fc = nn.Linear(obs_dim, fc_hidden)
         if gru_hidden > 0:
             self.gru = nn.GRU(fc_hidden, gru_hidden, batch_first=True)
-            self.head = nn.Linear(gru_hidden, num_servers * num_levels)
+            self.head = nn.Linear(gru_hidden, self.num_heads * num_levels)
         else:
             self.gru = None
             self.fc2 = nn.Linear(fc_hidden, fc_hidden)
-            self.head = nn.Linear(fc_hidden, num_servers * num_levels)
+            self.head = nn.Linear(fc_hidden, self.num_heads * num_levels)
+
+    def server_head(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The last layer as one block of L rows per server (weight (N L, H), bias (N L)): the shared heads
+        repeated for every server of their group, the form a policy file holds."""
+        rows = (self.head_of_server[:, None] * self.num_levels + torch.arange(self.num_levels)).reshape(-1)
+        return self.head.weight[rows], self.head.bias[rows]
 
     def forward(self, obs: torch.Tensor, h0: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Q-values for every step of ``obs`` (B, T, D) from the hidden state ``h0`` (B, H; None when
@@ -82,7 +102,8 @@ class AgentQNetwork(nn.Module):
         else:
             out, h = self.gru(x, h0.unsqueeze(0).contiguous())
             q, h = self.head(out), h.squeeze(0)
-        return q.view(*q.shape[:2], self.num_servers, self.num_levels), h
+        q = q.view(*q.shape[:2], self.num_heads, self.num_levels)
+        return (q if self.num_heads == self.num_servers else q[:, :, self.head_of_server]), h
 
 
 class Mixer(nn.Module):
@@ -126,7 +147,9 @@ class QmixAgentRLModule(TorchRLModule, PolicyFileAPI):
     ``model_config``: ``fc_hidden`` (64), ``gru_hidden`` (128; 0 = feed-forward,
     no recurrent state), ``log_inputs`` (True: log1p of the observation),
     ``epsilon_start`` (1.0), ``epsilon_end`` (0.05), ``epsilon_timesteps``
-    (30000). The action space must be lb_v0's discrete ``MultiDiscrete([L] * N)``.
+    (30000), ``head_of_server`` (None: a head per server; a list of N head
+    indices: servers with the same index share a head and explore together).
+    The action space must be lb_v0's discrete ``MultiDiscrete([L] * N)``.
     """
 
     def policy_file(self, context: PolicyFileContext) -> MlpPolicy:
@@ -153,6 +176,7 @@ class QmixAgentRLModule(TorchRLModule, PolicyFileAPI):
             int(cfg.get("fc_hidden", 64)),
             self.gru_hidden,
             bool(cfg.get("log_inputs", True)),
+            cfg.get("head_of_server"),
         )
         if not self.inference_only:
             self.target_q_net = _frozen_copy(self.q_net)
@@ -187,8 +211,11 @@ class QmixAgentRLModule(TorchRLModule, PolicyFileAPI):
     def _forward_exploration(self, batch: dict[str, Any], t: int = 0, **kwargs: Any) -> dict[str, Any]:
         actions, _, out = self._greedy(batch)
         eps = linear_epsilon(t, *self.epsilon)
-        explore = torch.rand(actions.shape) < eps
-        random = torch.randint(0, self.num_levels, actions.shape)
+        heads = (*actions.shape[:-1], self.q_net.num_heads)  # one draw per head: a group's servers explore together
+        explore = torch.rand(heads) < eps
+        random = torch.randint(0, self.num_levels, heads)
+        if self.q_net.num_heads != self.num_servers:
+            explore, random = explore[..., self.q_net.head_of_server], random[..., self.q_net.head_of_server]
         return {Columns.ACTIONS: torch.where(explore, random, actions), **out}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

@@ -146,6 +146,7 @@ of the episode's flows).
 |---|---|---|
 | ``scenario`` | ``"lb_sim"`` | a packaged ``kind: lb`` scenario name, a YAML path, or an ``LbScenario`` |
 | ``load`` | None | offered load (fraction of the CPU capacity); None = the scenario grid's load closest to 0.845 (App. E.1's operating point: 0.845 in ``lb_sim``, 0.833 in ``lb_large``); ``options={"load": x}`` in reset changes it for one episode |
+| ``load_range`` | None | ``[low, high]``: each episode's load drawn uniformly (from the engine seed), for one policy trained across the load grid; replaces ``load`` |
 | ``reward`` | ``"vbf"`` | one of ``REWARD_NAMES``: ``REWARDS`` (table above) or ``"fct"`` |
 | ``action_type`` | ``"discrete"`` | ``"discrete"`` or ``"continuous"`` |
 | ``load_estimate`` | ``"fd_decayed"`` | the observation column the reward reads (one of ``OBSERVATION_FEATURES``) |
@@ -171,20 +172,20 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import EzPickle
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from dcgym.cpp_core import LbSim
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
 from dcgym.envs.lb.scenario import LbScenario
 from dcgym.envs.scenario import scenario_for
-from dcgym.envs.schema import Load, MaxSteps
+from dcgym.envs.schema import EpisodeLoads, Load, MaxSteps
 from dcgym.envs.seeding import episode_seed
 from dcgym.envs.validation import one_of, validate
 
@@ -316,13 +317,21 @@ REWARD_NAMES = (*REWARDS, FCT_REWARD)
 # ------------------------------------------------------------------ the environment
 
 
-class LbEnvConfig(BaseModel):
+LOAD_STREAM = 0x10AD
+"""Second word of the RNG seed that draws an episode's load from ``load_range`` (the first is the engine seed)."""
+
+
+class LbEnvConfig(EpisodeLoads):
     """Every argument of the multi-LB environments (lb_v0, lb_central_v0); see the module docstring, Arguments."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    load_stream: ClassVar[int] = LOAD_STREAM
 
     scenario: str | Path | LbScenario = Field("lb_sim", description="a kind: lb scenario name, a YAML path or object")
     load: Load | None = Field(None, description="offered load; None: the scenario grid's load closest to 0.845")
+    load_range: tuple[Load, Load] | None = Field(
+        None, description="if set, each episode's load is drawn uniformly from [low, high] (from the engine seed)"
+    )
     reward: one_of(REWARD_NAMES) = Field("vbf", description="the reward: a fairness function F (REWARDS) or fct")
     action_type: one_of(ACTION_TYPES) = Field("discrete", description="discrete weight levels or continuous weights")
     load_estimate: one_of(OBSERVATION_FEATURES) = Field("fd_decayed", description="the column the reward reads")
@@ -425,8 +434,9 @@ class LbEnv(ParallelEnv, EzPickle):
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
         """Rebuild the engine, empty, with ``seed`` (or the next seed of the episode generator)."""
-        load = (options or {}).get("load", self.load)
         self._np_random, seed = episode_seed(self._np_random, seed)
+        drawn = self.load if self.config.load_range is None else self.config.episode_load(seed)
+        load = (options or {}).get("load", drawn)
         config = self.scenario.engine_config(load=load, seed=seed, policy=self._policy)  # validates the load
         self._sim = LbSim(config)
         self._engine_seed, self._episode_load = int(seed), float(load)

@@ -15,12 +15,17 @@ M, N, L, F = 2, 3, 3, 4  # LBs, servers, weight levels, features per server
 D = N * F
 
 
-def agent_module(seed: int, gru_hidden: int = 6) -> QmixAgentRLModule:
+def agent_module(seed: int, gru_hidden: int = 6, head_of_server: list[int] | None = None) -> QmixAgentRLModule:
     torch.manual_seed(seed)
     return QmixAgentRLModule(
         observation_space=spaces.Box(0.0, np.inf, (D,), np.float32),
         action_space=spaces.MultiDiscrete([L] * N),
-        model_config={"fc_hidden": 8, "gru_hidden": gru_hidden, "log_inputs": gru_hidden > 0},
+        model_config={
+            "fc_hidden": 8,
+            "gru_hidden": gru_hidden,
+            "log_inputs": gru_hidden > 0,
+            "head_of_server": head_of_server,
+        },
     )
 
 
@@ -214,6 +219,41 @@ def test_a_feed_forward_lb_network_is_stateless():
     assert not module.is_stateful()
     out = module.forward_inference({"obs": torch.rand(4, D)})
     assert out["actions"].shape == (4, N) and "state_out" not in out
+
+
+@pytest.mark.parametrize("gru_hidden", [0, 6])
+def test_servers_of_a_group_share_one_head_and_explore_together(gru_hidden):
+    """heads=group: servers 0 and 2 read head 0, server 1 head 1; greedy and explored levels agree within a group,
+    and exploration replaces a group's level with the per-head rate (not once per server)."""
+    groups = [0, 1, 0]
+    module = agent_module(8, gru_hidden, head_of_server=groups)
+    assert module.q_net.head.out_features == 2 * L
+    obs = torch.rand(3000, 1, D) * 4
+    state = {"state_in": {"h": torch.zeros(3000, gru_hidden)}} if gru_hidden else {}
+    q, _ = module.q_values(obs, torch.zeros(3000, gru_hidden) if gru_hidden else None)
+    assert torch.equal(q[..., 0, :], q[..., 2, :]) and not torch.equal(q[..., 0, :], q[..., 1, :])
+    greedy = module.forward_inference({"obs": obs, **state})["actions"]
+    explored = module.forward_exploration({"obs": obs, **state}, t=0)["actions"]  # epsilon 1: every head random
+    for a in (greedy, explored):
+        assert torch.equal(a[..., 0], a[..., 2])
+    assert (explored[..., 0] != explored[..., 1]).float().mean().item() == pytest.approx((L - 1) / L, abs=0.03)
+    # a gradient through server 2's Q reaches the head rows of group 0 only
+    q[:, 0, 2, 1].sum().backward()
+    grad = module.q_net.head.weight.grad.abs().sum(dim=1)
+    assert grad[1] > 0 and grad[L:].sum() == 0 and grad[0] == 0 and grad[2] == 0
+
+
+def test_a_group_head_exports_as_one_block_per_server():
+    """The policy file repeats a group's head for each of its servers: the file's layers give the module's Q."""
+    module = agent_module(9, gru_hidden=0, head_of_server=[1, 0, 1])
+    weight, bias = module.q_net.server_head()
+    assert weight.shape == (N * L, 8) and bias.shape == (N * L,)
+    obs = torch.rand(7, 1, D)
+    hidden = torch.relu(module.q_net.fc2(torch.relu(module.q_net.fc(obs))))
+    q, _ = module.q_values(obs)
+    assert torch.allclose((hidden @ weight.T + bias).view(7, 1, N, L), q)
+    with pytest.raises(ValueError, match="head_of_server"):
+        agent_module(1, gru_hidden=0, head_of_server=[0, 2, 2])
 
 
 # ------------------------------------------------------------------ replay

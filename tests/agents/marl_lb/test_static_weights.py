@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[3]
 SCRIPT = ROOT / "benchmarks/multilb_static_weights.py"
 
@@ -50,8 +52,6 @@ def test_rewards_quick_tables_every_reward_without_and_with_noise_and_how_each_r
 
 
 def test_a_fixed_weight_pattern_runs_in_the_engine_as_sed_with_weights_per_group():
-    import pytest
-
     from dcgym.agents.evaluation import evaluate
     from dcgym.envs.error import InvalidConfigError
 
@@ -65,3 +65,15 @@ def test_a_fixed_weight_pattern_runs_in_the_engine_as_sed_with_weights_per_group
     for bad in ("sed:weights=1", "lsq:weights=1;2", "sed:weights=1;-1", "sed:w=1;2"):
         with pytest.raises(InvalidConfigError, match="sed or wcmp:weights=W1;...;W2"):
             rows(bad)
+
+
+def test_bandit_quick_tables_each_round_and_compares_its_pick_with_sed():
+    """Rounds keep ceil(half) of the patterns (9, 5, 3, 2 on two groups), and the summary's percentage is the one its
+    two mean FCTs give."""
+    out = run("bandit", "--quick")
+    rounds = [line for line in out.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert [sum(cell.strip() != "" for cell in r.split("|")[3:-1]) for r in rounds] == [9, 5, 3, 2]
+    m = re.search(r"picked (\S+) / (\S+) after (\d+) episodes: mean FCT (\S+) s against SED's (\S+) s \((\S+)%", out)
+    assert m, out
+    assert int(m[3]) == 9 + 5 * 2 + 3 * 4 + 2 * 8
+    assert float(m[6]) == pytest.approx(100 * (float(m[4]) / float(m[5]) - 1), abs=0.06)

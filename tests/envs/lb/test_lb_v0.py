@@ -128,6 +128,26 @@ def test_reset_options_load_changes_the_load_for_one_episode():
     assert "load 0.833 " in env.render()  # the next episode is back at the env's load
 
 
+def test_load_range_draws_each_episodes_load_from_its_seed_and_runs_the_engine_at_it():
+    env = lb_v0.parallel_env(scenario="lb_large", max_steps=4, load_range=(0.61, 0.991))
+    loads = []
+    for seed in range(40):
+        env.reset(seed=seed)
+        loads.append(env._episode_load)
+    assert all(0.61 <= x <= 0.991 for x in loads) and len(set(loads)) == 40
+    assert np.mean(loads) == pytest.approx((0.61 + 0.991) / 2, abs=0.06)  # uniform: standard error 0.017
+    env.reset(seed=7)
+    assert env._episode_load == loads[7]  # the seed fixes the load
+    for _ in range(4):
+        _, _, _, _, infos = env.step({a: uniform(env, a) for a in env.agents})
+    sc = load_lb_scenario("lb_large")
+    sim = LbSim(sc.engine_config(load=loads[7], seed=7, policy="weights"))
+    sim.run_until(4 * sc.decision_period_us)
+    assert infos["lb_0"]["fct_us"] == sim.results()["fct_us"]
+    env.reset(seed=7, options={"load": 0.3})
+    assert env._episode_load == 0.3  # an explicit load wins for that episode
+
+
 # ------------------------------------------------------------------ rewards
 
 
@@ -325,6 +345,7 @@ def test_missing_or_unknown_agents_are_refused():
         ({"action_type": "box"}, InvalidConfigError, 'action_type: got "box"; allowed: one of discrete, continuous'),
         ({"load_estimate": "fd_decay"}, InvalidConfigError, 'load_estimate: got "fd_decay"; did you mean "fd_decayed"'),
         ({"load": -1.0}, InvalidConfigError, "load: got -1.0"),
+        ({"load_range": (0.9, 0.5)}, InvalidConfigError, r"^load_range: got \[0\.9, 0\.5\]; allowed: \[low, high\]"),
         ({"max_steps": 0}, InvalidConfigError, "max_steps: got 0; allowed: a positive integer"),
         ({"scenario": "lb_reference"}, InvalidConfigError, "max_steps: got null; .*has no episode_us"),
         ({"render_mode": "human"}, InvalidConfigError, 'render_mode: got "human"; allowed: one of ansi, rgb_array'),
