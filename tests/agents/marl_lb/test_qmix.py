@@ -7,9 +7,10 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from dcgym.agents.marl_lb.qmix import EpisodeReplay, pad_episodes
+from dcgym.agents.marl_lb.qmix import EpisodeReplay, head_of_server, pad_episodes
 from dcgym.agents.marl_lb.qmix_learner import independent_loss, qmix_loss, td_lambda_targets
 from dcgym.agents.marl_lb.qmix_rl_module import QmixAgentRLModule, QmixMixerRLModule, linear_epsilon
+from dcgym.envs import lb_central_v0, lb_v0
 
 M, N, L, F = 2, 3, 3, 4  # LBs, servers, weight levels, features per server
 D = N * F
@@ -276,3 +277,9 @@ def test_replay_keeps_the_newest_episodes_and_pads_shorter_ones():
     np.testing.assert_array_equal(padded["mask"], [[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
     sample = replay.sample(7, np.random.default_rng(0))
     assert sample["rewards"].shape == (7, 5, M)
+
+
+def test_head_of_server_is_each_servers_group_and_each_lb_keeps_its_own_heads_in_the_central_game():
+    assert head_of_server(lb_v0.parallel_env(scenario="lb_large")) == [0] * 10 + [1] * 10
+    central = lb_central_v0.parallel_env(scenario="lb_sim")  # 2 LBs over 4 x 1-CPU + 4 x 2-CPU servers
+    assert head_of_server(central) == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4
