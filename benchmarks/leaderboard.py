@@ -48,6 +48,7 @@ from dcgym.agents.evaluation.scores import (
 )
 from dcgym.agents.evaluation.suites import applies
 from dcgym.agents.heuristics import baselines
+from dcgym.agents.marl_lb.bandit import group_bandit
 from dcgym.agents.policies.zoo import list_zoo, zoo_dir
 from dcgym.envs.families import FAMILIES
 from dcgym.envs.scenario import list_scenarios, load_scenario
@@ -77,9 +78,25 @@ def _runs(kind: str, scenario: Any, name: str) -> bool:
     return family_of(kind).runs_on(scenario, name) and applies(name, scenario.name, list(scenario.loads)[0])
 
 
+FIXED_WEIGHTS = "fixed-weight search"
+"""The role of lb's action-space column: the SED weight pattern per server group that the group-pattern bandit picks."""
+
+
+def fixed_weights(scenario: Any) -> str | None:
+    """lb: ``sed:weights=W1;...`` with the fixed weight per server group that successive halving picks on the fct
+    reward at the scenario's operating load (:mod:`dcgym.agents.marl_lb.bandit`): the best fixed rule in the
+    weight-setting learners' action space, what a learner reaches without looking at its observations. None on a
+    scenario of one server group (every pattern is SED's or LSQ's)."""
+    if len(scenario.servers) < 2:
+        return None
+    steps = {} if scenario.episode_us else {"max_steps": round(60e6 / scenario.decision_period_us)}  # a 60 s episode
+    weights, _ = group_bandit(scenario, reward="fct", env_args=steps)
+    return "sed:weights=" + ";".join(f"{w:g}" for w in weights)
+
+
 def policies(kind: str, scenario: Any) -> list[Any]:
-    """The family's baselines, its score's reference and top policies, the scenario's own policy, and the zoo
-    policies trained on the scenario."""
+    """The family's baselines, its score's reference and top policies, the scenario's own policy, lb's fixed-weight
+    search (:func:`fixed_weights`), and the zoo policies trained on the scenario."""
     family = family_of(kind)
     scoring = SCORING[kind]
     chosen = [name for name in baselines(kind) if family.runs_on(scenario, name)]
@@ -89,7 +106,8 @@ def policies(kind: str, scenario: Any) -> list[Any]:
         label = str(getattr(own, "label", own))
         if label not in chosen:
             chosen.append(own)
-    return chosen + zoo_policies(scenario.name, kind)
+    search = fixed_weights(scenario) if kind == "lb" else None
+    return chosen + ([search] if search else []) + zoo_policies(scenario.name, kind)
 
 
 def cell(summary: Mapping[str, Any], path: str, digits: int, score: float | None) -> tuple[float | None, str]:
@@ -118,6 +136,8 @@ def header(scoring: Scoring, policy: str) -> str:
         return f"{policy} ({scoring.top_name}, 1)"
     if policy in ("oracle", "ideal"):
         return f"{policy} (a policy, no bound)"
+    if policy.startswith("sed:weights="):
+        return f"{policy} ({FIXED_WEIGHTS})"
     return policy
 
 

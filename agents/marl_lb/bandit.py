@@ -89,11 +89,15 @@ def pattern_return(env: Any, levels: np.ndarray, seed: int) -> float:
 
 
 def group_bandit(
-    scenario: str, reward: str = "fct", first_episodes: int = 2, seed: int = 1, env_args: Mapping[str, Any] = {}
+    scenario: Any,
+    reward: str = "fct",
+    first_episodes: int = 2,
+    seed: int = 1,
+    env_args: Mapping[str, Any] | None = None,
 ) -> tuple[tuple[float, ...], BanditResult]:
-    """Successive halving over the group patterns of ``scenario`` (lb_v0, SED dispatch, ``reward``): the picked
-    pattern as weights per group, and the run."""
-    env = lb_v0.parallel_env(scenario=scenario, reward=reward, dispatch="sed", **dict(env_args))
+    """Successive halving over the group patterns of ``scenario`` (a name, path or LbScenario; lb_v0 with SED
+    dispatch, ``reward`` and ``env_args``): the picked pattern as weights per group, and the run."""
+    env = lb_v0.parallel_env(scenario=scenario, reward=reward, dispatch="sed", **dict(env_args or {}))
     counts = [g.count for g in env.scenario.servers]
     group_of_server = np.repeat(np.arange(len(counts)), counts)
     patterns = group_patterns(len(counts))

@@ -51,3 +51,16 @@ def test_a_page_with_a_bare_oracle_column_or_a_beaten_ideal_is_refused():
     ]
     bare = "| scenario | load | sed | oracle |\n|---|---:|---:|---:|\n| s | 0.5 | 1.0 | 2.0 |"
     assert lb.page_problems(bare) == ["column 'oracle' does not say its role"]
+
+
+def test_lb_rows_have_the_fixed_weight_search_of_the_scenario_and_say_its_role():
+    """The lb leaderboard runs the group-pattern bandit's pick beside the heuristics: on lb_sim the search's
+    pattern is SED with one weight per server group, and its column says it is the search."""
+    lb = _leaderboard()
+    scenario = load_scenario("lb_sim")
+    chosen = lb.policies("lb", scenario)
+    search = [p for p in chosen if str(p).startswith("sed:weights=")]
+    assert len(search) == 1 and re.fullmatch(r"sed:weights=[\d.]+;[\d.]+", search[0]), chosen
+    assert chosen.index(search[0]) < len(chosen) - len(lb.zoo_policies("lb_sim", "lb"))  # before the zoo's
+    assert lb.header(lb.SCORING["lb"], search[0]) == f"{search[0]} (fixed-weight search)"
+    assert not any(str(p).startswith("sed:weights=") for p in lb.policies("rack", load_scenario("mm16")))
