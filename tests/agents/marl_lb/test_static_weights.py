@@ -77,3 +77,25 @@ def test_bandit_quick_tables_each_round_and_compares_its_pick_with_sed():
     assert m, out
     assert int(m[3]) == 9 + 5 * 2 + 3 * 4 + 2 * 8
     assert float(m[6]) == pytest.approx(100 * (float(m[4]) / float(m[5]) - 1), abs=0.06)
+
+
+def test_multilb_results_quick_rows_are_the_arithmetic_of_their_means():
+    """benchmarks/multilb_results.py --quick: one lb_sim row; the best heuristic is named, and the gap closed is
+    (best - learner) / (best - Oracle) of the printed means (to their rounding)."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/multilb_results.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| `lb_sim` |")]
+    assert len(rows) == 1
+    cells = [c.strip() for c in rows[0].strip("|").split("|")]
+    best = re.fullmatch(r"(ECMP|WCMP|LSQ|SED) ([\d.]+)", cells[2])
+    assert best and re.fullmatch(r"[\d.]+ / [\d.]+: [\d.]+", cells[3])
+    b, learner, oracle = float(best[2]), float(cells[4]), float(cells[5])
+    if b > oracle:
+        assert float(cells[8].rstrip("%")) == pytest.approx(
+            100 * (b - learner) / (b - oracle), abs=0.5 + 0.05 / (b - oracle)
+        )
