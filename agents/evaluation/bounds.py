@@ -38,6 +38,7 @@ __all__ = [
     "lb_mean_fct_bound_s",
     "measured_flows",
     "pooled_flow_time",
+    "printed_floor",
     "rack_bound",
     "rack_p99_bound_us",
     "srpt_flow_times",
@@ -293,17 +294,28 @@ def flow_bound(scenario: Any, reference: str, load: float, seed: int, flows: int
     return None if measured is None else flow_bound_ms(config, measured)
 
 
+def printed_floor(value: float) -> float:
+    """The lower edge of the engine's histogram bucket that holds ``value`` (:class:`LogHistogram`: each power of
+    two cut into ``2 / max_relative_error / 4`` equal sub-buckets): every latency at or above ``value`` prints at or
+    above it, as a bucket's midpoint or the run's exact minimum or maximum, whichever the histogram reports."""
+    if not (value > 0 and math.isfinite(value)):
+        return value
+    sub = round(0.5 / LogHistogram.max_relative_error)  # sub-buckets per power of two
+    _, exponent = math.frexp(value)  # value in [2^(exponent - 1), 2^exponent)
+    width = math.ldexp(1.0, exponent - 1) / sub
+    return math.floor(value / width) * width
+
+
 def rack_bound(scenario: Any, reference: str, load: float, seed: int, tasks: int, warmup: int) -> float:
-    """:func:`rack_p99_bound_us` of one (load, seed) of a rack scenario as the engine prints a p99 (its histogram
-    bucket's midpoint: a latency at or above the bound prints at or above it), from the measured tasks' arrivals
-    (the workload is the same under every policy: one run of ``reference`` to the last arrival)."""
+    """:func:`rack_p99_bound_us` of one (load, seed) of a rack scenario as a printed p99 can be compared with it:
+    the lower edge of its histogram bucket (:func:`printed_floor`), since a p99 is printed at the resolution of
+    the engine's histogram. From the measured tasks' arrivals (the workload is the same under every policy: one
+    run of ``reference`` to the last arrival)."""
     config = scenario.engine_config(load, seed, scenario.policy(reference), warmup, 0)
     sim = RackSim({**config, "measure_tasks": tasks - warmup, "record_tasks": True})
     sim.run_tasks(tasks)
     records = sim.records()
-    histogram = LogHistogram()
-    histogram.record(np.array([rack_p99_bound_us(config, records["arrival_us"], records["size_us"])]))
-    return histogram.quantile(0.5)
+    return printed_floor(rack_p99_bound_us(config, records["arrival_us"], records["size_us"]))
 
 
 def lb_bound(scenario: Any, reference: str, load: float, seed: int, flows: int, warmup: int) -> float:

@@ -12,12 +12,13 @@ from dcgym.agents.evaluation.bounds import (
     capped_spt_mean_busy,
     lb_mean_fct_bound_s,
     pooled_flow_time,
+    printed_floor,
     rack_p99_bound_us,
     srpt_flow_times,
 )
 from dcgym.agents.evaluation.scores import run_scores, scoring_of, top_values
 from dcgym.agents.evaluation.suites import suite_scenarios
-from dcgym.cpp_core import LbSim, RackSim
+from dcgym.cpp_core import LbSim, LogHistogram, RackSim
 from dcgym.envs.scenario import load_scenario
 
 SERIAL = {"progress": False, "workers": 0}
@@ -29,6 +30,26 @@ def test_rack_bound_is_exact_for_a_batch_on_one_server():
     the bound reaches it (to its 1e-4 search tolerance) and never exceeds it."""
     bound = rack_p99_bound_us(ONE_SERVER, np.zeros(100), np.ones(100))
     assert 99 * (1 - 1e-4) <= bound <= 99
+
+
+def test_a_bound_compares_with_printed_p99s_at_its_buckets_lower_edge():
+    """The engine prints a p99 as its histogram bucket's midpoint, clamped to the run's exact minimum and maximum.
+    printed_floor(v) is the lower edge of v's bucket (below v by less than one bucket, 0.39% of v): whatever a run
+    whose p99 is at or above v prints, it is at or above printed_floor(v); a value a bucket lower prints below."""
+    rng = np.random.default_rng(3)
+    for v in np.exp(rng.uniform(math.log(0.01), math.log(1e7), 2000)):
+        floor = printed_floor(float(v))
+        assert floor <= v and (v - floor) / v < 2 * LogHistogram.max_relative_error
+        for above in (v, v * (1 + 1e-9), v * 1.001, floor * (1 + 2 * LogHistogram.max_relative_error)):
+            for low, high in ((0.0, 1e12), (above, above), (0.0, above)):  # midpoint, or clamped to the run's range
+                h = LogHistogram()
+                h.record(np.array([low, above, high]))
+                assert h.quantile(0.5) >= floor, (v, above, low, high)
+        h = LogHistogram()
+        h.record(np.array([0.0, floor * (1 - 1e-9), 1e12]))
+        assert h.quantile(0.5) < floor
+    assert printed_floor(232.7846) == 232.5  # [232.5, 233): 0.5 us wide between 128 and 256 us
+    assert printed_floor(0.0) == 0.0
 
 
 def test_rack_bound_is_the_service_time_when_tasks_never_overlap():
