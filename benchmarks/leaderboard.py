@@ -94,6 +94,21 @@ def fixed_weights(scenario: Any) -> str | None:
     return "sed:weights=" + ";".join(f"{w:g}" for w in weights)
 
 
+def label_search(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with its fixed-weight search's rows (a ``sed:weights=...`` policy) named :data:`FIXED_WEIGHTS`, one
+    column whatever pattern each scenario's search picked, and the pattern kept in ``doc["fixed_weights"]``."""
+    found = {r["policy"] for r in doc["results"] if r["policy"].startswith("sed:weights=")}
+    if not found:
+        return doc
+    (pattern,) = found
+    doc["fixed_weights"] = pattern
+    for key in ("results", "summary", "scores"):
+        for row in doc.get(key, []):
+            if row["policy"] == pattern:
+                row["policy"] = FIXED_WEIGHTS
+    return doc
+
+
 def policies(kind: str, scenario: Any) -> list[Any]:
     """The family's baselines, its score's reference and top policies, the scenario's own policy, lb's fixed-weight
     search (:func:`fixed_weights`), and the zoo policies trained on the scenario."""
@@ -136,8 +151,6 @@ def header(scoring: Scoring, policy: str) -> str:
         return f"{policy} ({scoring.top_name}, 1)"
     if policy in ("oracle", "ideal"):
         return f"{policy} (a policy, no bound)"
-    if policy.startswith("sed:weights="):
-        return f"{policy} ({FIXED_WEIGHTS})"
     return policy
 
 
@@ -176,9 +189,17 @@ def family_table(kind: str, docs: list[dict[str, Any]]) -> str:
                 texts.append("-" if None in tops else f"{sum(tops) / len(tops):,.{digits}f}")
             lines.append(f"| {doc['scenario']} | {load:g} | {' | '.join(texts)} |")
     better = "higher" if family.headline_higher_is_better else "lower"
+    picked = [f"{doc['scenario']} `{doc['fixed_weights']}`" for doc in docs if "fixed_weights" in doc]
+    search = (
+        f"\n\n{FIXED_WEIGHTS}: SED with one fixed weight per server group, the pattern that successive halving "
+        "picks on the fct reward at the scenario's operating load (the best fixed rule in the weight-setting "
+        "learners' action space): " + ", ".join(picked) + "."
+        if picked
+        else ""
+    )
     return (
         f"Cells: {label}, mean ± 95% interval over seeds; {better} is better; in brackets the mean normalised "
-        f"score over seeds (docs/benchmarking.md).\n\n" + "\n".join(lines)
+        f"score over seeds (docs/benchmarking.md).\n\n" + "\n".join(lines) + search
     )
 
 
@@ -277,7 +298,7 @@ def run(
                 workers=workers,
                 drained=kind in DRAINED,
             )
-            docs.setdefault(kind, []).append(with_scores(doc, scenario))
+            docs.setdefault(kind, []).append(label_search(with_scores(doc, scenario)))
     return docs
 
 
@@ -387,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if args.load:  # one file, or several written by runs of some families each: their families and times together
         saved = [json.loads(path.read_text(encoding="utf-8")) for path in args.load]
-        docs = {kind: d for one in saved for kind, d in one["docs"].items()}
+        docs = {kind: [label_search(doc) for doc in d] for one in saved for kind, d in one["docs"].items()}
         seconds = sum(one["seconds"] for one in saved)
     else:
         docs = run(kinds, work, args.seeds, args.workers, first_only=args.quick)

@@ -62,5 +62,30 @@ def test_lb_rows_have_the_fixed_weight_search_of_the_scenario_and_say_its_role()
     search = [p for p in chosen if str(p).startswith("sed:weights=")]
     assert len(search) == 1 and re.fullmatch(r"sed:weights=[\d.]+;[\d.]+", search[0]), chosen
     assert chosen.index(search[0]) < len(chosen) - len(lb.zoo_policies("lb_sim", "lb"))  # before the zoo's
-    assert lb.header(lb.SCORING["lb"], search[0]) == f"{search[0]} (fixed-weight search)"
+    doc = {"results": [{"policy": search[0]}, {"policy": "sed"}], "summary": [{"policy": search[0]}], "scores": []}
+    assert lb.label_search(doc) == {
+        "results": [{"policy": "fixed-weight search"}, {"policy": "sed"}],
+        "summary": [{"policy": "fixed-weight search"}],
+        "scores": [],
+        "fixed_weights": search[0],
+    }  # one column, whatever pattern each scenario's search picked
     assert not any(str(p).startswith("sed:weights=") for p in lb.policies("rack", load_scenario("mm16")))
+
+
+def test_the_published_leaderboard_scores_every_family_and_no_run_beats_an_ideal():
+    lb = _leaderboard()
+    text = (ROOT / "docs/leaderboard.md").read_text(encoding="utf-8")
+    assert lb.page_problems(text) == []
+    sections = {s.splitlines()[0].split(":")[0]: s for s in text.split("\n## ")[1:]}
+    assert {"rack", "lb", "flow", "colo", "Overall"} <= set(sections), sorted(sections)
+    for family in ("rack", "lb", "flow", "colo"):
+        section = sections[family]
+        assert "(reference, 0)" in section, family  # every table names its reference
+        assert "| policy | IQM [95% CI] | optimality gap [95% CI] |" in section, family
+        assert (ROOT / "docs" / f"results/leaderboard_{family}.png").is_file(), family
+    for family in ("rack", "lb", "flow"):
+        assert "(ideal, 1)" in sections[family], family  # a bound: drained rack and lb runs, flow's host links
+    assert "| scenario | mix |" in sections["colo"]
+    assert "| fixed-weight search |" in sections["lb"]  # the weight-setting learners' action-space column
+    assert "fixed-weight search: SED with one fixed weight per server group" in sections["lb"]
+    assert "not yet regenerated" not in text.lower()
