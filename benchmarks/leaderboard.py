@@ -1,6 +1,9 @@
 """The leaderboard: every built-in policy of every family on every scenario of the library, in one page.
 
     python benchmarks/leaderboard.py [--family rack] [--tasks N] [--seeds N] [--workers N] [--out docs/leaderboard.md]
+    python benchmarks/leaderboard.py --family rack --save rack.json        # one part of the page ...
+    python benchmarks/leaderboard.py --held-out-only --save held_out.json   # ... or only the test suites
+    python benchmarks/leaderboard.py --load rack.json held_out.json ...     # the page from the parts
 
 For each family, each packaged scenario runs at every load of its grid with
 the family's baselines (``python -m dcgym list policies``), the scenario's own
@@ -15,7 +18,10 @@ higher is better) with its 95% interval over seeds; the
 best cell of each row is bold, and a censored cell (its percentiles leave out
 dropped, unfinished or timed-out work) carries ``*``. Rows compare policies:
 a row's scenario and load fix the workload, the same for every policy (common
-random numbers).
+random numbers). Each family's scores (reference 0, ideal 1) are aggregated
+(IQM and optimality gap with intervals, performance profiles); then each
+family's held-out test suite (scenarios no zoo policy was trained on) has a
+table and aggregates of its own.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import logging
 import platform
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -46,7 +53,7 @@ from dcgym.agents.evaluation.scores import (
     top_values,
     with_interval,
 )
-from dcgym.agents.evaluation.suites import applies
+from dcgym.agents.evaluation.suites import applies, suite_scenarios
 from dcgym.agents.heuristics import baselines
 from dcgym.agents.marl_lb.bandit import group_bandit
 from dcgym.agents.policies.zoo import list_zoo, zoo_dir
@@ -73,9 +80,20 @@ def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:
     return found
 
 
-def _runs(kind: str, scenario: Any, name: str) -> bool:
-    """Whether the policy ``name`` runs on ``scenario`` (one short run tells)."""
-    return family_of(kind).runs_on(scenario, name) and applies(name, scenario.name, list(scenario.loads)[0])
+def family_zoo(kind: str) -> list[str]:
+    """``zoo:NAME`` of every zoo policy of the family (its card's ``--scenario`` is of that kind); on colo also every
+    zoo folder of OSML's models."""
+    found = []
+    for name in list_zoo():
+        trained_on = re.search(r"--scenario (\S+)", (zoo_dir() / f"{name}.md").read_text(encoding="utf-8"))
+        if trained_on and load_scenario(trained_on.group(1)).kind == kind:
+            found.append(f"zoo:{name}")
+    return found + ([f"zoo:{name}" for name in list_zoo(entry="folder")] if kind == "colo" else [])
+
+
+def _runs(kind: str, scenario: Any, name: str, source: str | Path) -> bool:
+    """Whether the policy ``name`` runs on ``scenario`` (``source``: its name or file; one short run tells)."""
+    return family_of(kind).runs_on(scenario, name) and applies(name, source, list(scenario.loads)[0])
 
 
 FIXED_WEIGHTS = "fixed-weight search"
@@ -109,14 +127,15 @@ def label_search(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def policies(kind: str, scenario: Any) -> list[Any]:
+def policies(kind: str, scenario: Any, source: str | Path | None = None) -> list[Any]:
     """The family's baselines, its score's reference and top policies, the scenario's own policy, lb's fixed-weight
-    search (:func:`fixed_weights`), and the zoo policies trained on the scenario."""
+    search (:func:`fixed_weights`), and the zoo policies trained on the scenario (``source``: its file, for one
+    that is not a packaged scenario)."""
     family = family_of(kind)
     scoring = SCORING[kind]
     chosen = [name for name in baselines(kind) if family.runs_on(scenario, name)]
     scored = [scoring.reference] + ([] if scoring.top_is_bound else [scoring.top])
-    chosen += [name for name in scored if name not in chosen and _runs(kind, scenario, name)]
+    chosen += [name for name in scored if name not in chosen and _runs(kind, scenario, name, source or scenario.name)]
     for own in family.default_policies(scenario):
         label = str(getattr(own, "label", own))
         if label not in chosen:
@@ -278,12 +297,22 @@ def page_problems(text: str) -> list[str]:
 
 
 def run(
-    kinds: list[str], work: dict[str, int], seeds: int, workers: int | None, first_only: bool = False
+    kinds: list[str],
+    work: dict[str, int],
+    seeds: int,
+    workers: int | None,
+    first_only: bool = False,
+    parts: tuple[str, ...] = ("library", "held-out"),
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every family's documents, each with its runs' scores (``scores``) and, where the top is a bound, the bound
-    of each load and seed (``top``: lists by load)."""
+    """Every family's documents (the library's scenarios, then the held-out test suite's: :func:`held_out`), each
+    with its runs' scores (``scores``) and, where the top is a bound, the bound of each load and seed (``top``:
+    lists by load)."""
     docs: dict[str, list[dict[str, Any]]] = {}
     for kind in kinds:
+        if "held-out" in parts and not first_only:
+            docs.setdefault(kind, []).extend(held_out(kind, work, seeds, workers))
+        if "library" not in parts:
+            continue
         for name in list_scenarios(kind)[: 1 if first_only else None]:
             scenario = load_scenario(name)
             family = family_of(kind)
@@ -299,6 +328,33 @@ def run(
                 drained=kind in DRAINED,
             )
             docs.setdefault(kind, []).append(label_search(with_scores(doc, scenario)))
+    return docs
+
+
+def held_out(kind: str, work: dict[str, int], seeds: int, workers: int | None) -> list[dict[str, Any]]:
+    """The family's held-out test suite (``evaluate.py --suite KIND:test``): each test scenario at its loads with the
+    family's baselines, its reference and top, and every zoo policy of the family that applies to it (a policy made
+    for a fixed number of nodes, servers or agents runs only where the scenario has as many). No zoo policy was
+    trained on these scenarios. Each document is marked ``suite: test``."""
+    docs = []
+    folder = Path(tempfile.mkdtemp(prefix="leaderboard-suite-"))
+    for entry in suite_scenarios(f"{kind}:test"):
+        path = entry.write(folder)
+        scenario = load_scenario(path)
+        chosen = policies(kind, scenario, path)
+        chosen += [z for z in family_zoo(kind) if z not in chosen and applies(z, path, entry.loads[0])]
+        length = max([work[kind], *(family_of(kind).work_to_cover(scenario, load) for load in entry.loads)])
+        doc = evaluate(
+            path,
+            chosen,
+            loads=list(entry.loads),
+            tasks=length,
+            seeds=list(range(1, seeds + 1)),
+            workers=workers,
+            drained=kind in DRAINED,
+        )
+        doc["suite"] = "test"
+        docs.append(label_search(with_scores(doc, scenario)))
     return docs
 
 
@@ -325,6 +381,8 @@ def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float, ou
         "",
         f"Regenerate: `{command}` ({_duration(seconds)} on {_machine()}).",
     ]
+    tests = {kind: [d for d in family_docs if d.get("suite") == "test"] for kind, family_docs in docs.items()}
+    docs = {kind: [d for d in family_docs if d.get("suite") != "test"] for kind, family_docs in docs.items()}
     for kind, family_docs in docs.items():
         work = family_of(kind).work
         lengths = sorted({doc[work] for doc in family_docs})
@@ -349,6 +407,22 @@ def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float, ou
         plot = profiles(kind, scored_runs(kind, family_docs), out.parent / "results" / f"leaderboard_{kind}.png")
         if plot is not None:
             parts += ["", f"![{kind} performance profiles](results/{plot.name})"]
+        if tests[kind]:
+            parts += [
+                "",
+                f"### {kind}: the held-out test suite",
+                "",
+                "Scenarios no zoo policy was trained on (`evaluate.py --suite "
+                f'{kind}:test`, docs/benchmarking.md, "Held-out scenarios"); each zoo policy of the family runs '
+                "where it applies (a policy made for a fixed number of nodes, servers or agents runs only where the "
+                "scenario has as many).",
+                "",
+                family_table(kind, tests[kind]),
+                "",
+                "Scores over the test suite:",
+                "",
+                aggregate_table(scored_runs(kind, tests[kind])),
+            ]
     runs = {kind: scored_runs(kind, family_docs) for kind, family_docs in docs.items()}
     families: dict[str, set[str]] = {}
     for kind, scored in runs.items():
@@ -395,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, help="parallel runs (default: every core)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "leaderboard.md", help="the page to write")
     parser.add_argument("--quick", action="store_true", help="a smoke run: each family's first scenario, tiny runs")
+    parser.add_argument(
+        "--held-out-only", action="store_true", help="only the families' held-out test suites (with --save: a part)"
+    )
     parser.add_argument("--save", type=Path, help="also write every results document, with scores, to this JSON file")
     parser.add_argument(
         "--load", type=Path, nargs="+", help="write the page from the documents --save wrote, running nothing"
@@ -408,10 +485,14 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     if args.load:  # one file, or several written by runs of some families each: their families and times together
         saved = [json.loads(path.read_text(encoding="utf-8")) for path in args.load]
-        docs = {kind: [label_search(doc) for doc in d] for one in saved for kind, d in one["docs"].items()}
+        docs = {}
+        for one in saved:
+            for kind, family_docs in one["docs"].items():
+                docs.setdefault(kind, []).extend(label_search(doc) for doc in family_docs)
         seconds = sum(one["seconds"] for one in saved)
     else:
-        docs = run(kinds, work, args.seeds, args.workers, first_only=args.quick)
+        parts = ("held-out",) if args.held_out_only else ("library", "held-out")
+        docs = run(kinds, work, args.seeds, args.workers, first_only=args.quick, parts=parts)
         seconds = time.perf_counter() - start
     if args.save:
         saved_docs = {k: [json.loads(to_json(d)) for d in v] for k, v in docs.items()}

@@ -133,7 +133,7 @@ def test_a_distr_lb_policy_file_acts_as_its_checkpoint(tmp_path, distr_lb_run, c
     from dcgym.agents.policy_format import read_policy
 
     assert read_policy(tmp_path / "zoo/distr_lb_sim.dcpol").settings == {"env": "lb_v0", "dispatch": "sed"}
-    assert "scenario `lb_sim`, reward `vbf`" in card  # the provenance names the reward
+    assert "scenario `lb_sim`, reward `fct`" in card  # the provenance names the reward
     assert "Trained with: `python train.py --config " in card and "--set env_args.max_steps=10" in card
     renamed = cli_here("benchmarks/build_zoo.py", str(run), "--out", str(tmp_path / "zoo"), "--name", "renamed")
     assert renamed.returncode == 0 and (tmp_path / "zoo/renamed.md").read_text().startswith("# renamed\n")
