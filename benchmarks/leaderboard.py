@@ -369,6 +369,32 @@ def with_scores(doc: dict[str, Any], scenario: Any) -> dict[str, Any]:
     return doc
 
 
+def library_part(kind: str, family_docs: list[dict[str, Any]], out: Path) -> list[str]:
+    """A family's section on the library's scenarios: run lengths, the table, the aggregates and the profiles."""
+    work = family_of(kind).work
+    lengths = sorted({doc[work] for doc in family_docs})
+    longer = ", ".join(f"{doc[work]:,} on {doc['scenario']}" for doc in family_docs if doc[work] != lengths[0])
+    parts = [
+        "",
+        f"{lengths[0]:,} {work} per run"
+        + (f" ({longer}: long enough to see their changes over time)" if longer else "")
+        + f", seeds {family_docs[0]['seeds']}.",
+        "",
+        family_table(kind, family_docs),
+        "",
+        f"Scores over every scenario x {family_of(kind).load_name} x seed"
+        + (f" but {', '.join(SCORING[kind].excluded)}" if SCORING[kind].excluded else "")
+        + (" (drained runs: every measured task or flow counted when it ends)" if kind in DRAINED else "")
+        + " (a task is one scenario and load; the interval resamples each task's seeds):",
+        "",
+        aggregate_table(scored_runs(kind, family_docs)),
+    ]
+    plot = profiles(kind, scored_runs(kind, family_docs), out.parent / "results" / f"leaderboard_{kind}.png")
+    if plot is not None:
+        parts += ["", f"![{kind} performance profiles](results/{plot.name})"]
+    return parts
+
+
 def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float, out: Path) -> str:
     parts = [
         "# Leaderboard",
@@ -384,29 +410,9 @@ def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float, ou
     tests = {kind: [d for d in family_docs if d.get("suite") == "test"] for kind, family_docs in docs.items()}
     docs = {kind: [d for d in family_docs if d.get("suite") != "test"] for kind, family_docs in docs.items()}
     for kind, family_docs in docs.items():
-        work = family_of(kind).work
-        lengths = sorted({doc[work] for doc in family_docs})
-        longer = ", ".join(f"{doc[work]:,} on {doc['scenario']}" for doc in family_docs if doc[work] != lengths[0])
-        parts += [
-            "",
-            f"## {kind}: {FAMILIES[kind].summary}",
-            "",
-            f"{lengths[0]:,} {work} per run"
-            + (f" ({longer}: long enough to see their changes over time)" if longer else "")
-            + f", seeds {family_docs[0]['seeds']}.",
-            "",
-            family_table(kind, family_docs),
-            "",
-            f"Scores over every scenario x {family_of(kind).load_name} x seed"
-            + (f" but {', '.join(SCORING[kind].excluded)}" if SCORING[kind].excluded else "")
-            + (" (drained runs: every measured task or flow counted when it ends)" if kind in DRAINED else "")
-            + " (a task is one scenario and load; the interval resamples each task's seeds):",
-            "",
-            aggregate_table(scored_runs(kind, family_docs)),
-        ]
-        plot = profiles(kind, scored_runs(kind, family_docs), out.parent / "results" / f"leaderboard_{kind}.png")
-        if plot is not None:
-            parts += ["", f"![{kind} performance profiles](results/{plot.name})"]
+        parts += ["", f"## {kind}: {FAMILIES[kind].summary}"] + (
+            library_part(kind, family_docs, out) if family_docs else []
+        )
         if tests[kind]:
             parts += [
                 "",

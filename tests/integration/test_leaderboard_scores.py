@@ -89,3 +89,19 @@ def test_the_published_leaderboard_scores_every_family_and_no_run_beats_an_ideal
     assert "| fixed-weight search |" in sections["lb"]  # the weight-setting learners' action-space column
     assert "fixed-weight search: SED with one fixed weight per server group" in sections["lb"]
     assert "not yet regenerated" not in text.lower()
+
+
+def test_the_held_out_suite_runs_the_familys_zoo_where_it_applies_and_gets_its_own_table(tmp_path):
+    """lb's test suite: each scenario's document is marked as the suite's, the zoo's 2-LB, 8-server policies run on
+    the test scenario of their shape and not on the 1-LB one, and the page puts the suite in a table of its own."""
+    lb = _leaderboard()
+    docs = lb.held_out("lb", {"lb": 300}, 1, 0)
+    assert [d["scenario"] for d in docs] == ["lb_test_sim_backlog16", "lb_test_reference_backlog256"]
+    assert all(d["suite"] == "test" for d in docs)
+    ran = [{r["policy"] for r in d["results"]} for d in docs]
+    assert "multilb_distr_lb_sim (zoo)" in ran[0] and not any("(zoo)" in p for p in ran[1]), ran
+    assert "multilb_distr_lb_large (zoo)" not in ran[0]  # 6 LBs, 20 servers: not this shape
+    assert {"sed", "wcmp", "fixed-weight search"} <= ran[0] & ran[1]
+    text = lb.page({"lb": docs}, "python benchmarks/leaderboard.py --family lb", 1.0, tmp_path / "page.md")
+    suite = text.split("### lb: the held-out test suite")[1]
+    assert "| lb_test_sim_backlog16 |" in suite and "| policy | IQM [95% CI] |" in suite
