@@ -64,6 +64,7 @@ def test_lb_and_colo_defaults_are_the_documented_ones():
     assert LbEnvConfig().model_dump() == {
         "scenario": "lb_sim",
         "load": None,
+        "load_range": None,
         "reward": "vbf",
         "action_type": "discrete",
         "load_estimate": "fd_decayed",
