@@ -55,26 +55,22 @@ from dcgym.agents.evaluation.scores import (
 )
 from dcgym.agents.evaluation.suites import applies, suite_scenarios
 from dcgym.agents.heuristics import baselines
-from dcgym.agents.marl_lb.bandit import group_bandit
-from dcgym.agents.policies.zoo import list_zoo, zoo_dir
+from dcgym.agents.marl_lb.bandit import group_bandit, sed_weights
+from dcgym.agents.policies.zoo import list_zoo, trained_on
 from dcgym.envs.families import FAMILIES
 from dcgym.envs.scenario import list_scenarios, load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_WORK = {"rack": 200_000, "lb": 5_000, "flow": 20_000}
+"""Units of work per run by default: enough for a p99 within a few percent at the grids' loads."""
 DRAINED = ("rack", "lb")
 """Families whose runs the leaderboard drains (a fixed measured set, each until it ends): what their bounds need."""
-"""Units of work per run by default: enough for a p99 within a few percent at the grids' loads."""
 
 
 def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:
     """``zoo:NAME`` of every zoo policy whose card says it was trained on ``scenario``; on a colo scenario also every
     zoo folder of OSML's models (Models A, B and C serve any mix of the family's services: docs/osml.md)."""
-    found = []
-    for name in list_zoo():
-        card = (zoo_dir() / f"{name}.md").read_text(encoding="utf-8")
-        if re.search(rf"--scenario {re.escape(scenario)}\b", card):
-            found.append(f"zoo:{name}")
+    found = [f"zoo:{name}" for name in list_zoo() if trained_on(name) == scenario]
     if kind == "colo":
         found += [f"zoo:{name}" for name in list_zoo(entry="folder")]
     return found
@@ -83,11 +79,7 @@ def zoo_policies(scenario: str, kind: str | None = None) -> list[str]:
 def family_zoo(kind: str) -> list[str]:
     """``zoo:NAME`` of every zoo policy of the family (its card's ``--scenario`` is of that kind); on colo also every
     zoo folder of OSML's models."""
-    found = []
-    for name in list_zoo():
-        trained_on = re.search(r"--scenario (\S+)", (zoo_dir() / f"{name}.md").read_text(encoding="utf-8"))
-        if trained_on and load_scenario(trained_on.group(1)).kind == kind:
-            found.append(f"zoo:{name}")
+    found = [f"zoo:{name}" for name in list_zoo() if (s := trained_on(name)) and load_scenario(s).kind == kind]
     return found + ([f"zoo:{name}" for name in list_zoo(entry="folder")] if kind == "colo" else [])
 
 
@@ -109,7 +101,7 @@ def fixed_weights(scenario: Any) -> str | None:
         return None
     steps = {} if scenario.episode_us else {"max_steps": round(60e6 / scenario.decision_period_us)}  # a 60 s episode
     weights, _ = group_bandit(scenario, reward="fct", env_args=steps)
-    return "sed:weights=" + ";".join(f"{w:g}" for w in weights)
+    return sed_weights(weights)
 
 
 def label_search(doc: dict[str, Any]) -> dict[str, Any]:
@@ -315,20 +307,37 @@ def run(
             continue
         for name in list_scenarios(kind)[: 1 if first_only else None]:
             scenario = load_scenario(name)
-            family = family_of(kind)
-            # A scenario that changes over time runs long enough to see its last change twice over.
-            length = max([work[kind], *(family.work_to_cover(scenario, load) for load in scenario.loads)])
-            seed_list = list(range(1, seeds + 1))
-            doc = evaluate(
-                scenario,
-                policies(kind, scenario),
-                tasks=length,
-                seeds=seed_list,
-                workers=workers,
-                drained=kind in DRAINED,
+            doc = scored_run(
+                kind, scenario, scenario, policies(kind, scenario), list(scenario.loads), work, seeds, workers
             )
-            docs.setdefault(kind, []).append(label_search(with_scores(doc, scenario)))
+            docs.setdefault(kind, []).append(doc)
     return docs
+
+
+def scored_run(
+    kind: str,
+    scenario: Any,
+    source: Any,
+    chosen: list[Any],
+    loads: list[float],
+    work: dict[str, int],
+    seeds: int,
+    workers: int | None,
+) -> dict[str, Any]:
+    """One scenario's document (``source``: the scenario or its file) with ``chosen`` at ``loads``, seeds 1..N,
+    scored (:func:`with_scores`) and its fixed-weight search named (:func:`label_search`). A scenario that changes
+    over time runs long enough to see its last change twice over."""
+    length = max([work[kind], *(family_of(kind).work_to_cover(scenario, load) for load in loads)])
+    doc = evaluate(
+        source,
+        chosen,
+        loads=loads,
+        tasks=length,
+        seeds=list(range(1, seeds + 1)),
+        workers=workers,
+        drained=kind in DRAINED,
+    )
+    return label_search(with_scores(doc, scenario))
 
 
 def held_out(kind: str, work: dict[str, int], seeds: int, workers: int | None) -> list[dict[str, Any]]:
@@ -343,18 +352,9 @@ def held_out(kind: str, work: dict[str, int], seeds: int, workers: int | None) -
         scenario = load_scenario(path)
         chosen = policies(kind, scenario, path)
         chosen += [z for z in family_zoo(kind) if z not in chosen and applies(z, path, entry.loads[0])]
-        length = max([work[kind], *(family_of(kind).work_to_cover(scenario, load) for load in entry.loads)])
-        doc = evaluate(
-            path,
-            chosen,
-            loads=list(entry.loads),
-            tasks=length,
-            seeds=list(range(1, seeds + 1)),
-            workers=workers,
-            drained=kind in DRAINED,
-        )
+        doc = scored_run(kind, scenario, path, chosen, list(entry.loads), work, seeds, workers)
         doc["suite"] = "test"
-        docs.append(label_search(with_scores(doc, scenario)))
+        docs.append(doc)
     return docs
 
 

@@ -31,7 +31,7 @@ import typer
 from scipy import stats
 
 from dcgym.agents.evaluation import evaluate
-from dcgym.agents.marl_lb.bandit import group_bandit
+from dcgym.agents.marl_lb.bandit import group_bandit, sed_weights
 from dcgym.envs.scenario import load_scenario
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
@@ -57,7 +57,7 @@ def paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
 def rows_of(name: str, seeds: list[int], loads: list[float], flows: int, workers: int | None = None) -> list[str]:
     """The Markdown rows of one scenario (module docstring)."""
     weights, _ = group_bandit(name, reward="fct")
-    search = "sed:weights=" + ";".join(f"{w:g}" for w in weights)
+    search = sed_weights(weights)
     learner = f"zoo:multilb_distr_{name}"
     doc = evaluate(
         load_scenario(name),

@@ -249,8 +249,7 @@ def bandit(
         cells = " | ".join(f"{means[a]:.1f}" if a in means else "" for a in range(len(labels)))
         print(f"| {r + 1} | {(1 if quick else 2) * 2**r} | {cells} |")
     sc, runs = load_lb_scenario(name), range(101, 101 + (1 if quick else seeds))
-    servers = np.repeat(np.arange(len(sc.servers)), [g.count for g in sc.servers])
-    picked = np.mean([_episode(sc, env.load, s, "sed", np.asarray(weights)[servers].tolist()) for s in runs])
+    picked = np.mean([_episode(sc, env.load, s, "sed", np.asarray(weights)[env.server_groups].tolist()) for s in runs])
     sed = np.mean([_episode(sc, env.load, s, "sed") for s in runs])
     print(
         f"\npicked {' / '.join(f'{w:g}' for w in weights)} after {result.episodes} episodes: mean FCT {picked:.4f} s "

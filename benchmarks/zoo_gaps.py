@@ -14,7 +14,6 @@ runs. The card's section ``## Held-out gap`` is replaced (or added at the end).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 from dcgym.agents.evaluation import evaluate
 from dcgym.agents.evaluation.scores import iqm, run_scores, scoring_of, top_values
 from dcgym.agents.evaluation.suites import applies, suite_scenarios
-from dcgym.agents.policies.zoo import list_zoo, zoo_dir
+from dcgym.agents.policies.zoo import list_zoo, trained_on
 from dcgym.envs.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,13 +45,12 @@ def _scores(scenario: Any, path: Any, policy: str, loads: list[Any], seeds: list
 
 def gap(name: str, seeds: list[int], work: int | None) -> dict[str, Any]:
     """The zoo policy ``name``'s training scenario, its scores there and on the test suite, and the gap."""
-    card = (zoo_dir() / f"{name}.md").read_text(encoding="utf-8")
-    trained_on = re.search(r"--scenario (\S+)", card).group(1)
-    scenario = load_scenario(trained_on)
+    trained = trained_on(name)
+    scenario = load_scenario(trained)
     kind, policy = scenario.kind, f"zoo:{name}"
     work = work or DEFAULT_WORK[kind]
     loads = list(scenario.loads)[:3]
-    train = _scores(scenario, trained_on, policy, loads, seeds, work)
+    train = _scores(scenario, trained, policy, loads, seeds, work)
     test: list[float] = []
     applied, skipped = [], []
     folder = Path(tempfile.mkdtemp(prefix="zoo-gaps-"))
@@ -69,7 +67,7 @@ def gap(name: str, seeds: list[int], work: int | None) -> dict[str, Any]:
     return {
         "name": name,
         "kind": kind,
-        "trained_on": trained_on,
+        "trained_on": trained,
         "loads": loads,
         "seeds": seeds,
         "work": work,

@@ -296,8 +296,8 @@ def flow_bound(scenario: Any, reference: str, load: float, seed: int, flows: int
 
 def printed_floor(value: float) -> float:
     """The lower edge of the engine's histogram bucket that holds ``value`` (:class:`LogHistogram`: each power of
-    two cut into ``2 / max_relative_error / 4`` equal sub-buckets): every latency at or above ``value`` prints at or
-    above it, as a bucket's midpoint or the run's exact minimum or maximum, whichever the histogram reports."""
+    two cut into ``0.5 / max_relative_error`` = 256 equal sub-buckets): every latency at or above ``value`` prints at
+    or above it, as a bucket's midpoint or the run's exact minimum or maximum, whichever the histogram reports."""
     if not (value > 0 and math.isfinite(value)):
         return value
     sub = round(0.5 / LogHistogram.max_relative_error)  # sub-buckets per power of two

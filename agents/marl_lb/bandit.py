@@ -32,7 +32,7 @@ import numpy as np
 
 from dcgym.envs import lb_v0
 
-__all__ = ["BanditResult", "group_bandit", "group_patterns", "pattern_return", "successive_halving"]
+__all__ = ["BanditResult", "group_bandit", "group_patterns", "pattern_return", "sed_weights", "successive_halving"]
 
 
 @dataclass(frozen=True)
@@ -98,12 +98,15 @@ def group_bandit(
     """Successive halving over the group patterns of ``scenario`` (a name, path or LbScenario; lb_v0 with SED
     dispatch, ``reward`` and ``env_args``): the picked pattern as weights per group, and the run."""
     env = lb_v0.parallel_env(scenario=scenario, reward=reward, dispatch="sed", **dict(env_args or {}))
-    counts = [g.count for g in env.scenario.servers]
-    group_of_server = np.repeat(np.arange(len(counts)), counts)
-    patterns = group_patterns(len(counts))
+    patterns = group_patterns(len(env.scenario.servers))
 
     def play(arm: int, episode_seed: int) -> float:
-        return pattern_return(env, np.asarray(patterns[arm])[group_of_server], episode_seed)
+        return pattern_return(env, np.asarray(patterns[arm])[env.server_groups], episode_seed)
 
     result = successive_halving(play, len(patterns), first_episodes, seed)
     return tuple(float(lb_v0.WEIGHT_LEVELS[i]) for i in patterns[result.best]), result
+
+
+def sed_weights(weights: tuple[float, ...]) -> str:
+    """The engine policy that holds ``weights`` (one per server group): ``sed:weights=W1;W2;...``."""
+    return "sed:weights=" + ";".join(f"{w:g}" for w in weights)

@@ -356,11 +356,9 @@ def _build(experiment: TrainingRun, env_config: dict[str, Any], hp: Any, mixing:
 def head_of_server(env: Any) -> list[int]:
     """The shared head of each of an agent's servers: its server group's index in the scenario (lb_v0), or, over
     lb_central_v0's concatenated LBs, LB i's group g as head i G + g (each LB keeps its own heads)."""
-    lb = getattr(env, "lb", env)
-    counts = [g.count for g in lb.scenario.servers]
-    groups = np.repeat(np.arange(len(counts)), counts)
+    groups = getattr(env, "lb", env).server_groups
     copies = len(env.action_space(env.possible_agents[0]).nvec) // len(groups)
-    return [int(g) + i * len(counts) for i in range(copies) for g in groups]
+    return [int(g) + i * (int(groups.max()) + 1) for i in range(copies) for g in groups]
 
 
 def _agent_order(module_id: str) -> tuple[int, str]:

@@ -76,6 +76,8 @@ class AgentQNetwork(nn.Module):
         if len(heads) != num_servers or sorted(set(heads)) != list(range(max(heads) + 1)):
             raise ValueError(f"head_of_server must map each of the {num_servers} servers to heads 0..H-1, got {heads}")
         self.num_heads = max(heads) + 1
+        self.shared = heads != list(range(num_servers))
+        """Whether a server reads another head than its own (heads shared by a group, or any other mapping)."""
         self.register_buffer("head_of_server", torch.tensor(heads, dtype=torch.long), persistent=False)
         self.fc = nn.Linear(obs_dim, fc_hidden)
         if gru_hidden > 0:
@@ -103,7 +105,7 @@ class AgentQNetwork(nn.Module):
             out, h = self.gru(x, h0.unsqueeze(0).contiguous())
             q, h = self.head(out), h.squeeze(0)
         q = q.view(*q.shape[:2], self.num_heads, self.num_levels)
-        return (q if self.num_heads == self.num_servers else q[:, :, self.head_of_server]), h
+        return (q[:, :, self.head_of_server] if self.shared else q), h
 
 
 class Mixer(nn.Module):
@@ -214,7 +216,7 @@ class QmixAgentRLModule(TorchRLModule, PolicyFileAPI):
         heads = (*actions.shape[:-1], self.q_net.num_heads)  # one draw per head: a group's servers explore together
         explore = torch.rand(heads) < eps
         random = torch.randint(0, self.num_levels, heads)
-        if self.q_net.num_heads != self.num_servers:
+        if self.q_net.shared:
             explore, random = explore[..., self.q_net.head_of_server], random[..., self.q_net.head_of_server]
         return {Columns.ACTIONS: torch.where(explore, random, actions), **out}
 

@@ -27,6 +27,7 @@ __all__ = [
     "ZOO_PREFIX",
     "list_zoo",
     "resolve_zoo",
+    "trained_on",
     "zoo_dir",
 ]
 
@@ -65,6 +66,14 @@ def list_zoo(folder: str | Path | None = None, entry: str = "file") -> list[str]
     if entry == "folder":
         return sorted(p.name for p in where.iterdir() if p.is_dir() and any(p.glob(f"*{SUFFIX}")))
     return sorted(p.name.removesuffix(SUFFIX) for p in where.iterdir() if p.name.endswith(SUFFIX) and p.is_file())
+
+
+def trained_on(name: str, folder: str | Path | None = None) -> str | None:
+    """The scenario a zoo entry was trained on: the one its card's evaluate command names (``--scenario X``); None
+    without a card or without one there."""
+    card = zoo_dir(folder) / f"{name}.md"
+    found = re.search(r"--scenario (\S+)", card.read_text(encoding="utf-8")) if card.is_file() else None
+    return found.group(1) if found else None
 
 
 def resolve_zoo(spec: str, folder: str | Path | None = None, entry: str = "file") -> Path:

@@ -364,6 +364,8 @@ class LbEnv(ParallelEnv, EzPickle):
         self.load = float(load)
         self.num_servers, self.num_lbs = probe.num_servers, probe.num_lbs
         self.workers = np.array([g.workers for g in sc.servers for _ in range(g.count)], dtype=np.int64)
+        self.server_groups = np.repeat(np.arange(len(sc.servers)), [g.count for g in sc.servers])
+        """Each server's group: its index in the scenario's ``servers``."""
         capacity = sum(g.count * g.workers * g.speed for g in sc.servers)
         self.mean_flow_time_us = self.load * capacity / probe.arrival_rate_per_us  # D: load = rate x D / capacity
         self._scale = np.array(

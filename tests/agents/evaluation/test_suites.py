@@ -10,7 +10,7 @@ import pytest
 
 from dcgym.__main__ import main as dcgym
 from dcgym.agents.evaluation.suites import applies, generate, held_out, read_suite, suite_families, suite_scenarios
-from dcgym.agents.policies.zoo import list_zoo, zoo_dir
+from dcgym.agents.policies.zoo import list_zoo, trained_on, zoo_dir
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import list_scenarios
 
@@ -76,3 +76,12 @@ def test_every_zoo_card_reports_its_held_out_gap(tmp_path):
     for text in ("## Held-out gap\n\nfirst\n", "## Held-out gap\n\nsecond\n"):
         gaps.write(card, text)
     assert card.read_text() == "# x\n\nintro\n\n## Held-out gap\n\nsecond\n"
+
+
+def test_trained_on_is_the_scenario_a_cards_evaluate_command_names(tmp_path):
+    (tmp_path / "a.md").write_text(
+        "# a\n\nEvaluate: `python evaluate.py --policy zoo:a --scenario lb_sim --policy sed`.\n"
+    )
+    (tmp_path / "b.md").write_text("# b\n\nno command\n")
+    assert trained_on("a", tmp_path) == "lb_sim"
+    assert trained_on("b", tmp_path) is None and trained_on("missing", tmp_path) is None

@@ -283,3 +283,16 @@ def test_head_of_server_is_each_servers_group_and_each_lb_keeps_its_own_heads_in
     assert head_of_server(lb_v0.parallel_env(scenario="lb_large")) == [0] * 10 + [1] * 10
     central = lb_central_v0.parallel_env(scenario="lb_sim")  # 2 LBs over 4 x 1-CPU + 4 x 2-CPU servers
     assert head_of_server(central) == [0] * 4 + [1] * 4 + [2] * 4 + [3] * 4
+
+
+def test_any_mapping_of_servers_to_heads_is_read_as_given_even_a_permutation():
+    """head_of_server [2, 0, 1]: as many heads as servers, yet server 0 reads head 2 (the mapping, not the count,
+    says whether heads are shared), in the Q-values and in the policy file's rows."""
+    module = agent_module(10, gru_hidden=0, head_of_server=[2, 0, 1])
+    obs = torch.rand(4, 1, D)
+    q, _ = module.q_values(obs)
+    hidden = torch.relu(module.q_net.fc2(torch.relu(module.q_net.fc(obs))))
+    raw = module.q_net.head(hidden).view(4, 1, N, L)
+    assert torch.equal(q[..., 0, :], raw[..., 2, :]) and torch.equal(q[..., 1, :], raw[..., 0, :])
+    weight, bias = module.q_net.server_head()
+    assert torch.allclose((hidden @ weight.T + bias).view(4, 1, N, L), q)
