@@ -12,8 +12,11 @@ so the whole set takes minutes, not hours:
 - ``make TARGET``: ``make -n TARGET``, the recipe checked but not run (``make test`` is what runs this
   test, and ``make demo`` is the same train and evaluate path run here with small budgets).
 
-A ``train.py`` command that an earlier page already ran with the same arguments (after the budgets shrink, and
-without ``--out runs``, the default) is not trained twice: the run folder it made stands in as this page's newest run.
+Each page runs in its own view of the repository (a folder of links to the root's entries, with its own
+``runs/``, ``out/`` and files made at the root such as ``malcolm.dcpol``), so pages run in parallel and one page's
+"newest run" is its own. A ``train.py`` command that an earlier page on the same worker already ran with the same
+arguments (after the budgets shrink, and without ``--out runs``, the default) is not trained twice: the run folder it
+made stands in as this page's newest run.
 
 Placeholders: ``runs/<run>`` (also ``RUN``) is the newest run folder the page's earlier commands made (a
 Malcolm run if there is one: the pages export it to run in the engine), or one made for the page;
@@ -32,10 +35,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-# One worker runs the pages, in order: a page's commands find "the newest run" under runs/, which
-# another page running beside it would change.
-pytestmark = pytest.mark.xdist_group("documented_commands")
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), ROOT / "zoo" / "README.md"]
@@ -84,29 +83,41 @@ def _replace_option(args: list[str], option: str, value: str | None) -> list[str
 
 
 TRAINED: dict[str, Path] = {}
-"""The run folder each budgeted train.py command made, by its arguments (this worker runs every page)."""
+"""The run folder each budgeted train.py command made, by its arguments (the pages this worker ran)."""
+
+MADE_HERE = {"runs", "out", ".pytest_cache"}
+"""Root entries a page's commands write into: each page has its own (and its own files made at the root)."""
 
 
-def _runs() -> set[Path]:
-    return set((ROOT / "runs").glob("*")) if (ROOT / "runs").is_dir() else set()
+def page_tree(tmp: Path) -> Path:
+    """A view of the repository for one page: a link to each of the root's entries but those it writes."""
+    tree = tmp / "tree"
+    tree.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in MADE_HERE and not (entry.is_file() and entry.suffix == ".dcpol"):
+            (tree / entry.name).symlink_to(entry)
+    return tree
 
 
 class Page:
-    """What a page's commands share: the runs they made, a folder for what must not land in the tree."""
+    """What a page's commands share: its view of the repository, the runs they made, a folder for what must not
+    land in the tree."""
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.before = _runs()
-        self.reused: set[Path] = set()
+        self.tree = page_tree(tmp)
+        self.runs = self.tree / "runs"
+
+    def made(self) -> set[Path]:
+        return set(self.runs.glob("*")) if self.runs.is_dir() else set()
 
     def newest_run(self) -> str:
-        made = (_runs() - self.before) | {p for p in self.reused if p.is_dir()}
-        runs = [p for p in made if (p / "run.json").is_file()]
+        runs = [p for p in self.made() if (p / "run.json").is_file()]
         if not runs:  # the page trains nothing itself: a tiny Malcolm run for it
             run_command(self, "python train.py --config configs/experiments/malcolm_hetero_exp.yaml")
             return self.newest_run()
         malcolm = [p for p in runs if "__malcolm__" in p.name]
-        return str(max(malcolm or runs, key=lambda p: p.stat().st_mtime).relative_to(ROOT))
+        return str(max(malcolm or runs, key=lambda p: p.stat().st_mtime).relative_to(self.tree))
 
     def substitute(self, text: str) -> str:
         from dcgym.agents.policies.zoo import list_zoo, zoo_dir
@@ -175,13 +186,18 @@ def run_command(page: Page, text: str) -> None:
     joined = " ".join(a if SAFE.fullmatch(a) else shlex.quote(a) for a in args)  # globs and && stay the shell's
     trains = len(args) > 1 and args[1] == "train.py" and "--resume" not in args
     if trains and joined in TRAINED and TRAINED[joined].is_dir():
+        page.runs.mkdir(exist_ok=True)
+        link = page.runs / TRAINED[joined].name
+        if not link.exists():
+            link.symlink_to(TRAINED[joined])
         os.utime(TRAINED[joined])  # the newest run again, as if just made
-        page.reused.add(TRAINED[joined])
         return
-    before = _runs()
-    proc = subprocess.run(["bash", "-c", joined], cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, env=ENV)
+    before = page.made()
+    proc = subprocess.run(
+        ["bash", "-c", joined], cwd=page.tree, capture_output=True, text=True, timeout=TIMEOUT_S, env=ENV
+    )
     assert proc.returncode == 0, f"{text}\n(ran: {joined})\n{proc.stderr[-3000:]}"
-    made = _runs() - before
+    made = page.made() - before
     if trains and len(made) == 1:
         TRAINED[joined] = made.pop()
 
