@@ -214,6 +214,26 @@ def test_checkpoint_restores_identical_weights_and_training_continues(ray_sessio
         restored.stop()
 
 
+def test_one_seed_trains_identical_weights(ray_session, storage):
+    """The environment, the exploration noise, the networks and the replay's draws all follow the config's seed."""
+
+    def trained() -> dict[str, np.ndarray]:
+        algo = _config(num_steps_sampled_before_learning_starts=32).reporting(min_sample_timesteps_per_iteration=40)
+        algo = algo.build_algo()
+        try:
+            for _ in range(2):
+                algo.train()
+            assert len(algo.local_replay_buffer) == 80
+            return dict(algo.learner_group._learner.module["default_policy"].get_state())
+        finally:
+            algo.stop()
+
+    first, second = trained(), trained()
+    assert set(first) == set(second)
+    for key, value in first.items():
+        np.testing.assert_array_equal(second[key], value, err_msg=key)
+
+
 def test_ddpg_learns_the_best_action_of_a_contextual_bandit(ray_session, storage):
     """The best action is c / 2; a random initial actor (outputs ~0) loses E[c²/4] = 1/12 ≈ 0.083 per step.
 
