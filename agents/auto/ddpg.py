@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.dqn.dqn import DQN, calculate_rr_weights
 from ray.rllib.algorithms.sac.sac import SACConfig
@@ -35,18 +36,7 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
-from ray.rllib.utils.metrics import (
-    ENV_RUNNER_RESULTS,
-    ENV_RUNNER_SAMPLING_TIMER,
-    LEARNER_RESULTS,
-    LEARNER_UPDATE_TIMER,
-    NUM_AGENT_STEPS_SAMPLED_LIFETIME,
-    NUM_ENV_STEPS_SAMPLED_LIFETIME,
-    REPLAY_BUFFER_ADD_DATA_TIMER,
-    REPLAY_BUFFER_SAMPLE_TIMER,
-    SYNCH_WORKER_WEIGHTS_TIMER,
-    TIMERS,
-)
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
 from dcgym.agents.auto.ddpg_learner import DDPGTorchLearner
 from dcgym.agents.auto.ddpg_rl_module import DDPGRLModule
@@ -168,16 +158,22 @@ class DDPGConfig(SACConfig):
 
 
 class DDPG(DQN):
-    """DDPG (AuTO's Algorithm 1): DQN's off-policy loop with DDPG's module and learner, and a transition replay.
+    """DDPG (AuTO's Algorithm 1): DQN's off-policy round with DDPG's module and learner, and a transition replay.
 
-    Each ``training_step`` samples ``rollout_fragment_length`` env steps per env runner, stores their
-    transitions in a :class:`~dcgym.agents.rl.transition_replay.TransitionReplay` (``replay_buffer_config``'s
-    ``capacity``; ``n_step`` returns), and once ``num_steps_sampled_before_learning_starts`` steps were sampled
-    updates the learner on mini-batches of ``train_batch_size_per_learner`` (as many per sample as
-    ``training_intensity`` asks, RLlib's DQN weights), then syncs the env runners' actor. The mini-batch reaches
-    the learner as columns (``learner_group.update(batch=...)``): RLlib's episode replay sliced episodes per
-    sampled step and its learner connectors rebuilt the same columns, most of the time of an update of small
-    networks.
+    Each round samples ``rollout_fragment_length`` env steps per env runner, stores their transitions in a
+    :class:`~dcgym.agents.rl.transition_replay.TransitionReplay` (``replay_buffer_config``'s ``capacity``;
+    ``n_step`` returns) and, once ``num_steps_sampled_before_learning_starts`` steps were sampled, updates the
+    learner on mini-batches of ``train_batch_size_per_learner`` (as many per sample as ``training_intensity``
+    asks, RLlib's DQN weights), then syncs the env runners' actor: DQN's ``training_step``, in the same order.
+
+    What differs is the bookkeeping around it, the most of an update of small networks (docs/training.md):
+
+    - the mini-batch reaches the learner as columns (``learner_group.update(batch=...)``), where RLlib's episode
+      replay sliced episodes per sampled step and its learner connectors rebuilt the same columns;
+    - one ``training_step`` runs the rounds of a whole iteration (``min_sample_timesteps_per_iteration`` env
+      steps) and reduces the learners' and the local env runner's metrics once, at its end, not every round;
+    - with no remote env runner and a local learner, the actor's weights are copied tensor to tensor into the
+      env runner's module (RLlib's ``sync_weights`` converts them to numpy and puts them in Ray's object store).
     """
 
     @classmethod
@@ -195,42 +191,62 @@ class DDPG(DQN):
             seed=self.config.seed,
         )
 
+    def _in_process(self) -> bool:
+        """No remote env runner and a local learner: everything runs here (train.py's default)."""
+        return self.env_runner_group.num_remote_workers() == 0 and self.learner_group.is_local
+
     def training_step(self) -> None:
-        store_weight, sample_and_train_weight = calculate_rr_weights(self.config)
-        for _ in range(store_weight):
-            with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-                episodes, env_runner_results = synchronous_parallel_sample(
-                    worker_set=self.env_runner_group,
-                    concat=True,
-                    sample_timeout_s=self.config.sample_timeout_s,
-                    _uses_new_env_runners=True,
-                    _return_metrics=True,
-                )
-            self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
-            with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):
-                self.local_replay_buffer.add_episodes(episodes)
+        config = self.config
+        store_weight, sample_and_train_weight = calculate_rr_weights(config)
+        in_process = self._in_process()
         sampled = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
-        if sampled < self.config.num_steps_sampled_before_learning_starts:
-            return
-        timesteps = {
-            NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled,
-            NUM_AGENT_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
-                (ENV_RUNNER_RESULTS, NUM_AGENT_STEPS_SAMPLED_LIFETIME), default={}
-            ),
-        }
-        size = self.config.total_train_batch_size
-        for _ in range(sample_and_train_weight):
-            with self.metrics.log_time((TIMERS, REPLAY_BUFFER_SAMPLE_TIMER)):
+        until = sampled + max(config.min_sample_timesteps_per_iteration or 0, 1)
+        updated = False
+        while sampled < until:
+            for _ in range(store_weight):
+                if in_process:  # its metrics are reduced once, below
+                    episodes = self.env_runner_group.local_env_runner.sample()
+                else:
+                    episodes, results = synchronous_parallel_sample(
+                        worker_set=self.env_runner_group,
+                        concat=True,
+                        sample_timeout_s=config.sample_timeout_s,
+                        _uses_new_env_runners=True,
+                        _return_metrics=True,
+                    )
+                    self.metrics.aggregate(results, key=ENV_RUNNER_RESULTS)
+                self.local_replay_buffer.add_episodes(episodes)
+                sampled += sum(len(e) for e in episodes)
+            if sampled < config.num_steps_sampled_before_learning_starts:
+                continue
+            size = config.total_train_batch_size
+            for _ in range(sample_and_train_weight):
                 batch = SampleBatch(self.local_replay_buffer.sample(size))
-            with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
-                learner_results = self.learner_group.update(
-                    batch=MultiAgentBatch({DEFAULT_MODULE_ID: batch}, env_steps=size), timesteps=timesteps
+                self.learner_group.update(
+                    batch=MultiAgentBatch({DEFAULT_MODULE_ID: batch}, env_steps=size),
+                    timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled},
+                    _no_metrics_reduce=True,
                 )
-            self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
-        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            updated = True
+            self._sync_actor(in_process)
+        if in_process:
+            self.metrics.aggregate([self.env_runner_group.local_env_runner.get_metrics()], key=ENV_RUNNER_RESULTS)
+        if updated:
+            results = self.learner_group.foreach_learner(lambda learner: learner.metrics.reduce())
+            self.metrics.aggregate([r.get() for r in results if r.ok], key=LEARNER_RESULTS)
+
+    def _sync_actor(self, in_process: bool) -> None:
+        """The env runners act with the learner's actor from the next step on."""
+        if not in_process:
             self.env_runner_group.sync_weights(
                 from_worker_or_learner_group=self.learner_group, policies={DEFAULT_MODULE_ID}, inference_only=True
             )
+            return
+        source = self.learner_group._learner.module[DEFAULT_MODULE_ID].unwrapped().actor
+        target = self.env_runner_group.local_env_runner.module.unwrapped().actor
+        with torch.no_grad():
+            for to, value in zip(target.parameters(), source.parameters(), strict=True):
+                to.copy_(value)
 
 
 def build_srla(experiment: TrainingRun, env_config: dict[str, Any]) -> DDPGConfig:

@@ -215,16 +215,24 @@ def test_checkpoint_restores_identical_weights_and_training_continues(ray_sessio
 
 
 def test_one_seed_trains_identical_weights(ray_session, storage):
-    """The environment, the exploration noise, the networks and the replay's draws all follow the config's seed."""
+    """The environment, the exploration noise, the networks and the replay's draws all follow the config's seed; the
+    env runner acts with the learner's actor; an iteration's metrics reach the result."""
 
     def trained() -> dict[str, np.ndarray]:
         algo = _config(num_steps_sampled_before_learning_starts=32).reporting(min_sample_timesteps_per_iteration=40)
         algo = algo.build_algo()
         try:
             for _ in range(2):
-                algo.train()
+                result = algo.train()
             assert len(algo.local_replay_buffer) == 80
-            return dict(algo.learner_group._learner.module["default_policy"].get_state())
+            assert result["env_runners"]["num_env_steps_sampled_lifetime"] == 80
+            assert np.isfinite(result["learners"]["default_policy"]["critic_loss"])
+            state = algo.learner_group._learner.module["default_policy"].get_state()
+            acting = algo.env_runner_group.local_env_runner.module.get_state()  # the actor the env runner acts with
+            assert set(acting) == {k for k in state if k.startswith("actor.")}
+            for key, value in acting.items():
+                np.testing.assert_array_equal(value, state[key], err_msg=key)
+            return dict(state)
         finally:
             algo.stop()
 
