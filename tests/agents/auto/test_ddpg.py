@@ -185,6 +185,8 @@ def test_validate_names_the_bad_field():
         _config(actor_hiddens=[]).validate()
     with pytest.raises(ValueError, match="`twin_q` \\(True\\)"):
         _config(twin_q=True).validate()
+    with pytest.raises(ValueError, match="`n_step` \\(\\(1, 3\\)\\)"):
+        _config(n_step=(1, 3)).env_runners(rollout_fragment_length=3).validate()
 
 
 def test_checkpoint_restores_identical_weights_and_training_continues(ray_session, storage):
