@@ -242,6 +242,7 @@ class DDPG(DQN):
                 from_worker_or_learner_group=self.learner_group, policies={DEFAULT_MODULE_ID}, inference_only=True
             )
             return
+        # A local LearnerGroup holds its one Learner as ``_learner`` (RLlib has no public accessor for it).
         source = self.learner_group._learner.module[DEFAULT_MODULE_ID].unwrapped().actor
         target = self.env_runner_group.local_env_runner.module.unwrapped().actor
         with torch.no_grad():
