@@ -1,8 +1,8 @@
 """sRLA's update: DDPG's actor-critic step (AuTO §4.1, Algorithm 1).
 
 On a mini-batch of N transitions (s_i, a_i, r_i, s'_i) sampled from the
-replay buffer (``r_i`` summed over n steps when ``n_step`` > 1, as RLlib's
-episode replay buffer returns it):
+replay (``r_i`` summed over n steps when ``n_step`` > 1, as
+:class:`~dcgym.agents.rl.transition_replay.TransitionReplay` returns it):
 
 - target (line 2): y_i = r_i + γ^n (1 - terminated_i) Q'(s'_i, μ'(s'_i));
 - critic (line 3): L_Q = (1/N) Σ_i (y_i - Q(s_i, a_i))², no gradient through y;

@@ -185,6 +185,8 @@ def test_validate_names_the_bad_field():
         _config(actor_hiddens=[]).validate()
     with pytest.raises(ValueError, match="`twin_q` \\(True\\)"):
         _config(twin_q=True).validate()
+    with pytest.raises(ValueError, match="`n_step` \\(\\(1, 3\\)\\)"):
+        _config(n_step=(1, 3)).env_runners(rollout_fragment_length=3).validate()
 
 
 def test_checkpoint_restores_identical_weights_and_training_continues(ray_session, storage):
@@ -212,6 +214,34 @@ def test_checkpoint_restores_identical_weights_and_training_continues(ray_sessio
         assert not np.array_equal(after["actor.0.weight"], weights["actor.0.weight"])
     finally:
         restored.stop()
+
+
+def test_one_seed_trains_identical_weights(ray_session, storage):
+    """The environment, the exploration noise, the networks and the replay's draws all follow the config's seed; the
+    env runner acts with the learner's actor; an iteration's metrics reach the result."""
+
+    def trained() -> dict[str, np.ndarray]:
+        algo = _config(num_steps_sampled_before_learning_starts=32).reporting(min_sample_timesteps_per_iteration=40)
+        algo = algo.build_algo()
+        try:
+            for _ in range(2):
+                result = algo.train()
+            assert len(algo.local_replay_buffer) == 80
+            assert result["env_runners"]["num_env_steps_sampled_lifetime"] == 80
+            assert np.isfinite(result["learners"]["default_policy"]["critic_loss"])
+            state = algo.learner_group._learner.module["default_policy"].get_state()
+            acting = algo.env_runner_group.local_env_runner.module.get_state()  # the actor the env runner acts with
+            assert set(acting) == {k for k in state if k.startswith("actor.")}
+            for key, value in acting.items():
+                np.testing.assert_array_equal(value, state[key], err_msg=key)
+            return dict(state)
+        finally:
+            algo.stop()
+
+    first, second = trained(), trained()
+    assert set(first) == set(second)
+    for key, value in first.items():
+        np.testing.assert_array_equal(second[key], value, err_msg=key)
 
 
 def test_ddpg_learns_the_best_action_of_a_contextual_bandit(ray_session, storage):
