@@ -2,10 +2,10 @@
 
     python benchmarks/multilb_results.py [--scenario lb_large] [--seeds 20] [--quick]
 
-For each scenario (``lb_sim``, Table 10's three mixes, ``lb_large``; or
-``--scenario``), at every load the zoo's Distr-LB was evaluated at: the zoo
-policy (``zoo:multilb_distr_<scenario>``, by name: the file by path gives the
-same rows), the heuristics (ECMP, WCMP, LSQ, SED), the Oracle, and the
+For each scenario (``lb_sim``, Table 10's three mixes, ``lb_large``,
+``lb_capacity_change``; or ``--scenario``), at every load the zoo's Distr-LB
+was evaluated at: the zoo's Distr-LB policy trained on the scenario (by name:
+the file by path gives the same rows), the heuristics (ECMP, WCMP, LSQ, SED), the Oracle, and the
 fixed-weight search (the group-pattern bandit's pick on the fct reward,
 :mod:`dcgym.agents.marl_lb.bandit`), all on the same flows (evaluation seeds
 101-...). One Markdown row per scenario and load:
@@ -32,6 +32,7 @@ from scipy import stats
 
 from dcgym.agents.evaluation import evaluate
 from dcgym.agents.marl_lb.bandit import group_bandit, sed_weights
+from dcgym.agents.policies.zoo import list_zoo, trained_on
 from dcgym.envs.scenario import load_scenario
 
 app = typer.Typer(add_completion=False, help=__doc__.split("\n\n")[0])
@@ -43,6 +44,7 @@ CASES = {
     "lb_sim_cpu50_io50": ([0.845], 608),
     "lb_sim_cpu25_io75": ([0.845], 608),
     "lb_large": ([0.61, 0.762, 0.833, 0.914, 0.991], 119_990),
+    "lb_capacity_change": ([0.6], 39_590),
 }
 """Scenario: (loads, flows per run: one 60 s episode, the first 10% warm-up)."""
 
@@ -58,7 +60,7 @@ def rows_of(name: str, seeds: list[int], loads: list[float], flows: int, workers
     """The Markdown rows of one scenario (module docstring)."""
     weights, _ = group_bandit(name, reward="fct")
     search = sed_weights(weights)
-    learner = f"zoo:multilb_distr_{name}"
+    learner = next(f"zoo:{n}" for n in list_zoo() if n.startswith("multilb_distr_") and trained_on(n) == name)
     doc = evaluate(
         load_scenario(name),
         [learner, *HEURISTICS, "oracle", search],
