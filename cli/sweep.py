@@ -8,8 +8,9 @@
 DIR/runs/) of the experiment with the grid point's values and the seed, on one CPU of the local Ray or of the
 cluster at ``--address``. The table (per grid point: the mean over seeds of the final evaluation's headline metric
 with its 95% interval, the seeds finished, each seed's value) is printed and written to DIR/results.md and
-DIR/results.json. Ctrl-C stops the trials (exit status 130); ``--resume DIR`` runs only the unfinished ones. Bad
-input prints one ``error: ...`` line and exits with status 2 before Ray starts. This is a thin front over
+DIR/results.json. Ctrl-C stops the trials (exit status 130); ``--resume DIR`` runs only the unfinished (and failed)
+ones. A trial that fails is named on standard error (exit status 1). Bad input prints one ``error: ...`` line and
+exits with status 2 before Ray starts. This is a thin front over
 :mod:`dcgym.agents.training.sweep`.
 """
 
@@ -91,6 +92,13 @@ def main(
     )
     print(table.markdown(), end="")
     print(f"sweep folder: {Path(sweep_dir).resolve()}")
+    for trial in table.failed:
+        print(
+            f"error: trial point {trial['point']} seed {trial['seed']} failed: {trial['error']} (log: {trial['log']})",
+            file=sys.stderr,
+        )
+    if table.failed:
+        raise typer.Exit(1)
     if not table.complete:
         print(
             f"{table.finished} of {table.trials} trials finished; finish with {_PROG[0]} --resume {sweep_dir}",

@@ -205,6 +205,8 @@ class SweepTable:
     metric: dict[str, Any]
     rows: list[dict[str, Any]]
     trials: int
+    failed: tuple[dict[str, Any], ...] = ()
+    """The trials that raised: ``{point, seed, error}`` (the error's last line; its log is in the trial's folder)."""
 
     @property
     def finished(self) -> int:
@@ -215,7 +217,13 @@ class SweepTable:
         return self.finished == self.trials
 
     def to_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "trials": self.trials, "finished": self.finished, "rows": self.rows}
+        return {
+            "metric": self.metric,
+            "trials": self.trials,
+            "finished": self.finished,
+            "rows": self.rows,
+            "failed": list(self.failed),
+        }
 
     def markdown(self) -> str:
         m = self.metric
@@ -242,8 +250,10 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def make_table(spec: SweepSpec, reports: Mapping[tuple[int, int], Mapping[str, Any]]) -> SweepTable:
-    """The table of ``reports`` (each finished trial's ``{value, node_id, run}`` by (point, seed))."""
+def make_table(
+    spec: SweepSpec, reports: Mapping[tuple[int, int], Mapping[str, Any]], failed: Sequence[dict[str, Any]] = ()
+) -> SweepTable:
+    """The table of ``reports`` (each finished trial's ``{value, node_id, run}`` by (point, seed)) and ``failed``."""
     rows = []
     for p, point in enumerate(spec.points()):
         seeds = {str(s): dict(reports[p, s]) for s in spec.seeds if (p, s) in reports}
@@ -251,7 +261,7 @@ def make_table(spec: SweepSpec, reports: Mapping[tuple[int, int], Mapping[str, A
     for row in rows:
         row["n"] = len(row["seeds"])  # seeds finished (mean_ci's n leaves out a run without a value)
     metric = trial_metric(spec.trial_experiment(0, spec.seeds[0]))
-    return SweepTable(metric, rows, len(spec.points()) * len(spec.seeds))
+    return SweepTable(metric, rows, len(spec.points()) * len(spec.seeds), tuple(failed))
 
 
 def run_sweep(
@@ -297,19 +307,24 @@ def run_sweep(
                 },
                 tune_config=tune.TuneConfig(max_concurrent_trials=max_concurrent, reuse_actors=True),
                 run_config=tune.RunConfig(
-                    name=TUNE_DIR, storage_path=str(sweep_dir), verbose=0, callbacks=[_Announce()]
+                    name=TUNE_DIR, storage_path=str(sweep_dir), verbose=0, callbacks=[_announcer()]
                 ),
             )
         results = tuner.fit()
     finally:
         if started:
             ray.shutdown()
-    reports = {}
+    reports, failed = {}, []
     for result in results:
-        if result.error is None and "value" in (result.metrics or {}):
-            cfg = result.config
-            reports[int(cfg["point"]), int(cfg["seed"])] = {k: result.metrics[k] for k in ("value", "node_id", "run")}
-    table = make_table(spec, reports)
+        if not result.config:  # a trial that never started (interrupted before it)
+            continue
+        point, seed = int(result.config["point"]), int(result.config["seed"])
+        if result.error is not None:
+            last = (str(result.error).strip().splitlines() or [type(result.error).__name__])[-1]
+            failed.append({"point": point, "seed": seed, "error": last, "log": str(result.path)})
+        elif "value" in (result.metrics or {}):
+            reports[point, seed] = {k: result.metrics[k] for k in ("value", "node_id", "run")}
+    table = make_table(spec, reports, failed)
     table.write(sweep_dir)
     return table
 
@@ -319,12 +334,11 @@ def _trial_cpus(spec: SweepSpec) -> int:
     return max(1 + (e.resources.num_env_runners or 0) for e in spec.experiments().values())
 
 
-def _announce_class():
+def _announcer():
+    """A Tune callback writing one line to the log as each trial ends (made here: Ray is imported on first use)."""
     from ray.tune import Callback
 
     class Announce(Callback):
-        """One line on standard error as each trial ends."""
-
         def on_trial_complete(self, iteration, trials, trial, **info):
             value = (trial.last_result or {}).get("value")
             log.info("trial point %s seed %s finished: %s", trial.config["point"], trial.config["seed"], _fmt(value))
@@ -332,8 +346,4 @@ def _announce_class():
         def on_trial_error(self, iteration, trials, trial, **info):
             log.error("trial point %s seed %s failed (%s)", trial.config["point"], trial.config["seed"], trial.path)
 
-    return Announce
-
-
-def _Announce():  # noqa: N802 - made like a class; Ray is imported only here
-    return _announce_class()()
+    return Announce()

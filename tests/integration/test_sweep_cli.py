@@ -1,4 +1,4 @@
-"""sweep.py on a two-node Ray cluster that the test starts (one CPU per node), and its resume after Ctrl-C.
+"""sweep.py on a two-node Ray cluster that the test starts (one CPU per node), interrupted by Ctrl-C and resumed.
 
 The cluster (``ray.cluster_utils.Cluster``: a head and a second node, each its own raylet) lives in a process of its
 own, with its own Ray temp folder and free ports, so it neither meets the tests' session Ray nor another Ray on the
@@ -103,40 +103,14 @@ def finish(proc: subprocess.Popen) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
-def test_sweep_on_two_nodes(cluster, tmp_path):
-    """2 grid points x 2 seeds on two one-CPU nodes: one table row per point with both seeds, and trials on both
-    nodes (two run at once, one per node's CPU)."""
+def test_sweep_on_two_nodes_interrupted_and_resumed(cluster, tmp_path):
+    """2 grid points x 2 seeds on two one-CPU nodes (two trials at a time, one per node). Ctrl-C once a trial
+    finished: exit 130 and a table of the finished trials; --resume runs only the others, and the table has a row
+    per point with both seeds, from trials on both nodes."""
     address, nodes = cluster
     out = tmp_path / "sweep"
     grid = ["--grid", "hyperparameters.lr=1e-4,3e-4", "--seeds", "1,2"]
-    rc, stdout, stderr = finish(sweep(*TINY, *grid, "--address", address, "--out", str(out)))
-    assert rc == 0, stderr
-    table = json.loads((out / "results.json").read_text())
-    assert table["metric"]["name"] == "latency_us.p99" and table["finished"] == table["trials"] == 4
-    assert [row["point"] for row in table["rows"]] == [{"hyperparameters.lr": 1e-4}, {"hyperparameters.lr": 3e-4}]
-    ran_on = set()
-    for row in table["rows"]:
-        assert row["n"] == 2 and sorted(row["seeds"]) == ["1", "2"]
-        values = [s["value"] for s in row["seeds"].values()]
-        assert all(v > 0 for v in values) and row["mean"] == pytest.approx(sum(values) / 2)
-        assert row["ci95"] is not None and row["ci95"] >= 0
-        for seed, trial in row["seeds"].items():
-            ran_on.add(trial["node_id"])
-            # the trial trained the grid point's value with its seed, in the run folder it names
-            config = yaml.safe_load((out / trial["run"] / "config.yaml").read_text())
-            assert (config["hyperparameters"]["lr"], config["seed"]) == (row["point"]["hyperparameters.lr"], int(seed))
-            assert json.loads((out / trial["run"] / "run.json").read_text())["status"] == "finished"
-    assert ran_on == nodes
-    assert "| hyperparameters.lr=0.0001 |" in stdout and (out / "results.md").read_text() in stdout
-
-
-def test_sweep_resumes_after_ctrl_c(cluster, tmp_path):
-    """Ctrl-C once the first trial finished: exit 130 with a table of that trial; --resume runs only the other and
-    the table covers both. One trial at a time, no evaluation (the value is the last training return)."""
-    address, _ = cluster
-    out = tmp_path / "sweep"
-    args = [*TINY, "--set", "evaluation.enabled=false", "--seeds", "1,2", "--max-concurrent", "1"]
-    proc = sweep(*args, "--address", address, "--out", str(out))
+    proc = sweep(*TINY, *grid, "--address", address, "--out", str(out))
     lines: list[str] = []
     first = threading.Event()
 
@@ -160,14 +134,30 @@ def test_sweep_resumes_after_ctrl_c(cluster, tmp_path):
         proc.stdout.close()
         proc.stderr.close()
     partial = json.loads((out / "results.json").read_text())
-    assert partial["metric"]["name"] == "charts/return" and partial["finished"] == 1
-    (done,) = partial["rows"][0]["seeds"].values()
-    done_run = (out / done["run"] / "run.json").read_text()
+    done = {(p, s): t for p, row in enumerate(partial["rows"]) for s, t in row["seeds"].items()}
+    assert 1 <= partial["finished"] == len(done) < 4, partial
+    run_files = {key: (out / t["run"] / "run.json").read_text() for key, t in done.items()}
 
     rc, stdout, stderr = finish(sweep("--resume", str(out), "--address", address))
     assert rc == 0, stderr
+    assert stderr.count(" finished: ") == 4 - len(done)  # only the unfinished trials ran
     table = json.loads((out / "results.json").read_text())
-    assert table["finished"] == 2 and table["rows"][0]["n"] == 2
-    assert table["rows"][0]["seeds"][next(iter(partial["rows"][0]["seeds"]))] == done  # kept, not trained again
-    assert (out / done["run"] / "run.json").read_text() == done_run
-    assert stderr.count(" finished: ") == 1  # the resumed driver ran one trial
+    assert table["metric"]["name"] == "latency_us.p99" and table["finished"] == table["trials"] == 4
+    assert [row["point"] for row in table["rows"]] == [{"hyperparameters.lr": 1e-4}, {"hyperparameters.lr": 3e-4}]
+    ran_on = set()
+    for p, row in enumerate(table["rows"]):
+        assert row["n"] == 2 and sorted(row["seeds"]) == ["1", "2"]
+        values = [t["value"] for t in row["seeds"].values()]
+        assert all(v > 0 for v in values) and row["mean"] == pytest.approx(sum(values) / 2)
+        assert row["ci95"] is not None and row["ci95"] >= 0
+        for seed, trial in row["seeds"].items():
+            ran_on.add(trial["node_id"])
+            # the trial trained the grid point's value with its seed, in the run folder it names
+            config = yaml.safe_load((out / trial["run"] / "config.yaml").read_text())
+            assert (config["hyperparameters"]["lr"], config["seed"]) == (row["point"]["hyperparameters.lr"], int(seed))
+            assert json.loads((out / trial["run"] / "run.json").read_text())["status"] == "finished"
+            if (p, seed) in done:  # kept from before the interruption, not trained again
+                assert trial == done[p, seed]
+                assert (out / trial["run"] / "run.json").read_text() == run_files[p, seed]
+    assert ran_on == nodes
+    assert "| hyperparameters.lr=0.0001 |" in stdout and (out / "results.md").read_text() in stdout
