@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from dcgym.agents.evaluation.document import get_path
 from dcgym.agents.evaluation.family import family_of
 from dcgym.agents.evaluation.stats import mean_ci
@@ -66,7 +68,7 @@ def parse_grid(items: Sequence[str] | None) -> dict[str, list[Any]]:
             )
         try:
             values = parse(f"[{text}]")
-        except Exception:  # noqa: BLE001 - any YAML error: the values as written are the problem
+        except yaml.YAMLError:
             values = None
         if not values:
             raise InvalidConfigError(key, text, "comma-separated YAML values, e.g. 1e-4,3e-4 or [16],[32,32]")
