@@ -8,7 +8,7 @@ This package holds the command-line fronts; the library is in the subpackages:
 | ``dcgym.agents`` | heuristics, learning systems, training, evaluation, export |
 | ``dcgym.cpp_core`` | the C++ engine (pybind11) |
 
-Commands (installed by ``pip install``, or ``python -m dcgym COMMAND``): ``dcgym-train``,
+Commands (installed by ``pip install``, or ``python -m dcgym COMMAND``): ``dcgym-train``, ``dcgym-sweep``,
 ``dcgym-evaluate``, ``dcgym-export`` and ``dcgym list``.
 """
 

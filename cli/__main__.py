@@ -12,6 +12,7 @@ from dcgym._app import BAD_INPUT, print_error
 
 COMMANDS = {
     "train": ("dcgym.train", "train one experiment, leaving a run folder"),
+    "sweep": ("dcgym.sweep", "train an experiment over a grid and seeds as Ray Tune trials, with a table"),
     "evaluate": ("dcgym.evaluate", "evaluate policies on a scenario of any family"),
     "export": ("dcgym.export", "export a trained policy as a policy file"),
     "verify": ("dcgym.verify", "rerun an evaluation from its manifest and check it bit for bit"),

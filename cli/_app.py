@@ -16,7 +16,7 @@ import typer
 from dcgym import __version__
 from dcgym.envs.error import DcgymError, InvalidConfigError
 
-__all__ = ["BAD_INPUT", "INTERRUPTED", "VersionOption", "new_app", "print_error", "run_app"]
+__all__ = ["BAD_INPUT", "INTERRUPTED", "VersionOption", "new_app", "print_error", "quiet_ray_logs", "run_app"]
 
 BAD_INPUT = 2
 """Exit status for any bad argument or configuration (and for usage errors)."""
@@ -45,6 +45,16 @@ VersionOption = Annotated[
     bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
 ]
 """A ``--version`` option for a command's signature."""
+
+
+def quiet_ray_logs() -> None:
+    """Ray's and RLlib's loggers at errors only: set after importing Ray, which sets their levels itself."""
+    import logging
+
+    import ray  # noqa: F401 - heavy: only for the commands that run Ray
+
+    for noisy in ("ray", "ray.rllib", "ray.tune"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
 
 
 def print_error(message: str) -> None:

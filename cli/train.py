@@ -28,7 +28,7 @@ import typer
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from dcgym._app import INTERRUPTED, VersionOption, new_app, run_app  # noqa: E402
+from dcgym._app import INTERRUPTED, VersionOption, new_app, quiet_ray_logs, run_app  # noqa: E402
 from dcgym.agents.algorithms import algorithms  # noqa: E402
 from dcgym.agents.training import CONFIG_FILE, Trainer, find_run, new_run_dir  # noqa: E402
 from dcgym.agents.training.experiment import load_experiment, parse_assignments  # noqa: E402
@@ -139,10 +139,7 @@ def run(argv: list[str] | None = None, prog: str | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     _ARGV[:] = sys.argv[1:] if argv is None else argv
     _PROG[0] = prog or Path(sys.argv[0]).name
-    import ray  # noqa: F401 - importing Ray sets its loggers' levels; quieten them after that
-
-    for noisy in ("ray", "ray.rllib", "ray.tune"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
+    quiet_ray_logs()
     return run_app(app, argv, _PROG[0], {_Interrupted: _interrupted, KeyboardInterrupt: _interrupted})
 
 

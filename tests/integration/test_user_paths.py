@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from dcgym import evaluate, export, train
+from dcgym import evaluate, export, sweep, train
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -112,7 +112,7 @@ def test_installed_commands_answer_help_and_version(command):
     assert proc.returncode == 0 and proc.stdout.startswith("dcgym "), proc.stderr
 
 
-@pytest.mark.parametrize("command", [train, evaluate, export])
+@pytest.mark.parametrize("command", [train, sweep, evaluate, export])
 def test_dash_h_and_dash_dash_help_print_the_same_usage(command, capsys):
     outputs = []
     for flag in ("-h", "--help"):
