@@ -57,7 +57,10 @@ def init(num_cpus: int, address: str | None = None, log_level: int = logging.WAR
 
     if address is not None:
         check_address(address)
-        ray.init(address=address, log_to_driver=False, logging_level=log_level)
+        # The cluster's workers were started by `ray start`, not by this process: they get its hash seed through
+        # the job's runtime environment (a local Ray inherits it; dcgym._app.reproducible_hashes says why).
+        hash_seed = {"PYTHONHASHSEED": os.environ["PYTHONHASHSEED"]} if "PYTHONHASHSEED" in os.environ else {}
+        ray.init(address=address, log_to_driver=False, logging_level=log_level, runtime_env={"env_vars": hash_seed})
     else:
         ray.init(
             num_cpus=num_cpus,

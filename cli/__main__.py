@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from dcgym import __version__
-from dcgym._app import BAD_INPUT, print_error
+from dcgym._app import BAD_INPUT, print_error, reproducible_hashes
 
 COMMANDS = {
     "train": ("dcgym.train", "train one experiment, leaving a run folder"),
@@ -19,6 +19,9 @@ COMMANDS = {
     "list": ("dcgym.catalog", "list scenarios, policies, algorithms, experiments or zoo policies"),
 }
 """Each command: the module whose ``run(argv, prog)`` it is, and what it does."""
+
+TRAINS = ("train", "sweep")
+"""The commands that train, and so run with a fixed hash seed (:func:`dcgym._app.reproducible_hashes`)."""
 
 USAGE = (
     "usage: python -m dcgym {"
@@ -42,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     if args[0] not in COMMANDS:
         print_error(f"command: got {args[0]!r}; allowed: one of {', '.join(COMMANDS)}")
         return BAD_INPUT
+    if args[0] in TRAINS:
+        reproducible_hashes(argv)
     module = importlib.import_module(COMMANDS[args[0]][0])
     return module.run(args[1:], prog=f"python -m dcgym {args[0]}")
 

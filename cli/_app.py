@@ -7,6 +7,7 @@ which turns every usage error and every dcgym, value or file error into one
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Annotated
@@ -16,7 +17,16 @@ import typer
 from dcgym import __version__
 from dcgym.envs.error import DcgymError, InvalidConfigError
 
-__all__ = ["BAD_INPUT", "INTERRUPTED", "VersionOption", "new_app", "print_error", "quiet_ray_logs", "run_app"]
+__all__ = [
+    "BAD_INPUT",
+    "INTERRUPTED",
+    "VersionOption",
+    "new_app",
+    "print_error",
+    "quiet_ray_logs",
+    "reproducible_hashes",
+    "run_app",
+]
 
 BAD_INPUT = 2
 """Exit status for any bad argument or configuration (and for usage errors)."""
@@ -45,6 +55,22 @@ VersionOption = Annotated[
     bool, typer.Option("--version", callback=_version, is_eager=True, help="print the version and exit")
 ]
 """A ``--version`` option for a command's signature."""
+
+
+def reproducible_hashes(argv: list[str] | None) -> None:
+    """Restart this process with ``PYTHONHASHSEED=0`` unless the variable is set (a command that trains).
+
+    RLlib keeps a multi-agent episode's agent ids in sets, whose order follows the strings' hashes, which Python
+    draws anew for each process: the order in which a batch is assembled, and so the trained weights, would
+    change from one run of the same seed to the next. A fixed hash seed, inherited by the Ray processes the
+    command starts, makes one seed train bit for bit alike. Only for a real command line (``argv`` None): a
+    caller that passes its arguments runs in its own process, which it seeds itself.
+    """
+    if argv is not None or "PYTHONHASHSEED" in os.environ:
+        return
+    os.environ["PYTHONHASHSEED"] = "0"
+    sys.stdout.flush()
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
 
 
 def quiet_ray_logs() -> None:

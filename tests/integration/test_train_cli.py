@@ -286,6 +286,32 @@ def test_tiny_run_leaves_a_complete_run_folder(tmp_path, algorithm):
     assert (run / "rllib").is_dir()  # RLlib's own log folder is in the run folder, not in ~/ray_results
 
 
+def test_two_runs_of_one_seed_train_the_same_weights_in_separate_processes(tmp_path):
+    """RLlib orders a multi-agent batch by sets of agent ids, whose order changes with Python's hash seed from one
+    process to the next: train.py fixes it (dcgym._app.reproducible_hashes), so the same command trains the same
+    weights bit for bit. Real processes, without a hash seed of their own, as a user starts them."""
+    env = {k: v for k, v in ENV.items() if k != "PYTHONHASHSEED"}
+    weights, returns = [], []
+    for k in (1, 2):
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "train.py"), "--config", "configs/experiments/smoke.yaml", "--iterations", "1"]
+            + ["--set", "evaluation.enabled=false", "--out", str(tmp_path / str(k))],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=150,
+            env=env,
+        )
+        assert proc.returncode == 0, proc.stderr
+        run = run_folder(proc)
+        weights.append(
+            (run / "checkpoints/iter_000001/learner_group/learner/rl_module/shared/module_state.pkl").read_bytes()
+        )
+        returns.append(metrics(run)[0]["charts/return"])
+    assert returns[0] == returns[1] and returns[0]
+    assert weights[0] == weights[1]
+
+
 def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
     proc = subprocess.Popen(
         [
