@@ -43,15 +43,15 @@ class TransitionReplayDQN(DQN):
     """RLlib's DQN with the training step of the module docstring; subclasses bring their config, module, learner."""
 
     def setup(self, config: Any) -> None:
-        super().setup(config)
-        config = self.config
         kind = str(config.replay_buffer_config.get("type", ""))
-        if "Prioritized" in kind:
+        if "Prioritized" in kind:  # before anything is built
             raise ValueError(f"replay_buffer_config.type ({kind!r}): {type(self).__name__} replays uniformly")
         if config.store_buffer_in_checkpoints:
             raise ValueError(f"store_buffer_in_checkpoints (True): {type(self).__name__}'s replay is not saved")
         if config.count_steps_by != "env_steps":
             raise ValueError(f"count_steps_by ({config.count_steps_by!r}) must be 'env_steps'")
+        super().setup(config)
+        config = self.config
         # In place of RLlib's episode replay; seeded by the config's seed (debugging(seed=...) seeds the networks and
         # the environment, not a buffer): one seed trains bit for bit alike.
         self.local_replay_buffer = ModuleReplays(
