@@ -4,7 +4,7 @@ RLlib no longer ships DDPG; this is DDPG (Lillicrap et al., ICLR 2016) as
 AuTO's Algorithm 1 states it, built from RLlib's off-policy pieces: DQN's
 loop (sample, store, sample a mini-batch, update, soft target update, sync
 the EnvRunners) over a replay of transitions in numpy arrays
-(:class:`~dcgym.agents.rl.transition_replay.TransitionReplay`), the
+(:class:`~dcgym.agents.rl.replay_training.TransitionReplayDQN`), the
 networks in :mod:`.ddpg_rl_module`, the losses in :mod:`.ddpg_learner`.
 
 ```python
@@ -28,21 +28,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import torch
 from ray.rllib.algorithms.algorithm_config import NotProvided
-from ray.rllib.algorithms.dqn.dqn import DQN, calculate_rr_weights
 from ray.rllib.algorithms.sac.sac import SACConfig
-from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
-from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
-from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
 
 from dcgym.agents.auto.ddpg_learner import DDPGTorchLearner
 from dcgym.agents.auto.ddpg_rl_module import DDPGRLModule
 from dcgym.agents.auto.system import AUTO_SRLA
+from dcgym.agents.rl.replay_training import TransitionReplayDQN
 from dcgym.agents.rl.spec import TrainingRun
-from dcgym.agents.rl.transition_replay import TransitionReplay
 from dcgym.agents.rl.wiring import common, training
 
 __all__ = ["DDPG", "DDPGConfig", "build_srla"]
@@ -157,97 +151,20 @@ class DDPGConfig(SACConfig):
                 err(f"`{key}` ({value}) must be > 0")
 
 
-class DDPG(DQN):
+class DDPG(TransitionReplayDQN):
     """DDPG (AuTO's Algorithm 1): DQN's off-policy round with DDPG's module and learner, and a transition replay.
 
-    Each round samples ``rollout_fragment_length`` env steps per env runner, stores their transitions in a
-    :class:`~dcgym.agents.rl.transition_replay.TransitionReplay` (``replay_buffer_config``'s ``capacity``;
-    ``n_step`` returns) and, once ``num_steps_sampled_before_learning_starts`` steps were sampled, updates the
-    learner on mini-batches of ``train_batch_size_per_learner`` (as many per sample as ``training_intensity``
-    asks, RLlib's DQN weights), then syncs the env runners' actor: DQN's ``training_step``, in the same order.
-
-    What differs is the bookkeeping around it, the most of an update of small networks (docs/training.md):
-
-    - the mini-batch reaches the learner as columns (``learner_group.update(batch=...)``), where RLlib's episode
-      replay sliced episodes per sampled step and its learner connectors rebuilt the same columns;
-    - one ``training_step`` runs the rounds of a whole iteration (``min_sample_timesteps_per_iteration`` env
-      steps) and reduces the learners' and the local env runner's metrics once, at its end, not every round;
-    - with no remote env runner and a local learner, the actor's weights are copied tensor to tensor into the
-      env runner's module (RLlib's ``sync_weights`` converts them to numpy and puts them in Ray's object store).
+    Each round samples ``rollout_fragment_length`` env steps per env runner, stores their transitions (``n_step``
+    returns) in a replay of ``replay_buffer_config``'s ``capacity`` and, once
+    ``num_steps_sampled_before_learning_starts`` steps were sampled, updates the learner on mini-batches of
+    ``train_batch_size_per_learner`` (as many per sample as ``training_intensity`` asks, RLlib's DQN weights), then
+    syncs the env runners' actor: DQN's ``training_step`` over numpy arrays
+    (:class:`~dcgym.agents.rl.replay_training.TransitionReplayDQN`).
     """
 
     @classmethod
     def get_default_config(cls) -> DDPGConfig:
         return DDPGConfig()
-
-    def setup(self, config: Any) -> None:
-        super().setup(config)
-        # In place of RLlib's episode replay; seeded by the config's seed (debugging(seed=...) seeds the networks and
-        # the environment, not a buffer): one seed trains bit for bit alike.
-        self.local_replay_buffer = TransitionReplay(
-            int(self.config.replay_buffer_config["capacity"]),
-            n_step=self.config.n_step,
-            gamma=self.config.gamma,
-            seed=self.config.seed,
-        )
-
-    def _in_process(self) -> bool:
-        """No remote env runner and a local learner: everything runs here (train.py's default)."""
-        return self.env_runner_group.num_remote_workers() == 0 and self.learner_group.is_local
-
-    def training_step(self) -> None:
-        config = self.config
-        store_weight, sample_and_train_weight = calculate_rr_weights(config)
-        in_process = self._in_process()
-        sampled = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
-        until = sampled + max(config.min_sample_timesteps_per_iteration or 0, 1)
-        updated = False
-        while sampled < until:
-            for _ in range(store_weight):
-                if in_process:  # its metrics are reduced once, below
-                    episodes = self.env_runner_group.local_env_runner.sample()
-                else:
-                    episodes, results = synchronous_parallel_sample(
-                        worker_set=self.env_runner_group,
-                        concat=True,
-                        sample_timeout_s=config.sample_timeout_s,
-                        _uses_new_env_runners=True,
-                        _return_metrics=True,
-                    )
-                    self.metrics.aggregate(results, key=ENV_RUNNER_RESULTS)
-                self.local_replay_buffer.add_episodes(episodes)
-                sampled += sum(len(e) for e in episodes)
-            if sampled < config.num_steps_sampled_before_learning_starts:
-                continue
-            size = config.total_train_batch_size
-            for _ in range(sample_and_train_weight):
-                batch = SampleBatch(self.local_replay_buffer.sample(size))
-                self.learner_group.update(
-                    batch=MultiAgentBatch({DEFAULT_MODULE_ID: batch}, env_steps=size),
-                    timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: sampled},
-                    _no_metrics_reduce=True,
-                )
-            updated = True
-            self._sync_actor(in_process)
-        if in_process:
-            self.metrics.aggregate([self.env_runner_group.local_env_runner.get_metrics()], key=ENV_RUNNER_RESULTS)
-        if updated:
-            results = self.learner_group.foreach_learner(lambda learner: learner.metrics.reduce())
-            self.metrics.aggregate([r.get() for r in results if r.ok], key=LEARNER_RESULTS)
-
-    def _sync_actor(self, in_process: bool) -> None:
-        """The env runners act with the learner's actor from the next step on."""
-        if not in_process:
-            self.env_runner_group.sync_weights(
-                from_worker_or_learner_group=self.learner_group, policies={DEFAULT_MODULE_ID}, inference_only=True
-            )
-            return
-        # A local LearnerGroup holds its one Learner as ``_learner`` (RLlib has no public accessor for it).
-        source = self.learner_group._learner.module[DEFAULT_MODULE_ID].unwrapped().actor
-        target = self.env_runner_group.local_env_runner.module.unwrapped().actor
-        with torch.no_grad():
-            for to, value in zip(target.parameters(), source.parameters(), strict=True):
-                to.copy_(value)
 
 
 def build_srla(experiment: TrainingRun, env_config: dict[str, Any]) -> DDPGConfig:

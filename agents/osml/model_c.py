@@ -1,7 +1,8 @@
 """OSML's Model-C (FAST'23 §4.3): a DQN over (Δcores, Δways) ∈ {-3..3}², on RLlib's DQN (new API stack).
 
-RLlib's ``DQN`` algorithm (its sampling, episode replay buffer and target updates) runs with a custom module and
-learner that are exactly OSML's network and loss:
+RLlib's ``DQN`` algorithm (its sampling and target updates; its training step over a replay of transitions in numpy
+arrays, :class:`dcgym.agents.osml.model_c_rllib.ModelCDQN`) runs with a custom module and learner that are exactly
+OSML's network and loss:
 
 * :class:`ModelCModule`: one MLP of three hidden layers of 30 ReLU units from the eight counters of colo_v0's
   observation (CPU utilization, frequency, IPC, misses, memory bandwidth, allocated cache and cores, latency) to
@@ -86,7 +87,7 @@ class ModelCHyperparameters(Hyperparameters):
     train_batch_size: int = Field(200, ge=1)
     """Transitions drawn from the replay pool per update (paper 200; code 5)."""
     replay_capacity: int = Field(10_000, ge=1)
-    """Transitions the replay pool keeps (code: 50)."""
+    """Transitions of each service the replay pool keeps (code: 50)."""
     learning_starts: int = Field(200, ge=0)
     """Steps sampled before the first update."""
     rollout_fragment_length: int = Field(4, ge=1)

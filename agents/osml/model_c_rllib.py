@@ -1,4 +1,5 @@
-"""Model-C's RLlib pieces (imports Ray): the Q-network module, the learner with OSML's loss and RMSProp, the builder.
+"""Model-C's RLlib pieces (imports Ray): the Q-network module, the learner with OSML's loss and RMSProp, the
+algorithm (RLlib's DQN loop over a replay of transitions in numpy arrays), the builder.
 
 See :mod:`dcgym.agents.osml.model_c` for what they compute and why.
 """
@@ -17,7 +18,6 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.utils import make_target_network
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.core.rl_module.torch.torch_rl_module import TorchRLModule
-from ray.rllib.utils.metrics import TD_ERROR_KEY
 from ray.rllib.utils.schedules.scheduler import Scheduler
 from torch import nn
 
@@ -25,10 +25,11 @@ from dcgym.agents.osml.model_c import ModelCHyperparameters, normalize, osml_dqn
 from dcgym.agents.osml.policy_file import model_c_policy
 from dcgym.agents.policy_format import MlpPolicy
 from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
+from dcgym.agents.rl.replay_training import TransitionReplayDQN
 from dcgym.agents.rl.spec import TrainingRun
 from dcgym.agents.rl.wiring import common, policies
 
-__all__ = ["ModelCLearner", "ModelCModule", "build", "q_network"]
+__all__ = ["ModelCDQN", "ModelCLearner", "ModelCModule", "build", "q_network"]
 
 
 def q_network(n_in: int, n_out: int, hidden: list[int], init_std: float) -> nn.Sequential:
@@ -126,7 +127,6 @@ class ModelCLearner(DQNTorchLearner):
             config.gamma,
             batch.get("n_step"),
         )
-        self.metrics.log_value(key=(module_id, TD_ERROR_KEY), value=td.detach(), reduce="item_series")
         q = torch.nan_to_num(fwd_out[QF_PREDS], neginf=0.0)
         self.metrics.log_dict(
             {
@@ -140,10 +140,17 @@ class ModelCLearner(DQNTorchLearner):
         return loss
 
 
+class ModelCDQN(TransitionReplayDQN):
+    """RLlib's DQN rounds (sample, store, one mini-batch per module per round, target copies every ``target_sync``
+    sampled env steps) over a replay of transitions in numpy arrays: each service's transitions are stored in the
+    ring of the module it acts with and drawn uniformly, as RLlib's ``MultiAgentEpisodeReplayBuffer`` draws them
+    (:class:`~dcgym.agents.rl.replay_training.TransitionReplayDQN`)."""
+
+
 def build(experiment: TrainingRun, env_config: dict[str, Any]) -> DQNConfig:
-    """``algorithm: osml_dqn``: RLlib's DQN with :class:`ModelCModule` and :class:`ModelCLearner`."""
+    """``algorithm: osml_dqn``: :class:`ModelCDQN` with :class:`ModelCModule` and :class:`ModelCLearner`."""
     hp = ModelCHyperparameters(**experiment.hyperparameters)
-    config = common(DQNConfig(), experiment, env_config)
+    config = common(DQNConfig(algo_class=ModelCDQN), experiment, env_config)
     config.env_runners(rollout_fragment_length=hp.rollout_fragment_length)
     config.training(
         lr=hp.lr,
@@ -157,6 +164,7 @@ def build(experiment: TrainingRun, env_config: dict[str, Any]) -> DQNConfig:
         num_atoms=1,
         epsilon=[(0, hp.epsilon), (1, hp.epsilon)],
         num_steps_sampled_before_learning_starts=hp.learning_starts,
+        # ModelCDQN replays from numpy arrays of this capacity (RLlib builds the buffer named, empty and unused)
         replay_buffer_config={"type": "MultiAgentEpisodeReplayBuffer", "capacity": hp.replay_capacity},
     )
     config.learners(learner_class=ModelCLearner)

@@ -189,6 +189,18 @@ def test_validate_names_the_bad_field():
         _config(n_step=(1, 3)).env_runners(rollout_fragment_length=3).validate()
 
 
+def test_what_the_transition_replay_does_not_do_is_refused(ray_session, storage):
+    """DQN's training step over a transition replay (agents/rl/replay_training.py, DDPG's and Model-C's): no
+    prioritized replay, no replay in checkpoints, env steps only."""
+    with pytest.raises(ValueError, match="store_buffer_in_checkpoints \\(True\\)"):
+        _config(store_buffer_in_checkpoints=True).build_algo()
+    with pytest.raises(ValueError, match="count_steps_by \\('agent_steps'\\)"):
+        _config().multi_agent(count_steps_by="agent_steps").build_algo()
+    prioritized = {"type": "PrioritizedEpisodeReplayBuffer", "capacity": 100, "alpha": 0.6, "beta": 0.4}
+    with pytest.raises(ValueError, match="PrioritizedEpisodeReplayBuffer.*replays uniformly"):
+        _config(replay_buffer_config=prioritized).build_algo()
+
+
 def test_checkpoint_restores_identical_weights_and_training_continues(ray_session, storage):
     config = _config(num_steps_sampled_before_learning_starts=32).reporting(min_sample_timesteps_per_iteration=40)
     algo = config.build_algo()

@@ -16,11 +16,23 @@ from dcgym.envs.error import InvalidConfigError
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
 
 EXPERIMENT = "configs/experiments/osml_dqn_single.yaml"
+MIXES = "configs/experiments/osml_dqn_mixes.yaml"
+MIXES_SMALL = {
+    "hyperparameters.learning_starts": 20,
+    "hyperparameters.steps_per_iteration": 40,
+    "hyperparameters.train_batch_size": 16,
+    "hyperparameters.target_sync": 40,
+}
+"""Three services, learning from the first iteration's end, a target copy every iteration (also in test_determinism)."""
+
+
+def _algo_of(path: str, overrides: dict):
+    exp = load_experiment(path, {"resources.num_env_runners": 0, **overrides})
+    return build_config(exp).build_algo()
 
 
 def _algo(**overrides):
-    exp = load_experiment(EXPERIMENT, {"resources.num_env_runners": 0, **overrides})
-    return build_config(exp).build_algo()
+    return _algo_of(EXPERIMENT, overrides)
 
 
 def test_loss_equals_a_plain_recomputation(ray_session, storage):
@@ -118,6 +130,28 @@ def test_short_training_brings_the_service_to_qos(ray_session, storage):
     finally:
         algo.stop()
     assert all(s is not None and s <= 10 for s in steps), steps
+
+
+def test_each_services_transitions_are_replayed_and_the_env_runner_acts_with_the_learned_network(ray_session, storage):
+    """Three services share the Model-C: each one's transitions are stored (three per env step), the target network
+    is copied every ``target_sync`` steps, and the env runner acts with the learner's network (two runs of one seed
+    train the same weights: tests/agents/training/test_determinism.py)."""
+    algo = _algo_of(MIXES, MIXES_SMALL)
+    try:
+        module = algo.learner_group._learner.module["shared"]
+        initial = np.array(module.get_state()["_target_qnet.0.weight"], copy=True)
+        for _ in range(2):
+            result = algo.train()
+        assert result["env_runners"]["num_env_steps_sampled_lifetime"] == 80
+        assert len(algo.local_replay_buffer) == 3 * 80
+        assert np.isfinite(result["learners"]["shared"]["qf_loss"])
+        state = module.get_state()
+        assert not np.array_equal(state["_target_qnet.0.weight"], initial)
+        acting = algo.env_runner_group.local_env_runner.module["shared"].get_state()
+        assert set(acting) == {k for k in state if k.startswith("qnet.")}
+        assert all(np.array_equal(value, state[key]) for key, value in acting.items())
+    finally:
+        algo.stop()
 
 
 def test_bad_hyperparameters_and_env_are_refused():

@@ -1,6 +1,7 @@
 """Same seed, same weights: the algorithms that learn from a replay buffer train bit for bit alike twice.
 
-RLlib's episode replay buffers sample with an unseeded generator; the trainer seeds it from the experiment's seed.
+RLlib's episode replay buffers (rlb_sac's) sample with an unseeded generator, which the trainer seeds from the
+experiment's seed; the transition replays (osml_dqn's, agents/rl/transition_replay.py) draw from the config's seed.
 Each case trains past its first updates (learning starts early) and compares every weight exactly.
 """
 
@@ -19,6 +20,16 @@ CASES = {
         "configs/experiments/osml_dqn_single.yaml",
         {"hyperparameters.learning_starts": 20, "hyperparameters.train_batch_size": 16},
         3,
+    ),
+    "osml_dqn_mixes": (  # three services sharing one Model-C: each one's transitions in the shared replay
+        "configs/experiments/osml_dqn_mixes.yaml",
+        {
+            "hyperparameters.learning_starts": 20,
+            "hyperparameters.steps_per_iteration": 40,
+            "hyperparameters.train_batch_size": 16,
+            "hyperparameters.target_sync": 40,
+        },
+        2,
     ),
     "rlb_sac": (
         "configs/experiments/rlb_sac_sim.yaml",

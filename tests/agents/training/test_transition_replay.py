@@ -1,4 +1,5 @@
-"""TransitionReplay: the ring's wrap-around, uniform sampling, n-step returns by hand, seeded determinism, episodes."""
+"""TransitionReplay: the ring's wrap-around, uniform sampling, n-step returns by hand, seeded determinism, episodes,
+dict observations; ModuleReplays: each agent's transitions in its module's ring."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from ray.rllib.core.columns import Columns
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
-from dcgym.agents.rl.transition_replay import TransitionReplay
+from dcgym.agents.rl.transition_replay import ModuleReplays, TransitionReplay
 
 
 def _chunk(replay: TransitionReplay, first: int, steps: int, *, key=0, terminated=False, done=False) -> None:
@@ -111,6 +112,55 @@ def test_episodes_of_an_env_runner_are_stored_as_their_transitions():
         Columns.NEXT_OBS,
         Columns.TERMINATEDS,
     }
+
+
+def _agent_episode(agent: int, steps: int, *, terminated: bool = False) -> SingleAgentEpisode:
+    """Observation {"x": [agent, t], "mask": [t % 2]} at step t, action 10 * agent + t, reward t; in numpy arrays, as
+    an env runner's ``sample()`` returns its episodes."""
+    episode = SingleAgentEpisode(
+        observations=[
+            {"x": np.array([agent, t], np.float32), "mask": np.array([t % 2], np.int8)} for t in range(steps + 1)
+        ],
+        actions=[10 * agent + t for t in range(steps)],
+        rewards=[float(t) for t in range(steps)],
+        terminated=terminated,
+        len_lookback_buffer=0,
+    )
+    return episode.to_numpy()
+
+
+class _MultiAgentChunk:
+    """What ModuleReplays reads of a MultiAgentEpisode: its id, its agents' episodes and their modules."""
+
+    def __init__(self, id_: str, agent_episodes: dict, modules: dict) -> None:
+        self.id_, self.agent_episodes, self._modules = id_, agent_episodes, modules
+
+    def module_for(self, agent):
+        return self._modules[agent]
+
+
+def test_each_agent_fills_its_modules_ring_with_dict_observations():
+    """Agents 1 and 2 share module "s", agent 3 has "o": "s" keeps capacity x 2 transitions, and n-step returns
+    (n = 2, γ = 1) never run from one agent's steps into another's."""
+    replays = ModuleReplays(4, n_step=2, gamma=1.0, seed=3)
+    chunk = _MultiAgentChunk(
+        "e", {a: _agent_episode(a, 3, terminated=True) for a in (1, 2, 3)}, {1: "s", 2: "s", 3: "o"}
+    )
+    replays.add_episodes([chunk])
+    assert list(replays.replays) == ["s", "o"] and len(replays) == 9
+    shared, own = replays.replays["s"], replays.replays["o"]
+    assert (shared.capacity, own.capacity) == (8, 4)
+    cols = shared._columns
+    np.testing.assert_array_equal(cols[Columns.OBS]["x"][:6], [[1, 0], [1, 1], [1, 2], [2, 0], [2, 1], [2, 2]])
+    np.testing.assert_array_equal(cols[Columns.NEXT_OBS]["mask"][:6, 0], [0, 1, 1, 0, 1, 1])  # s_{t+2}, or s_3
+    np.testing.assert_array_equal(cols[Columns.ACTIONS][:6], [10, 11, 12, 20, 21, 22])
+    np.testing.assert_array_equal(cols[Columns.REWARDS][:6], [1, 3, 2, 1, 3, 2])
+    batch = replays.sample(5)
+    assert set(batch) == {"s", "o"} and set(batch["o"][Columns.OBS]) == {"x", "mask"}
+    assert batch["o"][Columns.OBS]["x"].shape == (5, 2) and set(batch["o"][Columns.OBS]["x"][:, 0]) == {3}
+    single = ModuleReplays(4)
+    single.add_episodes([_agent_episode(0, 2)])
+    assert list(single.replays) == ["default_policy"] and len(single) == 2
 
 
 def test_bad_arguments_are_named():
