@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -26,6 +27,7 @@ __all__ = [
     "quiet_ray_logs",
     "reproducible_hashes",
     "run_app",
+    "start_training_command",
 ]
 
 BAD_INPUT = 2
@@ -71,6 +73,18 @@ def reproducible_hashes(argv: list[str] | None) -> None:
     os.environ["PYTHONHASHSEED"] = "0"
     sys.stdout.flush()
     os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
+def start_training_command(argv: list[str] | None, prog: str | None) -> tuple[list[str], str]:
+    """What a command that trains (train.py, sweep.py) does first: a fixed hash seed
+    (:func:`reproducible_hashes`), its progress log lines on standard error, Ray's loggers quiet. Returns the
+    invocation's arguments and program name, which its run folders record."""
+    import logging
+
+    reproducible_hashes(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    quiet_ray_logs()
+    return (sys.argv[1:] if argv is None else list(argv)), prog or Path(sys.argv[0]).name
 
 
 def quiet_ray_logs() -> None:

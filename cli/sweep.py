@@ -16,7 +16,6 @@ exits with status 2 before Ray starts. This is a thin front over
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import time
@@ -29,7 +28,7 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # Tune's older output, which verbose=0 silences
 
-from dcgym._app import INTERRUPTED, VersionOption, new_app, quiet_ray_logs, reproducible_hashes, run_app  # noqa: E402
+from dcgym._app import INTERRUPTED, VersionOption, new_app, run_app, start_training_command  # noqa: E402
 from dcgym.agents.training.experiment import parse_assignments  # noqa: E402
 from dcgym.agents.training.sweep import SweepSpec, parse_grid, run_sweep  # noqa: E402
 from dcgym.envs.error import InvalidConfigError  # noqa: E402
@@ -116,11 +115,7 @@ def _seeds(text: str) -> list[int]:
 
 def run(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line, returning the exit status; bad input is one line on stderr."""
-    reproducible_hashes(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    _ARGV[:] = sys.argv[1:] if argv is None else argv
-    _PROG[0] = prog or Path(sys.argv[0]).name
-    quiet_ray_logs()
+    _ARGV[:], _PROG[0] = start_training_command(argv, prog)
     return run_app(app, argv, _PROG[0], {KeyboardInterrupt: _interrupted})
 
 

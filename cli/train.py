@@ -28,7 +28,7 @@ import typer
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
-from dcgym._app import INTERRUPTED, VersionOption, new_app, quiet_ray_logs, reproducible_hashes, run_app  # noqa: E402
+from dcgym._app import INTERRUPTED, VersionOption, new_app, run_app, start_training_command  # noqa: E402
 from dcgym.agents.algorithms import algorithms  # noqa: E402
 from dcgym.agents.training import CONFIG_FILE, Trainer, find_run, new_run_dir  # noqa: E402
 from dcgym.agents.training.experiment import load_experiment, parse_assignments  # noqa: E402
@@ -136,11 +136,7 @@ class _Interrupted(Exception):
 
 def run(argv: list[str] | None = None, prog: str | None = None) -> int:
     """The command line, returning the exit status; bad input is one line on stderr."""
-    reproducible_hashes(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    _ARGV[:] = sys.argv[1:] if argv is None else argv
-    _PROG[0] = prog or Path(sys.argv[0]).name
-    quiet_ray_logs()
+    _ARGV[:], _PROG[0] = start_training_command(argv, prog)
     return run_app(app, argv, _PROG[0], {_Interrupted: _interrupted, KeyboardInterrupt: _interrupted})
 
 

@@ -55,6 +55,14 @@ def _length(tree: Any) -> int:
     return _length(next(iter(tree.values()))) if isinstance(tree, dict) else len(tree)
 
 
+def _check(capacity: Any, n_step: Any) -> None:
+    """ValueError naming a capacity or an n_step that is not an integer >= 1."""
+    if not (isinstance(capacity, int) and capacity >= 1):
+        raise ValueError(f"capacity ({capacity!r}) must be an integer >= 1")
+    if not (isinstance(n_step, int) and n_step >= 1):
+        raise ValueError(f"n_step ({n_step!r}) must be an integer >= 1")
+
+
 class TransitionReplay:
     """A ring of ``capacity`` transitions; :meth:`add_episodes` stores, :meth:`sample` draws a mini-batch.
 
@@ -65,10 +73,7 @@ class TransitionReplay:
     def __init__(
         self, capacity: int, *, n_step: int = 1, gamma: float = 0.99, seed: int | np.random.Generator | None = None
     ) -> None:
-        if not (isinstance(capacity, int) and capacity >= 1):
-            raise ValueError(f"capacity ({capacity!r}) must be an integer >= 1")
-        if not (isinstance(n_step, int) and n_step >= 1):
-            raise ValueError(f"n_step ({n_step!r}) must be an integer >= 1")
+        _check(capacity, n_step)
         self.capacity = capacity
         self.n_step = n_step
         self.gamma = float(gamma)
@@ -184,7 +189,7 @@ class ModuleReplays:
     """
 
     def __init__(self, capacity: int, *, n_step: int = 1, gamma: float = 0.99, seed: int | None = None) -> None:
-        TransitionReplay(capacity, n_step=n_step)  # the arguments' checks
+        _check(capacity, n_step)
         self.capacity = capacity
         self.n_step = n_step
         self.gamma = float(gamma)

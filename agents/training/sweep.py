@@ -289,13 +289,14 @@ def run_sweep(
     import ray
     from ray import tune
 
+    cpus = _trial_cpus(spec)
     started = not ray.is_initialized()
     if started:
-        ray_session.init(max(LOCAL_CPUS, _trial_cpus(spec)), address, logging.ERROR)
+        ray_session.init(max(LOCAL_CPUS, cpus), address, logging.ERROR)
     try:
         trainable = tune.with_resources(
             tune.with_parameters(_trial, spec=spec.to_json(), sweep_dir=str(sweep_dir), command=list(command)),
-            tune.PlacementGroupFactory([{"CPU": 1}] * _trial_cpus(spec)),
+            tune.PlacementGroupFactory([{"CPU": 1}] * cpus),
         )
         path = str(sweep_dir / TUNE_DIR)
         if resume:
