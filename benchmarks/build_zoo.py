@@ -15,7 +15,7 @@ exit with status 2. ``--name NAME`` names the entry of one run instead
 ``--osml-models DIR RUN --name NAME`` makes OSML's entry instead: the folder
 ``OUT/NAME/`` of Models A and B (DIR's ``model_a.pt``, ``model_b.pt``) and
 Model-C (RUN's final checkpoint) as policy files (Models A' and B' too when DIR
-holds them; ``--osml-options reclaim=code,rule=code`` recorded in Model-C's file,
+holds them; ``--osml-options reclaim=code,shadows=off`` recorded in Model-C's file,
 the scheduler's parameters ``zoo:NAME`` runs with), and ``OUT/NAME.md``
 (docs/osml.md, "Export").
 The logic is :mod:`dcgym.agents.export.zoo`.
@@ -53,7 +53,8 @@ def main(
         list[str] | None, typer.Option(help="OSML: a command that made the models, for the card (repeatable)")
     ] = None,
     osml_options: Annotated[
-        str | None, typer.Option(help="OSML: the scheduler's rule and reclaim to record (reclaim=code,rule=code)")
+        str | None,
+        typer.Option(help="OSML: the scheduler's rule, reclaim, shadows to record (reclaim=code,shadows=off)"),
     ] = None,
 ) -> None:
     """Export each run's final checkpoint into the zoo, with its card."""

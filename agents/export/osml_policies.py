@@ -14,7 +14,7 @@ from typing import Any
 
 from dcgym.agents.osml.files import FILES, SCHEDULER_SETTINGS
 from dcgym.agents.osml.policy_file import model_c_policy, supervised_policy
-from dcgym.agents.osml.scheduler import RECLAIMS, RULES
+from dcgym.agents.osml.scheduler import RECLAIMS, RULES, SHADOWS
 from dcgym.agents.policies.checkpoints import find_checkpoint
 from dcgym.agents.policy_format import with_settings, write_policy
 from dcgym.envs.error import InvalidConfigError
@@ -28,14 +28,14 @@ def export_osml(
     """Write ``out/model_a.dcpol`` and ``out/model_b.dcpol`` from a folder of ``model_a.pt`` and ``model_b.pt``
     (benchmarks/osml_models.py), ``out/model_a_shadow.dcpol`` and ``out/model_b_shadow.dcpol`` when it also holds
     Models A' and B' (``model_a_shadow.pt``, ``model_b_shadow.pt``: ``--colocated``) and, if given, ``out/model_c.dcpol`` from a Model-C module folder, checkpoint or
-    train.py run folder; returns the paths written by model. ``options``: the scheduler's ``rule`` and ``reclaim``
-    to record in ``model_c.dcpol`` (what ``osml:files=OUT`` runs with unless told otherwise). InvalidConfigError
+    train.py run folder; returns the paths written by model. ``options``: the scheduler's ``rule``, ``reclaim`` and
+    ``shadows`` to record in ``model_c.dcpol`` (what ``osml:files=OUT`` runs with unless told otherwise). InvalidConfigError
     naming the argument otherwise."""
     from dcgym.agents.osml.supervised import Model  # torch: only to read the PyTorch models
 
     options = dict(options or {})
     for key, value in options.items():
-        allowed = {"rule": RULES, "reclaim": RECLAIMS}.get(key)
+        allowed = {"rule": RULES, "reclaim": RECLAIMS, "shadows": SHADOWS}.get(key)
         if allowed is None or value not in allowed:
             what = f"one of {', '.join(allowed)}" if allowed else f"a parameter among {', '.join(SCHEDULER_SETTINGS)}"
             raise InvalidConfigError(key, value, what)

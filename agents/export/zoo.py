@@ -248,7 +248,7 @@ def build_osml_entry(
     ``model_a.pt`` and ``model_b.pt``, ``model_c.dcpol`` from a Model-C run folder's final checkpoint) and the card
     ``out/NAME.md``: Model-C's provenance line (as :func:`build_entry`'s), Models A and B's rows and held-out errors
     (their files' training metrics), the commands that made them (``made_with``, as given) and how to evaluate it.
-    Models A' and B' join when ``models`` holds them; ``options`` (the scheduler's ``rule`` and ``reclaim``) are
+    Models A' and B' join when ``models`` holds them; ``options`` (the scheduler's ``rule``, ``reclaim``, ``shadows``) are
     recorded in ``model_c.dcpol``, so that ``zoo:NAME`` runs with them."""
     run = Path(run_dir)
     if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():

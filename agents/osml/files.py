@@ -65,7 +65,7 @@ SHAPES = {
     "model_b_shadow": (len(B_SHADOW_FEATURES), len(B_SHADOW_TARGETS)),
 }
 """(inputs, outputs) of each model's file."""
-SCHEDULER_SETTINGS = ("rule", "reclaim")
+SCHEDULER_SETTINGS = ("rule", "reclaim", "shadows")
 """The scheduler's parameters a folder's ``model_c.dcpol`` may record beside ``model`` (the configuration it was
 built to run with: :func:`scheduler_settings`)."""
 

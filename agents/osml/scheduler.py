@@ -57,8 +57,9 @@ Models A' and B' as ``model_a_shadow.pt`` and ``model_b_shadow.pt`` when it hold
 ``learner_group/learner/rl_module/shared``). Without ``model_c`` the steps 3-4 do nothing. Or ``files``: a folder
 of the three exported as policy files (``model_a.dcpol``, ``model_b.dcpol``, ``model_c.dcpol``, and Models A' and
 B' as ``model_a_shadow.dcpol`` and ``model_b_shadow.dcpol`` when there; a zoo entry), run by the C++ runtime
-(:mod:`dcgym.agents.osml.files`) without torch or Ray. A folder's ``model_c.dcpol`` may record the ``rule`` and
-``reclaim`` it was built to run with (a zoo entry's best configuration); a parameter given overrides it.
+(:mod:`dcgym.agents.osml.files`) without torch or Ray. A folder's ``model_c.dcpol`` may record the ``rule``,
+``reclaim`` and ``shadows`` it was built to run with (a zoo entry's best configuration); a parameter given overrides
+it. ``shadows: off`` leaves Models A' and B' unused (Model-A places, nothing is shared) when they are given.
 """
 
 from __future__ import annotations
@@ -76,12 +77,13 @@ from dcgym.envs.colo.colo_v0 import ACTIONS, MAX_DELTA, OBSERVATION_FEATURES
 from dcgym.envs.colo.server import COUNTERS, ColoServer
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["BANDWIDTHS", "HISTORY_LEN", "OSML", "RECLAIMS", "RULES"]
+__all__ = ["BANDWIDTHS", "HISTORY_LEN", "OSML", "RECLAIMS", "RULES", "SHADOWS"]
 
 HISTORY_LEN = 5
 RULES = ("paper", "code")
 RECLAIMS = ("always", "code")
 BANDWIDTHS = ("partition", "none")
+SHADOWS = ("on", "off")
 _A_COLS = [COUNTERS.index(k) for k in A_FEATURES]
 _OBS_COLS = [COUNTERS.index(k) for k in OBSERVATION_FEATURES]
 _DELTAS = np.array([(k // 7 - MAX_DELTA, k % 7 - MAX_DELTA) for k in range(ACTIONS)])
@@ -108,6 +110,8 @@ class OSML(Scheduler):
         "cooldown_s": "seconds a service is not downsized after a reverted downsize (0: off; not OSML's, dcgym's)",
         "bandwidth": "partition (default): MBA shares in the ratio of Model-A's OAA bandwidths (platforms with MBA); "
         "none",
+        "shadows": "on (default, or what a files folder records): Models A' and B' when given; off: Model-A places, "
+        "nothing is shared",
     }
 
     def __init__(
@@ -122,11 +126,15 @@ class OSML(Scheduler):
         reclaim: str | None = None,
         cooldown_s: float = 0.0,
         bandwidth: str = "partition",
+        shadows: str | None = None,
     ) -> None:
         super().__init__(1.0 if interval_s is None else interval_s)
         recorded = scheduler_settings(files) if files is not None else {}  # what the folder was built to run with
         rule = recorded.get("rule", "paper") if rule is None else rule
         reclaim = recorded.get("reclaim", "always") if reclaim is None else reclaim
+        shadows = recorded.get("shadows", "on") if shadows is None else shadows
+        if shadows not in SHADOWS:
+            raise InvalidConfigError("shadows", shadows, "one of " + ", ".join(SHADOWS))
         if rule not in RULES:
             raise InvalidConfigError("rule", rule, "one of " + ", ".join(RULES))
         if not (isinstance(slowdown, (int, float)) and 0 < slowdown < 1):
@@ -163,6 +171,8 @@ class OSML(Scheduler):
         if files is not None:
             self.model_a, self.model_b, self.q_values = load_files(str(files))
             self.model_a_shadow, self.model_b_shadow = load_shadows(str(files))
+        if shadows == "off":  # Model-A places and nothing is shared, as without Models A' and B'
+            self.model_a_shadow = self.model_b_shadow = None
         if model_c is not None:  # over the files' Model-C, if any: a trained one with the files' Models A and B
             self.q_values = _load_model_c(str(model_c))
 

@@ -211,7 +211,7 @@ def test_scheduler_from_files_decides_as_from_the_trained_models(trained):
     assert from_files == from_models
 
 
-def test_a_folder_records_the_schedulers_rule_and_reclaim_and_a_parameter_given_overrides_them(trained, tmp_path):
+def test_a_folder_records_the_schedulers_parameters_and_a_parameter_given_overrides_them(trained, tmp_path):
     out = tmp_path / "files"
     export_osml(trained / "models", trained / "model_c", out, {"reclaim": "code", "rule": "code"})
     assert fmt.read_policy(out / "model_c.dcpol").settings == {"model": "model_c", "reclaim": "code", "rule": "code"}
@@ -221,6 +221,11 @@ def test_a_folder_records_the_schedulers_rule_and_reclaim_and_a_parameter_given_
     assert (given.rule, given.reclaim) == ("code", "always")
     plain = OSML(files=str(trained / "files"))
     assert (plain.rule, plain.reclaim) == ("paper", "always")  # nothing recorded: the defaults
+    assert plain.model_a_shadow is not None and plain.model_b_shadow is not None  # shadows on by default
+    export_osml(trained / "models", trained / "model_c", out, {"shadows": "off"})
+    off = OSML(files=str(out))
+    assert off.model_a_shadow is None and off.model_b_shadow is None  # in the folder, but left unused
+    assert OSML(files=str(out), shadows="on").model_a_shadow is not None
     with pytest.raises(InvalidConfigError, match='reclaim: got "sometimes"; allowed: one of always, code'):
         export_osml(trained / "models", trained / "model_c", tmp_path / "bad", {"reclaim": "sometimes"})
     with pytest.raises(InvalidConfigError, match="slowdown: .*a parameter among rule, reclaim"):
