@@ -12,7 +12,7 @@ first, docs/colo.md ("Warm-up after launch") the second:
     python benchmarks/osml_results.py --warmup 0,0.25,0.5,1 --seeds 1 --out /tmp/osml_warmup
 
 ``--warmup`` sets every service's ``warmup_slowdown`` (the catalog's is 0) in a copy of the scenario, one per value.
-``--quick``: two mixes, PARTIES and the zoo's OSML, 20 s runs (a smoke run).
+``--quick``: two mixes, PARTIES and the zoo's OSML, 20 s runs, serially (a smoke run).
 """
 
 from __future__ import annotations
@@ -61,13 +61,13 @@ def _cell(values: list[float], digits: int) -> str:
 def table(rows: list[dict[str, Any]]) -> list[str]:
     """The markdown table of one evaluation (module docstring)."""
     policies = list(dict.fromkeys(r["policy"] for r in rows))
-    seeds = sorted({r["seed"] for r in rows})
     mixes = len({r["load"] for r in rows})
     out = [
         f"| scheduler | mixes converged (of {mixes}) | runs converged | convergence (s) | QoS share | cores | ways |",
         "|---|---|---|---|---|---|---|",
     ]
     for p in policies:
+        seeds = sorted({r["seed"] for r in rows if r["policy"] == p})  # rows of several evaluations may differ
         runs = [[r for r in rows if r["policy"] == p and r["seed"] == s] for s in seeds]
         conv = [[r["convergence_s"] for r in rs if r["converged"]] for rs in runs]
         cells = [
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         scenario = scenario_with_warmup(args.scenario, slowdown, args.out)
         doc = evaluate(
             scenario, policies, loads=mixes, tasks=20 if args.quick else None, seeds=seeds,
-            workers=args.workers, progress=False,
+            workers=0 if args.quick else args.workers, progress=False,
         )  # fmt: skip
         tag = "" if slowdown is None else f"_warmup{slowdown:g}"
         (args.out / f"results{tag}.json").write_text(json.dumps(doc["results"], indent=1), encoding="utf-8")
