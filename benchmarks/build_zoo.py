@@ -14,7 +14,9 @@ exit with status 2. ``--name NAME`` names the entry of one run instead
 (a run of an experiment with ``--set`` overrides: ``distr_lb_sim_cpu50_io50``).
 ``--osml-models DIR RUN --name NAME`` makes OSML's entry instead: the folder
 ``OUT/NAME/`` of Models A and B (DIR's ``model_a.pt``, ``model_b.pt``) and
-Model-C (RUN's final checkpoint) as policy files, and ``OUT/NAME.md``
+Model-C (RUN's final checkpoint) as policy files (Models A' and B' too when DIR
+holds them; ``--osml-options reclaim=code,shadows=off`` recorded in Model-C's file,
+the scheduler's parameters ``zoo:NAME`` runs with), and ``OUT/NAME.md``
 (docs/osml.md, "Export").
 The logic is :mod:`dcgym.agents.export.zoo`.
 """
@@ -50,6 +52,10 @@ def main(
     made_with: Annotated[
         list[str] | None, typer.Option(help="OSML: a command that made the models, for the card (repeatable)")
     ] = None,
+    osml_options: Annotated[
+        str | None,
+        typer.Option(help="OSML: the scheduler's rule, reclaim, shadows to record (reclaim=code,shadows=off)"),
+    ] = None,
 ) -> None:
     """Export each run's final checkpoint into the zoo, with its card."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -59,7 +65,13 @@ def main(
     if osml_models is not None:
         if len(runs) != 1 or name is None:
             raise InvalidConfigError("--osml-models", str(osml_models), "one run folder (Model-C's) and --name")
-        entries = [build_osml_entry(osml_models, runs[0], out, name, commit=commit, made_with=made_with or [])]
+        pairs = [kv.split("=", 1) for kv in osml_options.split(",")] if osml_options else []
+        if any(len(kv) != 2 for kv in pairs):
+            raise InvalidConfigError("--osml-options", osml_options, "key=value pairs separated by commas")
+        options = dict(pairs)
+        entries = [
+            build_osml_entry(osml_models, runs[0], out, name, commit=commit, made_with=made_with or [], options=options)
+        ]
     elif name is not None:
         if len(runs) != 1:
             raise InvalidConfigError("--name", name, "one run folder (the name of its entry)")

@@ -242,11 +242,14 @@ def build_osml_entry(
     name: str,
     commit: str | None = None,
     made_with: Sequence[str] = (),
+    options: Mapping[str, str] | None = None,
 ) -> ZooEntry:
     """OSML's three models as the zoo folder ``out/NAME/`` (``model_a.dcpol``, ``model_b.dcpol`` from a folder of
     ``model_a.pt`` and ``model_b.pt``, ``model_c.dcpol`` from a Model-C run folder's final checkpoint) and the card
     ``out/NAME.md``: Model-C's provenance line (as :func:`build_entry`'s), Models A and B's rows and held-out errors
-    (their files' training metrics), the commands that made them (``made_with``, as given) and how to evaluate it."""
+    (their files' training metrics), the commands that made them (``made_with``, as given) and how to evaluate it.
+    Models A' and B' join when ``models`` holds them; ``options`` (the scheduler's ``rule``, ``reclaim``, ``shadows``) are
+    recorded in ``model_c.dcpol``, so that ``zoo:NAME`` runs with them."""
     run = Path(run_dir)
     if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():
         raise InvalidConfigError("RUN", str(run_dir), "Model-C's run folder written by train.py (algorithm osml_dqn)")
@@ -257,16 +260,18 @@ def build_osml_entry(
         raise InvalidConfigError("RUN", str(run_dir), "a run of algorithm osml_dqn (OSML's Model-C)")
     checkpoint = find_checkpoint(run)
     folder = Path(out) / name
-    written = export_osml(models, checkpoint, folder)
+    written = export_osml(models, checkpoint, folder, options)
     from dcgym.agents.osml.supervised import Model  # torch: only to read the PyTorch models' training metrics
 
-    metrics = {kind: Model.load(Path(models) / f"model_{kind.lower()}.pt").metrics for kind in ("A", "B")}
+    metrics = {  # Models A' and B' (the shadows) when the folder holds them
+        kind: Model.load(Path(models) / f"{which}.pt").metrics for kind, which in SUPERVISED.items() if which in written
+    }
     sizes = sum(p.stat().st_size for p in written.values())
     lines = [
         f"# {name}",
         "",
-        "OSML's three models (Liu et al., FAST 2023; docs/osml.md) as policy files: "
-        + "; ".join(_model_line(kind, metrics.get(kind)) for kind in ("A", "B"))
+        "OSML's models (Liu et al., FAST 2023; docs/osml.md) as policy files: "
+        + "; ".join(_model_line(kind, metrics.get(kind)) for kind in metrics)
         + "; Model-C "
         + _provenance(run, _run_json(run), experiment, read_meta(checkpoint), checkpoint, commit).removeprefix(
             "Provenance: "
@@ -276,15 +281,31 @@ def build_osml_entry(
     lines += [f"Built {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.", ""]
     if made_with:
         lines += ["Made with:", "", "```text", *made_with, "```", ""]
+    roles = {
+        "model_a": "raw counters -> OAA, RCliff, bandwidth",
+        "model_b": "raw counters and slowdown -> B-Points",
+        "model_c": "scaled counters -> 49 Q-values",
+        "model_a_shadow": "Model-A', raw counters and the neighbours' -> OAA, RCliff, bandwidth",
+        "model_b_shadow": "Model-B', those and the cores and ways kept -> slowdown",
+    }
+    files = ", ".join(f"`{path.name}` ({roles[which]})" for which, path in written.items())
     lines += [
-        f"Policy: folder `{name}/`, {sizes:,} bytes: `model_a.dcpol` (raw counters -> OAA, RCliff, bandwidth), "
-        "`model_b.dcpol` (raw counters and slowdown -> B-Points), `model_c.dcpol` (scaled counters -> 49 Q-values).",
+        f"Policy: folder `{name}/`, {sizes:,} bytes: {files}.",
+        "",
+        "OSML's scheduler runs it with "
+        + (", ".join(f"`{k}={v}`" for k, v in options.items()) if options else "its default parameters")
+        + (
+            " (recorded in `model_c.dcpol`; a parameter given, `zoo:NAME:key=value`, overrides them)."
+            if options
+            else "."
+        ),
         "",
         "Evaluate on any colo scenario (OSML's control logic beside the engine, the models in the C++ runtime): "
-        f"`python evaluate.py --scenario osml_case_a --policy {ZOO_PREFIX}{name} --policy parties`.",
+        f"`python evaluate.py --scenario {experiment.get('scenario', 'osml_case_a')} --policy {ZOO_PREFIX}{name} "
+        "--policy parties`.",
         "",
     ]
-    for kind in ("A", "B"):
+    for kind in metrics:
         per_service = (metrics.get(kind) or {}).get("test_mae_per_service")
         if per_service:
             targets = list(next(iter(per_service.values())))
@@ -302,6 +323,10 @@ def build_osml_entry(
     card = Path(out) / f"{name}.md"
     card.write_text("\n".join(lines), encoding="utf-8")
     return ZooEntry(name, folder, card)
+
+
+SUPERVISED = {"A": "model_a", "B": "model_b", "A'": "model_a_shadow", "B'": "model_b_shadow"}
+"""The card's name of each supervised model, and its file's stem."""
 
 
 def _model_line(kind: str, metrics: Mapping[str, Any] | None) -> str:

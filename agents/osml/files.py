@@ -1,11 +1,13 @@
 """OSML's models from policy files, run by the C++ runtime (``RuntimePolicy``): no torch, no Ray.
 
-A folder of ``model_a.dcpol`` and ``model_b.dcpol`` (and optionally ``model_c.dcpol``), as
+A folder of ``model_a.dcpol`` and ``model_b.dcpol`` (and optionally ``model_c.dcpol``, and Models A' and B' as
+``model_a_shadow.dcpol`` and ``model_b_shadow.dcpol``), as
 :func:`dcgym.agents.export.osml_policies.export_osml` writes it and a zoo entry holds it, gives the scheduler
 (:class:`dcgym.agents.osml.scheduler.OSML`, ``osml:files=DIR``) what its PyTorch and RLlib models give:
 
 - :class:`FileModel`: Model-A or Model-B, :meth:`FileModel.predict` on raw counters (rows of
   :data:`~dcgym.agents.osml.features.A_FEATURES`, Model-B with the slowdown appended) in the data set's units;
+  Model-A' or Model-B' on their co-location inputs (:func:`load_shadows`);
 - :func:`file_q_values`: Model-C's Q-values of the 49 actions for colo_v0 observations, the forbidden ones
   (mask 0) at -inf; the file takes the scaled counters (:func:`dcgym.agents.osml.model_c.normalize`).
 
@@ -20,22 +22,52 @@ from pathlib import Path
 
 import numpy as np
 
-from dcgym.agents.osml.features import A_FEATURES, A_TARGETS, B_FEATURES, B_TARGETS
+from dcgym.agents.osml.features import (
+    A_FEATURES,
+    A_SHADOW_FEATURES,
+    A_TARGETS,
+    B_FEATURES,
+    B_SHADOW_FEATURES,
+    B_SHADOW_TARGETS,
+    B_TARGETS,
+)
 from dcgym.agents.osml.model_c import normalize
 from dcgym.cpp_core import RuntimePolicy
 from dcgym.envs.colo.colo_v0 import ACTIONS, OBSERVATION_FEATURES
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["FILES", "SHAPES", "FileModel", "file_q_values", "is_osml_folder", "load_files", "model_c_file"]
+__all__ = [
+    "FILES",
+    "SCHEDULER_SETTINGS",
+    "SHAPES",
+    "FileModel",
+    "file_q_values",
+    "is_osml_folder",
+    "load_files",
+    "load_shadows",
+    "model_c_file",
+    "scheduler_settings",
+]
 
-FILES = {"model_a": "model_a.dcpol", "model_b": "model_b.dcpol", "model_c": "model_c.dcpol"}
-"""The file of each model in an OSML folder."""
+FILES = {
+    "model_a": "model_a.dcpol",
+    "model_b": "model_b.dcpol",
+    "model_c": "model_c.dcpol",
+    "model_a_shadow": "model_a_shadow.dcpol",
+    "model_b_shadow": "model_b_shadow.dcpol",
+}
+"""The file of each model in an OSML folder (Models A' and B' are the shadows)."""
 SHAPES = {
     "model_a": (len(A_FEATURES), len(A_TARGETS)),
     "model_b": (len(B_FEATURES), len(B_TARGETS)),
     "model_c": (len(OBSERVATION_FEATURES), ACTIONS),
+    "model_a_shadow": (len(A_SHADOW_FEATURES), len(A_TARGETS)),
+    "model_b_shadow": (len(B_SHADOW_FEATURES), len(B_SHADOW_TARGETS)),
 }
 """(inputs, outputs) of each model's file."""
+SCHEDULER_SETTINGS = ("rule", "reclaim", "shadows")
+"""The scheduler's parameters a folder's ``model_c.dcpol`` may record beside ``model`` (the configuration it was
+built to run with: :func:`scheduler_settings`)."""
 
 
 def is_osml_folder(given: object) -> bool:
@@ -114,3 +146,24 @@ def load_files(files: str | Path) -> tuple[FileModel, FileModel, Callable | None
     model_b = FileModel(_runtime(folder, "model_b", str(files)))
     q = file_q_values(_runtime(folder, "model_c", str(files))) if (folder / FILES["model_c"]).is_file() else None
     return model_a, model_b, q
+
+
+def load_shadows(files: str | Path) -> tuple[FileModel | None, FileModel | None]:
+    """(Model-A', Model-B') from an OSML folder of policy files (:func:`load_files` checked the folder); None for
+    each absent file (the scheduler then places with Model-A and shares nothing, as without them)."""
+    folder = Path(str(files))
+    return tuple(
+        FileModel(_runtime(folder, which, str(files))) if (folder / FILES[which]).is_file() else None
+        for which in ("model_a_shadow", "model_b_shadow")
+    )
+
+
+def scheduler_settings(files: str | Path) -> dict[str, str]:
+    """The scheduler's parameters recorded in an OSML folder's ``model_c.dcpol`` (:data:`SCHEDULER_SETTINGS`); none
+    when the file is absent or unreadable (:func:`load_files` then says what is wrong)."""
+    path = Path(str(files)) / FILES["model_c"]
+    try:
+        settings = RuntimePolicy.from_file(str(path)).settings if path.is_file() else {}
+    except ValueError:
+        return {}
+    return {k: v for k, v in settings.items() if k in SCHEDULER_SETTINGS}

@@ -49,15 +49,17 @@ will not be conducted"), moves n cores and m ways into a share group with the ne
 what was idle. Without a Model-B'
 (``model_b_shadow``) Algorithm 4 does nothing.
 
-Not yet: Models A' and B' as policy files (``files``); Algorithm 4 on an upsize that finds nothing idle
-(OSML's code also shares there).
+Not yet: Algorithm 4 on an upsize that finds nothing idle (OSML's code also shares there).
 
 The models: ``models`` is a folder holding ``model_a.pt`` and ``model_b.pt`` (``benchmarks/osml_models.py``), and
 Models A' and B' as ``model_a_shadow.pt`` and ``model_b_shadow.pt`` when it holds them (``--colocated``);
 ``model_c`` is a trained Model-C module folder (a train.py checkpoint's
 ``learner_group/learner/rl_module/shared``). Without ``model_c`` the steps 3-4 do nothing. Or ``files``: a folder
-of the three exported as policy files (``model_a.dcpol``, ``model_b.dcpol``, ``model_c.dcpol``; a zoo entry),
-run by the C++ runtime (:mod:`dcgym.agents.osml.files`) without torch or Ray.
+of the three exported as policy files (``model_a.dcpol``, ``model_b.dcpol``, ``model_c.dcpol``, and Models A' and
+B' as ``model_a_shadow.dcpol`` and ``model_b_shadow.dcpol`` when there; a zoo entry), run by the C++ runtime
+(:mod:`dcgym.agents.osml.files`) without torch or Ray. A folder's ``model_c.dcpol`` may record the ``rule``,
+``reclaim`` and ``shadows`` it was built to run with (a zoo entry's best configuration); a parameter given overrides
+it. ``shadows: off`` leaves Models A' and B' unused (Model-A places, nothing is shared) when they are given.
 """
 
 from __future__ import annotations
@@ -70,17 +72,18 @@ import numpy as np
 
 from dcgym.agents.heuristics.colo.base import Scheduler
 from dcgym.agents.osml.features import A_FEATURES
-from dcgym.agents.osml.files import load_files, model_c_file
+from dcgym.agents.osml.files import load_files, load_shadows, model_c_file, scheduler_settings
 from dcgym.envs.colo.colo_v0 import ACTIONS, MAX_DELTA, OBSERVATION_FEATURES
 from dcgym.envs.colo.server import COUNTERS, ColoServer
 from dcgym.envs.error import InvalidConfigError
 
-__all__ = ["BANDWIDTHS", "HISTORY_LEN", "OSML", "RECLAIMS", "RULES"]
+__all__ = ["BANDWIDTHS", "HISTORY_LEN", "OSML", "RECLAIMS", "RULES", "SHADOWS"]
 
 HISTORY_LEN = 5
 RULES = ("paper", "code")
 RECLAIMS = ("always", "code")
 BANDWIDTHS = ("partition", "none")
+SHADOWS = ("on", "off")
 _A_COLS = [COUNTERS.index(k) for k in A_FEATURES]
 _OBS_COLS = [COUNTERS.index(k) for k in OBSERVATION_FEATURES]
 _DELTAS = np.array([(k // 7 - MAX_DELTA, k % 7 - MAX_DELTA) for k in range(ACTIONS)])
@@ -96,15 +99,19 @@ class OSML(Scheduler):
         "if there (benchmarks/osml_models.py writes them)",
         "model_c": "folder of a trained Model-C module (a checkpoint's learner_group/learner/rl_module/shared) or its "
         "policy file (over a files folder's Model-C)",
-        "files": "folder of the three models as policy files, model_a/b/c.dcpol (an export or zoo entry; not with models)",
-        "rule": "paper (default): Model-C on any QoS violation; code: only past 3x the target",
+        "files": "folder of the models as policy files, model_a/b/c.dcpol and A' and B' if there (model_a/b_shadow.dcpol; "
+        "an export or zoo entry; not with models)",
+        "rule": "paper (default, or what a files folder records): Model-C on any QoS violation; code: only past 3x "
+        "the target",
         "slowdown": "QoS slowdown a neighbour may be asked to accept when it gives resources up (0.20)",
         "give_up_s": "a service short of QoS this long after arriving is left as it is (180)",
-        "reclaim": "always (default): Algorithm 3 on any over-provisioned service; code: only to feed an upsize, "
-        "with no idle cores or ways (OSML's code)",
+        "reclaim": "always (default, or what a files folder records): Algorithm 3 on any over-provisioned service; "
+        "code: only to feed an upsize, with no idle cores or ways (OSML's code)",
         "cooldown_s": "seconds a service is not downsized after a reverted downsize (0: off; not OSML's, dcgym's)",
         "bandwidth": "partition (default): MBA shares in the ratio of Model-A's OAA bandwidths (platforms with MBA); "
         "none",
+        "shadows": "on (default, or what a files folder records): Models A' and B' when given; off: Model-A places, "
+        "nothing is shared",
     }
 
     def __init__(
@@ -112,15 +119,22 @@ class OSML(Scheduler):
         interval_s: float | None = None,
         models: str | None = None,
         model_c: str | None = None,
-        rule: str = "paper",
+        rule: str | None = None,
         slowdown: float = 0.20,
         give_up_s: float = 180.0,
         files: str | None = None,
-        reclaim: str = "always",
+        reclaim: str | None = None,
         cooldown_s: float = 0.0,
         bandwidth: str = "partition",
+        shadows: str | None = None,
     ) -> None:
         super().__init__(1.0 if interval_s is None else interval_s)
+        recorded = scheduler_settings(files) if files is not None else {}  # what the folder was built to run with
+        rule = recorded.get("rule", "paper") if rule is None else rule
+        reclaim = recorded.get("reclaim", "always") if reclaim is None else reclaim
+        shadows = recorded.get("shadows", "on") if shadows is None else shadows
+        if shadows not in SHADOWS:
+            raise InvalidConfigError("shadows", shadows, "one of " + ", ".join(SHADOWS))
         if rule not in RULES:
             raise InvalidConfigError("rule", rule, "one of " + ", ".join(RULES))
         if not (isinstance(slowdown, (int, float)) and 0 < slowdown < 1):
@@ -156,6 +170,9 @@ class OSML(Scheduler):
                 self.model_b_shadow = Model.load(folder / "model_b_shadow.pt")
         if files is not None:
             self.model_a, self.model_b, self.q_values = load_files(str(files))
+            self.model_a_shadow, self.model_b_shadow = load_shadows(str(files))
+        if shadows == "off":  # Model-A places and nothing is shared, as without Models A' and B'
+            self.model_a_shadow = self.model_b_shadow = None
         if model_c is not None:  # over the files' Model-C, if any: a trained one with the files' Models A and B
             self.q_values = _load_model_c(str(model_c))
 

@@ -33,7 +33,15 @@ from torch import nn
 
 from dcgym.agents.osml import colocation as co
 from dcgym.agents.osml import dataset as ds
-from dcgym.agents.osml.features import A_FEATURES, A_TARGETS, B_SLOWDOWNS, B_TARGETS
+from dcgym.agents.osml.features import (
+    A_FEATURES,
+    A_SHADOW_FEATURES,
+    A_TARGETS,
+    B_SHADOW_FEATURES,
+    B_SHADOW_TARGETS,
+    B_SLOWDOWNS,
+    B_TARGETS,
+)
 from dcgym.envs.colo import catalog as cc
 from dcgym.envs.error import InvalidConfigError
 
@@ -317,11 +325,6 @@ def build_b(catalog: dict, root: str | Path, services: list[str]) -> dict[str, n
     }
 
 
-A_SHADOW_FEATURES = [*A_FEATURES, "Neighbour_MBL", "Neighbour_Allocated_Cache", "Neighbour_Allocated_Core"]
-"""Model-A''s twelve inputs: Model-A's nine and the neighbours' (OSML's code, get_colocated_features)."""
-B_SHADOW_FEATURES = [*A_SHADOW_FEATURES, "Kept_Core", "Kept_Cache"]
-"""Model-B''s inputs: the twelve and the cores and ways the service would keep."""
-B_SHADOW_TARGETS = ["QoS_Slowdown"]
 MAX_SLOWDOWN = 10.0
 """Model-B''s labels are capped at a 10x slowdown: off the RCliff latencies grow by orders of magnitude, and any
 slowdown beyond the allowed 5-20% is refused alike."""

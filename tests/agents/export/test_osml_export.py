@@ -89,13 +89,32 @@ def _model_c(seed: int = 0):
     return ModelCModule(observation_space=space, action_space=gym.spaces.Discrete(49), model_config=model_config)
 
 
+def _trained_shadow(kind: str, seed: int) -> sv.Model:
+    """Model-A' or Model-B' trained (2 epochs) on real counters, made-up neighbour inputs (and, for B', the cores
+    and ways kept) and made-up targets (OAA and RCliff in cores and ways of OSML's scale; slowdowns large enough to tell units apart)."""
+    raw = _counters()
+    rng = np.random.default_rng(seed)
+    own = raw[:, [COUNTERS.index(k) for k in A_FEATURES]].astype(np.float64)
+    neighbours = rng.uniform(0, 1, (len(own), 3)) * np.array([8000.0, 30.0, 24.0])
+    x = np.concatenate([own, neighbours], axis=1)
+    if kind == "B'":
+        x = np.concatenate([x, rng.integers(1, 12, (len(x), 2)).astype(np.float64)], axis=1)
+        names, targets, y = sv.B_SHADOW_FEATURES, sv.B_SHADOW_TARGETS, 12 + rng.uniform(0, 10, (len(x), 1))
+    else:
+        names, targets = sv.A_SHADOW_FEATURES, A_TARGETS
+        y = np.abs(rng.normal(size=(len(x), len(targets)))) * np.array([6, 3, 5, 2, 3000]) + 2
+    return sv.fit_model(kind, x, y, np.arange(len(x)) // 3, list(names), list(targets), sv.TrainConfig(2, seed=seed))
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A models folder (model_a.pt, model_b.pt), a Model-C module folder, and their export."""
+    """A models folder (model_a.pt, model_b.pt and Models A' and B'), a Model-C module folder, and their export."""
     root = tmp_path_factory.mktemp("osml")
     (root / "models").mkdir()
     _trained("A", 0).save(root / "models" / "model_a.pt")
     _trained("B", 1).save(root / "models" / "model_b.pt")
+    _trained_shadow("A'", 3).save(root / "models" / "model_a_shadow.pt")
+    _trained_shadow("B'", 4).save(root / "models" / "model_b_shadow.pt")
     _model_c(2).save_to_path(str(root / "model_c"))
     export_osml(root / "models", root / "model_c", root / "files")
     return root
@@ -109,8 +128,8 @@ def _inputs(model: sv.Model, n: int, seed: int) -> np.ndarray:
     return model.x_min - 0.25 * span + rng.uniform(0, 1.5, (n, len(span))) * span
 
 
-@pytest.mark.parametrize("kind", ["a", "b"])
-def test_models_a_and_b_agree_with_the_trained_models(trained, kind):
+@pytest.mark.parametrize("kind", ["a", "b", "a_shadow", "b_shadow"])
+def test_models_a_and_b_and_their_shadows_agree_with_the_trained_models(trained, kind):
     model = sv.Model.load(trained / "models" / f"model_{kind}.pt")
     runtime = RuntimePolicy.from_file(str(trained / "files" / f"model_{kind}.dcpol"))
     assert (runtime.kind, runtime.head, runtime.num_inputs) == ("mlp", "identity", len(model.features))
@@ -183,11 +202,35 @@ def _decisions(scheduler: OSML, seconds: int = 40) -> tuple[list[str], list[tupl
 
 def test_scheduler_from_files_decides_as_from_the_trained_models(trained):
     from_models = _decisions(OSML(models=str(trained / "models"), model_c=str(trained / "model_c")))
-    from_files = _decisions(OSML(files=str(trained / "files")))
+    files = OSML(files=str(trained / "files"))
+    assert files.model_a_shadow is not None and files.model_b_shadow is not None  # Models A' and B' from files too
+    from_files = _decisions(files)
     decisions = from_models[0]
     # every model had a say: Model-A placed the services, Model-C resized them
     assert "place" in decisions and {"upsize", "downsize"} & set(decisions), decisions
     assert from_files == from_models
+
+
+def test_a_folder_records_the_schedulers_parameters_and_a_parameter_given_overrides_them(trained, tmp_path):
+    out = tmp_path / "files"
+    export_osml(trained / "models", trained / "model_c", out, {"reclaim": "code", "rule": "code"})
+    assert fmt.read_policy(out / "model_c.dcpol").settings == {"model": "model_c", "reclaim": "code", "rule": "code"}
+    recorded = OSML(files=str(out))
+    assert (recorded.rule, recorded.reclaim) == ("code", "code")
+    given = OSML(files=str(out), reclaim="always")
+    assert (given.rule, given.reclaim) == ("code", "always")
+    plain = OSML(files=str(trained / "files"))
+    assert (plain.rule, plain.reclaim) == ("paper", "always")  # nothing recorded: the defaults
+    assert plain.model_a_shadow is not None and plain.model_b_shadow is not None  # shadows on by default
+    export_osml(trained / "models", trained / "model_c", out, {"shadows": "off"})
+    off = OSML(files=str(out))
+    assert off.model_a_shadow is None and off.model_b_shadow is None  # in the folder, but left unused
+    assert OSML(files=str(out), shadows="on").model_a_shadow is not None
+    with pytest.raises(InvalidConfigError, match='reclaim: got "sometimes"; allowed: one of always, code'):
+        export_osml(trained / "models", trained / "model_c", tmp_path / "bad", {"reclaim": "sometimes"})
+    with pytest.raises(InvalidConfigError, match="slowdown: .*a parameter among rule, reclaim"):
+        export_osml(trained / "models", trained / "model_c", tmp_path / "bad", {"slowdown": "0.1"})
+    assert not (tmp_path / "bad").exists()
 
 
 def test_bad_folders_and_files_are_refused_naming_files(trained, tmp_path):
@@ -224,8 +267,8 @@ def test_evaluate_runs_a_folder_and_a_zoo_entry(trained, tmp_path, cli_here):
     zoo = tmp_path / "zoo"
     zoo.mkdir()
     (zoo / "osml_test").mkdir()
-    for f in ("model_a.dcpol", "model_b.dcpol", "model_c.dcpol"):
-        (zoo / "osml_test" / f).write_bytes((trained / "files" / f).read_bytes())
+    for f in (trained / "files").glob("*.dcpol"):  # A, B, C and Models A' and B'
+        (zoo / "osml_test" / f.name).write_bytes(f.read_bytes())
     proc = _evaluate(
         cli_here, "--policy", f"osml:files={trained / 'files'}", "--policy", "zoo:osml_test", "--policy", str(trained / "files"),
         "--out", str(tmp_path / "o"), "--json", zoo=zoo,
@@ -293,7 +336,7 @@ def test_build_zoo_makes_an_osml_folder_with_its_card_and_the_leaderboard_runs_i
     zoo = tmp_path / "zoo"
     args = ["--osml-models", str(trained / "models"), str(run), "--name", "osml_t", "--out", str(zoo)]
     assert build_zoo.run([*args, "--commit", "0123abc", "--made-with", "python step_one.py"]) == 0
-    for f in ("model_a.dcpol", "model_b.dcpol", "model_c.dcpol"):
+    for f in ("model_a.dcpol", "model_b.dcpol", "model_c.dcpol", "model_a_shadow.dcpol", "model_b_shadow.dcpol"):
         assert (zoo / "osml_t" / f).read_bytes() == (trained / "files" / f).read_bytes(), f
         assert (zoo / "osml_t" / f).stat().st_size < 300_000  # the zoo is in git
     card = (zoo / "osml_t.md").read_text()
@@ -317,8 +360,8 @@ def test_export_cli_writes_the_three_files_or_one_line_and_exit_2(trained, tmp_p
     out = tmp_path / "out"
     proc = export(str(trained / "model_c"), "--osml-models", str(trained / "models"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.count("wrote ") == 3
-    for f in ("model_a.dcpol", "model_b.dcpol", "model_c.dcpol"):
+    assert proc.stdout.count("wrote ") == 5  # A, B, C and Models A' and B'
+    for f in ("model_a.dcpol", "model_b.dcpol", "model_c.dcpol", "model_a_shadow.dcpol", "model_b_shadow.dcpol"):
         assert (out / f).read_bytes() == (trained / "files" / f).read_bytes(), f
     proc = export(str(trained / "model_c"), "--osml-models", str(tmp_path / "none"), "--out", str(tmp_path / "o2"))
     lines = proc.stderr.strip().splitlines()

@@ -222,11 +222,13 @@ def test_cooldown_keeps_a_reverted_service_from_another_downsize():
             assert s.decisions[-1] == "downsize" and server.cores[2] == 8
 
 
-def test_reclaim_and_cooldown_are_checked():
+def test_reclaim_cooldown_and_shadows_are_checked():
     with pytest.raises(InvalidConfigError, match="reclaim"):
         make_scheduler("osml:reclaim=never")
     with pytest.raises(InvalidConfigError, match="cooldown_s"):
         make_scheduler("osml:cooldown_s=-1")
+    with pytest.raises(InvalidConfigError, match='shadows: got "maybe"; allowed: one of on, off'):
+        make_scheduler("osml:shadows=maybe")
     s = make_scheduler("osml:reclaim=code,cooldown_s=30")
     assert (s.reclaim, s.cooldown_s) == ("code", 30.0)
 
