@@ -100,6 +100,12 @@ the interval: summed over an episode it is minus the flows' total time in
 the network over (interval x hosts), which for the same arrivals is the
 mean FCT times their number (Little's law), so it ranks fixed policies as
 their mean FCT does, where the ratios do not (docs/results/auto.md).
+``reward="flowtime_ref"`` is ``flowtime`` less the same quantity in a
+reference run beside the episode: the same arrivals (the same engine seed)
+under the scenario's policy with its thresholds held. Most of an interval's
+flowtime is the load of the moment, common to both runs; the difference is
+what the agents changed, and its sum over an episode is the flows' total
+time under the held policy minus theirs.
 
 ## Termination/Truncation
 
@@ -134,7 +140,7 @@ links during the interval) and at the episode's last step
 | ``threshold_range_bytes`` | (1460, 1460 x 65536) | sRLA's range |
 | ``rate_caps`` | (1, 0.75, 0.5, 0.25) | lRLA's caps, fractions of link_gbps |
 | ``srla_reward_cap``, ``lrla_reward_cap`` | inf, 2 | caps of the rewards |
-| ``reward`` | paper | ``paper`` (the ratios) or ``flowtime`` (both agents: minus flows in the network per host) |
+| ``reward`` | paper | ``paper`` (the ratios), ``flowtime`` (both agents: minus flows in the network per host) or ``flowtime_ref`` (that, less the held policy's on the same arrivals) |
 | ``render_mode`` | None | ``"ansi"`` (levels and links as text) or ``"rgb_array"`` (their history) |
 
 Seeding: ``reset(seed=s)`` rebuilds the engine with seed s, so the flows are
@@ -258,6 +264,7 @@ class FlowEnv(ParallelEnv, EzPickle):
 
     def close(self) -> None:
         self.game.sims[0] = None
+        self.game.references[0] = None
         self.game.agents[0] = None
 
 

@@ -78,11 +78,13 @@ class FlowEnvConfig(EpisodeLoads):
     )
     srla_reward_cap: float = Field(math.inf, gt=0, description="sRLA's reward T_{t-1} / T_t is capped here (inf: no)")
     lrla_reward_cap: float = Field(2.0, gt=0, description="lRLA's throughput ratio is capped here (AuTO §4.2)")
-    reward: Literal["paper", "flowtime"] = Field(
+    reward: Literal["paper", "flowtime", "flowtime_ref"] = Field(
         "paper",
         description="paper: AuTO's ratios of consecutive intervals (sRLA: FCT, lRLA: long flows' throughput); "
         "flowtime: both agents get minus the flows in the network per host over the interval, whose sum over an "
-        "episode is minus the flows' total time in it (the mean FCT times the arrivals, by Little's law)",
+        "episode is minus the flows' total time in it (the mean FCT times the arrivals, by Little's law); "
+        "flowtime_ref: the same less that of the same arrivals under the scenario's policy held (a reference run "
+        "beside the episode), so the load's swings, common to both, cancel",
     )
     render_mode: Literal["ansi", "rgb_array"] | None = Field(None, description="how render() draws the network")
 
@@ -140,6 +142,9 @@ class FlowGame:
         self.loads = np.zeros(copies)
         self.steps = np.zeros(copies, dtype=np.int64)
         self.flowtime = np.zeros(copies)  # flow-seconds in the network by the end of the last step (reward flowtime)
+        # reward flowtime_ref: each copy's reference run (the same arrivals, the policy held) and its flow-seconds
+        self.references: list[FlowSim | None] = [None] * copies
+        self.reference_flowtime = np.zeros(copies)
 
     # ------------------------------------------------------------------ engines
 
@@ -165,6 +170,10 @@ class FlowGame:
         if self.config.warmup_s > 0:
             sim.run_for(self.config.warmup_s)
         sim.start_interval()
+        if self.config.reward == "flowtime_ref":
+            reference = self._engine(load, engine_seed)
+            reference.run_until(sim.now_s)
+            self.references[k], self.reference_flowtime[k] = reference, _flowtime(reference)
         self.sims[k], self.agents[k] = sim, agents
         self.engine_seeds[k], self.loads[k], self.steps[k] = engine_seed, load, 0
         self.flowtime[k] = _flowtime(sim)
@@ -251,11 +260,17 @@ class FlowGame:
             step_auto_batch(
                 sims, agents, srla, lrla, self.interval_s, obs["srla"], obs["lrla"], rewards, threads=threads
             )
-        if self.config.reward == "flowtime":
+        if self.config.reward != "paper":
             for i, k in enumerate(which):
                 now = _flowtime(self.sims[k])
                 rewards[i] = -(now - self.flowtime[k]) / (self.interval_s * self.num_hosts)
                 self.flowtime[k] = now
+                reference = self.references[k]
+                if reference is not None:
+                    reference.run_until(self.sims[k].now_s)
+                    held = _flowtime(reference)
+                    rewards[i] += (held - self.reference_flowtime[k]) / (self.interval_s * self.num_hosts)
+                    self.reference_flowtime[k] = held
         self.steps[which] += 1
         return obs, rewards, self.steps[which] >= self.config.max_steps
 

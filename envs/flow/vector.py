@@ -73,6 +73,7 @@ class FlowVectorEnv(BatchedEnv):
     def close(self) -> None:
         self.game.sims = [None] * self.num_envs
         self.game.agents = [None] * self.num_envs
+        self.game.references = [None] * self.num_envs
 
     def _reset_copy(self, k: int, seed: int | None, options: Mapping[str, Any]) -> None:
         first = self.game.reset(k, self.engine_seed(k, seed), options.get("load"))

@@ -90,6 +90,7 @@ class _FlowSingleAgent(GameEpisodes, gymnasium.Env, EzPickle):
 
     def close(self) -> None:
         self.game.sims[0] = None
+        self.game.references[0] = None
         self.game.agents[0] = None
 
 

@@ -155,6 +155,24 @@ def test_the_flowtime_reward_sums_to_minus_the_flows_time_in_the_network():
     assert sum(r["srla"] for r in rewards) * scale == pytest.approx(-flow_seconds, rel=1e-9)
 
 
+def test_the_flowtime_ref_reward_is_the_flowtime_less_the_held_policys():
+    held = parallel_env(**SMALL, reward="flowtime_ref")
+    held.reset(seed=4)
+    # Not acting is the held policy: the reference run is the episode's twin, every reward 0.
+    assert [float(held.game.step(None, None, [0])[1][0, 0]) for _ in range(4)] == [0.0] * 4
+    acting, alone = parallel_env(**SMALL, reward="flowtime_ref"), parallel_env(**SMALL, reward="flowtime")
+    acting.reset(seed=4)
+    alone.reset(seed=4)
+    baseline = parallel_env(**SMALL, reward="flowtime")
+    baseline.reset(seed=4)
+    action = {"srla": np.full(acting.game.levels - 1, -1.0, np.float32), "lrla": ZERO["lrla"]}
+    got = [acting.step(action)[1]["srla"] for _ in range(6)]
+    own = [alone.step(action)[1]["srla"] for _ in range(6)]
+    ref = [float(baseline.game.step(None, None, [0])[1][0, 0]) for _ in range(6)]
+    assert got == pytest.approx([o - r for o, r in zip(own, ref)], rel=1e-9, abs=1e-12)
+    assert any(abs(g) > 0 for g in got)
+
+
 def test_lrlas_reward_is_capped():
     env = parallel_env(**SMALL, lrla_reward_cap=1.1)
     env.reset(seed=5)
