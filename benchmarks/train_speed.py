@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import ray
 
 from dcgym.agents import ray_session
 from dcgym.agents.training import Trainer
@@ -218,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
     steps, warmup = (300, 1) if args.quick else (args.steps, args.warmup)
-    ray_session.init(2)
+    if not ray.is_initialized():  # a caller's running cluster (a test's) is used as it is
+        ray_session.init(2)
     rows = []
     with tempfile.TemporaryDirectory(prefix="train_speed_") as out:
         for name in args.experiment or EXPERIMENTS:

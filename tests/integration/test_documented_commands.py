@@ -18,6 +18,14 @@ Each page runs in its own view of the repository (a folder of links to the root'
 arguments (after the budgets shrink, and without ``--out runs``, the default) is not trained twice: the run folder it
 made stands in as this page's newest run.
 
+A page's Python commands (``train.py``, ``evaluate.py``, ``benchmarks/*.py``, ``python -m dcgym...``) run in this
+process, as their ``__main__`` does, in the page's view and with its arguments as written (after the budgets
+shrink): starting a Python with torch and Ray for each of them cost more than the commands' own work. ``train.py``
+and the benchmarks train on the session's Ray cluster. What only a process shows (exit status, Ctrl-C, the installed scripts, the
+hash seed a training command fixes for itself) is tested by the tests that start the commands
+(tests/integration/test_train_cli.py, test_user_paths.py). Other commands (``make -n``, the C++ compiler, the
+deployment example) run in a shell.
+
 Placeholders: ``runs/<run>`` (also ``RUN``) is the newest run folder the page's earlier commands made (a
 Malcolm run if there is one: the pages export it to run in the engine), or one made for the page;
 ``zoo:NAME`` and ``SCENARIO`` are the zoo's first rack policy (the commands compare it with po2) and its
@@ -27,11 +35,17 @@ small budget of its own).
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import io
 import os
 import re
+import runpy
 import shlex
+import signal
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -103,8 +117,9 @@ class Page:
     """What a page's commands share: its view of the repository, the runs they made, a folder for what must not
     land in the tree."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, request: pytest.FixtureRequest) -> None:
         self.tmp = tmp
+        self.request = request
         self.tree = page_tree(tmp)
         self.runs = self.tree / "runs"
 
@@ -176,9 +191,67 @@ def budgeted(page: Page, args: list[str]) -> list[str]:
 
 
 def _has_quick(script: str) -> bool:
-    """Whether a benchmark script has a --quick smoke mode (its --help says so)."""
-    proc = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True, text=True, env=ENV)
-    return "--quick" in proc.stdout
+    """Whether a benchmark script has a --quick smoke mode (an option it declares)."""
+    return '"--quick"' in (ROOT / script).read_text(encoding="utf-8")
+
+
+IN_PROCESS_MODULES = ("dcgym", "dcgym.export", "dcgym.train", "dcgym.evaluate")
+
+
+def in_process(args: list[str]) -> bool:
+    """Whether a budgeted command is a Python command line this process runs itself (module docstring)."""
+    if not (len(args) > 1 and args[0] == sys.executable):
+        return False
+    script = args[1]
+    return (
+        script in ("train.py", "evaluate.py")
+        or script.startswith("benchmarks/")
+        or (script == "-m" and args[2] in IN_PROCESS_MODULES)
+    )
+
+
+def run_here(page: Page, args: list[str]) -> tuple[int, str]:
+    """Run ``python SCRIPT ARGS`` (or ``python -m MODULE ARGS``) in this process, as the interpreter would run it,
+    in the page's view: ``(exit status, standard error)``. The command's changes to the environment, the working
+    folder, the signal handlers and torch's threads are undone after it."""
+    script, *rest = args[1:]
+    page.request.getfixturevalue("ray_session")  # a command that trains uses the session's cluster, not its own
+    rest = [m for a in rest for m in (sorted(glob.glob(a, root_dir=page.tree)) or [a] if "*" in a else [a])]
+    environ, handlers = dict(os.environ), {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    threads = sys.modules["torch"].get_num_threads() if "torch" in sys.modules else None
+    err = io.StringIO()
+    status = 0
+    with (
+        pytest.MonkeyPatch.context() as patch,
+        contextlib.redirect_stderr(err),
+        contextlib.redirect_stdout(io.StringIO()),
+    ):
+        patch.chdir(page.tree)
+        # PYTHONHASHSEED present: train.py keeps this process instead of restarting itself with a fixed hash seed
+        patch.setenv("PYTHONHASHSEED", os.environ.get("PYTHONHASHSEED", "0"))
+        try:
+            if script == "-m":
+                module, *rest = rest
+                patch.setattr(sys, "argv", [module, *rest])
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                patch.setattr(sys, "argv", [script, *rest])
+                patch.syspath_prepend(str(page.tree / Path(script).parent))  # as the interpreter's sys.path[0]
+                runpy.run_path(str(page.tree / script), run_name="__main__")
+        except SystemExit as stop:
+            status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+            if not isinstance(stop.code, int | None):
+                print(stop.code, file=sys.stderr)
+        except BaseException:  # noqa: BLE001 - the command's traceback is the test's failure message
+            traceback.print_exc()
+            status = 1
+    os.environ.clear()
+    os.environ.update(environ)
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+    if threads is not None:
+        sys.modules["torch"].set_num_threads(threads)
+    return status, err.getvalue()
 
 
 def run_command(page: Page, text: str) -> None:
@@ -193,18 +266,22 @@ def run_command(page: Page, text: str) -> None:
         os.utime(TRAINED[joined])  # the newest run again, as if just made
         return
     before = page.made()
-    proc = subprocess.run(
-        ["bash", "-c", joined], cwd=page.tree, capture_output=True, text=True, timeout=TIMEOUT_S, env=ENV
-    )
-    assert proc.returncode == 0, f"{text}\n(ran: {joined})\n{proc.stderr[-3000:]}"
+    if in_process(args):
+        status, stderr = run_here(page, args)
+    else:
+        proc = subprocess.run(
+            ["bash", "-c", joined], cwd=page.tree, capture_output=True, text=True, timeout=TIMEOUT_S, env=ENV
+        )
+        status, stderr = proc.returncode, proc.stderr
+    assert status == 0, f"{text}\n(ran: {joined})\n{stderr[-3000:]}"
     made = page.made() - before
     if trains and len(made) == 1:
         TRAINED[joined] = made.pop()
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_COMMANDS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_shell_command_of_the_page_runs_as_written(page, tmp_path):
-    state = Page(tmp_path)
+def test_every_shell_command_of_the_page_runs_as_written(page, tmp_path, request):
+    state = Page(tmp_path, request)
     for text in shell_commands(page):
         run_command(state, text)
 
