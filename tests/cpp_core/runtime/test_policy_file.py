@@ -621,6 +621,17 @@ def test_deployment_example_builds_from_the_runtime_headers_alone_and_refuses_ba
     served = [int(line.split()[3]) for line in proc.stdout.splitlines()[3:]]
     assert len(served) == 3 and sum(served) == 2000
 
+    fill = fmt.FillPolicy(1 / 75, 100 / 75, 2.0, 0.1, True, np.array([1.0, 2.0, 3.0]), np.zeros((3, 9, 4)))
+    proc = subprocess.run(
+        [str(binary), str(fmt.write_policy(fill, tmp_path / "fill.dcpol")), "2000"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "fill, 3 nodes, horizon 2, mix 0.1, steal rule" in proc.stdout
+    assert sum(int(line.split()[3]) for line in proc.stdout.splitlines()[3:]) == 2000
+
     bad = tmp_path / "bad.dcpol"
     bad.write_bytes(patch(good.read_bytes(), 8, "I", 5))
     proc = subprocess.run([str(binary), str(bad)], capture_output=True, text=True, timeout=30)
