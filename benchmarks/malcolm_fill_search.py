@@ -11,7 +11,7 @@ own level (it knows it fresh, the others a heartbeat stale), each a + b x rho of
 at every load and training seed (common random numbers: a seed is the same workload for every candidate); its
 score is the mean over loads of p99 / water-filling's p99 at that load (a run that drops tasks scores 10). Training
 seeds are not the evaluation's (evaluate.py's seeds 1, 2, 3). Writes ``DIR/curve.csv`` (per iteration: the mean and
-best score of the population and the score of its mean) and ``DIR/policy.dcpol`` (the mean after the last
+best score of the population and the score of its mean) and ``DIR/policy.dcpol`` (the mean after each
 iteration; evaluate it with ``benchmarks/malcolm_ceiling.py --policy DIR/policy.dcpol``).
 """
 
@@ -99,6 +99,6 @@ with open(out / "curve.csv", "w") as curve:
         curve.write(line + "\n")
         curve.flush()
         print(line, flush=True)
-np.save(out / "theta.npy", mean)
-fmt.write_policy(policy_of(mean), out / "policy.dcpol")
+        np.save(out / "theta.npy", mean)  # after every iteration: a stopped search keeps its last mean
+        fmt.write_policy(policy_of(mean), out / "policy.dcpol")
 print(f"wrote {out / 'policy.dcpol'}; theta {np.round(mean, 3).tolist()}")
