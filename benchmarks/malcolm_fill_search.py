@@ -1,7 +1,7 @@
 """Search the gains of a ``fill`` rack policy (docs/policy_format.md kind 4) in the engine, from water-filling.
 
     python benchmarks/malcolm_fill_search.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94]
-        [--tasks 60000] [--seeds 101,102] [--iterations 8] [--population 16] [--steal] --out DIR
+        [--tasks 60000] [--seeds 101,102] [--iterations 8] [--population 16] [--steal] [--out out/fill_search]
 
 The policy starts as the file whose gains are 0 — the engine's ``water_fill`` heuristic (with ``--steal``, its steal
 rule) — and a cross-entropy search moves a few gains shared by every node: the fill volume, the mix and the steal
@@ -40,7 +40,7 @@ parser.add_argument("--elite", type=int, default=4)
 parser.add_argument("--sigma", type=float, default=0.3, help="the search's initial spread of every gain")
 parser.add_argument("--steal", action="store_true", help="start from water_fill:steal=true")
 parser.add_argument("--seed", type=int, default=1, help="the search's own random numbers")
-parser.add_argument("--out", required=True)
+parser.add_argument("--out", default="out/fill_search")
 args = parser.parse_args()
 
 WARMUP = 5_000
