@@ -9,14 +9,16 @@ is the reference reader; :func:`from_bytes` here reads what :func:`to_bytes`
 writes (for inspection and tests) and refuses files whose header, shapes or
 checksum do not add up, with a ``ValueError`` naming the field.
 
-Three kinds, one dataclass each, each with the ``settings`` (name -> text) it was trained under:
+Four kinds, one dataclass each, each with the ``settings`` (name -> text) it was trained under:
 
 - :class:`LinearPairPolicy`: Malcolm's rack policy, per node a migration and a
   stealing softmax actor over the basis features of the node's N loads, and
   optionally a linear critic;
 - :class:`MlpPolicy`: dense networks (one shared or one per agent) with
   per-layer activations and an output head;
-- :class:`LinearValuePolicy`: a linear value function per agent.
+- :class:`LinearValuePolicy`: a linear value function per agent;
+- :class:`FillPolicy` (format version 4): Malcolm's rack policy as water-filling tables adjusted by linear gains
+  (``cpp_core/include/dcgym/runtime/fill.hpp``; :mod:`dcgym.agents.malcolm.fill` evaluates it in numpy).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import numpy as np
 __all__ = [
     "ACTIVATIONS",
     "BASES",
+    "FILL_FEATURES",
+    "FILL_VERSION",
     "HEADS",
     "KINDS",
     "MAGIC",
@@ -39,6 +43,7 @@ __all__ = [
     "NEW_HEADS_VERSION",
     "SETTINGS_VERSION",
     "VERSION",
+    "FillPolicy",
     "InputSpec",
     "Layer",
     "LinearPairPolicy",
@@ -55,12 +60,16 @@ __all__ = [
 
 MAGIC = b"DCGYMPOL"
 """The first 8 bytes of every policy file."""
-VERSION = 3
-"""The newest format version: this module reads versions 1 to 3 and writes the oldest one the policy needs."""
+VERSION = 4
+"""The newest format version: this module reads versions 1 to 4 and writes the oldest one the policy needs."""
 NEW_HEADS_VERSION = 2
 """The version that added the ``increasing`` and ``multi_categorical`` heads."""
 SETTINGS_VERSION = 3
 """The version that added the settings section (the settings a policy was trained under)."""
+FILL_VERSION = 4
+"""The version that added the ``fill`` kind."""
+FILL_FEATURES = 4
+"""The fill kind's features per node: [1, utilisation, tanh(mean level), tanh(own level)]."""
 MAX_PARAMETER = 1e6
 """The largest magnitude of a weight or bias: larger ones overflow float32 evaluation (no trained policy nears it)."""
 MAX_SETTINGS_SIZE = 65536
@@ -69,7 +78,7 @@ SETTING_KEY = re.compile(r"[a-z][a-z0-9_]{0,63}")
 """What a setting's name may be."""
 SETTING_VALUE = re.compile(r"[\x21-\x7e]{1,1024}")
 """What a setting's value may be: 1 to 1024 printable ASCII characters, no spaces."""
-KINDS = {"linear_pair": 1, "mlp": 2, "linear_value": 3}
+KINDS = {"linear_pair": 1, "mlp": 2, "linear_value": 3, "fill": 4}
 """Policy kind -> the number the header stores."""
 BASES = {"raw": 0, "sort": 1, "customized": 2, "quadratic": 3}
 """Basis function -> number (``dcgym::runtime::Basis``; the maps of ``dcgym.agents.malcolm.basis``)."""
@@ -188,7 +197,33 @@ class MlpPolicy:
         return len(self.agent_network)
 
 
-Policy = LinearPairPolicy | MlpPolicy | LinearValuePolicy
+@dataclass
+class FillPolicy:
+    """Malcolm's rack policy as water-filling (docs/policy_format.md, kind 4): node i's tables are the water-filling
+    table over the levels and capacities its gains ``gains[i]`` (2N + 3 rows of :data:`FILL_FEATURES`) adjust; all
+    gains 0 give the ``water_fill`` heuristic with ``horizon``, ``mix`` and ``steal``.
+
+    ``level_scale`` turns the engine's raw loads (expected wait, us) into levels (mean service times);
+    ``heartbeat_services`` is the heartbeat in mean service times (the utilisation feature's unit).
+    """
+
+    level_scale: float
+    heartbeat_services: float
+    horizon: float
+    mix: float
+    steal: bool
+    capacity: np.ndarray  # (N,): workers x speed of each node
+    gains: np.ndarray  # (N, 2N + 3, FILL_FEATURES): node, row, feature
+    settings: dict[str, str] = field(default_factory=dict)
+
+    kind = "fill"
+
+    @property
+    def num_agents(self) -> int:
+        return int(np.shape(self.capacity)[0])
+
+
+Policy = LinearPairPolicy | MlpPolicy | LinearValuePolicy | FillPolicy
 
 
 # ------------------------------------------------------------------------------ writing
@@ -255,6 +290,17 @@ def _body(policy: Policy) -> bytes:
     if isinstance(policy, LinearValuePolicy):
         f = policy.input.num_features
         return _input(policy.input) + _f32(policy.weights, (policy.num_agents, f), "weights", MAX_PARAMETER)
+    if isinstance(policy, FillPolicy):
+        n = policy.num_agents
+        fields = (policy.level_scale, policy.heartbeat_services, policy.horizon)
+        _check_fill(fields, policy.mix, policy.capacity)
+        capacity = np.asarray(policy.capacity, np.float64)
+        header = struct.pack("<I4fI", n, *fields, policy.mix, int(bool(policy.steal)))
+        return (
+            header
+            + _f32(capacity, (n,), "fill.capacity", MAX_PARAMETER)
+            + _f32(policy.gains, (n, 2 * n + 3, FILL_FEATURES), "gains", MAX_PARAMETER)
+        )
     if isinstance(policy, MlpPolicy):
         if policy.head not in HEADS:
             raise ValueError(f"mlp.head: got {policy.head!r}; expected one of {list(HEADS)}")
@@ -294,10 +340,25 @@ def _body(policy: Policy) -> bytes:
     raise TypeError(f"not a policy: {type(policy).__name__}")
 
 
+def _check_fill(fields: tuple[float, ...], mix: float, capacity) -> None:
+    """The fill kind's level_scale, heartbeat_services, horizon (finite, > 0), mix (0 .. 1) and capacities (> 0)."""
+    if not (np.isfinite(fields).all() and min(fields) > 0 and 0 <= mix <= 1):
+        raise ValueError(
+            f"fill: got level_scale, heartbeat_services, horizon, mix = {(*fields, mix)}; "
+            "expected finite numbers > 0 and a mix in [0, 1]"
+        )
+    capacity = np.asarray(capacity, np.float64)
+    if capacity.ndim != 1 or not (capacity > 0).all():
+        raise ValueError(f"fill.capacity: got {capacity}; expected N numbers > 0")
+
+
 def to_bytes(policy: Policy) -> bytes:
     """The policy file of ``policy``: header, body (after the settings section if it has settings), CRC32."""
     body = _body(policy)
-    if policy.settings:
+    if isinstance(policy, FillPolicy):  # a kind of version 4: the settings section is always there
+        version = FILL_VERSION
+        body = _settings(policy.settings) + body
+    elif policy.settings:
         version = SETTINGS_VERSION
         body = _settings(policy.settings) + body
     else:  # old readers keep reading the rest
@@ -406,6 +467,8 @@ def from_bytes(data: bytes) -> Policy:
         raise ValueError(f"header.flags: got {flags}; expected 0")
     c = _Cursor(data, _HEADER.size, len(data) - 4)
     kind_name = _name(KINDS, kind, "header.kind")
+    if kind_name == "fill" and version < FILL_VERSION:
+        raise ValueError(f"header.kind: got {kind}; expected 1 .. 3 in a version-{version} file")
     settings = _read_settings(c) if version >= SETTINGS_VERSION else {}
     policy: Policy
     if kind_name == "linear_pair":
@@ -431,6 +494,16 @@ def from_bytes(data: bytes) -> Policy:
             max_logit,
             settings,
         )
+    elif kind_name == "fill":
+        n, *fields, steal = struct.unpack("<I4fI", c.take(24, "fill"))
+        if n != agents:
+            raise ValueError(f"header.num_agents: got {agents}; expected {n} (fill.num_nodes)")
+        if steal > 1:
+            raise ValueError(f"fill.steal: got {steal}; expected 0 or 1")
+        capacity = c.weights((n,), "fill.capacity")
+        _check_fill(tuple(fields[:3]), fields[3], capacity)
+        gains = c.weights((n, 2 * n + 3, FILL_FEATURES), "gains")
+        policy = FillPolicy(*fields, bool(steal), capacity, gains, settings)
     elif kind_name == "linear_value":
         spec = _read_input(c)
         policy = LinearValuePolicy(spec, c.weights((agents, spec.num_features), "weights"), settings)

@@ -1,12 +1,13 @@
 """The rack's reference points for a learned Malcolm policy: best heuristic, water-filling, the ideal, the zoo.
 
     python benchmarks/malcolm_ceiling.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94]
-        [--tasks 300000] [--seeds 3] [--workers 0] [--quick]
+        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick]
 
 On each scenario and load, p99 latency (µs, mean ± 95% interval over seeds; common random numbers: a seed is the
 same workload for every policy) of the per-task heuristics the issue of a learned rack policy names (SED, JSQ,
 JBT, Po2), water-filling with and without steals (the fixed rule in Malcolm's action space, docs/rack.md), the
-zoo policy trained on the scenario in the engine, and the ideal: central FCFS, the same scenario with every task
+zoo policy trained on the scenario in the engine (and any ``--policy`` file, e.g. a ``fill`` file of
+benchmarks/malcolm_fill_search.py), and the ideal: central FCFS, the same scenario with every task
 entering at one switch. "Gap closed" is (best heuristic - policy) / (best heuristic - central FCFS), per seed,
 where the best heuristic is the per-task rule (SED, JSQ, JBT, Po2) of lowest mean p99 at that load.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from dcgym.agents.evaluation import evaluate
@@ -32,6 +34,7 @@ parser.add_argument("--loads", default="0.7,0.85,0.94")
 parser.add_argument("--tasks", type=int, default=300_000)
 parser.add_argument("--seeds", type=int, default=3)
 parser.add_argument("--workers", type=int, default=0)
+parser.add_argument("--policy", action="append", default=[], help="a policy file to run too (repeatable)")
 parser.add_argument("--quick", action="store_true", help="a smoke run: one load, one seed, 3,000 tasks")
 args = parser.parse_args()
 loads = [0.94] if args.quick else [float(x) for x in args.loads.split(",")]
@@ -57,7 +60,9 @@ def text(values: list[float | None], censored: bool) -> str:
 for name in args.scenario or ["malcolm_hetero_paper_exp"]:
     scenario = load_scenario(name)
     zoo = [f"zoo:{z}" for z in list_zoo() if z == name.replace("_paper", "")]
-    runs = evaluate(scenario, [*HEURISTICS, *WATER_FILL, *zoo], loads, tasks, seeds=seeds, workers=args.workers)
+    runs = evaluate(
+        scenario, [*HEURISTICS, *WATER_FILL, *zoo, *args.policy], loads, tasks, seeds=seeds, workers=args.workers
+    )
     ideal = evaluate(
         load_scenario(name, {"entry": {"kind": "switch"}, "dispatch": "central_fcfs"}),
         ["central_fcfs"],
@@ -67,7 +72,8 @@ for name in args.scenario or ["malcolm_hetero_paper_exp"]:
         workers=args.workers,
     )
     table = p99s(runs) | p99s(ideal)
-    labels = [*(z.removeprefix("zoo:") + " (zoo)" for z in zoo), *WATER_FILL]
+    files = [Path(f).name.removesuffix(".dcpol") + " (file)" for f in args.policy]
+    labels = [*(z.removeprefix("zoo:") + " (zoo)" for z in zoo), *WATER_FILL, *files]
     print(f"\n{name}, p99 (µs), {tasks:,} tasks per run, seeds {seeds}; * censored\n")
     print(
         "| load | best heuristic | "

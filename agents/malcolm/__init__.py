@@ -4,7 +4,8 @@ Laid out as RLlib's own algorithms: :mod:`.malcolm` (``MalcolmConfig``,
 ``Malcolm.training_step``, :func:`rack_config`), :mod:`.malcolm_rl_module`
 (one node's critic and actors), :mod:`.malcolm_learner` (Algorithm 1's
 update and consensus), :mod:`.basis` (§6.2's feature maps), :mod:`.policy_file`
-(the trained nodes as a ``linear_pair`` policy file), :mod:`.system` (the
+(the trained nodes as a ``linear_pair`` policy file), :mod:`.fill` (the ``fill`` head: water-filling tables
+with gains, in numpy), :mod:`.system` (the
 algorithm as the registry sees it). The names below are imported on first
 use: importing the package loads neither Ray nor torch.
 """

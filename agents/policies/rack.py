@@ -26,7 +26,12 @@ What the controller needs and where it comes from (:func:`controller_inputs`):
   or the spec's options (``FILE:heartbeat_us=50,load_metric=queue``); an
   option that contradicts the file is refused.
 
-Only ``linear_pair`` files run in the engine; ``mlp`` files (PPO, SAC) and
+A ``fill`` policy file (water-filling tables adjusted by gains, docs/policy_format.md kind 4) acts the same way
+through the C++ ``FillController`` (cpp_core/include/dcgym/rack/fill_controller.hpp): each node's tables from its
+belief row times the file's ``level_scale`` and the rack's arrivals per heartbeat; it needs the ``expected_wait``
+load metric its levels are measured in.
+
+Only ``linear_pair`` and ``fill`` files run in the engine; ``mlp`` files (PPO, SAC) and
 ``linear_value`` files are refused with an error saying so (evaluate the run
 folder or checkpoint they came from instead).
 """
@@ -43,10 +48,10 @@ import yaml
 
 from dcgym.agents.policies.file_settings import ENV_SETTINGS, resolve
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
-from dcgym.agents.policy_format import LinearPairPolicy, Policy, from_bytes
+from dcgym.agents.policy_format import FillPolicy, LinearPairPolicy, Policy, from_bytes
 from dcgym.agents.progress import PIECE, drain
 from dcgym.agents.rl.envs import make_env
-from dcgym.cpp_core import Distribution, RackController, RuntimePolicy
+from dcgym.cpp_core import Distribution, FillController, RackController, RuntimePolicy
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
 from dcgym.envs.policy_spec import parse_options, split_spec
 from dcgym.envs.rack.game import RackEnvConfig
@@ -100,7 +105,7 @@ class PolicyFile:
 
 def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyFile:
     """Resolve ``spec`` (a path or ``zoo:NAME``, optional ``:key=value,...``), load the file with the C++
-    loader and the Python reader and check it is a policy the engine runs (``linear_pair``).
+    loader and the Python reader and check it is a policy the engine runs (``linear_pair`` or ``fill``).
 
     Raises PolicyFileError (``<file>: <the loader's message>``) or, for bad
     options or an unknown zoo name, InvalidConfigError naming ``policy``.
@@ -119,10 +124,10 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
         raise PolicyFileError(path, str(exc)) from None
     # the file's settings, or the options where it has none; first, so a file of another family is named as one
     settings = resolve(text, "rack_v0", policy.settings, option_text)
-    if not isinstance(policy, LinearPairPolicy):
+    if not isinstance(policy, LinearPairPolicy | FillPolicy):
         raise PolicyFileError(
             path,
-            f"a {policy.kind} policy; only linear_pair policies (Malcolm's actor pairs) run "
+            f"a {policy.kind} policy; only linear_pair and fill policies (Malcolm's) run "
             "in the engine: evaluate the run folder or checkpoint it was exported from instead",
         )
     checked = validate(RackEnvConfig, settings)
@@ -184,7 +189,7 @@ def game_engine_config(
 def controller_inputs(file: PolicyFile, scenario: Any) -> tuple[dict[str, Any], dict[str, np.ndarray | None]]:
     """The RackController options and parameters of ``file`` on ``scenario``; PolicyFileError if they do not fit."""
     policy = file.policy
-    assert isinstance(policy, LinearPairPolicy)
+    assert isinstance(policy, LinearPairPolicy | FillPolicy)
     if policy.num_agents != scenario.num_nodes:
         raise PolicyFileError(
             file.path,
@@ -192,6 +197,14 @@ def controller_inputs(file: PolicyFile, scenario: Any) -> tuple[dict[str, Any], 
             f"{scenario.name or ''} has {scenario.num_nodes} (give --scenario the rack "
             "it was trained on)",
         )
+    if isinstance(policy, FillPolicy):
+        if file.load_metric != "expected_wait":
+            raise PolicyFileError(
+                file.path,
+                f"load_metric: got {file.load_metric}; expected expected_wait (a fill policy's levels are expected "
+                "waits in mean service times)",
+            )
+        return {"heartbeat_us": file.heartbeat_us, "warmup_us": 0.0}, {}
     spec = policy.input
     if not (spec.offset == 0 and spec.lo == 0 and spec.scale > 0 and spec.hi > 0):
         raise PolicyFileError(
@@ -282,7 +295,12 @@ def drive_controller(
     either threshold before their last heartbeat, so no Python runs between most heartbeats.
     """
     policy = from_bytes(data)
-    ctl = RackController(config, options, critic=policy.critic, migration=policy.migration, stealing=policy.stealing)
+    if isinstance(policy, FillPolicy):
+        ctl = FillController(config, data, options["heartbeat_us"], options["warmup_us"])
+    else:
+        ctl = RackController(
+            config, options, critic=policy.critic, migration=policy.migration, stealing=policy.stealing
+        )
     sim = ctl.sim
     r = sim.results()
     per_heartbeat = r["arrival_rate_per_us"] * rate_factor * options["heartbeat_us"]

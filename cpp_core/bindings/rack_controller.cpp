@@ -1,5 +1,6 @@
 // Binding of the native runtime's learning side: RackController (Malcolm's
-// policy, and optionally its learning, driving a RackSim in C++) and
+// policy, and optionally its learning, driving a RackSim in C++), FillController
+// (a `fill` policy file driving a RackSim) and
 // MalcolmLearner (one update on a given batch, for tests). See
 // docs/policy_runtime.md; the runtime's timing loop is a program of its own,
 // benchmarks/policy_runtime.cpp.
@@ -13,7 +14,9 @@
 
 #include "convert.hpp"
 #include "dcgym/rack/controller.hpp"
+#include "dcgym/rack/fill_controller.hpp"
 #include "dcgym/runtime/learner.hpp"
+#include "dcgym/runtime/policy_file.hpp"
 
 namespace py = pybind11;
 
@@ -218,6 +221,25 @@ struct PyController {
   std::unique_ptr<RackController> controller;
 };
 
+struct PyFillController {
+  py::object sim;
+  std::unique_ptr<dcgym::rack::FillController> controller;
+};
+
+py::dict RunFill(PyFillController& c, int64_t heartbeats) {
+  const auto count = Count(heartbeats, "heartbeats");
+  {
+    py::gil_scoped_release release;
+    c.controller->Run(count);
+  }
+  return c.sim.attr("results")();
+}
+
+py::tuple Tables(std::size_t n, const std::vector<double>& migration, const std::vector<double>& stealing) {
+  const auto k = static_cast<py::ssize_t>(n);
+  return py::make_tuple(py::array_t<double>({k, k}, migration.data()), py::array_t<double>({k, k}, stealing.data()));
+}
+
 py::dict Run(PyController& c, int64_t heartbeats) {
   const auto count = Count(heartbeats, "heartbeats");
   RunStats s;
@@ -349,10 +371,39 @@ void BindController(py::module_& m) {
       .def_property_readonly(
           "tables",
           [](const b::PyController& c) {
-            const auto n = static_cast<py::ssize_t>(c.controller->NumNodes());
-            return py::make_tuple(py::array_t<double>({n, n}, c.controller->MigrationTables().data()),
-                                  py::array_t<double>({n, n}, c.controller->StealTables().data()));
+            return b::Tables(c.controller->NumNodes(), c.controller->MigrationTables(), c.controller->StealTables());
           },
           "(migration, stealing) tables (N, N) set by the last heartbeat.")
       .def_property_readonly("num_updates", [](const b::PyController& c) { return c.learner->NumUpdates(); });
+
+  py::class_<b::PyFillController>(m, "FillController",
+                                  "A `fill` policy file driving a RackSim in C++ (dcgym/rack/fill_controller.hpp).")
+      .def(py::init([](const py::dict& config, const py::bytes& policy, double heartbeat_us, double warmup_us) {
+             const std::string data = policy;
+             dcgym::runtime::Policy loaded;
+             std::string error;
+             if (!dcgym::runtime::ParsePolicy(data.data(), data.size(), &loaded, &error)) throw py::value_error(error);
+             if (loaded.fill() == nullptr)
+               throw py::value_error("policy: a " + std::string(dcgym::runtime::PolicyKindName(loaded.kind())) +
+                                     " policy; expected fill");
+             auto c = std::make_unique<b::PyFillController>();
+             c->sim = py::module_::import("dcgym.cpp_core._engine").attr("RackSim")(config);
+             auto& sim = c->sim.cast<dcgym::rack::RackSim&>();
+             c->controller =
+                 std::make_unique<dcgym::rack::FillController>(sim, *loaded.fill(), heartbeat_us, warmup_us);
+             return c;
+           }),
+           py::arg("config"), py::arg("policy"), py::arg("heartbeat_us") = 100.0, py::arg("warmup_us") = 0.0,
+           "A RackSim from `config` (entry 'nodes', dispatch 'table') driven every heartbeat by the `fill` policy "
+           "file's bytes `policy`.")
+      .def("run", &b::RunFill, py::arg("heartbeats"),
+           "Run heartbeats (GIL released); returns RackSim.results() of the simulation so far.")
+      .def_property_readonly(
+          "sim", [](const b::PyFillController& c) { return c.sim; }, "The RackSim driven.")
+      .def_property_readonly(
+          "tables",
+          [](const b::PyFillController& c) {
+            return b::Tables(c.controller->NumNodes(), c.controller->MigrationTables(), c.controller->StealTables());
+          },
+          "(migration, stealing) tables (N, N) set by the last heartbeat.");
 }

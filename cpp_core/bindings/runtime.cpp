@@ -5,6 +5,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -20,6 +21,7 @@ namespace {
 using dcgym::runtime::Policy;
 using dcgym::runtime::PolicyKind;
 using FloatArray = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
 /// A loaded policy file, as Python sees it.
 class RuntimePolicy {
@@ -54,6 +56,7 @@ class RuntimePolicy {
   std::size_t num_inputs() {
     if (auto* p = policy_.linear_pair()) return p->num_nodes();
     if (auto* v = policy_.linear_value()) return v->num_loads();
+    if (auto* f = policy_.fill()) return f->num_nodes();
     return policy_.mlp()->num_inputs();
   }
 
@@ -68,6 +71,32 @@ class RuntimePolicy {
     float* mig = migration.mutable_data();
     float* steal = stealing.mutable_data();
     for (std::size_t b = 0; b < rows; ++b) pair->Probabilities(node, in + b * n, mig + b * n, steal + b * n);
+    return py::make_tuple(migration, stealing);
+  }
+
+  /// The fill kind's (migration, stealing) tables of `node` for levels (N,) or (B, N) and the rack's arrivals
+  /// per heartbeat (a number > 0).
+  py::tuple FillTables(std::size_t node, const DoubleArray& levels, double arrivals) {
+    auto* fill = policy_.fill();
+    if (fill == nullptr) throw py::value_error("fill_tables: the policy is " + kind() + "; expected fill");
+    CheckAgent("node", node, fill->num_nodes());
+    if (!(std::isfinite(arrivals) && arrivals > 0)) {
+      throw py::value_error("arrivals: got " + std::to_string(arrivals) + "; expected a finite number > 0");
+    }
+    const std::size_t n = fill->num_nodes();
+    const bool ok =
+        (levels.ndim() == 1 || levels.ndim() == 2) && static_cast<std::size_t>(levels.shape(levels.ndim() - 1)) == n;
+    if (!ok)
+      throw py::value_error("levels: expected shape (" + std::to_string(n) + ",) or (B, " + std::to_string(n) + ")");
+    const std::size_t rows = levels.ndim() == 1 ? 1 : static_cast<std::size_t>(levels.shape(0));
+    const double* in = levels.data();
+    for (std::size_t i = 0; i < rows * n; ++i) {
+      if (!std::isfinite(in[i])) throw py::value_error("levels: got a non-finite level; expected finite numbers");
+    }
+    DoubleArray migration(Shape(rows, n, levels.ndim() == 2)), stealing(Shape(rows, n, levels.ndim() == 2));
+    for (std::size_t b = 0; b < rows; ++b) {
+      fill->Tables(node, in + b * n, arrivals, migration.mutable_data() + b * n, stealing.mutable_data() + b * n);
+    }
     return py::make_tuple(migration, stealing);
   }
 
@@ -170,7 +199,7 @@ void BindRuntime(py::module_& m) {
                   "Load a policy file's bytes; ValueError naming the bad field if it is not valid.")
       .def_static("from_file", &RuntimePolicy::FromFile, py::arg("path"),
                   "Load the policy file at `path`; ValueError naming the bad field if it is not valid.")
-      .def_property_readonly("kind", &RuntimePolicy::kind, "linear_pair, mlp or linear_value")
+      .def_property_readonly("kind", &RuntimePolicy::kind, "linear_pair, mlp, linear_value or fill")
       .def_property_readonly("num_agents", &RuntimePolicy::num_agents)
       .def_property_readonly("settings", &RuntimePolicy::settings,
                              "the settings the policy was trained under (name -> text; empty before version 3)")
@@ -179,6 +208,9 @@ void BindRuntime(py::module_& m) {
       .def_property_readonly("head", &RuntimePolicy::head, "the mlp's output head")
       .def("probabilities", &RuntimePolicy::Probabilities, py::arg("node"), py::arg("raw_loads"),
            "Node `node`'s (migration, stealing) probabilities for raw loads (N,) or (B, N).")
+      .def("fill_tables", &RuntimePolicy::FillTables, py::arg("node"), py::arg("levels"), py::arg("arrivals"),
+           "The fill kind's (migration, stealing) tables of `node` for levels in mean service times (N,) or (B, N) "
+           "and the rack's arrivals per heartbeat (> 0): water-filling with the file's gains.")
       .def("value", &RuntimePolicy::Value, py::arg("agent"), py::arg("raw_loads"),
            "The linear value (critic) of `agent` for raw loads (N,) -> float or (B, N) -> (B,).")
       .def(

@@ -7,7 +7,9 @@
 //
 // Each request arrives at a random node, which draws its destination from
 // its migration probabilities (Probabilities() on the loads it sees, in the
-// engine's unit: expected wait in microseconds) with a small xorshift RNG.
+// engine's unit: expected wait in microseconds) with a small xorshift RNG;
+// a `fill` file (water-filling with gains) gives them by Tables() on the
+// loads' levels and the rack's arrivals per heartbeat at 90% load.
 // The simulated loads are a toy: a request adds one mean service time to its
 // destination's backlog, which every node drains at its own speed between
 // requests. A bad policy file exits with status 1 and the loader's message.
@@ -64,15 +66,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   dcgym::runtime::LinearPairPolicy* pair = policy.linear_pair();
-  if (pair == nullptr) {
-    std::fprintf(stderr, "error: %s holds a %s policy; this example dispatches with linear_pair (Malcolm's)\n", argv[1],
-                 std::string(dcgym::runtime::PolicyKindName(policy.kind())).c_str());
+  dcgym::runtime::FillPolicy* fill = policy.fill();
+  if (pair == nullptr && fill == nullptr) {
+    std::fprintf(stderr, "error: %s holds a %s policy; this example dispatches with linear_pair or fill (Malcolm's)\n",
+                 argv[1], std::string(dcgym::runtime::PolicyKindName(policy.kind())).c_str());
     return 1;
   }
 
   // A toy rack at 90% load: between two requests node i drains its share
   // (speed i % 3 + 1 of the total) of 1 / 0.9 mean service times of backlog.
-  const std::size_t n = pair->num_nodes();
+  const std::size_t n = pair ? pair->num_nodes() : fill->num_nodes();
   const float service_us = 75.0f;
   std::vector<float> loads(n, 0.0f), drain(n), migration(n), stealing(n);
   float capacity = 0.0f;
@@ -82,11 +85,23 @@ int main(int argc, char** argv) {
   long migrated = 0;
   double max_load = 0.0;
   XorShift rng{0x9E3779B97F4A7C15ULL};
+  std::vector<double> raw(n), levels(n), table_m(n), table_s(n);  // the fill kind works in double
+  double fill_arrivals = 0.0;                                     // the rack's arrivals per heartbeat at 90% load
+  if (fill) {
+    for (float c : fill->capacity()) fill_arrivals += 0.9 * c * fill->heartbeat_services();
+  }
 
   const auto start = std::chrono::steady_clock::now();
   for (long r = 0; r < requests; ++r) {
     const std::size_t entry = static_cast<std::size_t>(rng.Next() % n);
-    pair->Probabilities(entry, loads.data(), migration.data(), stealing.data());
+    if (pair) {
+      pair->Probabilities(entry, loads.data(), migration.data(), stealing.data());
+    } else {
+      for (std::size_t i = 0; i < n; ++i) raw[i] = loads[i];
+      fill->Levels(raw.data(), levels.data());
+      fill->Tables(entry, levels.data(), fill_arrivals, table_m.data(), table_s.data());
+      for (std::size_t i = 0; i < n; ++i) migration[i] = static_cast<float>(table_m[i]);
+    }
     const std::size_t destination = Draw(migration.data(), n, rng.Uniform());
     ++arrived[entry];
     ++sent[destination];
@@ -99,9 +114,14 @@ int main(int argc, char** argv) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  std::printf("policy %s: linear_pair, %zu nodes, actor basis %s (%zu features), %s\n", argv[1], n,
-              std::string(dcgym::runtime::BasisName(pair->actor_basis())).c_str(), pair->num_features(),
-              pair->has_critic() ? "with critic" : "no critic");
+  if (pair) {
+    std::printf("policy %s: linear_pair, %zu nodes, actor basis %s (%zu features), %s\n", argv[1], n,
+                std::string(dcgym::runtime::BasisName(pair->actor_basis())).c_str(), pair->num_features(),
+                pair->has_critic() ? "with critic" : "no critic");
+  } else {
+    std::printf("policy %s: fill, %zu nodes, horizon %g, mix %g, %s\n", argv[1], n, fill->horizon(), fill->mix(),
+                fill->steal() ? "steal rule" : "no steals");
+  }
   std::printf("%ld requests, %.1f%% migrated, %.0f ns per decision, max backlog %.0f us\n", requests,
               100.0 * static_cast<double>(migrated) / static_cast<double>(requests),
               1e9 * seconds / static_cast<double>(requests), max_load);

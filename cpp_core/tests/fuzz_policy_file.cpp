@@ -7,7 +7,7 @@
 // Seeds: one valid file of each kind written here (linear_pair with a
 // critic, mlp with a bounded head and two networks, mlp with each of format
 // version 2's heads, linear_value, and a version-3 mlp with a settings
-// section) plus any
+// section, and a version-4 fill policy) plus any
 // files given. Every iteration mutates a seed (bit flips, random bytes,
 // interesting 32-bit values at aligned offsets, truncation, appended bytes),
 // and half the time repairs body_size and the checksum so the mutation
@@ -16,6 +16,7 @@
 // sanitizers catch any out-of-bounds read or undefined behaviour. Exits
 // non-zero if a seed fails to load or a refusal has no message.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -149,6 +150,19 @@ std::vector<Bytes> Seeds(Rng& rng) {
     for (std::size_t i = 0; i < 2 * rt::NumFeatures(rt::Basis::kQuadratic, 4); ++i) PutF32(b, rng.Uniform(-1, 1));
     seeds.push_back(Finish(3, 2, b));
   }
+  {  // version 4: settings, then fill (3 nodes, the steal rule on, gains around 0)
+    const std::string text = "env=rack_v0\nheartbeat_us=100\n";
+    const std::uint32_t n = 3;
+    Bytes b;
+    PutU32(b, static_cast<std::uint32_t>(text.size()));
+    b.insert(b.end(), text.begin(), text.end());
+    PutU32(b, n);
+    for (float v : {1.0f / 75.0f, 100.0f / 75.0f, 2.0f, 0.1f}) PutF32(b, v);  // level_scale .. mix
+    PutU32(b, 1);
+    for (float c : {1.0f, 2.0f, 4.0f}) PutF32(b, c);
+    for (std::size_t i = 0; i < n * rt::FillRows(n) * rt::kFillFeatures; ++i) PutF32(b, rng.Uniform(-0.5f, 0.5f));
+    seeds.push_back(Finish(4, n, b, rt::kFillVersion));
+  }
   return seeds;
 }
 
@@ -224,6 +238,20 @@ void Exercise(rt::Policy& policy, Rng& rng) {
       m->GroupArgmax(a.data(), choices.data());
       for (std::size_t g = 0; g < choices.size(); ++g) {
         if (choices[g] < 0 || choices[g] >= static_cast<std::int64_t>(m->groups()[g])) std::abort();
+      }
+    }
+  } else if (auto* f = policy.fill()) {
+    const std::size_t n = f->num_nodes();
+    std::vector<double> raw(n), levels(n), mig(n), steal(n);
+    for (std::size_t node = 0; node < n && node < 8; ++node) {
+      for (auto& x : raw) x = rng.Uniform(0, 2000);
+      f->Levels(raw.data(), levels.data());
+      f->Tables(node, levels.data(), rng.Uniform(0.001f, 500.0f), mig.data(), steal.data());
+      double sum = 0;
+      for (double p : mig) sum += p;
+      if (!(std::fabs(sum - 1.0) < 1e-6)) {  // a table of probabilities, whatever the gains
+        std::fprintf(stderr, "fill: node %zu's migration table sums to %g\n", node, sum);
+        std::abort();
       }
     }
   } else if (auto* v = policy.linear_value()) {

@@ -200,7 +200,7 @@ def test_bad_policy_files_are_one_line_and_status_2(case, capsys, policy_file, t
     elif case == "mlp":
         spec, want = (
             str(_mlp_file(bad)),
-            (f"error: {bad}: a mlp policy; only linear_pair policies (Malcolm's actor pairs) run in the engine"),
+            (f"error: {bad}: a mlp policy; only linear_pair and fill policies (Malcolm's) run in the engine"),
         )
     elif case == "zoo":
         spec, want = (

@@ -8,6 +8,9 @@
 //   if (!dcgym::runtime::LoadPolicyFile("malcolm.dcpol", &policy, &error)) { print error; exit }
 //   auto* pair = policy.linear_pair();                 // nullptr unless the file holds that kind
 //   pair->Probabilities(node, raw_loads, migration, stealing);
+//   auto* fill = policy.fill();                        // the `fill` kind: water-filling tables with gains
+//   fill->Levels(raw_loads, levels);                   // (doubles) then
+//   fill->Tables(node, levels, arrivals_per_heartbeat, migration, stealing);
 //
 // Errors: loading never throws a policy error and never reads out of bounds;
 // ParsePolicy / LoadPolicyFile return false and set `*error` to one line
@@ -37,6 +40,7 @@
 #include <variant>
 #include <vector>
 
+#include "dcgym/runtime/fill.hpp"
 #include "dcgym/runtime/linear.hpp"
 #include "dcgym/runtime/mlp.hpp"
 
@@ -45,9 +49,10 @@ namespace dcgym::runtime {
 // ------------------------------------------------------------------ format constants
 
 inline constexpr char kPolicyMagic[8] = {'D', 'C', 'G', 'Y', 'M', 'P', 'O', 'L'};
-inline constexpr std::uint32_t kPolicyVersion = 3;  // the newest version; every version from 1 up is read
+inline constexpr std::uint32_t kPolicyVersion = 4;  // the newest version; every version from 1 up is read
 inline constexpr std::uint32_t kMinPolicyVersion = 1;
 inline constexpr std::uint32_t kSettingsVersion = 3;     // the version that added the settings section
+inline constexpr std::uint32_t kFillVersion = 4;         // the version that added the fill kind
 inline constexpr std::size_t kHeaderSize = 32;           // magic, version, kind, num_agents, flags, body_size
 inline constexpr std::size_t kChecksumSize = 4;          // CRC32 after the body
 inline constexpr std::uint32_t kNoCritic = 0xFFFFFFFFu;  // linear_pair's critic_basis without a critic
@@ -57,6 +62,7 @@ inline constexpr std::uint32_t kMaxAgents = 1u << 16;
 inline constexpr std::uint32_t kMaxLoads = 1u << 16;  // N of the linear kinds
 inline constexpr std::uint32_t kMaxWidth = 1u << 24;  // an MLP's input size and layer widths
 inline constexpr std::uint32_t kMaxLayers = 64;
+inline constexpr std::uint32_t kMaxFillNodes = 4096;         // N of the fill kind (its gains grow as N^2)
 inline constexpr std::uint32_t kMaxSettingsSize = 1u << 16;  // bytes of the settings section's text
 inline constexpr std::size_t kMaxSettingKey = 64;
 inline constexpr std::size_t kMaxSettingValue = 1024;
@@ -69,6 +75,7 @@ enum class PolicyKind : std::uint32_t {
   kLinearPair = 1,   // Malcolm: per node, linear softmax migration and stealing actors (+ optional linear critic)
   kMlp = 2,          // dense networks with per-layer activations and an output head
   kLinearValue = 3,  // a linear value function per agent
+  kFill = 4,         // Malcolm: per node, water-filling tables adjusted by linear gains (runtime/fill.hpp)
 };
 
 inline constexpr std::string_view PolicyKindName(PolicyKind k) {
@@ -76,6 +83,7 @@ inline constexpr std::string_view PolicyKindName(PolicyKind k) {
     case PolicyKind::kLinearPair: return "linear_pair";
     case PolicyKind::kMlp: return "mlp";
     case PolicyKind::kLinearValue: return "linear_value";
+    case PolicyKind::kFill: return "fill";
   }
   return "?";
 }
@@ -281,13 +289,14 @@ class Policy {
   LinearPairPolicy* linear_pair() { return std::get_if<LinearPairPolicy>(&policy_); }
   MlpPolicy* mlp() { return std::get_if<MlpPolicy>(&policy_); }
   LinearValuePolicy* linear_value() { return std::get_if<LinearValuePolicy>(&policy_); }
+  FillPolicy* fill() { return std::get_if<FillPolicy>(&policy_); }
 
  private:
   friend bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std::string* error);
   PolicyKind kind_ = PolicyKind::kLinearPair;
   std::size_t num_agents_ = 0;
   std::vector<Setting> settings_;
-  std::variant<std::monostate, LinearPairPolicy, MlpPolicy, LinearValuePolicy> policy_;
+  std::variant<std::monostate, LinearPairPolicy, MlpPolicy, LinearValuePolicy, FillPolicy> policy_;
 };
 
 // ------------------------------------------------------------------ parsing
@@ -486,6 +495,49 @@ inline bool ParseLinearValue(Reader& r, std::size_t end, std::uint64_t body_size
     }
   }
   *out = LinearValuePolicy(std::move(input), agents, std::move(weights));
+  return true;
+}
+
+/// Kind 4: N, the water-filling rule's fields, N capacities, then per node FillRows(N) x kFillFeatures gains.
+inline bool ParseFill(Reader& r, std::size_t end, std::uint64_t body_size, std::uint32_t agents, FillPolicy* out) {
+  if (!r.Need(24, end, "fill")) return false;
+  const std::uint32_t n = r.U32();
+  if (n < 1 || n > kMaxFillNodes) {
+    return r.Fail("fill.num_nodes", std::to_string(n), "1 .. " + std::to_string(kMaxFillNodes));
+  }
+  if (agents != n) {
+    return r.Fail("header.num_agents", std::to_string(agents), std::to_string(n) + " (fill.num_nodes: one per node)");
+  }
+  float fields[4];
+  const char* names[4] = {"fill.level_scale", "fill.heartbeat_services", "fill.horizon", "fill.mix"};
+  for (int k = 0; k < 4; ++k) {
+    fields[k] = r.F32();
+    const bool ok = k < 3 ? std::isfinite(fields[k]) && fields[k] > 0.0f : fields[k] >= 0.0f && fields[k] <= 1.0f;
+    if (!ok) return r.Fail(names[k], Num(fields[k]), k < 3 ? "a finite number > 0" : "a number in [0, 1]");
+  }
+  const std::uint32_t steal = r.U32();
+  if (steal > 1) return r.Fail("fill.steal", std::to_string(steal), "0 (never steal) or 1 (the steal rule)");
+  const std::uint64_t rows = FillRows(n) * kFillFeatures;
+  const std::string shapes = std::to_string(n) + " nodes (" + std::to_string(FillRows(n)) + " rows of " +
+                             std::to_string(kFillFeatures) + " gains each)";
+  if (!CheckBodySize(r, body_size, 24 + 4ull * n, agents, rows, shapes)) return false;
+  std::vector<float> capacity(n), weights(n * rows);
+  for (std::size_t j = 0; j < n; ++j) {
+    const float c = r.F32();
+    if (!(std::isfinite(c) && c > 0.0f && c <= kMaxParameter)) {
+      return r.Fail(Index("fill.capacity", j), Num(c), "a number in (0, " + Num(kMaxParameter) + "]");
+    }
+    capacity[j] = c;
+  }
+  for (std::size_t node = 0; node < n; ++node) {
+    const std::string field = Index("node", node) + ".gains";
+    if (!r.Weights(rows, &weights, node * rows, [&](std::size_t i) {
+          return Index(field, i / kFillFeatures) + "[" + std::to_string(i % kFillFeatures) + "]";
+        })) {
+      return false;
+    }
+  }
+  *out = FillPolicy(n, fields[0], fields[1], fields[2], fields[3], steal == 1, std::move(capacity), std::move(weights));
   return true;
 }
 
@@ -706,8 +758,11 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
     return r.Fail("checksum", detail::Hex32(stored),
                   detail::Hex32(computed) + " (the CRC32 of the bytes before it): the file is corrupted");
   }
-  if (kind < 1 || kind > 3) {
-    return r.Fail("header.kind", std::to_string(kind), "1 .. 3 (linear_pair, mlp, linear_value)");
+  if (kind < 1 || kind > 4 || (kind == 4 && version < kFillVersion)) {
+    return r.Fail("header.kind", std::to_string(kind),
+                  version < kFillVersion
+                      ? "1 .. 3 (linear_pair, mlp, linear_value) in a version-" + std::to_string(version) + " file"
+                      : std::string("1 .. 4 (linear_pair, mlp, linear_value, fill)"));
   }
   if (agents < 1 || agents > kMaxAgents) {
     return r.Fail("header.num_agents", std::to_string(agents), "1 .. " + std::to_string(kMaxAgents));
@@ -727,6 +782,9 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
     case PolicyKind::kMlp: ok = detail::ParseMlp(r, end, agents, version, &loaded.policy_.emplace<MlpPolicy>()); break;
     case PolicyKind::kLinearValue:
       ok = detail::ParseLinearValue(r, end, kind_body, agents, &loaded.policy_.emplace<LinearValuePolicy>());
+      break;
+    case PolicyKind::kFill:
+      ok = detail::ParseFill(r, end, kind_body, agents, &loaded.policy_.emplace<FillPolicy>());
       break;
   }
   if (!ok) return false;

@@ -1,0 +1,104 @@
+"""Search the gains of a ``fill`` rack policy (docs/policy_format.md kind 4) in the engine, from water-filling.
+
+    python benchmarks/malcolm_fill_search.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94]
+        [--tasks 60000] [--seeds 101,102] [--iterations 8] [--population 16] [--steal] [--out out/fill_search]
+
+The policy starts as the file whose gains are 0 — the engine's ``water_fill`` heuristic (with ``--steal``, its steal
+rule) — and a cross-entropy search moves a few gains shared by every node: the fill volume, the mix and the steal
+margin, and for the nodes of each capacity class a capacity gain and a level offset, plus an offset of the node's
+own level (it knows it fresh, the others a heartbeat stale), each a + b x rho of the rack's utilisation (the
+``fill`` features 1 and rho), so one file acts at every load. Each candidate runs in the engine (``FillController``)
+at every load and training seed (common random numbers: a seed is the same workload for every candidate); its
+score is the mean over loads of p99 / water-filling's p99 at that load (a run that drops tasks scores 10). Training
+seeds are not the evaluation's (evaluate.py's seeds 1, 2, 3). Writes ``DIR/curve.csv`` (per iteration: the mean and
+best score of the population and the score of its mean) and ``DIR/policy.dcpol`` (the mean after each
+iteration; evaluate it with ``benchmarks/malcolm_ceiling.py --policy DIR/policy.dcpol``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+
+from dcgym.agents import policy_format as fmt
+from dcgym.agents.malcolm.fill import water_fill_policy
+from dcgym.agents.policies.rack import game_engine_config
+from dcgym.cpp_core import FillController
+from dcgym.envs.scenario import load_scenario
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--scenario", default="malcolm_hetero_paper_exp")
+parser.add_argument("--loads", default="0.7,0.85,0.94")
+parser.add_argument("--tasks", type=int, default=60_000, help="arrivals per run, after 5,000 of warm-up")
+parser.add_argument("--seeds", default="101,102")
+parser.add_argument("--iterations", type=int, default=8)
+parser.add_argument("--population", type=int, default=16)
+parser.add_argument("--elite", type=int, default=4)
+parser.add_argument("--sigma", type=float, default=0.3, help="the search's initial spread of every gain")
+parser.add_argument("--steal", action="store_true", help="start from water_fill:steal=true")
+parser.add_argument("--seed", type=int, default=1, help="the search's own random numbers")
+parser.add_argument("--out", default="out/fill_search")
+args = parser.parse_args()
+
+WARMUP = 5_000
+scenario = load_scenario(args.scenario)
+loads = [float(x) for x in args.loads.split(",")]
+seeds = [int(x) for x in args.seeds.split(",")]
+base = water_fill_policy(scenario, steal=args.steal)
+n = base.num_agents
+capacity = np.asarray(base.capacity)
+classes = sorted(set(capacity.tolist()))
+# theta: (volume, mix, steal margin, per class (capacity gain, level offset), own-level offset) x (1, rho)
+ROWS = 3 + 2 * len(classes) + 1
+
+
+def policy_of(theta: np.ndarray) -> fmt.FillPolicy:
+    rows = theta.reshape(ROWS, 2)
+    gains = np.zeros((n, 2 * n + 3, fmt.FILL_FEATURES))
+    for i in range(n):
+        gains[i, 0:3, :2] = rows[0:3]
+        for j in range(n):
+            k = classes.index(capacity[j])
+            gains[i, 3 + j, :2] = rows[3 + 2 * k]
+            gains[i, 3 + n + j, :2] = rows[4 + 2 * k] + (rows[-1] if j == i else 0.0)
+    return fmt.FillPolicy(**{**vars(base), "gains": gains})
+
+
+def p99(data: bytes, load: float, seed: int) -> float:
+    """The run's p99 (us), or inf if it dropped tasks."""
+    ctl = FillController(game_engine_config(scenario, load, seed, WARMUP), data, 100.0)
+    per_heartbeat = ctl.sim.results()["arrival_rate_per_us"] * 100.0
+    r = ctl.run(math.ceil((args.tasks + WARMUP) / per_heartbeat))
+    return math.inf if r["tasks_dropped"] > 0 else r["latency_us"]["p99"]
+
+
+reference = {(load, s): p99(fmt.to_bytes(base), load, s) for load in loads for s in seeds}
+
+
+def score(theta: np.ndarray) -> float:
+    data = fmt.to_bytes(policy_of(theta))
+    ratios = [min(p99(data, load, s) / reference[load, s], 10.0) for load in loads for s in seeds]
+    return float(np.mean(ratios))
+
+
+rng = np.random.default_rng(args.seed)
+mean, sigma = np.zeros(2 * ROWS), np.full(2 * ROWS, args.sigma)
+out = Path(args.out)
+out.mkdir(parents=True, exist_ok=True)
+with open(out / "curve.csv", "w") as curve:
+    curve.write("iteration,population_mean,population_best,mean_theta\n")
+    for it in range(args.iterations):
+        thetas = mean + sigma * rng.standard_normal((args.population, 2 * ROWS))
+        scores = np.array([score(t) for t in thetas])
+        elite = thetas[np.argsort(scores)[: args.elite]]
+        mean, sigma = elite.mean(axis=0), np.maximum(elite.std(axis=0), 0.02)
+        line = f"{it},{scores.mean():.4f},{scores.min():.4f},{score(mean):.4f}"
+        curve.write(line + "\n")
+        curve.flush()
+        print(line, flush=True)
+        np.save(out / "theta.npy", mean)  # after every iteration: a stopped search keeps its last mean
+        fmt.write_policy(policy_of(mean), out / "policy.dcpol")
+print(f"wrote {out / 'policy.dcpol'}; theta {np.round(mean, 3).tolist()}")
