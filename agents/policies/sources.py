@@ -71,6 +71,8 @@ def is_policy_file_spec(spec: Any) -> bool:
         return spec.suffix == SUFFIX or spec.is_file()
     if not isinstance(spec, str):
         return False
+    if _PARAMETERIZED.match(spec) and not Path(spec).exists():
+        return False  # a policy with parameters whose values are files: osml:files=DIR,model_c=C.dcpol
     path, _ = split_spec(spec, file=True)
     if path.startswith(ZOO_PREFIX):
         return True

@@ -10,6 +10,7 @@ import pytest
 
 from dcgym.agents.evaluation import evaluate, write_plots
 from dcgym.agents.evaluation.colo import ColoRow, short_labels
+from dcgym.agents.policies.sources import Source, classify
 from dcgym.envs.error import InvalidConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -102,6 +103,12 @@ def test_evaluate_cli_end_to_end_and_one_line_errors(tmp_path, cli_here):
     ]:
         proc = cli("--scenario", "osml_case_a", "--workers", "0", "--out", "bad", *args, cwd=tmp_path)
         assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [message.strip()], proc.stderr
+
+
+def test_a_policy_whose_parameters_name_policy_files_is_that_policy_not_a_file():
+    for spec in ("osml:files=zoo/osml_colo,model_c=/tmp/c.dcpol", "osml:model_c=/tmp/c.dcpol"):
+        assert classify(spec).source is Source.HEURISTIC, spec
+    assert classify("zoo/osml_colo/model_c.dcpol:reclaim=code").source is Source.POLICY_FILE
 
 
 def test_short_labels_drop_shared_parameters_and_cut_paths():
