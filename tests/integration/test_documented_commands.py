@@ -46,6 +46,7 @@ import signal
 import subprocess
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 import pytest
@@ -233,7 +234,11 @@ def run_here(page: Page, args: list[str]) -> tuple[int, str]:
             if script == "-m":
                 module, *rest = rest
                 patch.setattr(sys, "argv", [module, *rest])
-                runpy.run_module(module, run_name="__main__", alter_sys=True)
+                with warnings.catch_warnings():
+                    # the module was imported by an earlier test: running it as __main__ runs a fresh copy of its
+                    # code, as `python -m` does, which is what the warning is about
+                    warnings.filterwarnings("ignore", r".* found in sys\.modules after import", RuntimeWarning)
+                    runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
                 patch.setattr(sys, "argv", [script, *rest])
                 patch.syspath_prepend(str(page.tree / Path(script).parent))  # as the interpreter's sys.path[0]
