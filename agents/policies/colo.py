@@ -51,7 +51,7 @@ def osml_files(given: Any) -> tuple[str, dict[str, Any]]:
                 "zoo:NAME of OSML's models, osml:files=DIR (a folder of model_a/b/c.dcpol) or a Model-C policy file "
                 "(an export of an osml_dqn run): this file is none (scenario kind colo)",
             )
-        label = Path(where).name.removesuffix(SUFFIX)
+        label = Path(where).name.removesuffix(SUFFIX) + (f":{options}" if options else "")
         return f"{label} (file)", with_trained_model_c(where, options)
     path = resolve_zoo(where, entry="folder")
     parsed = parse_scheduler("osml:" + options) if options else SchedulerSpec({"policy": "osml"})

@@ -195,3 +195,9 @@ def test_a_model_c_checkpoint_and_its_exported_file_give_the_same_rows(ray_sessi
         rows.setdefault(row["policy"], []).append({k: v for k, v in row.items() if k not in ("policy", "wall_s")})
     assert list(rows) == ["osml_dqn (trained)", "model_c (file)"]
     assert rows["osml_dqn (trained)"] == rows["model_c (file)"]
+    # one file twice with other options is two policies, labelled apart (the label carries the options)
+    doc = evaluate("osml_single", [str(file), f"{file}:reclaim=code"], tasks=60, workers=0, progress=False)
+    assert list(dict.fromkeys(row["policy"] for row in doc["results"])) == [
+        "model_c (file)",
+        "model_c:reclaim=code (file)",
+    ]
