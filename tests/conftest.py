@@ -67,6 +67,10 @@ def _cli_entry(script: str) -> Callable[[list[str]], int]:
         from dcgym.export import run
 
         return lambda argv: run(argv, prog="python -m dcgym.export")
+    if script == "dcgym":  # python -m dcgym COMMAND ...
+        from dcgym.__main__ import main
+
+        return main
     if script.startswith("benchmarks/"):
         spec = importlib.util.spec_from_file_location(Path(script).stem, ROOT / script)
         module = importlib.util.module_from_spec(spec)

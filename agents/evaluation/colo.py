@@ -37,13 +37,11 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 from pydantic import BaseModel, ConfigDict, Field
 
 from dcgym.agents.evaluation.document import finite
 from dcgym.agents.evaluation.family import Change, Column, EvaluationFamily, Options
-from dcgym.agents.evaluation.plots import save_figure, value_axis
+from dcgym.agents.evaluation.plots import new_figure, save_figure, value_axis
 from dcgym.agents.osml.files import is_osml_folder
 from dcgym.agents.policies.checkpoints import checkpoint_labels
 from dcgym.agents.policies.colo import make_scheduler, osml_files, trained_model_c
@@ -427,7 +425,7 @@ def plot_convergence_cdf(doc: Mapping[str, Any], path: str | Path) -> Path:
     :func:`short_labels`, the legend below the axes); it tops out at the converged share."""
     policies = list(dict.fromkeys(r["policy"] for r in doc["results"]))
     labels = short_labels(policies)
-    fig = Figure(figsize=(6.4, 4.2 + 0.2 * math.ceil(len(policies) / 2)), layout="constrained")
+    fig = new_figure(figsize=(6.4, 4.2 + 0.2 * math.ceil(len(policies) / 2)), layout="constrained")
     ax = fig.subplots()
     shown: list[float] = []
     for policy in policies:
@@ -461,7 +459,7 @@ def plot_timelines(doc: Mapping[str, Any], path: str | Path, what: str) -> Path:
     services = list(dict.fromkeys(name for t in timelines for name in t["services"]))
     colors = {name: f"C{k % 10}" for k, name in enumerate(services)}
     widths = {name: 3.2 - 2.4 * k / max(len(services) - 1, 1) for k, name in enumerate(services)}
-    fig = Figure(figsize=(max(6.4, 4.0 * len(mixes)), 2.8 * len(policies) + 0.6), layout="constrained")
+    fig = new_figure(figsize=(max(6.4, 4.0 * len(mixes)), 2.8 * len(policies) + 0.6), layout="constrained")
     axes = fig.subplots(len(policies), len(mixes), squeeze=False, sharex=True)
     for t in timelines:
         ax = axes[policies.index(t["policy"]), mixes.index(t["load"])]
@@ -482,6 +480,8 @@ def plot_timelines(doc: Mapping[str, Any], path: str | Path, what: str) -> Path:
         ax.set_title(f"{labels[t['policy']]}, mix {t['load']} (seed {t['seed']})", fontsize=9)
         ax.set_xlabel("time (s)")
         ax.grid(True, alpha=0.3)
+    from matplotlib.lines import Line2D
+
     handles = [Line2D([], [], color=colors[n], linewidth=widths[n], label=n) for n in services]
     if what != "ratio":
         handles += [

@@ -9,12 +9,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib import ticker
-from matplotlib.figure import Figure
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 log = logging.getLogger(__name__)
+
+
+def new_figure(**kwargs: Any) -> Figure:
+    """A matplotlib ``Figure`` (object API, no pyplot). Matplotlib is imported here, on the first plot: it takes a
+    second or two to import, and most commands (``-h``, ``list``, an engine run, a Ray worker) never plot."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
 
 
 def _title(doc: Mapping[str, Any]) -> str:
@@ -57,6 +65,8 @@ def value_axis(ax: Any, values: list[float], axis: str = "y") -> None:
     (at 1 per decade beyond :data:`DENSE_DECADES` decades, where 1, 2, 5 labels run into each other on a small
     panel); a linear scale without offset otherwise (a narrower range on a log axis gets unreadable minor
     labels)."""
+    from matplotlib import ticker
+
     positive = [v for v in values if v is not None and v > 0]
     target = ax.yaxis if axis == "y" else ax.xaxis
     if positive and max(positive) / min(positive) >= 10:
@@ -72,7 +82,7 @@ def value_axis(ax: Any, values: list[float], axis: str = "y") -> None:
 def plot_metric_vs_load(doc: Mapping[str, Any], path: str | Path, metric: str, label: str) -> Path:
     """A summary metric (dotted path, e.g. ``latency_us.p99``) against load, one line per policy with its
     confidence band; a censored cell (percentiles leave out dropped or unfinished work) is a hollow marker."""
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    fig = new_figure(figsize=(6.4, 4.2), layout="constrained")
     ax = fig.subplots()
     summary = list(doc["summary"])
     shown: list[float] = []
@@ -135,7 +145,7 @@ def plot_cdf(doc: Mapping[str, Any], path: str | Path, field: str, label: str) -
     loads = list(dict.fromkeys(s["load"] for s in summary))
     cols = min(len(loads), 4)
     rows = -(-len(loads) // cols)
-    fig = Figure(figsize=(3.6 * cols, 3.0 * rows), layout="constrained")
+    fig = new_figure(figsize=(3.6 * cols, 3.0 * rows), layout="constrained")
     axes = fig.subplots(rows, cols, squeeze=False, sharex=True, sharey=True)
     probabilities = doc.get("cdf_probabilities", [])
     shown: list[float] = []
@@ -156,6 +166,8 @@ def plot_cdf(doc: Mapping[str, Any], path: str | Path, field: str, label: str) -
     first = axes.flat[0]
     value_axis(first, shown, "x")  # once: the panels share it
     if inside:
+        from matplotlib import ticker
+
         first.set_yscale("logit")
         first.set_ylim(min(inside), max(inside))
         first.yaxis.set_major_locator(ticker.FixedLocator(PROBABILITY_TICKS))
@@ -186,7 +198,7 @@ def plot_load_over_time(doc: Mapping[str, Any], path: str | Path) -> Path:
     timelines = list(doc.get("timelines") or [])
     policies = list(dict.fromkeys(t["policy"] for t in timelines)) or [""]
     loads = list(dict.fromkeys(t["load"] for t in timelines)) or [0.0]
-    fig = Figure(figsize=(max(6.4, 4.2 * len(loads)), 2.6 * len(policies)), layout="constrained")
+    fig = new_figure(figsize=(max(6.4, 4.2 * len(loads)), 2.6 * len(policies)), layout="constrained")
     axes = fig.subplots(len(policies), len(loads), squeeze=False, sharex=True)
     for t in timelines:
         ax = axes[policies.index(t["policy"]), loads.index(t["load"])]
@@ -209,7 +221,7 @@ def plot_performance_profiles(
 ) -> Path:
     """Performance profiles (:func:`dcgym.agents.evaluation.scores.performance_profile`): for each policy, the
     share of its runs scoring above tau, against tau (0 = the family's reference, 1 = its top)."""
-    fig = Figure(figsize=(6.4, 4.2))
+    fig = new_figure(figsize=(6.4, 4.2))
     ax = fig.add_subplot()
     for policy, shares in profiles.items():
         ax.plot(taus, shares, label=policy)

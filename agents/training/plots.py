@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
-from dcgym.agents.evaluation.plots import save_figure, value_axis
+from dcgym.agents.evaluation.plots import new_figure, save_figure, value_axis
 
 __all__ = ["PANELS", "SMOOTHING", "plot_learning_curve", "smooth"]
 
@@ -40,7 +39,7 @@ def smooth(values: np.ndarray) -> np.ndarray:
 
 def plot_learning_curve(rows: list[Mapping[str, float]], path: str | Path, title: str = "") -> Path:
     """Return, imbalance and p99 latency against env steps (train.py's metrics rows), one panel each; a PNG."""
-    fig = Figure(figsize=(10.5, 3.2), layout="constrained")
+    fig = new_figure(figsize=(10.5, 3.2), layout="constrained")
     axes = fig.subplots(1, len(PANELS), squeeze=False)[0]
     for ax, choices in zip(axes, PANELS):
         key, label = next(((k, lb) for k, lb in choices if any(r.get(k) is not None for r in rows)), choices[0])

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from subprocess import PIPE
 
 import pytest
 import yaml
@@ -243,8 +244,9 @@ def test_sac_on_flow_v0_trains_srla_alone_and_evaluates_it(tmp_path, cli_here, r
         "malcolm",
     ],
 )
-def test_tiny_run_leaves_a_complete_run_folder(tmp_path, algorithm):
-    proc = train(*TINY[algorithm], "--out", str(tmp_path))
+def test_tiny_run_leaves_a_complete_run_folder(tmp_path, algorithm, cli_here, ray_session, storage):
+    """In this process, on the session's Ray (the tests of the real process are the Ctrl-C and same-weights ones)."""
+    proc = cli_here("train.py", *TINY[algorithm], "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr
     run = run_folder(proc)
     assert run.parent == tmp_path and run.name.split("__")[1:3] == [algorithm, "1"]
@@ -291,19 +293,30 @@ def test_two_runs_of_one_seed_train_the_same_weights_in_separate_processes(tmp_p
     process to the next: train.py fixes it (dcgym._app.reproducible_hashes), so the same command trains the same
     weights bit for bit. Real processes, without a hash seed of their own, as a user starts them."""
     env = {k: v for k, v in ENV.items() if k != "PYTHONHASHSEED"}
+    command = [
+        sys.executable,
+        str(ROOT / "train.py"),
+        "--config",
+        "configs/experiments/smoke.yaml",
+        "--iterations",
+        "1",
+    ]
+    command += ["--set", "evaluation.enabled=false", "--out"]
+    # the two at once: each is mostly the start of Python, torch and Ray, partly waiting
+    procs = [
+        subprocess.Popen(command + [str(tmp_path / str(k))], cwd=ROOT, stdout=PIPE, stderr=PIPE, text=True, env=env)
+        for k in (1, 2)
+    ]
     weights, returns = [], []
-    for k in (1, 2):
-        proc = subprocess.run(
-            [sys.executable, str(ROOT / "train.py"), "--config", "configs/experiments/smoke.yaml", "--iterations", "1"]
-            + ["--set", "evaluation.enabled=false", "--out", str(tmp_path / str(k))],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=150,
-            env=env,
-        )
-        assert proc.returncode == 0, proc.stderr
-        run = run_folder(proc)
+    for proc in procs:
+        try:
+            stdout, stderr = proc.communicate(timeout=150)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 0, stderr
+        run = run_folder(subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr))
         weights.append(
             (run / "checkpoints/iter_000001/learner_group/learner/rl_module/shared/module_state.pkl").read_bytes()
         )
@@ -312,7 +325,7 @@ def test_two_runs_of_one_seed_train_the_same_weights_in_separate_processes(tmp_p
     assert weights[0] == weights[1]
 
 
-def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
+def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path, cli_here, ray_session, storage):
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -361,7 +374,8 @@ def test_ctrl_c_writes_a_checkpoint_and_resume_continues(tmp_path):
     stopped = status["iteration"]
     assert stopped >= 2 and status["checkpoint"] == f"checkpoints/iter_{stopped:06d}"
 
-    resumed = train("--resume", str(run), "--iterations", str(stopped + 1), "--set", "evaluation.enabled=false")
+    # resumed in this process, on the session's Ray (the interrupted process is gone, as a user's would be)
+    resumed = cli_here("train.py", "--resume", run, "--iterations", stopped + 1, "--set", "evaluation.enabled=false")
     assert resumed.returncode == 0, resumed.stderr
     status = json.loads((run / "run.json").read_text())
     assert (status["status"], status["iteration"]) == ("finished", stopped + 1)

@@ -57,8 +57,9 @@ def the_run(workdir: Path) -> str:
     return f"runs/{name}/"
 
 
-def test_relative_run_folders_work_for_evaluate_export_and_resume(workdir, cli_here):
-    """evaluate and export in this process (``cli_here``) from the folder above runs/; resume as a command."""
+def test_relative_run_folders_work_for_evaluate_export_and_resume(workdir, cli_here, ray_session):
+    """evaluate, export and resume in this process (``cli_here``, on the session's Ray) from the folder above
+    runs/ (the run itself was trained by the command)."""
     run_path = the_run(workdir)
     proc = cli_here(
         "evaluate.py", "--policy", run_path, "--policy", "po2", "--loads", "0.8", "--tasks", "2000", "--workers", "0",
@@ -71,17 +72,7 @@ def test_relative_run_folders_work_for_evaluate_export_and_resume(workdir, cli_h
     proc = cli_here("dcgym.export", run_path, "--out", "ppo.dcpol", cwd=workdir)
     assert proc.returncode == 0, proc.stderr
     assert (workdir / "ppo.dcpol").read_bytes()[:4] and "wrote ppo.dcpol" in proc.stdout
-    proc = run(
-        sys.executable,
-        ROOT / "train.py",
-        "--resume",
-        run_path.split("/")[1],
-        "--out",
-        "runs",
-        "--iterations",
-        "3",
-        cwd=workdir,
-    )
+    proc = cli_here("train.py", "--resume", run_path.split("/")[1], "--out", "runs", "--iterations", "3", cwd=workdir)
     assert proc.returncode == 0, proc.stderr
     status = json.loads((workdir / run_path / "run.json").read_text())
     assert status["iteration"] == 3 and status["status"] == "finished"
@@ -121,16 +112,17 @@ def test_dash_h_and_dash_dash_help_print_the_same_usage(command, capsys):
     assert outputs[0] == outputs[1] and "usage" in outputs[0].lower()
 
 
-def test_python_m_dcgym_lists_scenarios_policies_experiments_and_the_zoo():
+def test_python_m_dcgym_lists_scenarios_policies_experiments_and_the_zoo(cli_here):
+    """In this process; the same entry starts as a process in the test of the installed ``dcgym`` command."""
     for what, expected in (
         ("scenarios", "malcolm_homog_exp"),
         ("policies", "po2"),
         ("experiments", "smoke"),
         ("zoo", "zoo:"),
     ):
-        proc = run(sys.executable, "-m", "dcgym", "list", what, cwd=ROOT)
+        proc = cli_here("dcgym", "list", what)
         assert proc.returncode == 0 and expected in proc.stdout, (what, proc.stderr)
-    proc = run(sys.executable, "-m", "dcgym", "list", "policies", "--family", "lb", cwd=ROOT)
+    proc = cli_here("dcgym", "list", "policies", "--family", "lb")
     assert "ecmp" in proc.stdout and "po2" not in proc.stdout
 
 
