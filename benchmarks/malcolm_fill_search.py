@@ -18,8 +18,8 @@ evaluate on the same seed and run length), the bar the zoo's rack policies are h
 worst load (of the seeds' mean ratios) instead of the mean, so no load of the grid is given up for another;
 ``--loads grid`` searches over the scenario's whole load grid. Training seeds are not the evaluation's
 (evaluate.py's seeds 1, 2, 3). Writes ``DIR/curve.csv`` (per iteration: the mean and
-best score of the population and the score of its mean) and ``DIR/policy.dcpol`` (the mean after each
-iteration; evaluate it with ``benchmarks/malcolm_ceiling.py --policy DIR/policy.dcpol``).
+best score of the population and the score of its mean) and ``DIR/policy.dcpol`` (the start, then the mean
+after each iteration: ``--iterations 0`` writes the zero-gain file; evaluate it with ``benchmarks/malcolm_ceiling.py --policy DIR/policy.dcpol``).
 """
 
 from __future__ import annotations
@@ -127,6 +127,7 @@ rng = np.random.default_rng(args.seed)
 mean, sigma = np.zeros(F * ROWS), np.full(F * ROWS, args.sigma)
 out = Path(args.out)
 out.mkdir(parents=True, exist_ok=True)
+fmt.write_policy(policy_of(mean), out / "policy.dcpol")  # the start: with --iterations 0, the zero-gain file
 with open(out / "curve.csv", "w") as curve:
     curve.write("iteration,population_mean,population_best,mean_theta\n")
     for it in range(args.iterations):
