@@ -6,7 +6,7 @@
 On each scenario and load, p99 latency (µs, mean ± 95% interval over seeds; common random numbers: a seed is the
 same workload for every policy) of the per-task heuristics the issue of a learned rack policy names (SED, JSQ,
 JBT, Po2), water-filling with and without steals (the fixed rule in Malcolm's action space, docs/rack.md), the
-zoo policy trained on the scenario in the engine (and any ``--policy`` file, e.g. a ``fill`` file of
+zoo policy made for the scenario, run from its file in the engine (and any ``--policy`` file, e.g. a ``fill`` file of
 benchmarks/malcolm_fill_search.py), and the ideal: central FCFS, the same scenario with every task
 entering at one switch. "Gap closed" is (best heuristic - policy) / (best heuristic - central FCFS), per seed,
 where the best heuristic is the per-task rule (SED, JSQ, JBT, Po2) of lowest mean p99 at that load. The last
