@@ -2,7 +2,7 @@
 
 A heuristic runs in :class:`dcgym.cpp_core.RackSim` directly (:class:`Job`);
 a checkpoint runs through rack_v0, its policy setting every node's tables
-each heartbeat (:func:`run_checkpoint`); a policy file runs inside the
+each heartbeat (:func:`run_checkpoint`), except one of Malcolm's fill actor, which runs as its ``fill`` file; a policy file runs inside the
 engine through the C++ RackController (:class:`PolicyFileJob`); how each
 source acts is :mod:`dcgym.agents.policies.rack`'s.
 All three see the same tasks at the same seed (the engine's streams derive
@@ -42,6 +42,7 @@ from dcgym.agents.policies.rack import (
     DEFAULT_OPTIONS,
     PolicyFile,
     PolicyFileError,
+    checkpoint_fill_file,
     controller_inputs,
     drive_controller,
     drive_env,
@@ -406,12 +407,16 @@ class RackEvaluation(EvaluationFamily):
         if options.drained and any(s.source is Source.CHECKPOINT for s in specs):
             raise InvalidConfigError("drained", True, "heuristics and policy files (checkpoints run undrained)")
         files = _policy_files([s.given for s in specs if s.source is Source.POLICY_FILE])
+        trained_fills = {id(t): checkpoint_fill_file(t, trained_labels[id(t)]) for t in trained}
         period = scenario.sample_period_us if options.sample_period_us is None else options.sample_period_us
         if period > 0:
             _check_samples(scenario, loads, work, period, options.sample_period_us is not None)
         jobs: list[Any] = []
         for spec in specs:
-            if spec.source is Source.CHECKPOINT:
+            fill = trained_fills.get(id(spec.given))
+            if fill is not None:  # a checkpoint of Malcolm's fill actor: its file, in the engine
+                jobs += policy_file_jobs(fill, scenario, loads, seeds, work, warmup, groups, options.sample_period_us)
+            elif spec.source is Source.CHECKPOINT:
                 jobs += checkpoint_jobs(
                     spec.given,
                     trained_labels[id(spec.given)],

@@ -21,7 +21,7 @@ from dcgym.agents.algorithms import algorithm
 from dcgym.agents.policies.checkpoints import TrainedPolicy, trained_env_config
 from dcgym.agents.policies.file_settings import settings_for
 from dcgym.agents.policy_format import InputSpec, LinearPairPolicy, Policy, with_settings, write_policy
-from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
+from dcgym.agents.rl.apis import PolicyFileAPI
 from dcgym.agents.rl.envs import make_env
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.families import load_entry_point
@@ -41,15 +41,7 @@ def policy_from_checkpoint(run_or_checkpoint: str | Path) -> Policy:
     trained = TrainedPolicy(run_or_checkpoint)
     env = make_env(trained.env, trained_env_config(trained.meta))
     trained.check_env(env)
-    agents = [a for a in env.possible_agents if a in trained.agent_to_module]
-    context = PolicyFileContext(
-        trained.path,
-        env,
-        agents,
-        [trained.agent_to_module[a] for a in agents],
-        trained.modules,
-        trained.meta,
-    )
+    context = trained.policy_file_context(env)
     first = context.agent_modules[0]
     if isinstance(first, PolicyFileAPI) and all(type(m) is type(first) for m in context.agent_modules):
         policy = first.policy_file(context)

@@ -2,7 +2,8 @@
 
 Laid out as RLlib's own algorithms: :mod:`.malcolm` (``MalcolmConfig``,
 ``Malcolm.training_step``, :func:`rack_config`), :mod:`.malcolm_rl_module`
-(one node's critic and actors), :mod:`.malcolm_learner` (Algorithm 1's
+(one node's critic and actors), :mod:`.fill_rl_module` (the fill actor:
+water-filling tables with learned gains), :mod:`.malcolm_learner` (Algorithm 1's
 update and consensus), :mod:`.basis` (§6.2's feature maps), :mod:`.policy_file`
 (the trained nodes as a ``linear_pair`` policy file), :mod:`.fill` (the ``fill`` head: water-filling tables
 with gains, in numpy), :mod:`.system` (the
@@ -22,6 +23,7 @@ _EXPORTS = {
     "rack_config": "malcolm",
     "AddDecisionCounts": "malcolm_learner",
     "MalcolmTorchLearner": "malcolm_learner",
+    "MalcolmFillRLModule": "fill_rl_module",
     "MalcolmRLModule": "malcolm_rl_module",
     "PassThroughLogits": "malcolm_rl_module",
 }

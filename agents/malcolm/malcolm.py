@@ -34,11 +34,13 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm import Algorithm
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
+from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
 from ray.rllib.utils.typing import LearningRateOrSchedule
 
 from dcgym.agents.malcolm.basis import BASES
+from dcgym.agents.malcolm.fill_rl_module import MalcolmFillRLModule
 from dcgym.agents.malcolm.malcolm_learner import MalcolmTorchLearner
 from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
 from dcgym.agents.rl.on_policy import on_policy_training_step
@@ -50,6 +52,7 @@ from dcgym.envs.rack import rack_v0
 __all__ = ["Malcolm", "MalcolmConfig", "RackMultiAgentEnv", "build", "rack_config"]
 
 VARIANTS = ("paper", "code")
+ACTORS = ("paper", "fill")
 
 
 class RackMultiAgentEnv(ParallelPettingZooEnv):
@@ -90,6 +93,17 @@ class MalcolmConfig(AlgorithmConfig):
         self.normalize_actions = False  # the actions are logits, not [-1, 1] values to rescale
         self.clip_actions = False
         # Malcolm's own settings.
+        self.actor = "paper"
+        """`paper` (§6.2: softmax of linear logits over `actor_basis`, a migration and a stealing actor) or `fill`
+        (the fill head: water-filling tables adjusted by learned gains, starting at the `water_fill` heuristic;
+        docs/malcolm.md). `fill` needs TD(0) (`trace_lambda` 0) and rack_v0's probabilities (rack_config)."""
+        self.fill_horizon = 2.0
+        """`fill` actor: the fill volume in heartbeats of the rack's arrivals (water_fill's `horizon`)."""
+        self.fill_mix = 0.1
+        """`fill` actor: the capacity split's share (water_fill's `mix`), > 0 so that every probability is > 0."""
+        self.fill_steal = False
+        """`fill` actor: steal from the node believed most loaded when it is above the node's own level (water_fill's
+        `steal`)."""
         self.variant = "paper"
         """`paper` (Algorithm 1: discounted TD(0), actor direction Σ_j count_j ∇log π_j) or `code` (the authors'
         implementation: average-reward TD with R̄, TD(λ) traces, direction (count_j / Σcount - π_j) φ_a)."""
@@ -125,6 +139,10 @@ class MalcolmConfig(AlgorithmConfig):
     def training(
         self,
         *,
+        actor: str = NotProvided,
+        fill_horizon: float = NotProvided,
+        fill_mix: float = NotProvided,
+        fill_steal: bool = NotProvided,
         variant: str | None = NotProvided,
         trace_lambda: float | None = NotProvided,
         average_reward_step: float = NotProvided,
@@ -147,6 +165,10 @@ class MalcolmConfig(AlgorithmConfig):
         """
         super().training(**kwargs)
         given = {
+            "actor": actor,
+            "fill_horizon": fill_horizon,
+            "fill_mix": fill_mix,
+            "fill_steal": fill_steal,
             "variant": variant,
             "trace_lambda": trace_lambda,
             "average_reward_step": average_reward_step,
@@ -182,7 +204,7 @@ class MalcolmConfig(AlgorithmConfig):
         }
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
-        return RLModuleSpec(module_class=MalcolmRLModule)
+        return RLModuleSpec(module_class=MalcolmFillRLModule if self.actor == "fill" else MalcolmRLModule)
 
     def get_default_learner_class(self) -> type:
         return MalcolmTorchLearner
@@ -194,6 +216,15 @@ class MalcolmConfig(AlgorithmConfig):
             err(f"`framework` ({self.framework_str!r}) must be 'torch'")
         if self.variant not in VARIANTS:
             err(f"`variant` ({self.variant!r}) must be one of {list(VARIANTS)}")
+        if self.actor not in ACTORS:
+            err(f"`actor` ({self.actor!r}) must be one of {list(ACTORS)}")
+        if self.actor == "fill":
+            if self.resolved_trace_lambda != 0.0:
+                err(f"`trace_lambda` ({self.resolved_trace_lambda}) must be 0 with `actor` 'fill' (TD(0) only)")
+            if not 0.0 < self.fill_mix <= 1.0:
+                err(f"`fill_mix` ({self.fill_mix}) must be in (0, 1]: it keeps every probability > 0")
+            if not 0.0 < self.fill_horizon <= 1e6:
+                err(f"`fill_horizon` ({self.fill_horizon}) must be in (0, 1e6]")
         for key in ("critic_basis", "actor_basis"):
             if getattr(self, key) not in BASES:
                 err(f"`{key}` ({getattr(self, key)!r}) must be one of {sorted(BASES)}")
@@ -286,17 +317,54 @@ def rack_config(hparams: Mapping[str, Any]) -> MalcolmConfig:
     check_types([MalcolmConfig.training, AlgorithmConfig.training], params, "MalcolmConfig.training")
     if params.get("variant") == "code":
         env_config.setdefault("reward", "imbalance_delta")
+    fill = params.get("actor") == "fill"
+    if fill:
+        env_config = _fill_env_config(env_config)
     try:
-        agents = rack_v0.parallel_env(**env_config).possible_agents
+        game = rack_v0.parallel_env(**env_config).game
     except InvalidConfigError as exc:
         raise exc.under("env") from None
-    return (
+    agents = [f"node_{i}" for i in range(game.num_nodes)]
+    config = (
         MalcolmConfig()
         .environment(RackMultiAgentEnv, env_config=env_config)
         # A list, not a set: the modules are built (and their weights drawn) in node order, the same every run.
-        .multi_agent(policies=list(agents), policy_mapping_fn=_identity)
+        .multi_agent(policies=agents, policy_mapping_fn=_identity)
         .training(**params)
         .debugging(seed=seed)
+    )
+    if fill:
+        config.rl_module(rl_module_spec=_fill_modules(config, game))
+    return config
+
+
+def _fill_env_config(env_config: dict[str, Any]) -> dict[str, Any]:
+    """rack_v0's arguments for the fill actor: probabilities as actions, the expected-wait levels, and the
+    ``offered_load`` extra its utilisation feature reads; InvalidConfigError naming ``env.<argument>``."""
+    need = {"action_type": "probabilities", "load_metric": "expected_wait"}
+    for key, value in need.items():
+        if env_config.setdefault(key, value) != value:
+            raise InvalidConfigError(f"env.{key}", env_config[key], f"{value} with actor: fill")
+    extras = tuple(env_config.get("obs_extras", ()))
+    return {**env_config, "obs_extras": extras if "offered_load" in extras else (*extras, "offered_load")}
+
+
+def _fill_modules(config: MalcolmConfig, game: Any) -> MultiRLModuleSpec:
+    """One fill-actor module per node, each told its node index and the rack and rule it acts on."""
+    n = game.num_nodes
+    shared = {
+        "capacity": [float(c) for c in game.capacity],
+        "heartbeat_services": game.config.heartbeat_us * game.scale,
+        "horizon": config.fill_horizon,
+        "mix": config.fill_mix,
+        "steal": config.fill_steal,
+        "offered_load_index": n + 1 + game.config.obs_extras.index("offered_load"),
+    }
+    return MultiRLModuleSpec(
+        rl_module_specs={
+            f"node_{i}": RLModuleSpec(module_class=MalcolmFillRLModule, model_config={**shared, "node": i})
+            for i in range(n)
+        }
     )
 
 

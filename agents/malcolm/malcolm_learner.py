@@ -43,6 +43,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.utils.typing import ModuleID, ParamDict, StateDict
 
+from dcgym.agents.malcolm.fill_rl_module import MIGRATION_LOGP, MalcolmFillRLModule
 from dcgym.agents.malcolm.malcolm_rl_module import MIGRATION_LOGITS, STEALING_LOGITS, MalcolmRLModule, log_softmax
 
 __all__ = [
@@ -128,14 +129,18 @@ class MalcolmTorchLearner(TorchLearner):
     # ----------------------------------------------------------- optimizers
 
     def configure_optimizers_for_module(self, module_id: ModuleID, config=None) -> None:
-        """Three AdamW optimizers per node: critic (``lr_critic``), migration and stealing actors (``lr_actor``)."""
+        """AdamW optimizers per node: critic (``lr_critic``), migration and stealing actors (``lr_actor``); the fill
+        actor's three gain parts (``lr_actor``) in place of the two actors."""
         module = self.module[module_id].unwrapped()
         cfg = config or self.config
-        groups = (
-            ("critic", module.critic_weights, cfg.lr_critic),
-            ("migration", module.migration_weights, cfg.lr_actor),
-            ("stealing", module.stealing_weights, cfg.lr_actor),
-        )
+        if isinstance(module, MalcolmFillRLModule):
+            actors = tuple((name, p, cfg.lr_actor) for name, p in module.actor_parameters().items())
+        else:
+            actors = (
+                ("migration", module.migration_weights, cfg.lr_actor),
+                ("stealing", module.stealing_weights, cfg.lr_actor),
+            )
+        groups = (("critic", module.critic_weights, cfg.lr_critic), *actors)
         for name, param, lr in groups:
             optimizer = torch.optim.AdamW(
                 [param], lr=1e-3, betas=tuple(cfg.adam_betas), eps=cfg.adam_epsilon, weight_decay=cfg.weight_decay
@@ -170,6 +175,8 @@ class MalcolmTorchLearner(TorchLearner):
             delta_trace = weights.T @ delta  # Σ_{t>=s} W[t, s] δ_t: how much of δ each ∇_s receives
             carry_coef = (carry * delta).sum()
 
+        if MIGRATION_LOGP in fwd_out:
+            return self._fill_loss(module_id, batch, fwd_out, value, delta, delta_trace, dtype)
         traces = self._traces.get(module_id)
         counts = {
             "migration": self._count_weights(batch[MIGRATE_COUNTS].to(dtype), average_reward),
@@ -197,6 +204,22 @@ class MalcolmTorchLearner(TorchLearner):
 
         self._log(module_id, delta, value, logits, average_reward)
         return losses["critic"] + losses["migration"] + losses["stealing"]
+
+    def _fill_loss(self, module_id, batch, fwd_out, value, delta, delta_trace, dtype) -> torch.Tensor:
+        """The fill actor's surrogate (TD(0)): minus (1/D) sum_t delta_t (V(x_t) + sum_j c_tj log p_j(x_t)), the
+        migration decisions c only (the stealing table is a rule, not a distribution with a gradient)."""
+        counts = self._count_weights(batch[MIGRATE_COUNTS].to(dtype), self.config.variant == "code")
+        logp = fwd_out[MIGRATION_LOGP]
+        objective = value + (counts.to(logp.dtype) * logp).sum(dim=-1).to(dtype)
+        log = self.metrics.log_value
+        log((module_id, "td_error_mean"), delta.mean().item(), window=1)
+        log((module_id, "td_error_sq_mean"), (delta * delta).mean().item(), window=1)
+        log((module_id, "value_mean"), value.detach().mean().item(), window=1)
+        p = logp.detach().exp()
+        log((module_id, "migration_entropy"), -(p * logp.detach()).sum(-1).mean().item(), window=1)
+        if self.config.variant == "code":
+            log((module_id, "reward_rate"), self._reward_rate[module_id], window=1)
+        return -(delta_trace * objective).sum() / value.shape[0]
 
     @staticmethod
     def _count_weights(counts: torch.Tensor, normalize: bool) -> torch.Tensor:

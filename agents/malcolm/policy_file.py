@@ -1,4 +1,5 @@
-"""Malcolm's node modules as a ``linear_pair`` policy file (docs/policy_format.md).
+"""Malcolm's node modules as a policy file (docs/policy_format.md): ``linear_pair`` for the paper's actors, ``fill``
+for the fill actor (:func:`fill_policy`).
 
 Node i's migration and stealing weights and critic, the bases, and the Normaliser that turns the engine's raw
 loads into the module's input: rack_v0 observes ``clip(load * scale, 0, obs_clip)`` (``scale`` = 1 / mean
@@ -15,20 +16,15 @@ from typing import Any
 
 import numpy as np
 
-from dcgym.agents.policy_format import InputSpec, LinearPairPolicy
+from dcgym.agents.policy_format import FillPolicy, InputSpec, LinearPairPolicy
 from dcgym.agents.rl.apis import PolicyFileContext
 
-__all__ = ["linear_pair_from_modules", "linear_pair_policy"]
+__all__ = ["fill_from_modules", "fill_policy", "linear_pair_from_modules", "linear_pair_policy"]
 
 
 def linear_pair_policy(context: PolicyFileContext) -> LinearPairPolicy:
     """The ``linear_pair`` policy of every node's module of ``context``, with rack_v0's scale, clip and max_logit."""
-    game = context.env.game
-    if game.config.action_type != "logits":
-        raise ValueError(
-            f"{context.path}: Malcolm's modules act with logits; the environment's action_type is "
-            f"{game.config.action_type}"
-        )
+    game = _game(context, "action_type", "logits", "Malcolm's modules act with logits")
     return linear_pair_from_modules(
         context.agent_modules, obs_scale=game.scale, obs_clip=game.config.obs_clip, max_logit=game.config.max_logit
     )
@@ -72,4 +68,43 @@ def linear_pair_from_modules(
         first.critic_basis if has_critic else None,
         weights("critic_weights") if has_critic else None,
         max_logit,
+    )
+
+
+def fill_policy(context: PolicyFileContext) -> FillPolicy:
+    """The ``fill`` policy of every node's fill-actor module of ``context`` (rack_v0's ``expected_wait`` levels)."""
+    game = _game(context, "load_metric", "expected_wait", "a fill policy's levels are expected waits")
+    return fill_from_modules(context.agent_modules, level_scale=game.scale)
+
+
+def _game(context: PolicyFileContext, key: str, value: str, why: str) -> Any:
+    """The rack game of ``context``'s environment; ValueError saying ``why`` unless its ``key`` is ``value``."""
+    game = context.env.game
+    if getattr(game.config, key) != value:
+        raise ValueError(f"{context.path}: {why}; the environment's {key} is {getattr(game.config, key)}")
+    return game
+
+
+def fill_from_modules(modules: Sequence[Any], *, level_scale: float) -> FillPolicy:
+    """A ``fill`` policy from the fill-actor modules of nodes 0 .. N-1 (in node order): node i's gains are its
+    module's (:meth:`~dcgym.agents.malcolm.fill_rl_module.MalcolmFillRLModule.gains`); ``level_scale`` turns the
+    engine's raw loads into the modules' levels (rack_v0's scale, 1 / mean service time)."""
+    first = modules[0]
+    n = first.num_nodes
+    if len(modules) != n:
+        raise ValueError(f"modules: got {len(modules)}; expected one per node ({n})")
+    shared = ("num_nodes", "capacity", "heartbeat_services", "horizon", "mix", "steal")
+    for i, m in enumerate(modules):
+        if m.node != i or any(getattr(m, k) != getattr(first, k) for k in shared):
+            raise ValueError(
+                f"node_{i}: its module is node {m.node}'s, or its rack or rule settings differ from node_0's"
+            )
+    return FillPolicy(
+        level_scale=level_scale,
+        heartbeat_services=first.heartbeat_services,
+        horizon=first.horizon,
+        mix=first.mix,
+        steal=first.steal,
+        capacity=np.asarray(first.capacity, np.float64),
+        gains=np.stack([m.gains().detach().cpu().numpy().astype(np.float64) for m in modules]),
     )

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from gymnasium.spaces import flatdim
 
+from dcgym.agents.rl.apis import PolicyFileContext
 from dcgym.envs.error import InvalidConfigError, Verbatim
 
 __all__ = [
@@ -182,6 +183,14 @@ class TrainedPolicy:
         # flatdim: a Box's size, and a Dict's (colo_v0: counters and action mask) flattened, as train.py counts them
         sizes = {a: int(flatdim(self.modules[m].observation_space)) for a, m in self.agent_to_module.items()}
         check_fits(self.path, sizes, env, partial=bool(self.meta.get("partial_agents")))
+
+    def policy_file_context(self, env) -> PolicyFileContext:
+        """The trained agents of ``env`` with their modules, as a policy file is written from them
+        (:class:`~dcgym.agents.rl.apis.PolicyFileContext`); ``env`` built with the training's arguments."""
+        agents = [a for a in env.possible_agents if a in self.agent_to_module]
+        return PolicyFileContext(
+            self.path, env, agents, [self.agent_to_module[a] for a in agents], self.modules, self.meta
+        )
 
     def act(self, observations: Mapping[str, np.ndarray], action_spaces: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """One action per agent in ``observations``, each from its own module, mapped into its action space."""

@@ -31,6 +31,9 @@ through the C++ ``FillController`` (cpp_core/include/dcgym/rack/fill_controller.
 belief row times the file's ``level_scale`` and the rack's arrivals per heartbeat; it needs the ``expected_wait``
 load metric its levels are measured in.
 
+A checkpoint whose trained nodes make a ``fill`` file (Malcolm's fill actor) runs as that file, in the engine
+(:func:`checkpoint_fill_file`): its tables are the file's, so the engine computes them itself every heartbeat.
+
 Only ``linear_pair`` and ``fill`` files run in the engine; ``mlp`` files (PPO, SAC) and
 ``linear_value`` files are refused with an error saying so (evaluate the run
 folder or checkpoint they came from instead).
@@ -46,10 +49,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dcgym.agents.policies.file_settings import ENV_SETTINGS, resolve
+from dcgym.agents.policies.checkpoints import TrainedPolicy, trained_env_config
+from dcgym.agents.policies.file_settings import ENV_SETTINGS, resolve, settings_for
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
-from dcgym.agents.policy_format import FillPolicy, LinearPairPolicy, Policy, from_bytes
+from dcgym.agents.policy_format import FillPolicy, LinearPairPolicy, Policy, from_bytes, to_bytes, with_settings
 from dcgym.agents.progress import PIECE, drain
+from dcgym.agents.rl.apis import PolicyFileAPI
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import Distribution, FillController, RackController, RuntimePolicy
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
@@ -63,6 +68,7 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "PolicyFile",
     "PolicyFileError",
+    "checkpoint_fill_file",
     "controller_inputs",
     "drive_controller",
     "drive_env",
@@ -135,6 +141,32 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
     stem = where.removeprefix(ZOO_PREFIX) if where.startswith(ZOO_PREFIX) else path.name.removesuffix(SUFFIX)
     label = f"{stem}{':' + option_text if option_text else ''} ({'zoo' if where.startswith(ZOO_PREFIX) else 'file'})"
     return PolicyFile(text, path, data, label, **options)
+
+
+def checkpoint_fill_file(checkpoint: str | Path, label: str) -> PolicyFile | None:
+    """The ``fill`` policy file of a checkpoint whose trained nodes make one (Malcolm's fill actor), labelled
+    ``label``, with the heartbeat and load metric it was trained with; None for any other checkpoint."""
+    trained = TrainedPolicy(checkpoint)
+    env_config = trained_env_config(trained.meta)
+    env = make_env(trained.env, env_config)
+    trained.check_env(env)
+    context = trained.policy_file_context(env)
+    first = context.agent_modules[0] if context.agents else None
+    if not isinstance(first, PolicyFileAPI) or any(type(m) is not type(first) for m in context.agent_modules):
+        return None
+    policy = first.policy_file(context)
+    if not isinstance(policy, FillPolicy):
+        return None
+    settings = settings_for(trained.env, env_config)
+    data = to_bytes(with_settings(policy, settings))
+    return PolicyFile(
+        str(checkpoint),
+        trained.path,
+        data,
+        label,
+        heartbeat_us=float(settings["heartbeat_us"]),
+        load_metric=str(settings["load_metric"]),
+    )
 
 
 def _parse_options(where: str, text: str) -> dict[str, Any]:

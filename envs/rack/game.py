@@ -79,7 +79,7 @@ LOAD_STREAM = 0x10AD
 
 __all__ = ["REWARD_COSTS", "Costs", "RackEnvConfig", "RackGame", "rowsum"]
 
-Extra = Literal["arrival_rate", "capacity", "rank"]
+Extra = Literal["arrival_rate", "capacity", "rank", "offered_load"]
 
 
 class Costs(NamedTuple):
@@ -136,7 +136,7 @@ class RackEnvConfig(EpisodeLoads):
     def _distinct_extras(self) -> RackEnvConfig:
         if len(set(self.obs_extras)) != len(self.obs_extras):
             raise InvalidConfigError(
-                "obs_extras", list(self.obs_extras), "distinct names of arrival_rate, capacity, rank"
+                "obs_extras", list(self.obs_extras), "distinct names of arrival_rate, capacity, rank, offered_load"
             )
         return self
 
@@ -194,6 +194,8 @@ class RackGame:
         self.engine_seeds = np.zeros(num_copies, dtype=np.uint64)
         self.steps = np.zeros(num_copies, dtype=np.int64)
         self._previous = np.zeros(num_copies)  # each copy's imbalance at its last step (imbalance_delta)
+        self.offered_load = np.zeros(num_copies)
+        """Each copy's offered load: its arrival rate at reset x the mean service time / the rack's capacity."""
         self._eye = np.eye(self.num_nodes)
         self._all = np.arange(num_copies)
         self.out = self._buffers()
@@ -250,6 +252,7 @@ class RackGame:
             sim.decision_counts(reset=True)
             sim.step_latency(reset=True)
         self.sims[k] = sim
+        self.offered_load[k] = sim.results()["arrival_rate_per_us"] * self.mean_service_us / self.capacity.sum()
         self.engine_seeds[k] = engine_seed
         self.steps[k] = 0
         out = self.out
@@ -325,19 +328,25 @@ class RackGame:
         out["true_loads"][rows] = x
         # The engine's columns, a view of the rows for a slice (extras added in place), else a copy written back.
         written = out["obs"][rows] if prefilled else None
-        obs = self.observe(out["beliefs"][rows], x, out["migrate"][rows], written)
+        obs = self.observe(out["beliefs"][rows], x, out["migrate"][rows], written, self.offered_load[rows])
         if not (prefilled and isinstance(rows, slice)):
             out["obs"][rows] = obs
         out["truncated"][rows] = self.steps[rows] >= self.config.episode_steps
         return out
 
     def observe(
-        self, beliefs: np.ndarray, x: np.ndarray, migrate: np.ndarray, prefilled: np.ndarray | None = None
+        self,
+        beliefs: np.ndarray,
+        x: np.ndarray,
+        migrate: np.ndarray,
+        prefilled: np.ndarray | None = None,
+        offered_load: np.ndarray | None = None,
     ) -> np.ndarray:
         """Observations (B, N, obs_dim), float32: beliefs row, own fresh load, extras; clipped to [0, obs_clip].
 
         ``prefilled``: the observations with the first N + 1 columns already
         written (by ``step_rack_game``); only the extras are added, in place.
+        ``offered_load``: each copy's (B), for the ``offered_load`` extra.
         """
         b, n = x.shape
         cfg = self.config
@@ -356,6 +365,8 @@ class RackGame:
                 obs[:, :, col] = rowsum(migrate) * (self.mean_service_us / cfg.heartbeat_us)
             elif extra == "capacity":  # workers x speed: tasks per mean service time at full utilization
                 obs[:, :, col] = self.capacity
+            elif extra == "offered_load":  # the rack's arrival rate / its capacity, the same for every node
+                obs[:, :, col] = np.asarray(offered_load, np.float64)[:, None]
             else:  # rank of the node's own load in its view, 0 = least loaded, ties by node id
                 own = beliefs[:, np.arange(n), np.arange(n)][:, :, None]
                 below = (beliefs < own) | ((beliefs == own) & (np.arange(n) < np.arange(n)[:, None]))

@@ -50,10 +50,12 @@ before the episode ends.
 | | ``arrival_rate``: client tasks at node i in the last heartbeat | tasks per mean service time |
 | | ``capacity``: workers x speed of node i as configured | tasks per mean service time |
 | | ``rank``: rank of node i's own load in its view / (N - 1) | [0, 1] |
+| | ``offered_load``: the rack's arrival rate / its capacity (the episode's load) | fraction of capacity |
 
 The loads of other nodes are as stale as the scenario's load information
 makes them. ``arrival_rate`` is 0 after reset; ``capacity`` does not follow
-speed changes of the scenario's dynamics; ``rank`` 0 is the least loaded,
+speed changes of the scenario's dynamics, nor ``offered_load`` its load changes
+(it is the rate at reset: what a fill policy's utilisation feature reads); ``rank`` 0 is the least loaded,
 ties broken by node id. The own load is repeated at index N so that a policy
 shared by all nodes finds it at a fixed place.
 
@@ -142,7 +144,7 @@ simulated time if given; all agents then leave ``env.agents``.
 | ``action_type`` | ``logits`` | ``logits`` or ``probabilities`` |
 | ``max_logit`` | 10 | logit clip and action-space bound |
 | ``load_metric`` | ``expected_wait`` | ``expected_wait``, ``queue`` or ``outstanding`` |
-| ``obs_extras`` | ``()`` | any of ``arrival_rate``, ``capacity``, ``rank`` |
+| ``obs_extras`` | ``()`` | any of ``arrival_rate``, ``capacity``, ``rank``, ``offered_load`` |
 | ``obs_clip`` | 100 | upper clip of observations |
 | ``reward`` | ``utility`` | ``utility``, ``imbalance_delta``, ``neg_p99``, ``neg_mean`` |
 | ``migration_cost``, ``steal_cost``, ``failed_steal_cost``, ``drop_cost`` | per reward | costs in C |
