@@ -12,8 +12,8 @@ export RAY_AUTH_MODE := disabled
 
 .PHONY: demo test install build cpp-test example asan-fuzz bench policy-runtime clean
 
-# A short Malcolm run on the default scenario (Malcolm's heterogeneous rack),
-# then the trained nodes against RAND, Po2 and JSQ: a table, plots in out/demo/.
+# A short Malcolm run on the default scenario (Malcolm's heterogeneous rack), its fill actor,
+# then the trained nodes against RAND, Po2, JSQ, SED and water-filling: a table, plots in out/demo/.
 demo: build
 	$(PY) train.py --config demo --out out/demo
 
