@@ -67,6 +67,11 @@ class PGConfig(AlgorithmConfig):
         """rowwise: start at pathbal's choice (needs the environment's ``path_loads``)."""
         self.rule_stay = 0.0
         """rule_init: a flow leaves its path only for one lighter by this share of the heaviest's load."""
+        self.rule_levels = "last"
+        """rule_init: the level a flow starts pinned to: ``last`` or ``mlfq`` (the level the environment's initial
+        MLFQ thresholds give its bytes sent; build_lrla sets ``rule_level_bytes`` from them)."""
+        self.rule_level_bytes: list[float] | None = None
+        """rule_levels mlfq: the thresholds in bytes (None: build_lrla sets the environment's initial ones)."""
 
     def training(
         self,
@@ -77,6 +82,8 @@ class PGConfig(AlgorithmConfig):
         row_width: int = NotProvided,
         rule_init: bool = NotProvided,
         rule_stay: float = NotProvided,
+        rule_levels: str = NotProvided,
+        rule_level_bytes: list[float] = NotProvided,
         **kwargs: Any,
     ) -> PGConfig:
         """PG's own settings (see the attribute docstrings in ``__init__``) and RLlib's (``lr``, ``gamma``, ...)."""
@@ -93,6 +100,10 @@ class PGConfig(AlgorithmConfig):
             self.rule_init = rule_init
         if rule_stay is not NotProvided:
             self.rule_stay = rule_stay
+        if rule_levels is not NotProvided:
+            self.rule_levels = rule_levels
+        if rule_level_bytes is not NotProvided:
+            self.rule_level_bytes = list(rule_level_bytes)
         return self
 
     @property
@@ -100,6 +111,7 @@ class PGConfig(AlgorithmConfig):
         own = {"hiddens": list(self.hiddens), "network": self.network}
         if self.network == "rowwise":
             own |= {"row_width": self.row_width, "rule_init": self.rule_init, "rule_stay": self.rule_stay}
+            own["rule_levels"] = self.rule_level_bytes if self.rule_levels == "mlfq" else None
         return super()._model_config_auto_includes | own
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
@@ -127,6 +139,10 @@ class PGConfig(AlgorithmConfig):
             err(f"`rule_init` ({self.rule_init!r}) must be true or false, and true only with network 'rowwise'")
         if not (isinstance(self.rule_stay, (int, float)) and 0 <= self.rule_stay <= 1):
             err(f"`rule_stay` ({self.rule_stay!r}) must be a number in [0, 1]")
+        if self.rule_levels not in ("last", "mlfq"):
+            err(f"`rule_levels` ({self.rule_levels!r}) must be 'last' or 'mlfq'")
+        if self.rule_levels == "mlfq" and self.rule_init and not self.rule_level_bytes:
+            err("`rule_level_bytes` (None) must list the MLFQ thresholds in bytes for `rule_levels` 'mlfq'")
 
 
 class PG(Algorithm):
@@ -150,5 +166,8 @@ def build_lrla(experiment: TrainingRun, env_config: dict[str, Any]) -> PGConfig:
     training(config, experiment.hyperparameters)
     if config.network == "rowwise":
         keys = FlowEnvConfig.model_fields
-        config.training(row_width=FlowGame({k: v for k, v in env_config.items() if k in keys}).lrla_row_width)
+        game = FlowGame({k: v for k, v in env_config.items() if k in keys})
+        config.training(row_width=game.lrla_row_width)
+        if config.rule_level_bytes is None:
+            config.training(rule_level_bytes=list(game.initial_thresholds))
     return config

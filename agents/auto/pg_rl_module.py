@@ -89,6 +89,7 @@ class PGRLModule(TorchRLModule, PolicyFileAPI):
                 self.hiddens,
                 bool(cfg.get("rule_init", False)),
                 float(cfg.get("rule_stay", 0.0)),
+                cfg.get("rule_levels"),
             )
             return
         layers: list[nn.Module] = []

@@ -20,16 +20,25 @@ one-hot (choice 0 of each categorical, probability 1), so they add nothing
 to log π and the gradient; :meth:`RowwiseNetwork.logits` without ``mask``
 is what the runtime computes for every row.
 
-``rule_init`` starts the network at pathbal's choice (``pathbal:demote=true``
-over the listed flows, all at once instead of one after the other): hidden
-units carry the path-load features through the ReLU layers, the path logits
-are -``RULE_GAIN`` times them (the least-loaded path wins), the level logits
-favour the last level and the cap logits no cap; the other weights of the
+``rule_init`` starts the network at pathbal's choice over the listed flows,
+all at once instead of one after the other: hidden units carry the
+path-load features through the ReLU layers, and the path logits are
+-``RULE_GAIN`` times them plus ``RULE_GAIN`` x ``rule_stay`` on the flow's
+current path (a one-hot the first layer makes from its path feature), so a
+flow moves to the least-loaded path only if that is lighter by more than
+``rule_stay`` of the heaviest's load: moving every listed flow at once to
+its least-loaded path sends the flows of one host to the same plane
+together, which pathbal's one-at-a-time moves avoid. The level logits pin
+the flow to the last level (``pathbal:demote=true``), or with
+``rule_levels`` (the MLFQ thresholds in bytes) to the level MLFQ gives its
+bytes sent (pathbal without ``demote``; ramps of the bytes feature count the
+thresholds passed); the cap logits choose no cap. The other weights of the
 last layer are scaled down so the rule dominates at the start.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -45,6 +54,8 @@ RULE_GAIN = 30.0
 """Path logit per unit of relative path load under ``rule_init`` (a 0.1 difference: 3 nats)."""
 RULE_BIAS = 6.0
 """The last level's and the uncapped rate's logit margin under ``rule_init``."""
+LEVEL_RAMP = 1000.0
+"""Under ``rule_levels``, the slope of each threshold's ramp in the bytes feature (width 0.001: 0.23% in bytes)."""
 RANDOM_SCALE = 0.01
 """Under ``rule_init``, the last layer's other weights are scaled by this."""
 
@@ -64,6 +75,7 @@ class RowwiseNetwork(nn.Module):
         hiddens: list[int],
         rule_init: bool = False,
         rule_stay: float = 0.0,
+        rule_levels: list[float] | None = None,
     ) -> None:
         super().__init__()
         self.rows, self.row_width, self.shared, self.choices = rows, row_width, shared, list(choices)
@@ -81,26 +93,36 @@ class RowwiseNetwork(nn.Module):
             start += c
         self.register_buffer("pad_logits", pad, persistent=False)
         if rule_init:
-            self._rule_init(hiddens, rule_stay)
+            self._rule_init(hiddens, rule_stay, rule_levels)
 
-    def _rule_init(self, hiddens: list[int], stay: float) -> None:
-        """Start at pathbal's choice with a margin ``stay`` (module docstring); needs the path loads in the rows, at
-        least one hidden layer, the first of 4P units or more and the others of 2P."""
+    def _rule_init(self, hiddens: list[int], stay: float, levels_at: list[float] | None) -> None:
+        """Start at pathbal's choice with a margin ``stay`` and the level of ``levels_at`` (module docstring); needs
+        the path loads in the rows and hidden layers wide enough for the units below."""
         levels, _, paths = self.choices
-        if self.row_width != ACTIVE_FEATURES + paths or not hiddens or hiddens[0] < 4 * paths or min(hiddens) < 2 * paths:
+        ramps = 2 * (levels - 1) if levels_at is not None else 0
+        carried = 2 * paths + (1 if levels_at is not None else 0)
+        if (
+            self.row_width != ACTIVE_FEATURES + paths
+            or not hiddens
+            or hiddens[0] < 4 * paths + ramps
+            or min(hiddens) < carried
+        ):
             raise ValueError(
                 f"rule_init: needs rows of {ACTIVE_FEATURES} + {paths} features (path_loads) and hidden layers, the "
-                f"first of at least {4 * paths} units and the others of {2 * paths}; got rows of {self.row_width} and "
-                f"hiddens {hiddens}"
+                f"first of at least {4 * paths + ramps} units and the others of {carried}; got rows of "
+                f"{self.row_width} and hiddens {hiddens}"
             )
+        if levels_at is not None and len(levels_at) != levels - 1:
+            raise ValueError(f"rule_levels: got {len(levels_at)} thresholds; expected {levels - 1} (levels - 1)")
         linears = [m for m in self.net if isinstance(m, nn.Linear)]
         with torch.no_grad():
             first = linears[0]
+            used = 4 * paths + ramps
+            first.weight[:used].zero_()
+            first.bias[:used].zero_()
             # Units 0 .. P-1 copy the path loads; units P + 3q .. P + 3q + 2 are relu(y - q + 1), relu(y - q),
             # relu(y - q - 1) of y = P x (path feature x = path / P): onehot_q = u0 - 2 u1 + u2 is 1 on the current
             # path and 0 on the others.
-            first.weight[: 4 * paths].zero_()
-            first.bias[: 4 * paths].zero_()
             for q in range(paths):
                 first.weight[q, ACTIVE_FEATURES + q] = 1.0
                 for k, shift in enumerate((1.0 - q, -q, -1.0 - q)):
@@ -109,20 +131,38 @@ class RowwiseNetwork(nn.Module):
             combine = torch.zeros(paths, first.out_features)
             for q in range(paths):
                 combine[q, paths + 3 * q : paths + 3 * q + 3] = torch.tensor([1.0, -2.0, 1.0])
+            # MLFQ's level for the bytes sent: n = sum_i ramp_i, ramp_i = relu(G (u - t_i)) - relu(G (u - t_i) - 1)
+            # going from 0 to 1 as the bytes feature u passes threshold i's.
+            count = torch.zeros(1, first.out_features)
+            for i, t in enumerate(levels_at or []):
+                at = float(np.log10(1.0 + t) / 10.0)
+                for k, shift in enumerate((0.0, -1.0)):
+                    unit = 4 * paths + 2 * i + k
+                    first.weight[unit, BYTES_FEATURE] = LEVEL_RAMP
+                    first.bias[unit] = -LEVEL_RAMP * at + shift
+                    count[0, unit] = 1.0 - 2.0 * k
             loads = torch.eye(paths, first.out_features)  # the path loads as the next layer reads them
-            for layer in linears[1:-1]:  # carry the loads and the current path's one-hot (both >= 0) through
-                layer.weight[: 2 * paths].zero_()
-                layer.bias[: 2 * paths].zero_()
+            for layer in linears[1:-1]:  # carry the loads, the current path's one-hot and n (all >= 0) through
+                layer.weight[:carried].zero_()
+                layer.bias[:carried].zero_()
                 layer.weight[:paths] = loads
                 layer.weight[paths : 2 * paths] = combine
+                if levels_at is not None:
+                    layer.weight[2 * paths] = count[0]
                 loads = torch.eye(paths, layer.out_features)
                 combine = torch.eye(2 * paths, layer.out_features)[paths:]
+                count = torch.eye(2 * paths + 1, layer.out_features)[2 * paths :]
             last = linears[-1]
             last.weight.mul_(RANDOM_SCALE)
             last.bias.zero_()
             path0 = sum(self.choices[:2])
             last.weight[path0 : path0 + paths] += -RULE_GAIN * loads + RULE_GAIN * stay * combine
-            last.bias[levels - 1] = RULE_BIAS
+            if levels_at is None:  # pinned to the last level
+                last.bias[levels - 1] = RULE_BIAS
+            else:  # level l scores RULE_BIAS (2 l n - l^2): the l nearest n wins, by RULE_BIAS at n = l
+                for lv in range(levels):
+                    last.weight[lv] += RULE_BIAS * 2.0 * lv * count[0]
+                    last.bias[lv] = -RULE_BIAS * lv * lv
             last.bias[levels] = RULE_BIAS
 
     def logits(self, obs: torch.Tensor, mask: bool = False) -> torch.Tensor:

@@ -89,6 +89,21 @@ def test_rule_init_chooses_the_least_loaded_path_unless_within_the_margin_the_la
     np.testing.assert_array_equal(runtime.act(obs), choice.reshape(20, -1))
 
 
+def test_rule_levels_pin_each_flow_to_the_level_mlfq_gives_its_bytes_sent():
+    rows, thresholds = 40, [2.1e6, 1.0e7, 8.0e7]
+    m = module(rows, hiddens=(24, 8), rule_init=True, rule_levels="mlfq", rule_level_bytes=thresholds)
+    obs = observations(rows, 10, seed=11)
+    sent = 10.0 ** np.random.default_rng(12).uniform(6, 9, (10, rows))  # 1 MB to 1 GB
+    view = obs[:, : rows * WIDTH].reshape(10, rows, WIDTH)
+    view[..., 4] = np.log10(1.0 + sent) / 10.0  # flow_v0's bytes feature
+    with torch.no_grad():
+        level = m.greedy(torch.as_tensor(obs)).numpy().reshape(10, rows, 3)[..., 0]
+    expected = (sent[..., None] >= np.array(thresholds)).sum(-1)
+    clear = (np.abs(np.log(sent[..., None] / np.array(thresholds))) > 0.01).all(-1)  # off the 0.23% ramps
+    assert clear.mean() > 0.9 and len(np.unique(expected[clear])) == 4
+    np.testing.assert_array_equal(level[clear], expected[clear])
+
+
 def test_rule_init_refuses_rows_without_path_loads():
     with pytest.raises(ValueError, match=r"rule_init: needs rows of 6 \+ 3 features \(path_loads\)"):
         torch.manual_seed(0)
@@ -124,3 +139,5 @@ def test_the_paper_network_is_the_default_and_an_unknown_one_is_refused():
     config = PGConfig().training(network="grid")
     with pytest.raises(ValueError, match=r"`network` \('grid'\) must be one of \['paper', 'rowwise'\]"):
         config.validate()
+    with pytest.raises(ValueError, match=r"`rule_levels` \('first'\) must be 'last' or 'mlfq'"):
+        PGConfig().training(network="rowwise", rule_init=True, rule_levels="first").validate()

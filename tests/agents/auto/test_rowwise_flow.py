@@ -84,3 +84,28 @@ def test_agents_trained_with_different_lrla_settings_join_and_shared_settings_mu
     )
     with pytest.raises(InvalidConfigError, match="their interval_ms differ"):
         auto_policy_files(Spec(f"zoo:auto_websearch+{other}", Source.POLICY_FILE), "auto_websearch", LOAD)
+
+
+def test_the_builder_takes_the_row_width_and_the_mlfq_thresholds_from_the_environment():
+    from dcgym.agents.algorithms import build_config
+    from dcgym.agents.training.experiment import load_experiment
+
+    experiment = load_experiment(
+        "auto_lrla_websearch",
+        {
+            "env_args.long_active": 16,
+            "env_args.path_loads": True,
+            "hyperparameters": {"hiddens": [24, 8], "network": "rowwise", "rule_init": True, "rule_levels": "mlfq"},
+        },
+    )
+    config = build_config(experiment, experiment.env_config)
+    config.validate()
+    assert config.row_width == 6 + 3
+    assert config.rule_level_bytes == pytest.approx([2114080.0, 10057940.0, 80459140.0])  # pias_ws, as flow_v0 holds
+    env = make_env("flow_v0", experiment.env_config)
+    module = PGRLModule(
+        observation_space=env.observation_space("lrla"),
+        action_space=env.action_space("lrla"),
+        model_config=config._model_config_auto_includes,
+    )
+    assert (module.policy.rows, module.policy.row_width, module.policy.shared) == (16, 9, 70)
