@@ -142,6 +142,9 @@ class RowwiseNetwork(nn.Module):
                     first.bias[unit] = -LEVEL_RAMP * at + shift
                     count[0, unit] = 1.0 - 2.0 * k
             loads = torch.eye(paths, first.out_features)  # the path loads as the next layer reads them
+            # A ramp's two units grow with the bytes (to about 10^3): they feed their count only, so that no other
+            # unit, and no gradient step on its weights, sees them.
+            linears[1].weight[:, 4 * paths : used] = 0.0
             for layer in linears[1:-1]:  # carry the loads, the current path's one-hot and n (all >= 0) through
                 layer.weight[:carried].zero_()
                 layer.bias[:carried].zero_()

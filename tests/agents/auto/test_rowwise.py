@@ -91,7 +91,7 @@ def test_rule_init_chooses_the_least_loaded_path_unless_within_the_margin_the_la
 
 def test_rule_levels_pin_each_flow_to_the_level_mlfq_gives_its_bytes_sent():
     rows, thresholds = 40, [2.1e6, 1.0e7, 8.0e7]
-    m = module(rows, hiddens=(24, 8), rule_init=True, rule_levels="mlfq", rule_level_bytes=thresholds)
+    m = module(rows, hiddens=(24, 24), rule_init=True, rule_levels="mlfq", rule_level_bytes=thresholds)
     obs = observations(rows, 10, seed=11)
     sent = 10.0 ** np.random.default_rng(12).uniform(6, 9, (10, rows))  # 1 MB to 1 GB
     view = obs[:, : rows * WIDTH].reshape(10, rows, WIDTH)
@@ -102,6 +102,18 @@ def test_rule_levels_pin_each_flow_to_the_level_mlfq_gives_its_bytes_sent():
     clear = (np.abs(np.log(sent[..., None] / np.array(thresholds))) > 0.01).all(-1)  # off the 0.23% ramps
     assert clear.mean() > 0.9 and len(np.unique(expected[clear])) == 4
     np.testing.assert_array_equal(level[clear], expected[clear])
+    # The ramps' units (up to about 10^3) reach no unit but their count: the second layer stays small, so a
+    # gradient step on its or the last layer's weights moves the logits little.
+    rows_in = torch.cat(
+        [
+            torch.as_tensor(obs[:, : rows * WIDTH]).reshape(10, rows, WIDTH),
+            torch.as_tensor(obs[:, rows * WIDTH :])[:, None].expand(10, rows, SHARED),
+        ],
+        -1,
+    )
+    with torch.no_grad():
+        second = m.policy.net[:4](rows_in)
+    assert m.policy.net[:2](rows_in).max() > 100 and second.max() < 10
 
 
 def test_rule_init_refuses_rows_without_path_loads():
