@@ -37,7 +37,9 @@ ENV_SETTINGS: dict[str, dict[str, Any]] = {
     "rack_v0": _defaults(RackEnvConfig, ("heartbeat_us", "load_metric")),
     "lb_v0": _defaults(LbEnvConfig, ("dispatch",)),
     "lb_central_v0": _defaults(LbEnvConfig, ("dispatch",)),
-    "flow_v0": _defaults(FlowEnvConfig, ("interval_ms", "short_finished", "long_active", "long_finished", "rate_caps", "path_loads")),
+    "flow_v0": _defaults(
+        FlowEnvConfig, ("interval_ms", "short_finished", "long_active", "long_finished", "rate_caps", "path_loads")
+    ),
 }
 """Per environment, the settings its policy files record and their defaults (the environment's own): what a file
 without them (format versions 1 and 2) acts with."""

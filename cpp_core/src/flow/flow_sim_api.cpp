@@ -212,7 +212,8 @@ void FlowSim::ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t pat
     };
     add(-left);  // the other flows' bytes, as pathbal counts them
     const uint32_t n = std::min(paths, topology_.NumPaths(fl.src, fl.dst));
-    for (uint32_t q = 0; q < n; ++q) out[size_t{i} * paths + q] = PathCost(bytes, topology_.Route(fl.src, fl.dst, q), fl.level);
+    for (uint32_t q = 0; q < n; ++q)
+      out[size_t{i} * paths + q] = PathCost(bytes, topology_.Route(fl.src, fl.dst, q), fl.level);
     add(left);
   }
 }

@@ -75,7 +75,9 @@ def test_agents_trained_with_different_lrla_settings_join_and_shared_settings_mu
     lrla = write_policy(
         with_settings(lrla_policy(rowwise_module(env)), settings_for("flow_v0", ENV)), tmp_path / "l.dcpol"
     )
-    paths, _, settings = auto_policy_files(Spec(f"zoo:auto_websearch+{lrla}", Source.POLICY_FILE), "auto_websearch", LOAD)
+    paths, _, settings = auto_policy_files(
+        Spec(f"zoo:auto_websearch+{lrla}", Source.POLICY_FILE), "auto_websearch", LOAD
+    )
     assert set(paths) == {"srla", "lrla"}
     assert (settings["long_active"], settings["path_loads"], settings["short_finished"]) == (24, True, 100)
     other = write_policy(

@@ -56,7 +56,7 @@ struct AutoSpec {
   std::vector<double> cap_fractions;                      // lRLA's rate caps, fractions of link_gbps, > 0
   double srla_reward_cap = 0;                             // > 0; +infinity: none
   double lrla_reward_cap = 0;
-  bool path_loads = false;                                // lRLA's rows also hold their paths' relative loads
+  bool path_loads = false;  // lRLA's rows also hold their paths' relative loads
 
   // Throws std::invalid_argument naming the bad field.
   void Validate() const;

@@ -65,8 +65,8 @@ inline constexpr std::uint32_t kMaxAgents = 1u << 16;
 inline constexpr std::uint32_t kMaxLoads = 1u << 16;  // N of the linear kinds
 inline constexpr std::uint32_t kMaxWidth = 1u << 24;  // an MLP's input size and layer widths
 inline constexpr std::uint32_t kMaxLayers = 64;
-inline constexpr std::uint32_t kMaxRows = 1u << 16;  // rows of a row-wise mlp (its output scratch grows with them)
-inline constexpr std::uint32_t kMaxFillNodes = 4096;         // N of the fill kind (its gains grow as N^2)
+inline constexpr std::uint32_t kMaxRows = 1u << 16;   // rows of a row-wise mlp (its output scratch grows with them)
+inline constexpr std::uint32_t kMaxFillNodes = 4096;  // N of the fill kind (its gains grow as N^2)
 inline constexpr std::uint32_t kMaxSettingsSize = 1u << 16;  // bytes of the settings section's text
 inline constexpr std::size_t kMaxSettingKey = 64;
 inline constexpr std::size_t kMaxSettingValue = 1024;
@@ -661,16 +661,17 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, std::uint
       if (!r.Need(12, end, layer)) return false;
       const std::uint32_t in = r.U32(), outw = r.U32(), act = r.U32();
       if (in != width) {
-        const char* what = l > 0 ? " (the previous layer's out)"
+        const char* what = l > 0         ? " (the previous layer's out)"
                            : layout.rows ? " (mlp.row_width + the shared inputs)"
                                          : " (mlp.num_inputs)";
         return r.Fail(layer + ".in", std::to_string(in), std::to_string(width) + what);
       }
       const bool last = l + 1 == num_layers;
       if (last ? outw != net_out : (outw < 1 || outw > kMaxWidth)) {
-        return r.Fail(layer + ".out", std::to_string(outw),
-                      last ? std::to_string(net_out) + (layout.rows ? " (mlp.num_outputs / mlp.rows)" : " (mlp.num_outputs)")
-                           : "1 .. " + std::to_string(kMaxWidth));
+        return r.Fail(
+            layer + ".out", std::to_string(outw),
+            last ? std::to_string(net_out) + (layout.rows ? " (mlp.num_outputs / mlp.rows)" : " (mlp.num_outputs)")
+                 : "1 .. " + std::to_string(kMaxWidth));
       }
       if (act >= kNumActivations) {
         return r.Fail(layer + ".activation", std::to_string(act), "0 .. 5 (identity, relu, tanh, sigmoid, elu, silu)");
