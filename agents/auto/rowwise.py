@@ -54,8 +54,9 @@ RULE_GAIN = 30.0
 """Path logit per unit of relative path load under ``rule_init`` (a 0.1 difference: 3 nats)."""
 RULE_BIAS = 6.0
 """The last level's and the uncapped rate's logit margin under ``rule_init``."""
-LEVEL_RAMP = 1000.0
-"""Under ``rule_levels``, the slope of each threshold's ramp in the bytes feature (width 0.001: 0.23% in bytes)."""
+LEVEL_RAMP = 20.0
+"""Under ``rule_levels``, the slope of each threshold's ramp in the bytes feature (width 0.05: a factor 3.2 in
+bytes, centred on the threshold)."""
 RANDOM_SCALE = 0.01
 """Under ``rule_init``, the last layer's other weights are scaled by this."""
 
@@ -131,20 +132,20 @@ class RowwiseNetwork(nn.Module):
             combine = torch.zeros(paths, first.out_features)
             for q in range(paths):
                 combine[q, paths + 3 * q : paths + 3 * q + 3] = torch.tensor([1.0, -2.0, 1.0])
-            # MLFQ's level for the bytes sent: n = sum_i ramp_i, ramp_i = relu(G (u - t_i)) - relu(G (u - t_i) - 1)
-            # going from 0 to 1 as the bytes feature u passes threshold i's.
+            # MLFQ's level for the bytes sent: n = sum_i ramp_i, ramp_i = G (relu(u - t_i + h) - relu(u - t_i - h))
+            # with h = 1 / (2 G), going from 0 to 1 as the bytes feature u passes threshold i's t_i (1/2 at t_i,
+            # so the nearest level changes there). The first layer's units stay below 1 and G is small: Adam moves
+            # every weight by about the learning rate a step, which a steep ramp would turn into level changes.
             count = torch.zeros(1, first.out_features)
             for i, t in enumerate(levels_at or []):
                 at = float(np.log10(1.0 + t) / 10.0)
-                for k, shift in enumerate((0.0, -1.0)):
+                for k, shift in enumerate((0.5 / LEVEL_RAMP, -0.5 / LEVEL_RAMP)):
                     unit = 4 * paths + 2 * i + k
-                    first.weight[unit, BYTES_FEATURE] = LEVEL_RAMP
-                    first.bias[unit] = -LEVEL_RAMP * at + shift
-                    count[0, unit] = 1.0 - 2.0 * k
+                    first.weight[unit, BYTES_FEATURE] = 1.0
+                    first.bias[unit] = -at + shift
+                    count[0, unit] = LEVEL_RAMP * (1.0 - 2.0 * k)
             loads = torch.eye(paths, first.out_features)  # the path loads as the next layer reads them
-            # A ramp's two units grow with the bytes (to about 10^3): they feed their count only, so that no other
-            # unit, and no gradient step on its weights, sees them.
-            linears[1].weight[:, 4 * paths : used] = 0.0
+            linears[1].weight[:, 4 * paths : used] = 0.0  # the ramps feed their count only
             for layer in linears[1:-1]:  # carry the loads, the current path's one-hot and n (all >= 0) through
                 layer.weight[:carried].zero_()
                 layer.bias[:carried].zero_()

@@ -99,11 +99,11 @@ def test_rule_levels_pin_each_flow_to_the_level_mlfq_gives_its_bytes_sent():
     with torch.no_grad():
         level = m.greedy(torch.as_tensor(obs)).numpy().reshape(10, rows, 3)[..., 0]
     expected = (sent[..., None] >= np.array(thresholds)).sum(-1)
-    clear = (np.abs(np.log(sent[..., None] / np.array(thresholds))) > 0.01).all(-1)  # off the 0.23% ramps
+    clear = (np.abs(np.log(sent[..., None] / np.array(thresholds))) > 0.01).all(-1)  # off the thresholds
     assert clear.mean() > 0.9 and len(np.unique(expected[clear])) == 4
     np.testing.assert_array_equal(level[clear], expected[clear])
-    # The ramps' units (up to about 10^3) reach no unit but their count: the second layer stays small, so a
-    # gradient step on its or the last layer's weights moves the logits little.
+    # No hidden unit is large, so that a step of about the learning rate on any weight (Adam's) moves the logits
+    # little.
     rows_in = torch.cat(
         [
             torch.as_tensor(obs[:, : rows * WIDTH]).reshape(10, rows, WIDTH),
@@ -113,7 +113,7 @@ def test_rule_levels_pin_each_flow_to_the_level_mlfq_gives_its_bytes_sent():
     )
     with torch.no_grad():
         second = m.policy.net[:4](rows_in)
-    assert m.policy.net[:2](rows_in).max() > 100 and second.max() < 10
+    assert m.policy.net[:2](rows_in).max() < 10 and second.max() < 10
 
 
 def test_rule_init_refuses_rows_without_path_loads():
