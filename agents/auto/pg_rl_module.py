@@ -53,7 +53,8 @@ class PGRLModule(TorchRLModule, PolicyFileAPI):
 
     ``model_config`` keys: ``hiddens`` (default :data:`PAPER_HIDDENS`); ``network`` (:data:`NETWORKS`,
     default ``paper``); for ``rowwise``: ``row_width`` (features of a listed flow's row), ``row_choices``
-    (categoricals per row, default 3: level, cap, path) and ``rule_init`` (start at pathbal's choice).
+    (categoricals per row, default 3: level, cap, path), ``rule_init`` (start at pathbal's choice), ``rule_stay``
+    (its margin) and ``rule_levels`` (None: the last level; else MLFQ thresholds in bytes).
     """
 
     def policy_file(self, context: PolicyFileContext) -> MlpPolicy:
