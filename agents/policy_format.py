@@ -17,6 +17,8 @@ Four kinds, one dataclass each, each with the ``settings`` (name -> text) it was
 - :class:`MlpPolicy`: dense networks (one shared or one per agent) with
   per-layer activations and an output head;
 - :class:`LinearValuePolicy`: a linear value function per agent;
+- :class:`MlpPolicy` with ``rows`` (format version 5): one network applied to each row of the input (AuTO's
+  lRLA over any number of long flows: its parameters do not grow with the rows);
 - :class:`FillPolicy` (format version 4): Malcolm's rack policy as water-filling tables adjusted by linear gains
   (``cpp_core/include/dcgym/runtime/fill.hpp``; :mod:`dcgym.agents.malcolm.fill` evaluates it in numpy).
 """
@@ -41,6 +43,7 @@ __all__ = [
     "MAGIC",
     "MAX_PARAMETER",
     "NEW_HEADS_VERSION",
+    "ROWS_VERSION",
     "SETTINGS_VERSION",
     "VERSION",
     "FillPolicy",
@@ -60,14 +63,18 @@ __all__ = [
 
 MAGIC = b"DCGYMPOL"
 """The first 8 bytes of every policy file."""
-VERSION = 4
-"""The newest format version: this module reads versions 1 to 4 and writes the oldest one the policy needs."""
+VERSION = 5
+"""The newest format version: this module reads versions 1 to 5 and writes the oldest one the policy needs."""
 NEW_HEADS_VERSION = 2
 """The version that added the ``increasing`` and ``multi_categorical`` heads."""
 SETTINGS_VERSION = 3
 """The version that added the settings section (the settings a policy was trained under)."""
 FILL_VERSION = 4
 """The version that added the ``fill`` kind."""
+ROWS_VERSION = 5
+"""The version that added the mlp kind's row layout (``rows``, ``row_width``)."""
+MAX_ROWS = 65536
+"""The most rows of a row-wise mlp (``dcgym::runtime::kMaxRows``)."""
 FILL_FEATURES = 4
 """The fill kind's features per node: [1, utilisation, tanh(mean level), tanh(own level)]."""
 MAX_PARAMETER = 1e6
@@ -175,6 +182,13 @@ class MlpPolicy:
     one range, the same value in every entry, 0 < low). ``groups`` lists the
     sizes of the ``multi_categorical`` head's categoricals (summing to the
     outputs) and is None for the others.
+
+    ``rows`` > 0 (format version 5) makes the network row-wise: the input is
+    ``rows`` rows of ``row_width`` features, then ``num_inputs - rows x
+    row_width`` shared features; the network maps one row with the shared
+    features appended to its outputs, and the policy's outputs are every
+    row's, row after row, before the head (``num_outputs`` = rows x the last
+    layer's width).
     """
 
     num_inputs: int
@@ -185,12 +199,19 @@ class MlpPolicy:
     high: np.ndarray | None = None
     groups: list[int] | None = None
     settings: dict[str, str] = field(default_factory=dict)
+    rows: int = 0
+    row_width: int = 0
     num_outputs: int = field(init=False)
 
     kind = "mlp"
 
     def __post_init__(self) -> None:
-        self.num_outputs = int(np.shape(self.networks[0][-1].weight)[0])
+        self.num_outputs = int(np.shape(self.networks[0][-1].weight)[0]) * max(1, self.rows)
+
+    @property
+    def network_inputs(self) -> int:
+        """The first layer's width: the whole input, or one row and the shared features."""
+        return self.num_inputs - (self.rows - 1) * self.row_width if self.rows else self.num_inputs
 
     @property
     def num_agents(self) -> int:
@@ -305,10 +326,11 @@ def _body(policy: Policy) -> bytes:
         if policy.head not in HEADS:
             raise ValueError(f"mlp.head: got {policy.head!r}; expected one of {list(HEADS)}")
         k = policy.num_outputs
-        parts = [
-            struct.pack("<4I", policy.num_inputs, len(policy.networks), HEADS[policy.head], k),
-            struct.pack(f"<{policy.num_agents}I", *policy.agent_network),
-        ]
+        parts = [struct.pack("<4I", policy.num_inputs, len(policy.networks), HEADS[policy.head], k)]
+        if policy.rows:
+            _check_rows(policy.rows, policy.row_width, policy.num_inputs, k)
+            parts.append(struct.pack("<2I", policy.rows, policy.row_width))
+        parts.append(struct.pack(f"<{policy.num_agents}I", *policy.agent_network))
         if policy.head in _BOUNDED_HEADS:
             parts += [_f32(policy.low, (k,), "mlp.low"), _f32(policy.high, (k,), "mlp.high")]
         if policy.head == "increasing":
@@ -340,6 +362,16 @@ def _body(policy: Policy) -> bytes:
     raise TypeError(f"not a policy: {type(policy).__name__}")
 
 
+def _check_rows(rows: int, row_width: int, num_inputs: int, num_outputs: int) -> None:
+    """A row-wise layout: 1 .. MAX_ROWS rows dividing the outputs, rows x row_width at most the inputs."""
+    if not 1 <= rows <= min(num_inputs, MAX_ROWS) or num_outputs % rows:
+        raise ValueError(
+            f"mlp.rows: got {rows}; expected 1 .. {min(num_inputs, MAX_ROWS)} dividing mlp.num_outputs ({num_outputs})"
+        )
+    if not 1 <= row_width <= num_inputs // rows:
+        raise ValueError(f"mlp.row_width: got {row_width}; expected 1 .. {num_inputs // rows} (num_inputs / rows)")
+
+
 def _check_fill(fields: tuple[float, ...], mix: float, capacity) -> None:
     """The fill kind's level_scale, heartbeat_services, horizon (finite, > 0), mix (0 .. 1) and capacities (> 0)."""
     if not (np.isfinite(fields).all() and min(fields) > 0 and 0 <= mix <= 1):
@@ -357,6 +389,9 @@ def to_bytes(policy: Policy) -> bytes:
     body = _body(policy)
     if isinstance(policy, FillPolicy):  # a kind of version 4: the settings section is always there
         version = FILL_VERSION
+        body = _settings(policy.settings) + body
+    elif getattr(policy, "rows", 0):  # a row-wise mlp: version 5, settings section included
+        version = ROWS_VERSION
         body = _settings(policy.settings) + body
     elif policy.settings:
         version = SETTINGS_VERSION
@@ -512,6 +547,15 @@ def from_bytes(data: bytes) -> Policy:
         head = _name(HEADS, head_id, "mlp.head")
         if head in _NEW_HEADS and version < NEW_HEADS_VERSION:
             raise ValueError(f"mlp.head: got {head_id}; expected 0 .. 4 in a version-{version} file")
+        rows = row_width = 0
+        if version >= ROWS_VERSION:
+            rows, row_width = c.u32(2, "mlp.rows")
+            if rows:
+                _check_rows(rows, row_width, d, k)
+            elif row_width:
+                raise ValueError(f"mlp.row_width: got {row_width}; expected 0 (a flat network: mlp.rows is 0)")
+        net_in = d - (rows - 1) * row_width if rows else d
+        net_out = k // rows if rows else k
         agent_network = list(c.u32(agents, "mlp.agent_network"))
         if not all(0 <= a < m for a in agent_network):
             raise ValueError(f"mlp.agent_network: got {agent_network}; expected networks 0 .. {m - 1}")
@@ -527,7 +571,7 @@ def from_bytes(data: bytes) -> Policy:
         networks = []
         for net in range(m):
             (num_layers,) = c.u32(1, f"network[{net}].num_layers")
-            layers, width = [], d
+            layers, width = [], net_in
             for li in range(num_layers):
                 where = f"network[{net}].layer[{li}]"
                 inp, out, act = c.u32(3, where)
@@ -541,10 +585,10 @@ def from_bytes(data: bytes) -> Policy:
                     )
                 )
                 width = out
-            if width != k:
-                raise ValueError(f"network[{net}].layer[{num_layers - 1}].out: got {width}; expected {k}")
+            if width != net_out:
+                raise ValueError(f"network[{net}].layer[{num_layers - 1}].out: got {width}; expected {net_out}")
             networks.append(layers)
-        policy = MlpPolicy(d, networks, agent_network, head, low, high, groups, settings)
+        policy = MlpPolicy(d, networks, agent_network, head, low, high, groups, settings, rows, row_width)
     if c.pos != c.end:
         raise ValueError(f"header.body_size: got {body_size}; the declared shapes end at {c.pos - _HEADER.size}")
     return policy

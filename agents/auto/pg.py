@@ -33,11 +33,12 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from dcgym.agents.auto.pg_learner import PGTorchLearner
-from dcgym.agents.auto.pg_rl_module import PAPER_HIDDENS, PGRLModule
+from dcgym.agents.auto.pg_rl_module import NETWORKS, PAPER_HIDDENS, PGRLModule
 from dcgym.agents.auto.system import AUTO_LRLA
 from dcgym.agents.rl.on_policy import on_policy_training_step
 from dcgym.agents.rl.spec import TrainingRun
 from dcgym.agents.rl.wiring import common, training
+from dcgym.envs.flow.game import FlowEnvConfig, FlowGame
 
 __all__ = ["PG", "PGConfig"]
 
@@ -58,9 +59,32 @@ class PGConfig(AlgorithmConfig):
         """Hidden layers of the policy network (§5.2.2: 10 of 300; e.g. [64, 64] for a small one)."""
         self.use_baseline = True
         """Subtract the cumulative average of the returns (eq. 2); False gives plain REINFORCE (eq. 1)."""
+        self.network = "paper"
+        """paper: one flat network over the observation (§5.2.2); rowwise: one network per listed flow (.rowwise)."""
+        self.row_width = 0
+        """rowwise: features of a listed flow's row (build_lrla sets it from the environment)."""
+        self.rule_init = False
+        """rowwise: start at pathbal's choice (needs the environment's ``path_loads``)."""
+        self.rule_stay = 0.0
+        """rule_init: a flow leaves its path only for one lighter by this share of the heaviest's load."""
+        self.rule_levels = "last"
+        """rule_init: the level a flow starts pinned to: ``last`` or ``mlfq`` (the level the environment's initial
+        MLFQ thresholds give its bytes sent; build_lrla sets ``rule_level_bytes`` from them)."""
+        self.rule_level_bytes: list[float] | None = None
+        """rule_levels mlfq: the thresholds in bytes (None: build_lrla sets the environment's initial ones)."""
 
     def training(
-        self, *, hiddens: list[int] = NotProvided, use_baseline: bool = NotProvided, **kwargs: Any
+        self,
+        *,
+        hiddens: list[int] = NotProvided,
+        use_baseline: bool = NotProvided,
+        network: str = NotProvided,
+        row_width: int = NotProvided,
+        rule_init: bool = NotProvided,
+        rule_stay: float = NotProvided,
+        rule_levels: str = NotProvided,
+        rule_level_bytes: list[float] = NotProvided,
+        **kwargs: Any,
     ) -> PGConfig:
         """PG's own settings (see the attribute docstrings in ``__init__``) and RLlib's (``lr``, ``gamma``, ...)."""
         super().training(**kwargs)
@@ -68,11 +92,27 @@ class PGConfig(AlgorithmConfig):
             self.hiddens = list(hiddens)
         if use_baseline is not NotProvided:
             self.use_baseline = use_baseline
+        if network is not NotProvided:
+            self.network = network
+        if row_width is not NotProvided:
+            self.row_width = row_width
+        if rule_init is not NotProvided:
+            self.rule_init = rule_init
+        if rule_stay is not NotProvided:
+            self.rule_stay = rule_stay
+        if rule_levels is not NotProvided:
+            self.rule_levels = rule_levels
+        if rule_level_bytes is not NotProvided:
+            self.rule_level_bytes = list(rule_level_bytes)
         return self
 
     @property
     def _model_config_auto_includes(self) -> dict[str, Any]:
-        return super()._model_config_auto_includes | {"hiddens": list(self.hiddens)}
+        own = {"hiddens": list(self.hiddens), "network": self.network}
+        if self.network == "rowwise":
+            own |= {"row_width": self.row_width, "rule_init": self.rule_init, "rule_stay": self.rule_stay}
+            own["rule_levels"] = self.rule_level_bytes if self.rule_levels == "mlfq" else None
+        return super()._model_config_auto_includes | own
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
         return RLModuleSpec(module_class=PGRLModule)
@@ -93,6 +133,16 @@ class PGConfig(AlgorithmConfig):
             err(f"`lr` ({self.lr}) must be > 0")
         if not isinstance(self.use_baseline, bool):
             err(f"`use_baseline` ({self.use_baseline!r}) must be true or false")
+        if self.network not in NETWORKS:
+            err(f"`network` ({self.network!r}) must be one of {list(NETWORKS)}")
+        if not isinstance(self.rule_init, bool) or (self.rule_init and self.network != "rowwise"):
+            err(f"`rule_init` ({self.rule_init!r}) must be true or false, and true only with network 'rowwise'")
+        if not (isinstance(self.rule_stay, (int, float)) and 0 <= self.rule_stay <= 1):
+            err(f"`rule_stay` ({self.rule_stay!r}) must be a number in [0, 1]")
+        if self.rule_levels not in ("last", "mlfq"):
+            err(f"`rule_levels` ({self.rule_levels!r}) must be 'last' or 'mlfq'")
+        if self.rule_levels == "mlfq" and self.rule_init and not self.rule_level_bytes:
+            err("`rule_level_bytes` (None) must list the MLFQ thresholds in bytes for `rule_levels` 'mlfq'")
 
 
 class PG(Algorithm):
@@ -109,8 +159,15 @@ class PG(Algorithm):
 
 def build_lrla(experiment: TrainingRun, env_config: dict[str, Any]) -> PGConfig:
     """``algorithm: auto_lrla``: lRLA (REINFORCE) on ``dcgym/FlowLrla-v0``, flow_v0 with the thresholds held at the
-    scenario's; the hyperparameters are the settings of :meth:`PGConfig.training`."""
+    scenario's; the hyperparameters are the settings of :meth:`PGConfig.training` (``network: rowwise`` takes its
+    row width from the environment)."""
     config = common(PGConfig(), experiment, env_config)
     config.environment(AUTO_LRLA.one_agent_forms[experiment.env].env_id, env_config=env_config)
     training(config, experiment.hyperparameters)
+    if config.network == "rowwise":
+        keys = FlowEnvConfig.model_fields
+        game = FlowGame({k: v for k, v in env_config.items() if k in keys})
+        config.training(row_width=game.lrla_row_width)
+        if config.rule_level_bytes is None:
+            config.training(rule_level_bytes=list(game.initial_thresholds))
     return config

@@ -58,8 +58,15 @@ def srla_policy(module, threshold_range_bytes: Sequence[float] | None = None) ->
 
 def lrla_policy(module) -> MlpPolicy:
     """lRLA's policy as a one-agent ``mlp`` policy: a categorical per group (``multi_categorical``) or one (``softmax``)."""
-    layers = layers_of(module.policy)
     groups = [int(g) for g in module.groups]
+    if getattr(module, "network", "paper") == "rowwise":
+        net = module.policy
+        layers = layers_of(net.net)
+        num_inputs = net.rows * net.row_width + net.shared
+        return MlpPolicy(
+            num_inputs, [layers], [0], "multi_categorical", groups=groups, rows=net.rows, row_width=net.row_width
+        )
+    layers = layers_of(module.policy)
     num_inputs = int(layers[0].weight.shape[1])
     if len(groups) == 1:
         return MlpPolicy(num_inputs, [layers], [0], "softmax")

@@ -23,7 +23,7 @@ from dcgym.envs.lb.lb_v0 import LbEnvConfig
 from dcgym.envs.policy_spec import parse_options, scalar, show_option, split_spec
 from dcgym.envs.rack.game import RackEnvConfig
 
-__all__ = ["ENV_KEY", "ENV_SETTINGS", "decode", "recorded_env", "resolve", "settings_for"]
+__all__ = ["AGENT_SETTINGS", "ENV_KEY", "ENV_SETTINGS", "decode", "recorded_env", "resolve", "settings_for"]
 
 ENV_KEY = "env"
 """The setting naming the environment the policy was trained on (``rack_v0``, ``lb_v0``, ...)."""
@@ -37,10 +37,23 @@ ENV_SETTINGS: dict[str, dict[str, Any]] = {
     "rack_v0": _defaults(RackEnvConfig, ("heartbeat_us", "load_metric")),
     "lb_v0": _defaults(LbEnvConfig, ("dispatch",)),
     "lb_central_v0": _defaults(LbEnvConfig, ("dispatch",)),
-    "flow_v0": _defaults(FlowEnvConfig, ("interval_ms", "short_finished", "long_active", "long_finished", "rate_caps")),
+    "flow_v0": _defaults(
+        FlowEnvConfig, ("interval_ms", "short_finished", "long_active", "long_finished", "rate_caps", "path_loads")
+    ),
 }
 """Per environment, the settings its policy files record and their defaults (the environment's own): what a file
 without them (format versions 1 and 2) acts with."""
+AGENT_SETTINGS: dict[str, dict[str, str]] = {
+    "flow_v0": {
+        "short_finished": "srla",
+        "long_active": "lrla",
+        "long_finished": "lrla",
+        "rate_caps": "lrla",
+        "path_loads": "lrla",
+    }
+}
+"""Per environment, the settings that shape one agent's observation or action only (the others' files may record
+another value: files of AuTO's two agents trained apart join, each acting with its own)."""
 
 
 def settings_for(env: str, env_config: Mapping[str, Any]) -> dict[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dcgym.agents.policies.file_settings import resolve
+from dcgym.agents.policies.file_settings import AGENT_SETTINGS, resolve
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
 from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import RuntimePolicy
@@ -27,7 +27,8 @@ def auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict[
     """Exported AuTO agents (:mod:`dcgym.agents.auto.policy_file`): one file, or sRLA's and lRLA's joined by ``+``
     (``srla.dcpol+lrla.dcpol``, ``zoo:A+zoo:B``). Returns their paths by agent (``srla`` for the ``increasing``
     head, ``lrla`` for ``multi_categorical``), each checked against flow_v0's observation size, a label, and the
-    flow_v0 settings the files were trained with (:mod:`.file_settings`; both files must agree)."""
+    flow_v0 settings the files were trained with (:mod:`.file_settings`: both files must agree, except on the
+    settings of one agent's observation only, which come from that agent's file)."""
     given = str(spec.given)
     parts = given.split("+")
     settings: dict[str, Any] | None = None
@@ -54,11 +55,17 @@ def auto_policy_files(spec: Any, scenario_spec: Any, load: float) -> tuple[dict[
         if agent in paths:
             raise InvalidConfigError("policy", given, f"one file per agent; two are {agent} policies")
         own = resolve(where, "flow_v0", policy.settings, "")
-        if settings is not None and own != settings:
-            differ = next(k for k in own if own[k] != settings[k])
-            raise InvalidConfigError(
-                "policy", given, f"agents trained with the same flow_v0 settings; their {differ} differ"
-            )
+        if settings is not None:
+            owners = AGENT_SETTINGS["flow_v0"]
+            for key in own:
+                if own[key] == settings[key] or owners.get(key) in paths:  # the other agent's: keep its value
+                    continue
+                if owners.get(key) != agent:
+                    raise InvalidConfigError(
+                        "policy", given, f"agents trained with the same flow_v0 settings; their {key} differ"
+                    )
+                settings[key] = own[key]
+            own = settings
         settings = own
         env = make_env("flow_v0", {"scenario": str(scenario_spec), "load": load, **settings})
         size = int(np.prod(env.observation_space(agent).shape))

@@ -7,7 +7,7 @@
 // Seeds: one valid file of each kind written here (linear_pair with a
 // critic, mlp with a bounded head and two networks, mlp with each of format
 // version 2's heads, linear_value, and a version-3 mlp with a settings
-// section, and a version-4 fill policy) plus any
+// section, a version-4 fill policy and a version-5 row-wise mlp) plus any
 // files given. Every iteration mutates a seed (bit flips, random bytes,
 // interesting 32-bit values at aligned offsets, truncation, appended bytes),
 // and half the time repairs body_size and the checksum so the mutation
@@ -143,6 +143,27 @@ std::vector<Bytes> Seeds(Rng& rng) {
     for (std::uint32_t v : {3u, 6u, 0u}) PutU32(b, v);
     for (std::uint32_t i = 0; i < 3 * 6 + 6; ++i) PutF32(b, rng.Uniform(-1, 1));
     seeds.push_back(Finish(2, 1, b, rt::kSettingsVersion));
+  }
+  {  // version 5: a row-wise mlp, 3 rows of 2 features and 1 shared (7 inputs), 3 -> 4 (relu) -> 5 per row,
+     // multi_categorical over groups of 2 and 3 per row
+    const std::string text = "env=flow_v0\n";
+    Bytes b;
+    PutU32(b, static_cast<std::uint32_t>(text.size()));
+    b.insert(b.end(), text.begin(), text.end());
+    for (std::uint32_t v : {7u, 1u, static_cast<std::uint32_t>(rt::Head::kMultiCategorical), 15u, 3u, 2u, 0u}) {
+      PutU32(b, v);  // inputs, networks, head, outputs, rows, row width, agent 0's network
+    }
+    PutU32(b, 6);
+    for (int row = 0; row < 3; ++row) {
+      for (std::uint32_t v : {2u, 3u}) PutU32(b, v);
+    }
+    PutU32(b, 2);
+    const std::uint32_t shapes[2][3] = {{3, 4, 1}, {4, 5, 0}};  // in, out, activation
+    for (const auto& s : shapes) {
+      for (std::uint32_t v : s) PutU32(b, v);
+      for (std::uint32_t i = 0; i < s[0] * s[1] + s[1]; ++i) PutF32(b, rng.Uniform(-1, 1));
+    }
+    seeds.push_back(Finish(2, 1, b, rt::kRowsVersion));
   }
   {  // linear_value, 2 agents, 4 loads, quadratic
     Bytes b;

@@ -57,6 +57,12 @@ and protocol carry nothing, so the route and level take their places):
 ``dst``, ``path``, ``level`` now, ``sent_bytes``, ``age_s`` since arrival),
 then the m_l = ``long_finished`` (10) long flows finished during the last
 interval, 7 features as sRLA's: 136 features with AuTO's sizes (§5.2.2).
+With ``path_loads`` each active row has P more features: per path q of its
+pair, pathbal's cost of q for the flow (the unfinished bytes of the other
+flows at its level or above on q's links) over the largest of them (1 for a
+path the pair does not have; 0 for all when no path carries any): rows of
+6 + P, what a network applied to each row alone (lRLA's ``network:
+rowwise``) needs to balance paths.
 
 ## Action Space
 
@@ -137,6 +143,7 @@ links during the interval) and at the episode's last step
 | ``max_steps`` | 1000 | steps per episode |
 | ``warmup_s`` | 0 | simulated before the first observation, with the initial thresholds |
 | ``short_finished``, ``long_active``, ``long_finished`` | 100, 11, 10 | m_s, n_l, m_l (§5.1.1) |
+| ``path_loads`` | False | lRLA's active rows also hold their paths' relative loads (P more features each) |
 | ``threshold_range_bytes`` | (1460, 1460 x 65536) | sRLA's range |
 | ``rate_caps`` | (1, 0.75, 0.5, 0.25) | lRLA's caps, fractions of link_gbps |
 | ``srla_reward_cap``, ``lrla_reward_cap`` | inf, 2 | caps of the rewards |

@@ -68,6 +68,11 @@ class FlowEnvConfig(EpisodeLoads):
     short_finished: int = Field(100, ge=1, le=65536, description="sRLA observes this many finished short flows (m_s)")
     long_active: int = Field(11, ge=1, le=65536, description="lRLA observes and acts on this many long flows (n_l)")
     long_finished: int = Field(10, ge=1, le=65536, description="lRLA observes this many finished long flows (m_l)")
+    path_loads: bool = Field(
+        False,
+        description="each of lRLA's active long-flow rows also holds, per path, pathbal's cost of that path for the "
+        "flow over the largest of its paths' (P more features per row; what a row-wise lRLA needs to balance paths)",
+    )
     threshold_range_bytes: tuple[float, float] = Field(
         (PACKET, PACKET * 2**16), description="sRLA's thresholds lie in [low, high] bytes (1 to 65536 packets)"
     )
@@ -124,6 +129,7 @@ class FlowGame:
         self.agents_probe = self._agents(probe)
         a = self.agents_probe
         self.levels, self.caps, self.paths = a.levels, a.caps, a.paths
+        self.lrla_row_width = a.lrla_row_width
         self.num_hosts, self.link_names = probe.num_hosts, list(probe.link_names)
         self.initial_thresholds = list(probe.thresholds)
         self.observation_spaces = {
@@ -160,7 +166,7 @@ class FlowGame:
     def _agents(self, sim: FlowSim) -> AutoAgents:
         c = self.config
         low, high = c.threshold_range_bytes
-        return AutoAgents(sim, low, high, list(c.rate_caps), c.srla_reward_cap, c.lrla_reward_cap)
+        return AutoAgents(sim, low, high, list(c.rate_caps), c.srla_reward_cap, c.lrla_reward_cap, c.path_loads)
 
     def reset(self, k: int, engine_seed: int, load: float | None = None) -> dict[str, np.ndarray]:
         """Rebuild copy k, empty, with ``engine_seed``; run the warm-up; its first observations."""

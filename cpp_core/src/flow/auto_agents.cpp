@@ -90,6 +90,7 @@ AutoAgents::AutoAgents(const FlowSim& sim, const AutoSpec& spec)
   if (d != Discipline::kMlfq && d != Discipline::kQsjf)
     Fail("scheduling.discipline", "AuTO's agents need MLFQ (qlas, pias) or qsjf: thresholds and priority levels");
   if (levels_ < 2) Fail("scheduling.levels", "AuTO's agents need at least 2 priority levels, got " + Str(levels_));
+  if (spec_.path_loads) costs_.resize(size_t{long_rows_} * paths_);
   raw_.resize(std::max<size_t>({size_t{short_rows_} * kFinishedFeatures, size_t{long_rows_} * kActiveFeatures,
                                 size_t{long_finished_rows_} * kFinishedFeatures}));
   Reset();
@@ -159,11 +160,13 @@ void AutoAgents::Observe(const FlowSim& sim, float* srla_obs, float* lrla_obs) {
   sim.ObserveShortFinished(raw_.data());
   finished(short_rows_, srla_obs);
   sim.ObserveLongActive(raw_.data(), flows_.data());
+  if (spec_.path_loads) sim.ObservePathCosts(flows_.data(), long_rows_, paths_, costs_.data());
+  const uint32_t width = LrlaRowWidth();
   for (uint32_t i = 0; i < long_rows_; ++i) {
     const double* r = raw_.data() + size_t{i} * kActiveFeatures;
-    float* o = lrla_obs + size_t{i} * kActiveFeatures;
+    float* o = lrla_obs + size_t{i} * width;
     if (flows_[i] < 0) {
-      std::fill(o, o + kActiveFeatures, 0.0f);
+      std::fill(o, o + width, 0.0f);
       pair_paths_[i] = 1;
       continue;
     }
@@ -174,9 +177,15 @@ void AutoAgents::Observe(const FlowSim& sim, float* srla_obs, float* lrla_obs) {
     o[3] = Fraction(r[3], levels);
     o[4] = Bytes(r[4]);
     o[5] = Seconds(r[5]);
+    if (spec_.path_loads) {
+      const double* c = costs_.data() + size_t{i} * paths_;
+      const double most = *std::max_element(c, c + paths_);
+      for (uint32_t q = 0; q < paths_; ++q)
+        o[kActiveFeatures + q] = c[q] < 0 ? 1.0f : most > 0 ? static_cast<float>(c[q] / most) : 0.0f;
+    }
   }
   sim.ObserveLongFinished(raw_.data());
-  finished(long_finished_rows_, lrla_obs + size_t{long_rows_} * kActiveFeatures);
+  finished(long_finished_rows_, lrla_obs + size_t{long_rows_} * width);
 }
 
 void AutoAgents::Rewards(const FlowSim& sim, double* srla, double* lrla) {

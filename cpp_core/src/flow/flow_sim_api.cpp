@@ -143,16 +143,12 @@ uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t le
   if (level < -1 || level >= static_cast<int32_t>(config_.levels))
     Fail("level", "must be in [0, " + Str(config_.levels - 1) + "] or -1 (keep), got " + Str(level));
   if (!LevelBased()) Fail("pathbal", std::string("needs a level-based discipline, not ") + DisciplineName(discipline_));
-  // Unfinished bytes per (link, level): a flow at level L is held back by the bytes at levels 0..L on its links
-  // (strict priority), not by the larger flows below it.
   const uint32_t levels = config_.levels;
-  std::vector<double> bytes(size_t{topology_.NumLinks()} * levels, 0.0);
+  std::vector<double> bytes = LinkLevelBytes();
   std::vector<std::pair<double, uint32_t>> moving;  // (arrival, slot) of the long flows
   for (const uint32_t f : active_) {
     const Flow& fl = flows_[f];
-    const double sent = SentOf(f), left = fl.size - sent;
-    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[size_t{fl.route.link[h]} * levels + fl.level] += left;
-    if (sent >= long_bytes && topology_.NumPaths(fl.src, fl.dst) > 1) moving.emplace_back(fl.arrival, f);
+    if (SentOf(f) >= long_bytes && topology_.NumPaths(fl.src, fl.dst) > 1) moving.emplace_back(fl.arrival, f);
   }
   std::sort(moving.begin(), moving.end());
   if (max_flows > 0 && moving.size() > max_flows) moving.resize(max_flows);
@@ -162,12 +158,7 @@ uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t le
     const Flow& fl = flows_[f];
     const double left = fl.size - SentOf(f);
     const uint32_t at = level >= 0 ? static_cast<uint32_t>(level) : fl.level;  // its level once moved
-    const auto cost = [&](const Path& p) {
-      double c = 0;
-      for (uint32_t h = 0; h < p.hops; ++h)
-        for (uint32_t l = 0; l <= at; ++l) c += bytes[size_t{p.link[h]} * levels + l];
-      return c;
-    };
+    const auto cost = [&](const Path& p) { return PathCost(bytes, p, at); };
     const auto add = [&](const Path& p, uint32_t l, double b) {
       for (uint32_t h = 0; h < p.hops; ++h) bytes[size_t{p.link[h]} * levels + l] += b;
     };
@@ -185,6 +176,46 @@ uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t le
   }
   SetFlowActions(actions);
   return moved;
+}
+
+std::vector<double> FlowSim::LinkLevelBytes() const {
+  // A flow at level L is held back by the bytes at levels 0..L on its links (strict priority), not by the larger
+  // flows below it.
+  const uint32_t levels = config_.levels;
+  std::vector<double> bytes(size_t{topology_.NumLinks()} * levels, 0.0);
+  for (const uint32_t f : active_) {
+    const Flow& fl = flows_[f];
+    const double left = fl.size - SentOf(f);
+    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[size_t{fl.route.link[h]} * levels + fl.level] += left;
+  }
+  return bytes;
+}
+
+double FlowSim::PathCost(const std::vector<double>& bytes, const Path& p, uint32_t at) const {
+  double c = 0;
+  for (uint32_t h = 0; h < p.hops; ++h)
+    for (uint32_t l = 0; l <= at; ++l) c += bytes[size_t{p.link[h]} * config_.levels + l];
+  return c;
+}
+
+void FlowSim::ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t paths, double* out) const {
+  std::fill(out, out + size_t{rows} * paths, -1.0);
+  if (!LevelBased()) return;
+  std::vector<double> bytes = LinkLevelBytes();
+  for (uint32_t i = 0; i < rows; ++i) {
+    if (flows[i] < 0) continue;
+    const uint32_t f = SlotOf(static_cast<uint64_t>(flows[i]), "flows[" + Str(i) + "]");
+    const Flow& fl = flows_[f];
+    const double left = fl.size - SentOf(f);
+    const auto add = [&](double b) {
+      for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[size_t{fl.route.link[h]} * config_.levels + fl.level] += b;
+    };
+    add(-left);  // the other flows' bytes, as pathbal counts them
+    const uint32_t n = std::min(paths, topology_.NumPaths(fl.src, fl.dst));
+    for (uint32_t q = 0; q < n; ++q)
+      out[size_t{i} * paths + q] = PathCost(bytes, topology_.Route(fl.src, fl.dst, q), fl.level);
+    add(left);
+  }
 }
 
 // ------------------------------------------------------------------ observations

@@ -27,7 +27,13 @@
 // the last two clipped to 1 (10 GB, 2.8 hours), so every value is in [0, 1].
 // sRLA: the last m_s finished short flows (7 features each); lRLA: the n_l
 // oldest active long flows (6), then the last m_l finished long flows (7).
-// Rows without a flow are zeros.
+// Rows without a flow are zeros. With `path_loads` each active long flow's
+// row also holds, per path q of the P paths, pathbal's cost of q for it (the
+// unfinished bytes of the other flows at its level or above on q's links,
+// FlowSim::ObservePathCosts) over the largest of its paths' costs: in [0, 1],
+// the least-loaded path the smallest, 1 for paths its pair does not have,
+// 0 for all when no path carries anything. What a network applied to each
+// row alone (a row-wise lRLA) needs to balance paths as pathbal does.
 //
 // Rewards: sRLA's T_{t-1} / T_t, the ratio of the mean FCT of the flows
 // finished in two consecutive intervals (§4.1); lRLA's P_t / P_{t-1}, the
@@ -50,6 +56,7 @@ struct AutoSpec {
   std::vector<double> cap_fractions;                      // lRLA's rate caps, fractions of link_gbps, > 0
   double srla_reward_cap = 0;                             // > 0; +infinity: none
   double lrla_reward_cap = 0;
+  bool path_loads = false;  // lRLA's rows also hold their paths' relative loads
 
   // Throws std::invalid_argument naming the bad field.
   void Validate() const;
@@ -72,7 +79,9 @@ class AutoAgents {
   uint32_t SrlaActions() const { return levels_ - 1; }
   uint32_t SrlaObservations() const { return short_rows_ * kFinishedFeatures; }
   uint32_t LrlaFlows() const { return long_rows_; }
-  uint32_t LrlaObservations() const { return long_rows_ * kActiveFeatures + long_finished_rows_ * kFinishedFeatures; }
+  // Features of an active long flow's row: 6, and one per path with path_loads.
+  uint32_t LrlaRowWidth() const { return kActiveFeatures + (spec_.path_loads ? paths_ : 0); }
+  uint32_t LrlaObservations() const { return long_rows_ * LrlaRowWidth() + long_finished_rows_ * kFinishedFeatures; }
   // The number of choices of each of a long flow's three indices (MultiDiscrete's nvec).
   uint32_t Levels() const { return levels_; }
   uint32_t Caps() const { return static_cast<uint32_t>(spec_.cap_fractions.size()); }
@@ -102,6 +111,7 @@ class AutoAgents {
   std::vector<int64_t> flows_;        // handles of the listed long flows (-1: none)
   std::vector<uint32_t> pair_paths_;  // paths between each listed flow's endpoints
   std::vector<double> raw_;           // scratch: unscaled rows
+  std::vector<double> costs_;         // scratch: path costs (long_rows x paths) with path_loads
   double last_fct_, last_throughput_;
 };
 

@@ -108,6 +108,10 @@ class FlowSim {
   // counted as they are made; `level` >= 0 also pins the flow there (-1 keeps its level). Returns the number
   // of flows moved.
   uint64_t BalancePaths(double long_bytes, uint64_t max_flows, int32_t level);
+  // pathbal's costs for listed flows (handles, -1: none): row i, column q is the unfinished bytes of the other
+  // active flows at flow i's level or above on the links of its q-th path; -1 for q past the pair's paths and
+  // for rows without a flow (a level-less discipline: all -1). `out` is rows x paths.
+  void ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t paths, double* out) const;
 
   // Observations, row-major and zero-padded (flow handles -1). Finished
   // flows are those of the current interval, the most recent first.
@@ -172,6 +176,9 @@ class FlowSim {
   double SentOf(uint32_t f) const;
   uint64_t Handle(uint32_t f) const { return (uint64_t{flows_[f].generation} << 32) | f; }
   uint32_t SlotOf(uint64_t handle, const std::string& field) const;
+  // Unfinished bytes of the active flows per (link, level), link-major; a path's cost at level `at` from them.
+  std::vector<double> LinkLevelBytes() const;
+  double PathCost(const std::vector<double>& bytes, const Path& p, uint32_t at) const;
 
   bool Step(double limit);  // one event at or before limit; false if none
   void Advance(double t);

@@ -130,27 +130,45 @@ struct Network {
   }
 };
 
+/// How an MLP policy reads its input (format version 5). Flat (rows == 0): the network maps the D inputs to
+/// the K outputs. Row-wise (rows >= 1): the input is `rows` rows of `row_width` features followed by `shared`
+/// features (D = rows x row_width + shared); the one network maps each row with the shared features appended
+/// (row_width + shared inputs) to K / rows outputs, and row r's outputs are outputs r K / rows .. (r + 1) K /
+/// rows - 1, before the head. The parameters do not grow with the rows: AuTO's lRLA over any number of flows.
+struct RowLayout {
+  std::size_t rows = 0;
+  std::size_t row_width = 0;
+  std::size_t shared = 0;
+};
+
 /// An MLP policy: one or more networks (one per agent, or one shared), an
-/// agent -> network map and the output head. Built valid by policy_file.hpp;
+/// agent -> network map, the input layout and the output head. Built valid by policy_file.hpp;
 /// Act() assumes it (see the preconditions).
 class MlpPolicy {
  public:
   MlpPolicy() = default;
   /// `groups`: the sizes of the multi_categorical head's groups (summing to K), empty for the other heads.
   MlpPolicy(std::size_t num_inputs, std::vector<Network> networks, std::vector<std::uint32_t> agent_network, Head head,
-            std::vector<float> low, std::vector<float> high, std::vector<std::uint32_t> groups = {})
+            std::vector<float> low, std::vector<float> high, std::vector<std::uint32_t> groups = {},
+            RowLayout layout = {})
       : num_inputs_(num_inputs),
         networks_(std::move(networks)),
         agent_network_(std::move(agent_network)),
         head_(head),
         low_(std::move(low)),
         high_(std::move(high)),
-        groups_(std::move(groups)) {
+        groups_(std::move(groups)),
+        layout_(layout) {
     std::size_t width = 0;
     for (const auto& n : networks_) width = std::max(width, n.MaxWidth());
-    num_outputs_ = networks_.empty() ? 0 : networks_.front().layers.back().out;
+    const std::size_t per_row = networks_.empty() ? 0 : networks_.front().layers.back().out;
+    num_outputs_ = layout_.rows > 0 ? per_row * layout_.rows : per_row;
     scratch_a_.assign(width, 0.0f);
     scratch_b_.assign(width, 0.0f);
+    if (layout_.rows > 0) {
+      row_input_.assign(layout_.row_width + layout_.shared, 0.0f);
+      logits_.assign(num_outputs_, 0.0f);
+    }
   }
 
   std::size_t num_inputs() const { return num_inputs_; }    // D, the observation size
@@ -164,6 +182,8 @@ class MlpPolicy {
   const std::vector<float>& high() const { return high_; }  // K entries for bounded heads, else empty
   /// The multi_categorical head's group sizes (empty for the other heads).
   const std::vector<std::uint32_t>& groups() const { return groups_; }
+  /// The input layout (rows == 0: flat).
+  const RowLayout& layout() const { return layout_; }
 
   /// Agent `agent`'s output for observation `obs` (num_inputs() floats) into
   /// `out` (num_outputs() floats): the head's output (see Head). Returns the
@@ -173,15 +193,18 @@ class MlpPolicy {
   /// Never allocates; not thread-safe (one policy object per thread).
   std::int64_t Act(std::size_t agent, const float* obs, float* out) {
     const Network& net = networks_[agent_network_[agent]];
-    const float* x = obs;
-    float* y = scratch_a_.data();
-    float* spare = scratch_b_.data();
-    for (const DenseLayer& layer : net.layers) {
-      Linear(layer.weight.data(), layer.out, layer.in, x, y);
-      for (std::size_t r = 0; r < layer.out; ++r) y[r] += layer.bias[r];
-      Activate(layer.activation, y, layer.out);
-      x = y;
-      std::swap(y, spare);
+    const float* x;
+    if (layout_.rows == 0) {
+      x = Forward(net, obs);
+    } else {  // the network on each row with the shared features appended, its outputs side by side
+      const std::size_t w = layout_.row_width, per_row = num_outputs_ / layout_.rows;
+      std::copy(obs + layout_.rows * w, obs + layout_.rows * w + layout_.shared, row_input_.begin() + w);
+      for (std::size_t r = 0; r < layout_.rows; ++r) {
+        std::copy(obs + r * w, obs + (r + 1) * w, row_input_.begin());
+        const float* y = Forward(net, row_input_.data());
+        std::copy(y, y + per_row, logits_.begin() + r * per_row);
+      }
+      x = logits_.data();
     }
     const std::size_t k = num_outputs_;
     switch (head_) {
@@ -242,6 +265,20 @@ class MlpPolicy {
   std::int64_t Act(const float* obs, float* out) { return Act(0, obs, out); }
 
  private:
+  /// The last layer's output for input `x` (the network's input width), in one of the scratch buffers.
+  const float* Forward(const Network& net, const float* x) {
+    float* y = scratch_a_.data();
+    float* spare = scratch_b_.data();
+    for (const DenseLayer& layer : net.layers) {
+      Linear(layer.weight.data(), layer.out, layer.in, x, y);
+      for (std::size_t r = 0; r < layer.out; ++r) y[r] += layer.bias[r];
+      Activate(layer.activation, y, layer.out);
+      x = y;
+      std::swap(y, spare);
+    }
+    return x;
+  }
+
   std::size_t num_inputs_ = 0;
   std::size_t num_outputs_ = 0;
   std::vector<Network> networks_;
@@ -250,6 +287,9 @@ class MlpPolicy {
   std::vector<float> low_;
   std::vector<float> high_;
   std::vector<std::uint32_t> groups_;
+  RowLayout layout_;
+  std::vector<float> row_input_;  // row-wise: one row and the shared features
+  std::vector<float> logits_;     // row-wise: every row's outputs, before the head
   std::vector<float> scratch_a_;  // layer outputs, alternately
   std::vector<float> scratch_b_;
 };

@@ -17,7 +17,9 @@
 // "<field>: got <value>; expected <what>" naming the first bad field (only
 // std::bad_alloc can escape, as from any standard container). Every size is
 // checked against the bytes actually present before anything is allocated,
-// so a file cannot make the loader allocate more than about its own size.
+// so a file cannot make the loader allocate more than about its own size
+// (a row-wise mlp's output scratch excepted: its rows, at most 65536, times
+// the outputs of its last layer).
 //
 // Evaluation (Probabilities, Value, Act) works in preallocated scratch: it
 // never allocates, throws or locks, and it is not thread-safe (give each
@@ -49,10 +51,11 @@ namespace dcgym::runtime {
 // ------------------------------------------------------------------ format constants
 
 inline constexpr char kPolicyMagic[8] = {'D', 'C', 'G', 'Y', 'M', 'P', 'O', 'L'};
-inline constexpr std::uint32_t kPolicyVersion = 4;  // the newest version; every version from 1 up is read
+inline constexpr std::uint32_t kPolicyVersion = 5;  // the newest version; every version from 1 up is read
 inline constexpr std::uint32_t kMinPolicyVersion = 1;
 inline constexpr std::uint32_t kSettingsVersion = 3;     // the version that added the settings section
 inline constexpr std::uint32_t kFillVersion = 4;         // the version that added the fill kind
+inline constexpr std::uint32_t kRowsVersion = 5;         // the version that added the mlp kind's row layout
 inline constexpr std::size_t kHeaderSize = 32;           // magic, version, kind, num_agents, flags, body_size
 inline constexpr std::size_t kChecksumSize = 4;          // CRC32 after the body
 inline constexpr std::uint32_t kNoCritic = 0xFFFFFFFFu;  // linear_pair's critic_basis without a critic
@@ -62,7 +65,8 @@ inline constexpr std::uint32_t kMaxAgents = 1u << 16;
 inline constexpr std::uint32_t kMaxLoads = 1u << 16;  // N of the linear kinds
 inline constexpr std::uint32_t kMaxWidth = 1u << 24;  // an MLP's input size and layer widths
 inline constexpr std::uint32_t kMaxLayers = 64;
-inline constexpr std::uint32_t kMaxFillNodes = 4096;         // N of the fill kind (its gains grow as N^2)
+inline constexpr std::uint32_t kMaxRows = 1u << 16;   // rows of a row-wise mlp (its output scratch grows with them)
+inline constexpr std::uint32_t kMaxFillNodes = 4096;  // N of the fill kind (its gains grow as N^2)
 inline constexpr std::uint32_t kMaxSettingsSize = 1u << 16;  // bytes of the settings section's text
 inline constexpr std::size_t kMaxSettingKey = 64;
 inline constexpr std::size_t kMaxSettingValue = 1024;
@@ -558,6 +562,33 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, std::uint
   const Head head = static_cast<Head>(head_id);
   const std::uint32_t k = r.U32();
   if (k < 1 || k > kMaxWidth) return r.Fail("mlp.num_outputs", std::to_string(k), "1 .. " + std::to_string(kMaxWidth));
+  RowLayout layout;  // version 5: rows, row_width (rows 0: flat)
+  if (version >= kRowsVersion) {
+    if (!r.Need(8, end, "mlp.rows")) return false;
+    const std::uint32_t rows = r.U32(), row_width = r.U32();
+    if (rows > d || rows > kMaxRows) {
+      return r.Fail("mlp.rows", std::to_string(rows),
+                    "0 .. " + std::to_string(std::min(d, kMaxRows)) + " (at most mlp.num_inputs and " +
+                        std::to_string(kMaxRows) + ")");
+    }
+    if (rows > 0) {
+      if (k % rows != 0) {
+        return r.Fail("mlp.rows", std::to_string(rows),
+                      "a divisor of mlp.num_outputs (" + std::to_string(k) + "): each row has its outputs");
+      }
+      if (row_width < 1 || std::uint64_t{rows} * row_width > d) {
+        return r.Fail("mlp.row_width", std::to_string(row_width),
+                      "1 .. " + std::to_string(d / rows) + " (mlp.num_inputs / mlp.rows)");
+      }
+      layout = {rows, row_width, d - std::size_t{rows} * row_width};
+    } else if (row_width != 0) {
+      return r.Fail("mlp.row_width", std::to_string(row_width), "0 (a flat network: mlp.rows is 0)");
+    }
+  }
+  // The network's input and output widths: the whole observation and K, or a row with the shared features and
+  // K / rows.
+  const std::uint32_t net_in = layout.rows ? static_cast<std::uint32_t>(layout.row_width + layout.shared) : d;
+  const std::uint32_t net_out = layout.rows ? static_cast<std::uint32_t>(k / layout.rows) : k;
 
   if (!r.Need(4ull * agents, end, "mlp.agent_network")) return false;
   std::vector<std::uint32_t> agent_network(agents);
@@ -624,19 +655,23 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, std::uint
     if (num_layers < 1 || num_layers > kMaxLayers) {
       return r.Fail(who + ".num_layers", std::to_string(num_layers), "1 .. " + std::to_string(kMaxLayers));
     }
-    std::uint32_t width = d;
+    std::uint32_t width = net_in;
     for (std::size_t l = 0; l < num_layers; ++l) {
       const std::string layer = who + Index(".layer", l);
       if (!r.Need(12, end, layer)) return false;
       const std::uint32_t in = r.U32(), outw = r.U32(), act = r.U32();
       if (in != width) {
-        return r.Fail(layer + ".in", std::to_string(in),
-                      std::to_string(width) + (l == 0 ? " (mlp.num_inputs)" : " (the previous layer's out)"));
+        const char* what = l > 0         ? " (the previous layer's out)"
+                           : layout.rows ? " (mlp.row_width + the shared inputs)"
+                                         : " (mlp.num_inputs)";
+        return r.Fail(layer + ".in", std::to_string(in), std::to_string(width) + what);
       }
       const bool last = l + 1 == num_layers;
-      if (last ? outw != k : (outw < 1 || outw > kMaxWidth)) {
-        return r.Fail(layer + ".out", std::to_string(outw),
-                      last ? std::to_string(k) + " (mlp.num_outputs)" : "1 .. " + std::to_string(kMaxWidth));
+      if (last ? outw != net_out : (outw < 1 || outw > kMaxWidth)) {
+        return r.Fail(
+            layer + ".out", std::to_string(outw),
+            last ? std::to_string(net_out) + (layout.rows ? " (mlp.num_outputs / mlp.rows)" : " (mlp.num_outputs)")
+                 : "1 .. " + std::to_string(kMaxWidth));
       }
       if (act >= kNumActivations) {
         return r.Fail(layer + ".activation", std::to_string(act), "0 .. 5 (identity, relu, tanh, sigmoid, elu, silu)");
@@ -664,7 +699,7 @@ inline bool ParseMlp(Reader& r, std::size_t end, std::uint32_t agents, std::uint
                   std::to_string(r.pos() - kHeaderSize) + " (the declared networks end there)");
   }
   *out = MlpPolicy(d, std::move(networks), std::move(agent_network), head, std::move(low), std::move(high),
-                   std::move(groups));
+                   std::move(groups), layout);
   return true;
 }
 

@@ -1,0 +1,59 @@
+"""lRLA's path loads (flow_v0 ``path_loads``, FlowSim::ObservePathCosts): each listed long flow's row holds pathbal's
+cost of each of its paths over the largest, recomputed here from the engine's table of active flows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dcgym.envs.flow import flow_v0
+
+ROWS, PATHS = 48, 3
+
+
+def env(**kwargs):
+    return flow_v0.parallel_env(
+        scenario="auto_websearch", overrides={"long_flow_bytes": 1048576}, long_active=ROWS, warmup_s=0.3, **kwargs
+    )
+
+
+def expected_loads(table: dict, handle: int) -> np.ndarray:
+    """On AuTO's planes (path q: the source's uplink and the destination's downlink on plane q), the unfinished
+    bytes of the other flows at this flow's level or above on each, over the largest."""
+    k = int(np.flatnonzero(table["handle"] == handle)[0])
+    left = table["size_bytes"] - table["sent_bytes"]
+    others = (table["level"] <= table["level"][k]) & (np.arange(len(left)) != k)
+    cost = np.array(
+        [
+            left[others & (table["path"] == q) & (table["src"] == table["src"][k])].sum()
+            + left[others & (table["path"] == q) & (table["dst"] == table["dst"][k])].sum()
+            for q in range(PATHS)
+        ]
+    )
+    return cost / cost.max() if cost.max() > 0 else np.zeros(PATHS)
+
+
+def test_each_rows_path_loads_are_pathbals_costs_over_the_largest():
+    e = env(path_loads=True)
+    obs, _ = e.reset(seed=3)
+    width = 6 + PATHS
+    assert e.game.lrla_row_width == width and obs["lrla"].shape == (ROWS * width + 70,)
+    for _ in range(3):
+        rows = obs["lrla"][: ROWS * width].reshape(ROWS, width)
+        flows = np.asarray(e.game.agents[0].flows)
+        table = e.sim.active_flows_table()
+        assert (flows >= 0).sum() == ROWS  # every row holds a flow at this load
+        for i, handle in enumerate(flows):
+            np.testing.assert_allclose(rows[i, 6:], expected_loads(table, handle), atol=1e-6)
+        most = rows[:, 6:].max(-1)  # 1, or 0 where no path carries another flow's bytes at the level
+        assert (np.isclose(most, 1.0) | (most == 0)).all() and (rows[:, 6:].min(-1) < most).any()
+        obs, *_ = e.step({"srla": e.action_space("srla").sample() * 0, "lrla": np.zeros(ROWS * 3, np.int64)})
+
+
+def test_without_path_loads_the_observation_is_unchanged():
+    plain, loaded = env(), env(path_loads=True)
+    a, _ = plain.reset(seed=5)
+    b, _ = loaded.reset(seed=5)
+    assert a["lrla"].shape == (ROWS * 6 + 70,)
+    rows = b["lrla"][: ROWS * 9].reshape(ROWS, 9)
+    np.testing.assert_array_equal(a["lrla"][: ROWS * 6].reshape(ROWS, 6), rows[:, :6])
+    np.testing.assert_array_equal(a["lrla"][ROWS * 6 :], b["lrla"][ROWS * 9 :])
