@@ -23,7 +23,16 @@ from dcgym.envs.lb.lb_v0 import LbEnvConfig
 from dcgym.envs.policy_spec import parse_options, scalar, show_option, split_spec
 from dcgym.envs.rack.game import RackEnvConfig
 
-__all__ = ["AGENT_SETTINGS", "ENV_KEY", "ENV_SETTINGS", "decode", "recorded_env", "resolve", "settings_for"]
+__all__ = [
+    "AGENT_SETTINGS",
+    "ENV_KEY",
+    "ENV_SETTINGS",
+    "FROM_OVERRIDES",
+    "decode",
+    "recorded_env",
+    "resolve",
+    "settings_for",
+]
 
 ENV_KEY = "env"
 """The setting naming the environment the policy was trained on (``rack_v0``, ``lb_v0``, ...)."""
@@ -38,7 +47,8 @@ ENV_SETTINGS: dict[str, dict[str, Any]] = {
     "lb_v0": _defaults(LbEnvConfig, ("dispatch",)),
     "lb_central_v0": _defaults(LbEnvConfig, ("dispatch",)),
     "flow_v0": _defaults(
-        FlowEnvConfig, ("interval_ms", "short_finished", "long_active", "long_finished", "rate_caps", "path_loads")
+        FlowEnvConfig,
+        ("interval_ms", "short_finished", "long_active", "long_finished", "rate_caps", "path_loads", "long_flow_bytes"),
     ),
 }
 """Per environment, the settings its policy files record and their defaults (the environment's own): what a file
@@ -50,17 +60,27 @@ AGENT_SETTINGS: dict[str, dict[str, str]] = {
         "long_finished": "lrla",
         "rate_caps": "lrla",
         "path_loads": "lrla",
+        "long_flow_bytes": "lrla",
     }
 }
 """Per environment, the settings that shape one agent's observation or action only (the others' files may record
-another value: files of AuTO's two agents trained apart join, each acting with its own)."""
+another value: files of AuTO's two agents trained apart join, each acting with its own). flow_v0's
+``long_flow_bytes`` is one definition for both agents (the flows lRLA lists and acts on; the finished flows sRLA
+observes as short are the others): a pair whose files disagree on it takes lRLA's, whose actions it decides; sRLA's
+observation keeps its shape, with the flows under lRLA's definition in it."""
+FROM_OVERRIDES: dict[str, tuple[str, ...]] = {"flow_v0": ("long_flow_bytes",)}
+"""Per environment, the settings a config may give as a scenario override instead (``overrides:
+{long_flow_bytes: ...}``): recorded from there when the config does not give them itself."""
 
 
 def settings_for(env: str, env_config: Mapping[str, Any]) -> dict[str, str]:
     """What a policy trained on ``env`` with ``env_config`` records: ``env`` and the environment's settings (the
     config's values, else the defaults), as text."""
     keys = ENV_SETTINGS.get(env, {})
-    return {ENV_KEY: env, **{key: show_option(env_config.get(key, default)) for key, default in keys.items()}}
+    overrides = env_config.get("overrides") or {}
+    given = {key: env_config[key] for key in keys if key in env_config}
+    given.update({k: overrides[k] for k in FROM_OVERRIDES.get(env, ()) if not given.get(k) and k in overrides})
+    return {ENV_KEY: env, **{key: show_option(given.get(key, default)) for key, default in keys.items()}}
 
 
 def decode(text: str) -> Any:

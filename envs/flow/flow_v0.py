@@ -144,6 +144,7 @@ links during the interval) and at the episode's last step
 | ``warmup_s`` | 0 | simulated before the first observation, with the initial thresholds |
 | ``short_finished``, ``long_active``, ``long_finished`` | 100, 11, 10 | m_s, n_l, m_l (§5.1.1) |
 | ``path_loads`` | False | lRLA's active rows also hold their paths' relative loads (P more features each) |
+| ``long_flow_bytes`` | 0 | a flow is long (lRLA's) once it has sent this many bytes, over the scenario's own (0: the scenario's ``long_flow_bytes``, else its last threshold); policy files record it |
 | ``threshold_range_bytes`` | (1460, 1460 x 65536) | sRLA's range |
 | ``rate_caps`` | (1, 0.75, 0.5, 0.25) | lRLA's caps, fractions of link_gbps |
 | ``srla_reward_cap``, ``lrla_reward_cap`` | inf, 2 | caps of the rewards |

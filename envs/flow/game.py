@@ -68,6 +68,13 @@ class FlowEnvConfig(EpisodeLoads):
     short_finished: int = Field(100, ge=1, le=65536, description="sRLA observes this many finished short flows (m_s)")
     long_active: int = Field(11, ge=1, le=65536, description="lRLA observes and acts on this many long flows (n_l)")
     long_finished: int = Field(10, ge=1, le=65536, description="lRLA observes this many finished long flows (m_l)")
+    long_flow_bytes: float = Field(
+        0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="a flow is long (lRLA's, no longer sRLA's) once it has sent this many bytes, over the scenario's "
+        "own long_flow_bytes (0: the scenario's own; a policy file records it, docs/flow.md)",
+    )
     path_loads: bool = Field(
         False,
         description="each of lRLA's active long-flow rows also holds, per path, pathbal's cost of that path for the "
@@ -116,6 +123,8 @@ class FlowGame:
         self.config = config if isinstance(config, FlowEnvConfig) else validate(FlowEnvConfig, config)
         self.scenario = scenario_for("flow", self.config.scenario, self.config.overrides)
         c = self.config
+        if c.long_flow_bytes:
+            self.scenario = self._long_from(c.long_flow_bytes)
         self.policy = self.scenario.policy(c.policy)
         if not self.policy.ranked or self.policy.balance is not None:
             raise InvalidConfigError(
@@ -153,6 +162,18 @@ class FlowGame:
         self.reference_flowtime = np.zeros(copies)
 
     # ------------------------------------------------------------------ engines
+
+    def _long_from(self, long_bytes: float) -> Any:
+        """The scenario with the agents' long-flow definition ``long_bytes`` (the config's ``long_flow_bytes``, which
+        a policy file records), refused where the config's own overrides set another."""
+        given = self.config.overrides.get("long_flow_bytes")
+        if given is not None and given != long_bytes:
+            raise InvalidConfigError(
+                "long_flow_bytes",
+                long_bytes,
+                f"0 or the {given} bytes the overrides give the scenario (one definition of a long flow)",
+            )
+        return self.scenario.model_copy(update={"long_flow_bytes": float(long_bytes)})
 
     def _engine(self, load: float, seed: int) -> FlowSim:
         config = self.scenario.engine_config(load=load, seed=seed, policy=self.policy)

@@ -7,16 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from dcgym.agents.auto import PGConfig, PGRLModule
 from dcgym.agents.auto.policy_file import lrla_policy
+from dcgym.agents.evaluation import evaluate
 from dcgym.agents.evaluation.flow import FlowFileJob, _Measured, histogram, measure, row
 from dcgym.agents.policies import Source, Spec
 from dcgym.agents.policies.file_settings import settings_for
 from dcgym.agents.policies.flow import auto_policy_files
-from dcgym.agents.policy_format import with_settings, write_policy
+from dcgym.agents.policies.zoo import zoo_dir
+from dcgym.agents.policy_format import read_policy, with_settings, write_policy
 from dcgym.agents.rl.envs import make_env
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.scenario import scenario_path
 
 FLOWS, WARMUP, SEED, LOAD = 400, 40, 7, 0.8
 ENV = {
@@ -111,3 +115,60 @@ def test_the_builder_takes_the_row_width_and_the_mlfq_thresholds_from_the_enviro
         model_config=config._model_config_auto_includes,
     )
     assert (module.policy.rows, module.policy.row_width, module.policy.shared) == (16, 9, 70)
+
+
+def long_flow_file(tmp_path, name: str, env_config: dict) -> str:
+    env = make_env("flow_v0", {**env_config, "scenario": "auto_websearch", "load": LOAD})
+    policy = with_settings(lrla_policy(rowwise_module(env)), settings_for("flow_v0", env_config))
+    return str(write_policy(policy, tmp_path / name))
+
+
+def flow_rows(scenario: str, spec: str) -> list[dict]:
+    doc = evaluate(scenario, [spec], [LOAD], seeds=[SEED], tasks=FLOWS, workers=0, progress=False)
+    return [{k: v for k, v in r.items() if k not in ("policy", "wall_s")} for r in doc["results"]]
+
+
+def test_a_file_recording_long_flow_bytes_runs_the_packaged_scenario_as_the_scenario_with_that_override(tmp_path):
+    lrla = {"long_active": 24, "path_loads": True}
+    recorded = long_flow_file(tmp_path, "long1m.dcpol", {**lrla, "long_flow_bytes": 1048576})
+    unrecorded = long_flow_file(tmp_path, "scenario_s.dcpol", lrla)  # the same weights: rowwise_module seeds torch
+    assert read_policy(recorded).settings["long_flow_bytes"] == "1048576"
+    assert read_policy(unrecorded).settings["long_flow_bytes"] == "0"  # the scenario's own, as before the setting
+    packaged = yaml.safe_load((scenario_path("auto_websearch")).read_text())
+    overridden = tmp_path / "auto_websearch_long1m.yaml"
+    overridden.write_text(yaml.safe_dump({**packaged, "long_flow_bytes": 1048576}))
+
+    expected = flow_rows(str(overridden), unrecorded)
+    assert flow_rows("auto_websearch", recorded) == expected  # bit for bit
+    assert flow_rows("auto_websearch", unrecorded) != expected  # long from the last threshold (80 MB): other runs
+    # a config that gives it as a scenario override records it too (lRLA's experiments do)
+    assert settings_for("flow_v0", {"overrides": {"long_flow_bytes": 1048576}})["long_flow_bytes"] == "1048576"
+
+
+def test_a_pair_disagreeing_on_long_flow_bytes_acts_with_lrla_s(tmp_path):
+    lrla = long_flow_file(tmp_path, "l.dcpol", {**ENV, "long_flow_bytes": 1048576, "overrides": {}})
+    srla = read_policy(zoo_dir() / "auto_websearch.dcpol")
+    srla_2m = tmp_path / "s2m.dcpol"
+    write_policy(with_settings(srla, {**srla.settings, "long_flow_bytes": "2097152"}), srla_2m)
+    for given in (f"zoo:auto_websearch+{lrla}", f"{lrla}+zoo:auto_websearch", f"{srla_2m}+{lrla}", f"{lrla}+{srla_2m}"):
+        _, _, settings = auto_policy_files(Spec(given, Source.POLICY_FILE), "auto_websearch", LOAD)
+        assert settings["long_flow_bytes"] == 1048576, given
+    _, _, settings = auto_policy_files(Spec(str(srla_2m), Source.POLICY_FILE), "auto_websearch", LOAD)
+    assert settings["long_flow_bytes"] == 2097152  # alone, sRLA acts with its own
+
+
+@pytest.mark.parametrize("bad", ["-1", "abc", "inf"])
+def test_a_bad_long_flow_bytes_in_a_file_is_refused_naming_it(tmp_path, bad):
+    path = long_flow_file(tmp_path, "l.dcpol", {**ENV, "overrides": {}})
+    policy = read_policy(path)
+    write_policy(with_settings(policy, {**policy.settings, "long_flow_bytes": bad}), path)
+    with pytest.raises(InvalidConfigError) as err:
+        auto_policy_files(Spec(path, Source.POLICY_FILE), "auto_websearch", LOAD)
+    assert err.value.field == "long_flow_bytes"
+
+
+def test_long_flow_bytes_that_contradicts_the_config_s_override_is_refused():
+    with pytest.raises(InvalidConfigError) as err:
+        make_env("flow_v0", {**ENV, "long_flow_bytes": 2097152})  # ENV overrides it with 1 MiB
+    assert err.value.field == "long_flow_bytes" and "1048576" in str(err.value)
+    assert make_env("flow_v0", {**ENV, "long_flow_bytes": 1048576}).game.scenario.long_flow_bytes == 1048576

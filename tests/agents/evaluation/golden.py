@@ -51,6 +51,7 @@ CASES: dict[str, dict[str, Any]] = {
         "seeds": [1, 2],
         "runs": [
             ("auto_websearch", ["qsjf", "qlas", "srpt", "fair", "zoo:auto_websearch"], [0.8]),
+            ("auto_websearch", ["zoo:auto_websearch_lrla", "zoo:auto_websearch+zoo:auto_websearch_lrla"], [0.8]),
             ("auto_datamining", ["pias", "zoo:auto_datamining"], [0.6]),
             ("pias_websearch", ["pias", "qlas"], [0.7]),
             ("single_link_datamining", ["srpt", "fair", "las"], [0.5]),
