@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from dcgym.agents.policies.checkpoints import TrainedPolicy, trained_env_config
+from dcgym.agents.policies.checkpoints import TrainedPolicy, find_checkpoint, read_meta, trained_env_config
 from dcgym.agents.policies.file_settings import ENV_SETTINGS, resolve, settings_for
 from dcgym.agents.policies.zoo import SUFFIX, ZOO_PREFIX, resolve_zoo
 from dcgym.agents.policy_format import FillPolicy, LinearPairPolicy, Policy, from_bytes, to_bytes, with_settings
@@ -145,7 +145,11 @@ def load_policy_file(spec: str | Path, zoo: str | Path | None = None) -> PolicyF
 
 def checkpoint_fill_file(checkpoint: str | Path, label: str) -> PolicyFile | None:
     """The ``fill`` policy file of a checkpoint whose trained nodes make one (Malcolm's fill actor), labelled
-    ``label``, with the heartbeat and load metric it was trained with; None for any other checkpoint."""
+    ``label``, with the heartbeat and load metric it was trained with; None for any other checkpoint (told by its
+    metadata, before any module is loaded or asked for a file)."""
+    experiment = read_meta(find_checkpoint(checkpoint))["experiment"]
+    if experiment["algorithm"] != "malcolm" or (experiment.get("hyperparameters") or {}).get("actor") != "fill":
+        return None
     trained = TrainedPolicy(checkpoint)
     env_config = trained_env_config(trained.meta)
     env = make_env(trained.env, env_config)
