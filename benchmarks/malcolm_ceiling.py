@@ -1,7 +1,7 @@
 """The rack's reference points for a learned Malcolm policy: best heuristic, water-filling, the ideal, the zoo.
 
     python benchmarks/malcolm_ceiling.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94 | grid]
-        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick]
+        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick] [--online-fill]
 
 On each scenario and load, p99 latency (µs, mean ± 95% interval over seeds; common random numbers: a seed is the
 same workload for every policy) of the per-task heuristics the issue of a learned rack policy names (SED, JSQ,
@@ -14,6 +14,11 @@ columns hold the zoo policy and each file to the bar of every fixed rule, water-
 is its mean p99 over the lowest mean p99 of the heuristics and water-filling at that load, minus 1 (`+3.0%`: 3% worse),
 the best taken among the rules not censored at that load where there is one. `*` marks a censored cell (drops, or
 over 1% of the tasks in flight at the end), the best heuristic's and central FCFS's included.
+
+With ``--online-fill``, instead: the `fill` head learning online in the engine (FillController with learn=True,
+docs/policy_runtime.md; its settings are ONLINE_FILL), started from water-filling with steals (zero gains), learning for 10 s of simulated time,
+then measured over the next 0.2 s while it keeps learning (seed 1; ``--quick``: 0.05 s and 0.01 s), against the
+same file without learning, water-filling with steals and SED over the same window of the same workload.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dcgym.agents.evaluation import evaluate
 from dcgym.agents.evaluation.stats import mean_ci
 from dcgym.agents.policies.zoo import list_zoo
@@ -31,6 +38,10 @@ from dcgym.envs.scenario import load_scenario
 
 HEURISTICS = ("sed", "jsq", "jbt:threshold=1", "po2")
 WATER_FILL = ("water_fill", "water_fill:steal=true")
+ONLINE_FILL = {"learn": True}
+"""--online-fill's learner: Algorithm 1's defaults (paper variant, TD(0), the utility reward), as the
+"malcolm (online, C++)" rows of benchmarks/malcolm_results.py. The latency rewards (neg_mean, neg_p99) read and
+clear the engine's step-latency histogram every heartbeat, which the measurement window reads too."""
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--scenario", action="append", help="rack scenario (repeatable; default malcolm_hetero_paper_exp)")
@@ -40,6 +51,8 @@ parser.add_argument("--seeds", type=int, default=3)
 parser.add_argument("--workers", type=int, default=0)
 parser.add_argument("--policy", action="append", default=[], help="a policy file to run too (repeatable)")
 parser.add_argument("--quick", action="store_true", help="a smoke run: one load, one seed, 3,000 tasks")
+parser.add_argument("--online-fill", action="store_true", help="the fill head learning online instead (seed 1)")
+parser.add_argument("--lr-actor", type=float, help="--online-fill's actor learning rate (default Algorithm 1's, 1e-3)")
 args = parser.parse_args()
 tasks, seeds = (3_000, [1]) if args.quick else (args.tasks, list(range(1, args.seeds + 1)))
 
@@ -76,15 +89,57 @@ def versus(table: dict, label: str, load: float) -> str:
     return f"{100 * (mean(label) / mean(best) - 1):+.1f}% ({best})" + note
 
 
-for name in args.scenario or ["malcolm_hetero_paper_exp"]:
+def scenario_loads(scenario: Any) -> list[float]:
+    if args.quick:
+        return [0.94]
+    return list(scenario.loads) if args.loads == "grid" else [float(x) for x in args.loads.split(",")]
+
+
+def online_fill(name: str) -> None:
+    """The fill head learning online against the same file fixed, water_fill:steal=true and SED (one window)."""
+    import _online as ol
+
+    from dcgym.agents import policy_format as fmt
+    from dcgym.agents.malcolm.fill import water_fill_policy
+    from dcgym.cpp_core import FillController
+
+    learn_us, measure_us, seed = (50_000.0, 10_000.0, 1) if args.quick else (10e6, 0.2e6, 1)
+    windows = [(learn_us, learn_us + measure_us)]
     scenario = load_scenario(name)
-    loads = (
-        [0.94]
-        if args.quick
-        else list(scenario.loads)
-        if args.loads == "grid"
-        else [float(x) for x in args.loads.split(",")]
+    data = fmt.to_bytes(water_fill_policy(scenario, steal=True))
+    print(
+        f"\n{name}, fill head online: p99 (µs) of the tasks completed in [{learn_us / 1e6:g} s, "
+        f"{(learn_us + measure_us) / 1e6:g} s), seed {seed}\n"
     )
+    print(
+        "| load | fill, learning online | fill, fixed (zero gains) | water_fill:steal=true | sed | tasks | "
+        "largest learned gain |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for load in scenario_loads(scenario):
+        cfg = ol.malcolm_config(name, load, seed)
+        p99 = {}
+        learn = ONLINE_FILL | ({} if args.lr_actor is None else {"lr_actor": args.lr_actor})
+        for label, options in (("learn", learn), ("fixed", None)):
+            ctl = FillController(cfg, data, 100.0, options=options)
+            window = ol.run_windows(
+                lambda t, c=ctl: c.run(int(np.ceil((t - c.sim.now_us) / 100.0 - 1e-9))), ctl.sim, windows
+            )[0]
+            p99[label] = window
+            if label == "learn":
+                gain = float(np.abs(ctl.parameters()["gains"]).max())
+        for policy in ("water_fill:steal=true", "sed"):
+            p99[policy] = ol.heuristic(scenario.engine_config(load, seed, policy=policy), windows)["windows"][0]
+        cells = " | ".join(f"{p99[k]['p99']:,.0f}" for k in ("learn", "fixed", "water_fill:steal=true", "sed"))
+        print(f"| {load:g} | {cells} | {p99['learn']['count']:,} | {gain:.3g} |")
+
+
+for name in args.scenario or ["malcolm_hetero_paper_exp"]:
+    if args.online_fill:
+        online_fill(name)
+        continue
+    scenario = load_scenario(name)
+    loads = scenario_loads(scenario)
     zoo = [f"zoo:{z}" for z in list_zoo() if z == name.replace("_paper", "")]
     runs = evaluate(
         scenario, [*HEURISTICS, *WATER_FILL, *zoo, *args.policy], loads, tasks, seeds=seeds, workers=args.workers

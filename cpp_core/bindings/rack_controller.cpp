@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <utility>
 
 #include "convert.hpp"
 #include "dcgym/rack/controller.hpp"
@@ -48,8 +49,8 @@ void ReadBasis(const py::dict& d, const char* key, Basis& out) {
                          {"quadratic", Basis::kQuadratic}});
 }
 
-// MalcolmConfig's names; the defaults are LearnerConfig's.
-LearnerConfig ParseLearner(const py::dict& d) {
+// MalcolmConfig's names; the defaults are LearnerConfig's. Not validated (the fill learner checks its own way).
+LearnerConfig ParseLearnerUnchecked(const py::dict& d) {
   LearnerConfig c;
   if (Has(d, "variant"))
     c.variant = Choice<Variant>(Get<std::string>(d, "variant", "options"), "options.variant",
@@ -70,17 +71,22 @@ LearnerConfig ParseLearner(const py::dict& d) {
   c.adam.beta2 = betas.second;
   c.adam.eps = Get<float>(d, "adam_epsilon", "options", c.adam.eps);
   c.adam.weight_decay = Get<float>(d, "weight_decay", "options", c.adam.weight_decay);
+  return c;
+}
+
+LearnerConfig ParseLearner(const py::dict& d) {
+  LearnerConfig c = ParseLearnerUnchecked(d);
   c.Validate();
   return c;
 }
 
 // RackEnvConfig's names; the defaults are ControllerOptions', the reward DefaultReward's of the variant.
-ControllerOptions ParseController(const py::dict& d) {
+ControllerOptions ParseController(const py::dict& d, bool validate_learner = true) {
   std::vector<const char*> keys(std::begin(kLearnerKeys), std::end(kLearnerKeys));
   keys.insert(keys.end(), std::begin(kControllerKeys), std::end(kControllerKeys));
   OnlyKeys(d, "options", keys);
   ControllerOptions o;
-  o.learner = ParseLearner(d);
+  o.learner = validate_learner ? ParseLearner(d) : ParseLearnerUnchecked(d);
   o.heartbeat_us = Get<double>(d, "heartbeat_us", "options", o.heartbeat_us);
   o.warmup_us = Get<double>(d, "warmup_us", "options", o.warmup_us);
   o.obs_clip = Get<float>(d, "obs_clip", "options", o.obs_clip);
@@ -226,13 +232,98 @@ struct PyFillController {
   std::unique_ptr<dcgym::rack::FillController> controller;
 };
 
+// A learning run's heartbeats, imbalance_mean (eq. 1 on the true loads), reward_mean and the learner's updates.
+void AddRunStats(py::dict& out, const RunStats& s, std::uint64_t updates) {
+  out["heartbeats"] = s.heartbeats;
+  out["imbalance_mean"] = s.heartbeats ? s.imbalance_sum / static_cast<double>(s.heartbeats) : std::nan("");
+  out["reward_mean"] = s.heartbeats ? s.reward_sum / static_cast<double>(s.heartbeats) : std::nan("");
+  out["num_updates"] = updates;
+}
+
 py::dict RunFill(PyFillController& c, int64_t heartbeats) {
   const auto count = Count(heartbeats, "heartbeats");
+  RunStats s;
   {
     py::gil_scoped_release release;
-    c.controller->Run(count);
+    s = c.controller->Run(count);
   }
-  return c.sim.attr("results")();
+  py::dict out = c.sim.attr("results")();
+  if (const auto* l = c.controller->Learner()) {
+    AddRunStats(out, s, l->NumUpdates());
+  }
+  return out;
+}
+
+// The bytes of a `fill` policy file, parsed; ValueError for another kind or a bad file.
+dcgym::runtime::FillPolicy ParseFillPolicy(const py::bytes& policy) {
+  const std::string data = policy;
+  dcgym::runtime::Policy loaded;
+  std::string error;
+  if (!dcgym::runtime::ParsePolicy(data.data(), data.size(), &loaded, &error)) throw py::value_error(error);
+  if (loaded.fill() == nullptr)
+    throw py::value_error("policy: a " + std::string(dcgym::runtime::PolicyKindName(loaded.kind())) +
+                          " policy; expected fill");
+  return *loaded.fill();
+}
+
+// A FillLearner with its own copy of a fill policy: one update on given arrays (the C++ half of the comparison
+// with the torch learner).
+struct PyFillLearner {
+  dcgym::runtime::FillPolicy policy;
+  std::unique_ptr<dcgym::runtime::FillLearner> learner;
+
+  py::dict Update(size_t i, const FArray& x, const DArray& levels, const DArray& arrivals, const DArray& rewards,
+                  const FArray& migrate) {
+    auto& l = *learner;
+    const auto n = static_cast<py::ssize_t>(l.NumNodes());
+    const auto d = rewards.ndim() == 1 ? rewards.shape(0) : 0;
+    CheckShape(x, {d + 1, n}, "x");
+    CheckShape(levels, {d, n}, "levels");
+    CheckShape(arrivals, {d}, "arrivals");
+    CheckShape(migrate, {d, n}, "migrate_counts");
+    dcgym::runtime::FillBatch b;
+    b.d = static_cast<size_t>(d);
+    b.x = x.data();
+    b.levels = levels.data();
+    b.arrivals = arrivals.data();
+    b.reward = rewards.data();
+    b.migrate = migrate.data();
+    l.ComputeGradients(i, b, policy);
+    const auto& node = l.At(i);
+    py::dict out;
+    out["critic"] = py::array_t<float>(static_cast<py::ssize_t>(node.grad_critic.size()), node.grad_critic.data());
+    py::array_t<float> gains(
+        {static_cast<py::ssize_t>(FillRows(l.NumNodes())), static_cast<py::ssize_t>(kFillFeatures)});
+    std::copy(node.grad_gains.begin(), node.grad_gains.end(), gains.mutable_data());
+    out["gains"] = gains;
+    l.ApplyGradients(i, policy);
+    return out;
+  }
+};
+
+// A fill policy's gains (N, 2N + 3, 4).
+py::array_t<float> FillGains(const dcgym::runtime::FillPolicy& p) {
+  const auto n = static_cast<py::ssize_t>(p.num_nodes()), rows = static_cast<py::ssize_t>(FillRows(p.num_nodes()));
+  py::array_t<float> out({n, rows, static_cast<py::ssize_t>(kFillFeatures)});
+  std::copy(p.gains(0), p.gains(0) + n * rows * static_cast<py::ssize_t>(kFillFeatures), out.mutable_data());
+  return out;
+}
+
+// A fill learner's critics (N, F_c).
+py::array_t<float> FillCritics(const dcgym::runtime::FillLearner& l) {
+  const auto n = static_cast<py::ssize_t>(l.NumNodes()), fc = static_cast<py::ssize_t>(l.CriticFeatures());
+  py::array_t<float> critic({n, fc});
+  for (py::ssize_t i = 0; i < n; ++i)
+    std::copy(l.At(i).critic.begin(), l.At(i).critic.end(), critic.mutable_data() + i * fc);
+  return critic;
+}
+
+// The controller's gains and, when learning, its critics.
+py::dict FillParameters(const PyFillController& c) {
+  py::dict d;
+  d["gains"] = FillGains(c.controller->Policy());
+  if (const auto* l = c.controller->Learner()) d["critic"] = FillCritics(*l);
+  return d;
 }
 
 py::tuple Tables(std::size_t n, const std::vector<double>& migration, const std::vector<double>& stealing) {
@@ -248,10 +339,7 @@ py::dict Run(PyController& c, int64_t heartbeats) {
     s = c.controller->Run(count);
   }
   py::dict out = c.sim.attr("results")();
-  out["heartbeats"] = s.heartbeats;
-  out["imbalance_mean"] = s.heartbeats ? s.imbalance_sum / static_cast<double>(s.heartbeats) : std::nan("");
-  out["reward_mean"] = s.heartbeats ? s.reward_sum / static_cast<double>(s.heartbeats) : std::nan("");
-  out["num_updates"] = c.learner->NumUpdates();
+  AddRunStats(out, s, c.learner->NumUpdates());
   return out;
 }
 
@@ -376,26 +464,80 @@ void BindController(py::module_& m) {
           "(migration, stealing) tables (N, N) set by the last heartbeat.")
       .def_property_readonly("num_updates", [](const b::PyController& c) { return c.learner->NumUpdates(); });
 
+  py::class_<b::PyFillLearner>(m, "FillLearner",
+                               "Malcolm's online TD(0) actor-critic on a `fill` policy's gains "
+                               "(dcgym/runtime/fill_learner.hpp), for one update at a time.")
+      .def(py::init([](const py::bytes& policy, const py::object& options) {
+             auto fill = b::ParseFillPolicy(policy);
+             py::dict d = options.is_none() ? py::dict() : b::Mapping(options, "options");
+             b::OnlyKeys(d, "options",
+                         std::vector<const char*>(std::begin(b::kLearnerKeys), std::end(b::kLearnerKeys)));
+             auto c = std::make_unique<b::PyFillLearner>();
+             c->policy = std::move(fill);
+             auto config = b::ParseLearnerUnchecked(d);
+             dcgym::runtime::FillLearner::Validate(config);
+             c->learner = std::make_unique<dcgym::runtime::FillLearner>(c->policy.num_nodes(), config);
+             return c;
+           }),
+           py::arg("policy"), py::arg("options") = py::none(),
+           "A learner for the `fill` policy file's bytes `policy`; `options`: MalcolmConfig's learning settings "
+           "(trace_lambda must be 0; the learning rates may be 0). The critics start at 0.")
+      .def(
+          "set_critic",
+          [](b::PyFillLearner& l, size_t node, const b::FArray& critic) {
+            auto& nd = l.learner->At(node);
+            b::CheckShape(critic, {static_cast<py::ssize_t>(nd.critic.size())}, "critic");
+            std::copy(critic.data(), critic.data() + critic.size(), nd.critic.begin());
+          },
+          py::arg("node"), py::arg("critic"), "Set a node's critic weights (F_c,).")
+      .def(
+          "update",
+          [](b::PyFillLearner& l, size_t node, const b::FArray& x, const b::DArray& levels, const b::DArray& arrivals,
+             const b::DArray& rewards,
+             const b::FArray& migrate) { return l.Update(node, x, levels, arrivals, rewards, migrate); },
+          py::arg("node"), py::arg("x"), py::arg("levels"), py::arg("arrivals"), py::arg("rewards"),
+          py::arg("migrate_counts"),
+          "One TD(0) update of `node` from a mini-batch: critic inputs x (D + 1, N: x_t then x_D, times load_scale), "
+          "the levels (D, N) and arrivals (D,) it acted on, rewards (D,) and migration decisions (D, N); returns the "
+          "loss gradients {'critic', 'gains'} before the AdamW step.")
+      .def(
+          "parameters",
+          [](const b::PyFillLearner& l) {
+            py::dict d;
+            d["gains"] = b::FillGains(l.policy);
+            d["critic"] = b::FillCritics(*l.learner);
+            return d;
+          },
+          "{'gains': (N, 2N + 3, 4), 'critic': (N, F_c)} copies.");
+
   py::class_<b::PyFillController>(m, "FillController",
                                   "A `fill` policy file driving a RackSim in C++ (dcgym/rack/fill_controller.hpp).")
-      .def(py::init([](const py::dict& config, const py::bytes& policy, double heartbeat_us, double warmup_us) {
-             const std::string data = policy;
-             dcgym::runtime::Policy loaded;
-             std::string error;
-             if (!dcgym::runtime::ParsePolicy(data.data(), data.size(), &loaded, &error)) throw py::value_error(error);
-             if (loaded.fill() == nullptr)
-               throw py::value_error("policy: a " + std::string(dcgym::runtime::PolicyKindName(loaded.kind())) +
-                                     " policy; expected fill");
+      .def(py::init([](const py::dict& config, const py::bytes& policy, double heartbeat_us, double warmup_us,
+                       const py::object& options) {
+             auto fill = b::ParseFillPolicy(policy);
              auto c = std::make_unique<b::PyFillController>();
              c->sim = py::module_::import("dcgym.cpp_core._engine").attr("RackSim")(config);
              auto& sim = c->sim.cast<dcgym::rack::RackSim&>();
-             c->controller =
-                 std::make_unique<dcgym::rack::FillController>(sim, *loaded.fill(), heartbeat_us, warmup_us);
+             if (options.is_none()) {
+               c->controller =
+                   std::make_unique<dcgym::rack::FillController>(sim, std::move(fill), heartbeat_us, warmup_us);
+             } else {
+               py::dict d = b::Mapping(options, "options");
+               if (!b::Has(d, "heartbeat_us")) d["heartbeat_us"] = heartbeat_us;
+               if (!b::Has(d, "warmup_us")) d["warmup_us"] = warmup_us;
+               auto opts = b::ParseController(d, false);
+               c->controller = std::make_unique<dcgym::rack::FillController>(sim, std::move(fill), opts);
+             }
              return c;
            }),
            py::arg("config"), py::arg("policy"), py::arg("heartbeat_us") = 100.0, py::arg("warmup_us") = 0.0,
+           py::arg("options") = py::none(),
            "A RackSim from `config` (entry 'nodes', dispatch 'table') driven every heartbeat by the `fill` policy "
-           "file's bytes `policy`.")
+           "file's bytes `policy`. `options`: RackController's (learn, reward, costs, obs_clip and MalcolmConfig's "
+           "learning settings); with learn=True the gains learn online by TD(0) actor-critic "
+           "(dcgym/runtime/fill_learner.hpp; trace_lambda must be 0, the learning rates may be 0).")
+      .def("parameters", &b::FillParameters,
+           "{'gains': (N, 2N + 3, 4)} the acting policy's gains, plus {'critic': (N, F_c)} when learning.")
       .def("run", &b::RunFill, py::arg("heartbeats"),
            "Run heartbeats (GIL released); returns RackSim.results() of the simulation so far.")
       .def_property_readonly(

@@ -60,7 +60,7 @@ RackController::RackController(RackSim& sim, const ControllerOptions& options, M
   }
   sim_.Decisions().Reset();
   if (options_.reward == Reward::kNegP99 || options_.reward == Reward::kNegMean) sim_.EnableStepLatency();
-  previous_imbalance_ = Imbalance();
+  previous_imbalance_ = TrueImbalance(sim_, scale_, loads_);
   Observe();
   last_obs_ = obs_;
 }
@@ -165,15 +165,18 @@ void RackController::Act() {
   }
 }
 
-double RackController::Imbalance() {
-  for (std::size_t j = 0; j < n_; ++j) loads_[j] = sim_.TrueLoad(static_cast<uint32_t>(j));
-  return game::Imbalance(loads_.data(), static_cast<uint32_t>(n_), scale_);
+double TrueImbalance(RackSim& sim, double scale, std::vector<double>& loads) {
+  const std::size_t n = sim.NumNodes();
+  for (std::size_t j = 0; j < n; ++j) loads[j] = sim.TrueLoad(static_cast<uint32_t>(j));
+  return game::Imbalance(loads.data(), static_cast<uint32_t>(n), scale);
 }
 
-double RackController::Reward(double previous_imbalance, double imbalance) {
-  const auto& dc = sim_.Decisions();
+double HeartbeatReward(RackSim& sim, const ControllerOptions& options, double previous_imbalance, double imbalance,
+                       double scale) {
+  const std::size_t n = sim.NumNodes();
+  const auto& dc = sim.Decisions();
   game::CostCounts counts;
-  for (std::size_t j = 0; j < n_; ++j) {
+  for (std::size_t j = 0; j < n; ++j) {
     counts.migrations += static_cast<double>(dc.migrations[j]);
     counts.steal_requests += static_cast<double>(dc.steals[j] + dc.failed_steals[j]);
     counts.failed_steals += static_cast<double>(dc.failed_steals[j]);
@@ -181,14 +184,14 @@ double RackController::Reward(double previous_imbalance, double imbalance) {
   }
   double latency = 0.0;
   std::uint64_t completed = 0;
-  if (options_.reward == Reward::kNegP99 || options_.reward == Reward::kNegMean) {
-    auto& h = sim_.StepLatency();
+  if (options.reward == Reward::kNegP99 || options.reward == Reward::kNegMean) {
+    auto& h = sim.StepLatency();
     completed = h.Count();
-    if (completed > 0) latency = (options_.reward == Reward::kNegP99 ? h.Quantile(0.99) : h.Mean()) * scale_;
+    if (completed > 0) latency = (options.reward == Reward::kNegP99 ? h.Quantile(0.99) : h.Mean()) * scale;
     h.Clear();
   }
-  return game::TeamReward({options_.reward, options_.costs}, previous_imbalance, imbalance, counts, latency, completed,
-                          n_);
+  return game::TeamReward({options.reward, options.costs}, previous_imbalance, imbalance, counts, latency, completed,
+                          n);
 }
 
 RunStats RackController::Run(std::uint64_t heartbeats) {
@@ -197,8 +200,8 @@ RunStats RackController::Run(std::uint64_t heartbeats) {
     std::copy(obs_.begin(), obs_.end(), last_obs_.begin());
     Act();
     sim_.RunUntil(sim_.Now() + options_.heartbeat_us);
-    const double imbalance = Imbalance();
-    const double reward = Reward(previous_imbalance_, imbalance);
+    const double imbalance = TrueImbalance(sim_, scale_, loads_);
+    const double reward = HeartbeatReward(sim_, options_, previous_imbalance_, imbalance, scale_);
     if (options_.reward == Reward::kImbalanceDelta) previous_imbalance_ = imbalance;
     stats.imbalance_sum += imbalance;
     stats.reward_sum += reward;

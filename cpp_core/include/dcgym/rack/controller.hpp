@@ -56,6 +56,14 @@ struct ControllerOptions {
   LearnerConfig learner;             // bases, load_scale and (when learning) everything else
 };
 
+/// Eq. (1) on the rack's true loads (game::Imbalance); `loads` is scratch of N entries.
+double TrueImbalance(RackSim& sim, double scale, std::vector<double>& loads);
+
+/// The team reward of the heartbeat just simulated (rack_v0's, game::TeamReward) for `options`' reward and
+/// costs, from the engine's decision counts (and its step latencies, for the latency rewards: cleared here).
+double HeartbeatReward(RackSim& sim, const ControllerOptions& options, double previous_imbalance, double imbalance,
+                       double scale);
+
 /// What one Run() measured.
 struct RunStats {
   std::uint64_t heartbeats = 0;
@@ -86,8 +94,6 @@ class RackController {
  private:
   void Observe();  // beliefs -> obs_ (N x N) and x_ (scaled)
   void Act();      // x_ -> tables, set in the engine; φ_a, π cached for the learner
-  double Reward(double previous_imbalance, double imbalance);  // from the decision counts
-  double Imbalance();                                          // eq. (1) on the true loads (game::Imbalance)
 
   RackSim& sim_;
   ControllerOptions options_;

@@ -74,6 +74,8 @@ class FillPolicy {
   const std::vector<float>& capacity() const { return capacity_; }
   /// Node `node`'s gains: FillRows(N) rows of kFillFeatures floats.
   const float* gains(std::size_t node) const { return weights_.data() + node * FillRows(n_) * kFillFeatures; }
+  /// The same, writable (the online learner, runtime/fill_learner.hpp, steps them in place).
+  float* mutable_gains(std::size_t node) { return weights_.data() + node * FillRows(n_) * kFillFeatures; }
 
   /// The levels of raw loads in the engine's units (expected wait in us): raw x level_scale, N each.
   void Levels(const double* raw, double* levels) const {

@@ -1,0 +1,159 @@
+"""The fill head's online learner (dcgym/runtime/fill_learner.hpp) against the torch fill actor's learner
+(agents/malcolm/malcolm_learner.py's fill loss), zero learning rates against no learning in the engine, and its
+refusals by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from dcgym.agents import policy_format as fmt
+from dcgym.agents.malcolm import rack_config
+from dcgym.agents.malcolm.fill import water_fill_policy
+from dcgym.agents.malcolm.malcolm import RackMultiAgentEnv
+from dcgym.agents.malcolm.malcolm_learner import EPISODE_START, MIGRATE_COUNTS, STEAL_COUNTS
+from dcgym.agents.malcolm.policy_file import fill_from_modules
+from dcgym.agents.policies.rack import game_engine_config
+from dcgym.cpp_core import FillController, FillLearner
+from dcgym.envs.scenario import load_scenario
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
+
+THREE_NODES = {
+    "scenario": "malcolm_hetero_paper_exp",
+    "overrides": {"nodes": [{"count": 1, "workers": 4}, {"count": 2, "workers": 2}]},
+    "load": 0.9,
+    "max_steps": 50,
+}
+NODES = ["node_0", "node_1", "node_2"]
+N = 3
+D = 20
+RTOL = 1e-5  # float32 parameters and critic; the tables in float64 in both, summed in another order
+
+
+def _close(actual: np.ndarray, expected: np.ndarray, what: str, rtol: float = RTOL) -> None:
+    """Equal to rtol relative to the largest entry."""
+    scale = float(np.abs(expected).max())
+    assert scale > 1e-6, f"{what}: the check is vacuous"
+    np.testing.assert_allclose(actual, expected, rtol=rtol, atol=rtol * scale, err_msg=what)
+
+
+def _batch(rng: np.random.Generator, obs_dim: int, offered_index: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """D + 1 rack_v0-like observations (levels with zeros and ties, an offered load) and one mini-batch."""
+    obs = np.zeros((D + 1, obs_dim), np.float32)
+    obs[:, :N] = rng.exponential(2.0, (D + 1, N)) * rng.integers(0, 2, (D + 1, N))
+    obs[::5, 1] = obs[::5, 2]  # ties
+    obs[:, offered_index] = rng.uniform(0.3, 1.2, D + 1)
+    migrate = rng.integers(0, 6, (D, N)).astype(np.float32)
+    migrate[4] = 0.0  # a heartbeat without a migration decision
+    return obs, {
+        "obs": obs[:-1],
+        "new_obs": obs[1:],
+        "rewards": -rng.uniform(0.0, 500.0, D).astype(np.float32),
+        "terminateds": np.zeros(D, np.float32),
+        MIGRATE_COUNTS: migrate,
+        STEAL_COUNTS: rng.integers(0, 3, (D, N)).astype(np.float32),
+        EPISODE_START: np.zeros(D, np.float32),
+    }
+
+
+@pytest.mark.usefixtures("ray_session")
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_one_update_equals_the_torch_fill_learner(variant):
+    """The same gains (random, so every part of the table's gradient acts), critics and mini-batch: the C++
+    gradients of the critic and of the gains equal torch's autograd through water_fill_torch to 1e-5 of their
+    largest entry, and so does each of two AdamW steps (the second checks the moments)."""
+    params = {"env": THREE_NODES, "seed": 3, "actor": "fill", "fill_steal": True, "variant": variant}
+    if variant == "code":
+        params["trace_lambda"] = 0.0
+    config = rack_config(params)
+    learner = config.build_learner(env=RackMultiAgentEnv(config.env_config))
+    modules = [learner.module[mid].unwrapped() for mid in NODES]
+    assert (config.load_scale, modules[0].load_scale, config.reward_scale) == (0.1, 0.1, 0.01)
+    rng = np.random.default_rng(7)
+    with torch.no_grad():
+        for m in modules:
+            for p in m.actor_parameters().values():
+                p.copy_(torch.as_tensor(rng.uniform(-0.3, 0.3, tuple(p.shape))))
+    policy = fill_from_modules(modules, level_scale=1 / 75)
+    options = {"variant": variant, "trace_lambda": 0.0}
+    cpp = FillLearner(fmt.to_bytes(policy), options)
+    for i, m in enumerate(modules):
+        cpp.set_critic(i, m.critic_weights.detach().numpy())
+    index = modules[0].offered_load_index
+    total = float(np.asarray(policy.capacity, np.float32).astype(np.float64).sum())
+    hs = float(np.float32(policy.heartbeat_services))
+
+    for _ in range(2):
+        before = cpp.parameters()
+        batches = {mid: _batch(rng, modules[0].observation_space.shape[0], index) for mid in NODES}
+        torch_batch = {mid: {k: torch.tensor(v) for k, v in b.items()} for mid, (_, b) in batches.items()}
+        fwd = learner.module.forward_train(torch_batch)
+        grads = learner.compute_gradients(learner.compute_losses(fwd_out=fwd, batch=torch_batch))
+        learner.apply_gradients(grads)
+        for i, (mid, m) in enumerate(zip(NODES, modules, strict=True)):
+            obs, b = batches[mid]
+            ours = cpp.update(
+                i,
+                obs[:, :N] * np.float32(0.1),
+                obs[:-1, :N].astype(np.float64),
+                obs[:-1, index].astype(np.float64) * total * hs,
+                b["rewards"].astype(np.float64),
+                b[MIGRATE_COUNTS],
+            )
+            _close(ours["critic"], grads[m.critic_weights].numpy(), f"{mid} critic gradient")
+            g = ours["gains"]
+            assert not g[1:3].any()  # the mix and steal-margin rows are not learned
+            _close(g[0], grads[m.volume_gains].numpy()[0], f"{mid} volume gradient")
+            _close(g[3 : 3 + N], grads[m.capacity_gains].numpy(), f"{mid} capacity gradient")
+            _close(g[3 + N :], grads[m.level_gains].numpy(), f"{mid} level gradient")
+        after = cpp.parameters()
+        torch_gains = fill_from_modules(modules, level_scale=1 / 75).gains
+        torch_critic = np.stack([m.critic_weights.detach().numpy() for m in modules])
+        _close(after["gains"] - before["gains"], torch_gains - before["gains"], "gains AdamW step", rtol=1e-4)
+        _close(after["critic"] - before["critic"], torch_critic - before["critic"], "critic AdamW step", rtol=1e-4)
+
+
+def test_zero_learning_rates_run_bit_for_bit_as_no_learning():
+    """Learning with lr 0 (the whole update path runs, every parameter step is exactly 0) and no learning: the
+    same tasks, decisions and latencies, bit for bit; a positive rate moves the gains and changes the run."""
+    scenario = load_scenario("malcolm_hetero_paper_exp")
+    data = fmt.to_bytes(water_fill_policy(scenario, steal=True))
+    config = game_engine_config(scenario, 0.94, 3, warmup=2000)
+    plain = FillController(config, data, 100.0).run(100)
+    zero = FillController(config, data, options={"learn": True, "lr_actor": 0.0, "lr_critic": 0.0})
+    learned0 = zero.run(100)
+    assert learned0.pop("num_updates") == 5 and learned0.pop("heartbeats") == 100
+    learned0.pop("imbalance_mean"), learned0.pop("reward_mean")
+    for doc in (plain, learned0):
+        doc.pop("wall_time_s", None)
+    assert learned0.keys() == plain.keys()
+    np.testing.assert_equal(learned0, plain)  # exact, arrays included
+    assert not zero.parameters()["gains"].any()
+    moving = FillController(config, data, options={"learn": True, "lr_actor": 0.05})
+    moved = moving.run(100)
+    assert np.abs(moving.parameters()["gains"]).max() > 0
+    assert moving.parameters()["critic"].any()
+    assert moved["latency_us"]["p99"] != plain["latency_us"]["p99"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"lr_actor": -1.0}, "lr_actor: must be >= 0, got -1"),
+        ({"lr_critic": float("nan")}, "lr_critic: must be >= 0"),
+        ({"trace_lambda": 0.5}, "trace_lambda: must be 0 with the fill head"),
+        ({"variant": "code"}, r"trace_lambda: must be 0 with the fill head \(TD\(0\)\), got 0.6"),
+        ({"gamma": 2.0}, r"gamma: must be in \[0, 1\]"),
+        ({"minibatch_size": 0}, "minibatch_size: must be in"),
+        ({"lr_actr": 0.1}, "lr_actr"),
+    ],
+)
+def test_bad_learning_settings_are_refused_by_name(options, message):
+    data = fmt.to_bytes(water_fill_policy(load_scenario("malcolm_hetero_paper_exp")))
+    with pytest.raises(ValueError, match=message):
+        FillLearner(data, options)
+    config = game_engine_config(load_scenario("malcolm_hetero_paper_exp"), 0.7, 1)
+    with pytest.raises(ValueError, match=message):
+        FillController(config, data, options={"learn": True, **options})
