@@ -68,13 +68,13 @@ def run_windows(sim_run, sim: RackSim, windows: Sequence[tuple[float, float]]) -
     ``sim_run(t)`` advances to time t (a controller advances by whole heartbeats).
     """
     out = []
-    sim.step_latency(reset=True)  # starts the per-window histogram
+    sim.window_latency(reset=True)  # starts the per-window histogram
     for start, end in windows:
         sim_run(start)
-        sim.step_latency(reset=True)
+        sim.window_latency(reset=True)
         dropped = sim.results()["tasks_dropped"]
         sim_run(end)
-        out.append({**_summary(sim.step_latency(reset=True)), "dropped": sim.results()["tasks_dropped"] - dropped})
+        out.append({**_summary(sim.window_latency(reset=True)), "dropped": sim.results()["tasks_dropped"] - dropped})
     return out
 
 

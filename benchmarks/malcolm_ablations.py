@@ -46,10 +46,10 @@ for scen, load in cases:
             ctl = RackController(cfg, {"learn": True, **opts}, seed=seed)
             ctl.run(LEARN_HEARTBEATS)
             sim = ctl.sim
-            sim.step_latency(reset=True)
+            sim.window_latency(reset=True)
             d0 = sim.results()["tasks_dropped"]
             ctl.run(2000)
-            p99s.append(sim.step_latency(reset=True)["p99"])
+            p99s.append(sim.window_latency(reset=True)["p99"])
             drops.append(sim.results()["tasks_dropped"] - d0)
         print(
             f"| {scen} | {load} | {name} | {statistics.median(p99s):,.0f} | "

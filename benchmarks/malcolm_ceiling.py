@@ -1,7 +1,7 @@
 """The rack's reference points for a learned Malcolm policy: best heuristic, water-filling, the ideal, the zoo.
 
     python benchmarks/malcolm_ceiling.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94 | grid]
-        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick] [--online-fill]
+        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick] [--online-fill [--lr-actor R] [--reward R]]
 
 On each scenario and load, p99 latency (µs, mean ± 95% interval over seeds; common random numbers: a seed is the
 same workload for every policy) of the per-task heuristics the issue of a learned rack policy names (SED, JSQ,
@@ -40,8 +40,8 @@ HEURISTICS = ("sed", "jsq", "jbt:threshold=1", "po2")
 WATER_FILL = ("water_fill", "water_fill:steal=true")
 ONLINE_FILL = {"learn": True}
 """--online-fill's learner: Algorithm 1's defaults (paper variant, TD(0), the utility reward), as the
-"malcolm (online, C++)" rows of benchmarks/malcolm_results.py. The latency rewards (neg_mean, neg_p99) read and
-clear the engine's step-latency histogram every heartbeat, which the measurement window reads too."""
+"malcolm (online, C++)" rows of benchmarks/malcolm_results.py; --reward picks another of the controller's rewards
+(the window is measured on a histogram of its own, which a latency reward does not clear)."""
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--scenario", action="append", help="rack scenario (repeatable; default malcolm_hetero_paper_exp)")
@@ -53,6 +53,11 @@ parser.add_argument("--policy", action="append", default=[], help="a policy file
 parser.add_argument("--quick", action="store_true", help="a smoke run: one load, one seed, 3,000 tasks")
 parser.add_argument("--online-fill", action="store_true", help="the fill head learning online instead (seed 1)")
 parser.add_argument("--lr-actor", type=float, help="--online-fill's actor learning rate (default Algorithm 1's, 1e-3)")
+parser.add_argument(
+    "--reward",
+    choices=["utility", "imbalance_delta", "neg_p99", "neg_mean"],
+    help="--online-fill's reward (default Algorithm 1's, utility: eq. 1)",
+)
 args = parser.parse_args()
 tasks, seeds = (3_000, [1]) if args.quick else (args.tasks, list(range(1, args.seeds + 1)))
 
@@ -120,6 +125,7 @@ def online_fill(name: str) -> None:
         cfg = ol.malcolm_config(name, load, seed)
         p99 = {}
         learn = ONLINE_FILL | ({} if args.lr_actor is None else {"lr_actor": args.lr_actor})
+        learn |= {} if args.reward is None else {"reward": args.reward}
         for label, options in (("learn", learn), ("fixed", None)):
             ctl = FillController(cfg, data, 100.0, options=options)
             window = ol.run_windows(

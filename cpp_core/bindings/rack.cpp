@@ -622,7 +622,21 @@ void BindRack(py::module_& m) {
           },
           py::arg("reset") = true,
           "Latency summary of the tasks completed since the last reset (warm-up included); the first call "
-          "starts the recording.")
+          "starts the recording. An environment step and a controller with a latency reward reset it too: "
+          "measure a window with window_latency.")
+      .def(
+          "window_latency",
+          [](RackSim& s, bool reset) {
+            s.EnableWindowLatency();
+            auto& h = s.WindowLatency();
+            py::dict d = b::Summary(h);
+            if (reset) h.Clear();
+            return d;
+          },
+          py::arg("reset") = true,
+          "Latency summary of the tasks completed since the last reset (warm-up included), from a histogram "
+          "that only this call resets (not an environment step, not a controller's latency reward); the "
+          "first call starts the recording.")
       .def_property_readonly("now_us", &RackSim::Now)
       .def_property_readonly("num_nodes", &RackSim::NumNodes)
       .def("results", &b::Results, "Counters and latency statistics as a dict.")

@@ -341,6 +341,7 @@ void RackSim::Complete(uint32_t i, const Task& t) {
   ++node_counters_[i].completed;
   if (entry_ == EntryKind::kNodes) ++decisions_.completed[i];
   if (step_latency_on_) step_latency_.Record(now_ - t.arrival);
+  if (window_latency_on_) window_latency_.Record(now_ - t.arrival);
   if (!(t.flags & Task::kWarmup)) {
     ++measured_done_;
     const double latency = now_ - t.arrival;

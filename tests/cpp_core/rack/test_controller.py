@@ -186,3 +186,25 @@ def test_options_are_checked_by_name():
         RackController(config, {}, migration=np.zeros((2, 5)))
     with pytest.raises(ValueError, match=r"entry kind 'nodes' and dispatch policy 'table'"):
         RackController(dict(config, dispatch={"policy": "random"}), {})
+
+
+def test_a_measurement_window_is_not_cleared_by_a_latency_reward():
+    """A controller with a latency reward reads and clears the engine's step histogram every heartbeat; a window
+    measured with window_latency is its own: with fixed tables the reward does not change the run, so the window's
+    summary is the same under neg_mean as under utility, and it counts every task of the window."""
+    game = RackGame(THREE_NODES)
+    n = game.num_nodes
+    zeros = np.zeros((n, n, 2 * n + 1), np.float32)
+    windows, steps = {}, {}
+    for reward in ("utility", "neg_mean"):
+        ctl = RackController(dict(game.engine_config, seed=8), {"reward": reward}, migration=zeros, stealing=zeros)
+        ctl.run(100)
+        ctl.sim.window_latency(reset=True)
+        ctl.sim.step_latency(reset=True)
+        before = ctl.sim.results()["tasks_completed"]
+        ctl.run(200)
+        windows[reward] = ctl.sim.window_latency(reset=True)
+        steps[reward] = ctl.sim.step_latency(reset=True)["count"]
+        assert windows[reward]["count"] == ctl.sim.results()["tasks_completed"] - before > 0
+    assert windows["neg_mean"] == windows["utility"] and np.isfinite(windows["neg_mean"]["p99"])
+    assert steps["neg_mean"] < steps["utility"]  # the step histogram holds only the last heartbeat's tasks

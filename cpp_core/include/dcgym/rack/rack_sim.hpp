@@ -103,6 +103,10 @@ class RackSim {
   // included): what an environment step reports. Off until first enabled.
   void EnableStepLatency() { step_latency_on_ = true; }
   kernel::LogHistogram& StepLatency() { return step_latency_; }
+  // The same for a measurement window (benchmarks, tests): a histogram of its own, which no controller or
+  // environment step clears (an online learner with a latency reward clears StepLatency every heartbeat).
+  void EnableWindowLatency() { window_latency_on_ = true; }
+  kernel::LogHistogram& WindowLatency() { return window_latency_; }
   const Node& NodeAt(uint32_t i) const { return nodes_[i]; }
   bool IsActive(uint32_t i) const { return is_active_[i]; }
   // The load of node i in the dispatch metric, and what viewer v believes it is.
@@ -230,6 +234,8 @@ class RackSim {
   std::vector<kernel::LogHistogram> latency_by_class_;
   kernel::LogHistogram step_latency_;
   bool step_latency_on_ = false;
+  kernel::LogHistogram window_latency_;
+  bool window_latency_on_ = false;
   StartStats starts_;
   std::vector<double> sample_times_;
   std::vector<float> samples_;
