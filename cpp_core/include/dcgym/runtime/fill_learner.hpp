@@ -239,9 +239,7 @@ class FillLearner {
     FlushDenormals flush;
     Node& node = At(i);
     ++node.steps;
-    AdamWConfig critic = config_.adam, actor = config_.adam;
-    critic.lr = config_.lr_critic;
-    actor.lr = config_.lr_actor;
+    const AdamWConfig critic = config_.CriticAdam(), actor = config_.ActorAdam();
     AdamWStep(node.critic.data(), node.grad_critic.data(), node.m_critic.data(), node.v_critic.data(), fc_, node.steps,
               critic);
     float* gains = policy.mutable_gains(i);

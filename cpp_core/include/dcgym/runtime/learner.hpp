@@ -336,11 +336,20 @@ struct LearnerConfig {
   float lr_actor = 1e-3f;
   AdamWConfig adam;  // its lr is replaced by lr_critic / lr_actor
 
+  /// The AdamW settings of the critic's block and of the actor's: `adam` at lr_critic and at lr_actor.
+  AdamWConfig CriticAdam() const { return WithLr(lr_critic); }
+  AdamWConfig ActorAdam() const { return WithLr(lr_actor); }
+
   static constexpr std::uint32_t kMaxMinibatch = 100000;  // D: the learner keeps D rows of scratch per block
 
   double Lambda() const { return trace_lambda ? *trace_lambda : (variant == Variant::kCode ? 0.6 : 0.0); }
   /// κ of the traces: λ for the average-reward form, γλ for the discounted one.
   double Kappa() const { return Lambda() * (variant == Variant::kCode ? 1.0 : gamma); }
+  AdamWConfig WithLr(float lr) const {
+    AdamWConfig out = adam;
+    out.lr = lr;
+    return out;
+  }
 
   void Validate() const {
     auto bad = [](const std::string& what) { throw std::invalid_argument(what); };
@@ -595,9 +604,7 @@ class MalcolmLearner {
     FlushDenormals flush;
     Node& node = At(i);
     ++node.steps;
-    AdamWConfig critic = config_.adam, actor = config_.adam;
-    critic.lr = config_.lr_critic;
-    actor.lr = config_.lr_actor;
+    const AdamWConfig critic = config_.CriticAdam(), actor = config_.ActorAdam();
     AdamWStep(node.critic.data(), node.grad_critic.data(), node.m_critic.data(), node.v_critic.data(), fc_, node.steps,
               critic);
     // Both actors in one call (same settings and steps; the zero padding stays 0).
