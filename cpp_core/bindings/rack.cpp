@@ -146,6 +146,13 @@ RackConfig ParseRackConfig(const py::dict& d) {
   return c;
 }
 
+// A histogram's summary, then cleared if `reset`: what step_latency and window_latency return.
+py::dict SummaryThenClear(kernel::LogHistogram& h, bool reset) {
+  py::dict d = Summary(h);
+  if (reset) h.Clear();
+  return d;
+}
+
 py::dict Results(const RackSim& sim) {
   const auto& c = sim.Counters();
   py::dict r;
@@ -615,10 +622,7 @@ void BindRack(py::module_& m) {
           "step_latency",
           [](RackSim& s, bool reset) {
             s.EnableStepLatency();
-            auto& h = s.StepLatency();
-            py::dict d = b::Summary(h);
-            if (reset) h.Clear();
-            return d;
+            return b::SummaryThenClear(s.StepLatency(), reset);
           },
           py::arg("reset") = true,
           "Latency summary of the tasks completed since the last reset (warm-up included); the first call "
@@ -628,10 +632,7 @@ void BindRack(py::module_& m) {
           "window_latency",
           [](RackSim& s, bool reset) {
             s.EnableWindowLatency();
-            auto& h = s.WindowLatency();
-            py::dict d = b::Summary(h);
-            if (reset) h.Clear();
-            return d;
+            return b::SummaryThenClear(s.WindowLatency(), reset);
           },
           py::arg("reset") = true,
           "Latency summary of the tasks completed since the last reset (warm-up included), from a histogram "
