@@ -43,6 +43,7 @@ __all__ = [
     "MAGIC",
     "MAX_PARAMETER",
     "NEW_HEADS_VERSION",
+    "PER_TASK_VERSION",
     "ROWS_VERSION",
     "SETTINGS_VERSION",
     "VERSION",
@@ -63,8 +64,8 @@ __all__ = [
 
 MAGIC = b"DCGYMPOL"
 """The first 8 bytes of every policy file."""
-VERSION = 5
-"""The newest format version: this module reads versions 1 to 5 and writes the oldest one the policy needs."""
+VERSION = 6
+"""The newest format version: this module reads versions 1 to 6 and writes the oldest one the policy needs."""
 NEW_HEADS_VERSION = 2
 """The version that added the ``increasing`` and ``multi_categorical`` heads."""
 SETTINGS_VERSION = 3
@@ -73,6 +74,8 @@ FILL_VERSION = 4
 """The version that added the ``fill`` kind."""
 ROWS_VERSION = 5
 """The version that added the mlp kind's row layout (``rows``, ``row_width``)."""
+PER_TASK_VERSION = 6
+"""The version that added the ``fill`` kind's ``per_task`` rule."""
 MAX_ROWS = 65536
 """The most rows of a row-wise mlp (``dcgym::runtime::kMaxRows``)."""
 FILL_FEATURES = 4
@@ -222,10 +225,12 @@ class MlpPolicy:
 class FillPolicy:
     """Malcolm's rack policy as water-filling (docs/policy_format.md, kind 4): node i's tables are the water-filling
     table over the levels and capacities its gains ``gains[i]`` (2N + 3 rows of :data:`FILL_FEATURES`) adjust; all
-    gains 0 give the ``water_fill`` heuristic with ``horizon``, ``mix`` and ``steal``.
+    gains 0 give the ``water_fill`` heuristic with ``horizon``, ``mix``, ``steal`` and ``per_task``.
 
     ``level_scale`` turns the engine's raw loads (expected wait, us) into levels (mean service times);
     ``heartbeat_services`` is the heartbeat in mean service times (the utilisation feature's unit).
+    ``per_task`` (format version 6): a node's migration table is recomputed at each arriving task, from what it
+    believes then, instead of once per heartbeat.
     """
 
     level_scale: float
@@ -236,6 +241,7 @@ class FillPolicy:
     capacity: np.ndarray  # (N,): workers x speed of each node
     gains: np.ndarray  # (N, 2N + 3, FILL_FEATURES): node, row, feature
     settings: dict[str, str] = field(default_factory=dict)
+    per_task: bool = False
 
     kind = "fill"
 
@@ -316,7 +322,8 @@ def _body(policy: Policy) -> bytes:
         fields = (policy.level_scale, policy.heartbeat_services, policy.horizon)
         _check_fill(fields, policy.mix, policy.capacity)
         capacity = np.asarray(policy.capacity, np.float64)
-        header = struct.pack("<I4fI", n, *fields, policy.mix, int(bool(policy.steal)))
+        rules = int(bool(policy.steal)) | 2 * int(bool(policy.per_task))  # bit 0: steal; bit 1: per task
+        header = struct.pack("<I4fI", n, *fields, policy.mix, rules)
         return (
             header
             + _f32(capacity, (n,), "fill.capacity", MAX_PARAMETER)
@@ -387,8 +394,8 @@ def _check_fill(fields: tuple[float, ...], mix: float, capacity) -> None:
 def to_bytes(policy: Policy) -> bytes:
     """The policy file of ``policy``: header, body (after the settings section if it has settings), CRC32."""
     body = _body(policy)
-    if isinstance(policy, FillPolicy):  # a kind of version 4: the settings section is always there
-        version = FILL_VERSION
+    if isinstance(policy, FillPolicy):  # a kind of version 4 (6 with per_task): the settings section is always there
+        version = PER_TASK_VERSION if policy.per_task else FILL_VERSION
         body = _settings(policy.settings) + body
     elif getattr(policy, "rows", 0):  # a row-wise mlp: version 5, settings section included
         version = ROWS_VERSION
@@ -530,15 +537,20 @@ def from_bytes(data: bytes) -> Policy:
             settings,
         )
     elif kind_name == "fill":
-        n, *fields, steal = struct.unpack("<I4fI", c.take(24, "fill"))
+        n, *fields, rules = struct.unpack("<I4fI", c.take(24, "fill"))
         if n != agents:
             raise ValueError(f"header.num_agents: got {agents}; expected {n} (fill.num_nodes)")
-        if steal > 1:
-            raise ValueError(f"fill.steal: got {steal}; expected 0 or 1")
+        if rules > (3 if version >= PER_TASK_VERSION else 1):
+            allowed = (
+                "0 .. 3 (bit 0: the steal rule, bit 1: per task)"
+                if version >= PER_TASK_VERSION
+                else "0 or 1 (the steal rule) in a version-4 or -5 file"
+            )
+            raise ValueError(f"fill.rules: got {rules}; expected {allowed}")
         capacity = c.weights((n,), "fill.capacity")
         _check_fill(tuple(fields[:3]), fields[3], capacity)
         gains = c.weights((n, 2 * n + 3, FILL_FEATURES), "gains")
-        policy = FillPolicy(*fields, bool(steal), capacity, gains, settings)
+        policy = FillPolicy(*fields, bool(rules & 1), capacity, gains, settings, per_task=bool(rules & 2))
     elif kind_name == "linear_value":
         spec = _read_input(c)
         policy = LinearValuePolicy(spec, c.weights((agents, spec.num_features), "weights"), settings)

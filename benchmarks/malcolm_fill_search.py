@@ -1,11 +1,12 @@
 """Search the gains of a ``fill`` rack policy (docs/policy_format.md kind 4) in the engine, from water-filling.
 
     python benchmarks/malcolm_fill_search.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94 | grid]
-        [--tasks 60000] [--seeds 101,102] [--iterations 8] [--population 16] [--steal]
+        [--tasks 60000] [--seeds 101,102] [--iterations 8] [--population 16] [--steal] [--per-task] [--horizon 2]
         [--features 2 | 4] [--reference water_fill | best] [--score mean | max] [--out out/fill_search]
 
 The policy starts as the file whose gains are 0 — the engine's ``water_fill`` heuristic (with ``--steal``, its steal
-rule) — and a cross-entropy search moves a few gains shared by every node: the fill volume, the mix and the steal
+rule; with ``--per-task``, its per-task rule: each node's table recomputed at every arriving task, a version-6 file;
+``--horizon``, its fill horizon) — and a cross-entropy search moves a few gains shared by every node: the fill volume, the mix and the steal
 margin, and for the nodes of each capacity class a capacity gain and a level offset, plus an offset of the node's
 own level (it knows it fresh, the others a heartbeat stale), each a + b x rho of the rack's utilisation (the
 ``fill`` features 1 and rho; ``--features 4`` adds the mean level and the node's own level, each through tanh),
@@ -47,6 +48,8 @@ parser.add_argument("--population", type=int, default=16)
 parser.add_argument("--elite", type=int, default=4)
 parser.add_argument("--sigma", type=float, default=0.3, help="the search's initial spread of every gain")
 parser.add_argument("--steal", action="store_true", help="start from water_fill:steal=true")
+parser.add_argument("--per-task", action="store_true", help="start from water_fill:per_task=true (a per-task file)")
+parser.add_argument("--horizon", type=float, default=2.0, help="the starting file's fill horizon (heartbeats)")
 parser.add_argument(
     "--features",
     type=int,
@@ -65,7 +68,7 @@ HEURISTICS = ("sed", "jsq", "jbt:threshold=1", "po2")
 scenario = load_scenario(args.scenario)
 loads = list(scenario.loads) if args.loads == "grid" else [float(x) for x in args.loads.split(",")]
 seeds = [int(x) for x in args.seeds.split(",")]
-base = water_fill_policy(scenario, steal=args.steal)
+base = water_fill_policy(scenario, steal=args.steal, per_task=args.per_task, horizon=args.horizon)
 n = base.num_agents
 capacity = np.asarray(base.capacity)
 classes = sorted(set(capacity.tolist()))

@@ -95,6 +95,7 @@ RackConfig ParseRackConfig(const py::dict& d) {
   c.dispatch.horizon = Get<double>(disp, "horizon", "dispatch", c.dispatch.horizon);
   c.dispatch.mix = Get<double>(disp, "mix", "dispatch", c.dispatch.mix);
   c.dispatch.steal = Get<bool>(disp, "steal", "dispatch", c.dispatch.steal);
+  c.dispatch.per_task = Get<bool>(disp, "per_task", "dispatch", c.dispatch.per_task);
 
   if (Has(d, "entry")) {
     const auto e = GetDict(d, "entry", "");

@@ -9,7 +9,9 @@
 // its migration probabilities (Probabilities() on the loads it sees, in the
 // engine's unit: expected wait in microseconds) with a small xorshift RNG;
 // a `fill` file (water-filling with gains) gives them by Tables() on the
-// loads' levels and the rack's arrivals per heartbeat at 90% load.
+// loads' levels and the rack's arrivals per heartbeat at 90% load. The toy
+// asks at every request, as a per-task file means to be asked (a file
+// without per_task means its tables to be held for a heartbeat).
 // The simulated loads are a toy: a request adds one mean service time to its
 // destination's backlog, which every node drains at its own speed between
 // requests. A bad policy file exits with status 1 and the loader's message.
@@ -119,8 +121,8 @@ int main(int argc, char** argv) {
                 std::string(dcgym::runtime::BasisName(pair->actor_basis())).c_str(), pair->num_features(),
                 pair->has_critic() ? "with critic" : "no critic");
   } else {
-    std::printf("policy %s: fill, %zu nodes, horizon %g, mix %g, %s\n", argv[1], n, fill->horizon(), fill->mix(),
-                fill->steal() ? "steal rule" : "no steals");
+    std::printf("policy %s: fill, %zu nodes, horizon %g, mix %g, %s, %s\n", argv[1], n, fill->horizon(), fill->mix(),
+                fill->steal() ? "steal rule" : "no steals", fill->per_task() ? "per task" : "per heartbeat");
   }
   std::printf("%ld requests, %.1f%% migrated, %.0f ns per decision, max backlog %.0f us\n", requests,
               100.0 * static_cast<double>(migrated) / static_cast<double>(requests),

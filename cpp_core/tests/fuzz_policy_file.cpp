@@ -7,7 +7,8 @@
 // Seeds: one valid file of each kind written here (linear_pair with a
 // critic, mlp with a bounded head and two networks, mlp with each of format
 // version 2's heads, linear_value, and a version-3 mlp with a settings
-// section, a version-4 fill policy and a version-5 row-wise mlp) plus any
+// section, a version-4 fill policy, a version-5 row-wise mlp and a version-6
+// per-task fill policy) plus any
 // files given. Every iteration mutates a seed (bit flips, random bytes,
 // interesting 32-bit values at aligned offsets, truncation, appended bytes),
 // and half the time repairs body_size and the checksum so the mutation
@@ -171,7 +172,8 @@ std::vector<Bytes> Seeds(Rng& rng) {
     for (std::size_t i = 0; i < 2 * rt::NumFeatures(rt::Basis::kQuadratic, 4); ++i) PutF32(b, rng.Uniform(-1, 1));
     seeds.push_back(Finish(3, 2, b));
   }
-  {  // version 4: settings, then fill (3 nodes, the steal rule on, gains around 0)
+  for (const std::uint32_t rules : {1u, 3u}) {  // version 4: settings, then fill (3 nodes, the steal rule on,
+    // gains around 0); version 6: the same per task
     const std::string text = "env=rack_v0\nheartbeat_us=100\n";
     const std::uint32_t n = 3;
     Bytes b;
@@ -179,10 +181,10 @@ std::vector<Bytes> Seeds(Rng& rng) {
     b.insert(b.end(), text.begin(), text.end());
     PutU32(b, n);
     for (float v : {1.0f / 75.0f, 100.0f / 75.0f, 2.0f, 0.1f}) PutF32(b, v);  // level_scale .. mix
-    PutU32(b, 1);
+    PutU32(b, rules);
     for (float c : {1.0f, 2.0f, 4.0f}) PutF32(b, c);
     for (std::size_t i = 0; i < n * rt::FillRows(n) * rt::kFillFeatures; ++i) PutF32(b, rng.Uniform(-0.5f, 0.5f));
-    seeds.push_back(Finish(4, n, b, rt::kFillVersion));
+    seeds.push_back(Finish(4, n, b, rules == 3 ? rt::kPerTaskVersion : rt::kFillVersion));
   }
   return seeds;
 }

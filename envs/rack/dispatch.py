@@ -232,6 +232,11 @@ class WaterFillParams(Params):
         description="a node whose smoothed queue runs short steals from the node it believes most loaded, when "
         "that node is above its own level (Malcolm §3.2's stealing, by a fixed rule)",
     )
+    per_task: bool = Field(
+        False,
+        description="a node also recomputes its migration table at each arriving task, from what it believes "
+        "then (its own sends since the last broadcast included), as the per-task rules (SED, JSQ) act",
+    )
 
     def engine_fields(self) -> dict[str, Any]:
         # The levels are expected waits: what rack_v0 observes by default (its load_metric).

@@ -38,6 +38,10 @@ FillController::FillController(RackSim& sim, runtime::FillPolicy policy, const C
     throw std::invalid_argument("heartbeat_us: must be finite and > 0");
   if (!(options.warmup_us >= 0)) throw std::invalid_argument("warmup_us: must be >= 0");
   if (!(options.obs_clip > 0)) throw std::invalid_argument("obs_clip: must be > 0");
+  if (options.learn && policy_.per_task())
+    throw std::invalid_argument(
+        "policy: a per_task fill file does not learn online (its decisions are not draws from one heartbeat's "
+        "table); give learn false or a file without per_task");
   raw_.resize(n_);
   levels_.resize(n_);
   table_m_.resize(n_ * n_);
@@ -62,6 +66,22 @@ FillController::FillController(RackSim& sim, runtime::FillPolicy policy, const C
     if (options_.reward == Reward::kNegP99 || options_.reward == Reward::kNegMean) sim_.EnableStepLatency();
     previous_imbalance_ = TrueImbalance(sim_, scale_, loads_);
   }
+  if (policy_.per_task()) {
+    steal_scratch_.resize(n_);
+    sim_.SetArrivalRefresh([this](uint32_t node) { RefreshMigration(node); });
+  }
+}
+
+FillController::~FillController() {
+  if (policy_.per_task()) sim_.SetArrivalRefresh(nullptr);
+}
+
+void FillController::RefreshMigration(uint32_t node) {
+  sim_.BeliefRow(node, raw_.data());
+  policy_.Levels(raw_.data(), levels_.data());
+  double* tm = table_m_.data() + static_cast<std::size_t>(node) * n_;
+  policy_.Tables(node, levels_.data(), sim_.ArrivalRate() * options_.heartbeat_us, tm, steal_scratch_.data());
+  sim_.SetTableWeights(node, false, tm, 1.0);
 }
 
 void FillController::Act() {

@@ -289,8 +289,11 @@ void RackSim::ArriveAtNode(uint32_t i, Task t) {
   switch (policy_) {
     case DispatchKind::kRandom:  // clients already chose the node at random (Malcolm's RAND)
       break;
-    case DispatchKind::kTable:
     case DispatchKind::kWaterFill:
+      if (config_.dispatch.per_task) WaterFillRow(i, false);
+      [[fallthrough]];
+    case DispatchKind::kTable:
+      if (arrival_refresh_) arrival_refresh_(i);
       j = SampleCumulative(&migrate_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes(), table_rng_);
       if (!std::binary_search(candidates.begin(), candidates.end(), j)) j = i;  // not allowed: keep it
       break;
@@ -394,28 +397,34 @@ void RackSim::Complete(uint32_t i, const Task& t) {
 // broadcast period, plus its own sends) as levels in mean service times, the expected_wait observation of rack_v0.
 [[gnu::noinline]] void RackSim::WaterFillTables() {
   const uint32_t n = NumNodes();
-  const DispatchConfig& d = config_.dispatch;
   fill_level_.resize(n);
   fill_capacity_.resize(n);
   fill_row_.resize(n);
   for (uint32_t j = 0; j < n; ++j) fill_capacity_[j] = nodes_[j].Workers() * nodes_[j].Speed();
+  for (uint32_t i = 0; i < n; ++i) WaterFillRow(i, true);
+}
+
+// Node i's migration table from what it believes now (and, with `steal_row`, its stealing table). With per_task the
+// arrival path calls it for the arriving node's migration table, whose beliefs then include its sends so far.
+[[gnu::noinline]] void RackSim::WaterFillRow(uint32_t i, bool steal_row) {
+  const uint32_t n = NumNodes();
+  const DispatchConfig& d = config_.dispatch;
   const double volume = d.horizon * rate_ * d.period_us;  // the rack's arrivals in `horizon` heartbeats
   const double to_level = 1.0 / config_.MeanSize();       // expected wait (us) -> mean service times
-  for (uint32_t i = 0; i < n; ++i) {
-    BeliefRow(i, fill_level_.data());
-    for (uint32_t j = 0; j < n; ++j) fill_level_[j] *= to_level;
-    std::fill(fill_row_.begin(), fill_row_.end(), 0.0);
-    WaterFillTable(fill_level_.data(), fill_capacity_.data(), active_, volume, d.mix, fill_order_, fill_row_.data());
-    SetTableWeights(i, false, fill_row_.data(), 1.0);
-    // Steal rule: a node that runs short asks the node it believes most loaded, if above its own level.
-    uint32_t victim = i;
-    if (d.steal)
-      for (uint32_t j : active_)
-        if (fill_level_[j] > fill_level_[victim]) victim = j;
-    std::fill(fill_row_.begin(), fill_row_.end(), 0.0);
-    fill_row_[victim] = 1.0;
-    SetTableWeights(i, true, fill_row_.data(), 1.0);
-  }
+  BeliefRow(i, fill_level_.data());
+  for (uint32_t j = 0; j < n; ++j) fill_level_[j] *= to_level;
+  std::fill(fill_row_.begin(), fill_row_.end(), 0.0);
+  WaterFillTable(fill_level_.data(), fill_capacity_.data(), active_, volume, d.mix, fill_order_, fill_row_.data());
+  SetTableWeights(i, false, fill_row_.data(), 1.0);
+  if (!steal_row) return;
+  // Steal rule: a node that runs short asks the node it believes most loaded, if above its own level.
+  uint32_t victim = i;
+  if (d.steal)
+    for (uint32_t j : active_)
+      if (fill_level_[j] > fill_level_[victim]) victim = j;
+  std::fill(fill_row_.begin(), fill_row_.end(), 0.0);
+  fill_row_[victim] = 1.0;
+  SetTableWeights(i, true, fill_row_.data(), 1.0);
 }
 
 [[gnu::noinline]] void RackSim::OnMessage(const Message& m) {

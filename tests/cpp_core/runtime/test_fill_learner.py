@@ -157,3 +157,14 @@ def test_bad_learning_settings_are_refused_by_name(options, message):
     config = game_engine_config(load_scenario("malcolm_hetero_paper_exp"), 0.7, 1)
     with pytest.raises(ValueError, match=message):
         FillController(config, data, options={"learn": True, **options})
+
+
+def test_a_per_task_file_does_not_learn_online():
+    """A per_task file's decisions are not draws from one heartbeat's table (the learner's gradient): refused by
+    name; it runs when not learning."""
+    scenario = load_scenario("malcolm_hetero_paper_exp")
+    data = fmt.to_bytes(water_fill_policy(scenario, per_task=True))
+    config = game_engine_config(scenario, 0.7, 1)
+    with pytest.raises(ValueError, match="policy: a per_task fill file does not learn online"):
+        FillController(config, data, options={"learn": True})
+    assert FillController(config, data, 100.0).run(10)["tasks_arrived"] > 0

@@ -20,7 +20,9 @@ from dcgym.envs.scenario import load_scenario
 SCENARIO = load_scenario("malcolm_hetero_paper_exp")
 
 
-def random_policy(seed: int = 0, n: int = 4, steal: bool = True, scale: float = 0.5) -> fmt.FillPolicy:
+def random_policy(
+    seed: int = 0, n: int = 4, steal: bool = True, scale: float = 0.5, per_task: bool = False
+) -> fmt.FillPolicy:
     rng = np.random.default_rng(seed)
     return fmt.FillPolicy(
         level_scale=1 / 75,
@@ -31,6 +33,7 @@ def random_policy(seed: int = 0, n: int = 4, steal: bool = True, scale: float = 
         capacity=rng.uniform(1, 14, n),
         gains=rng.uniform(-scale, scale, (n, 2 * n + 3, fmt.FILL_FEATURES)),
         settings={"env": "rack_v0"},
+        per_task=per_task,
     )
 
 
@@ -44,6 +47,9 @@ def test_round_trip_in_both_readers():
     assert (back.steal, back.settings, np.float32(back.mix)) == (True, {"env": "rack_v0"}, np.float32(0.1))
     runtime = RuntimePolicy.from_bytes(data)
     assert (runtime.kind, runtime.num_agents, runtime.num_inputs) == ("fill", 4, 4)
+    per_task = fmt.to_bytes(random_policy(per_task=True))  # the oldest version that can say it: 6
+    assert struct.unpack_from("<I", per_task, 8) == (fmt.PER_TASK_VERSION,) and fmt.from_bytes(per_task).per_task
+    assert not back.per_task and RuntimePolicy.from_bytes(per_task).kind == "fill"
 
 
 def test_zero_gains_are_water_filling_exactly_and_gains_match_numpy():
@@ -73,27 +79,27 @@ def test_zero_gains_are_water_filling_exactly_and_gains_match_numpy():
         assert migration.sum() == pytest.approx(1.0, abs=1e-12) and (migration >= 0).all()
 
 
-def test_zero_gains_in_the_engine_run_as_the_water_fill_heuristic():
+@pytest.mark.parametrize("steal, per_task", [(False, False), (True, False), (True, True)])
+def test_zero_gains_in_the_engine_run_as_the_water_fill_heuristic(steal, per_task):
     """The FillController of the zero-gain file and the engine's water_fill heuristic, same seed and load: the
     same tasks; the tables differ only by float32 rounding of the file's fields (~1e-8), so the runs agree to
-    within 1% (in practice exactly)."""
-    for steal in (False, True):
-        data = fmt.to_bytes(water_fill_policy(SCENARIO, steal=steal))
-        config = game_engine_config(SCENARIO, 0.94, 3, warmup=2000)
-        controller = FillController(config, data, 100.0)
-        filled = controller.run(150)  # 15 ms: about 16,000 tasks
-        heuristic = RackSim(
-            SCENARIO.engine_config(0.94, 3, warmup_tasks=2000, policy=f"water_fill:steal={str(steal).lower()}")
-        )
-        heuristic.run_until(controller.sim.now_us)
-        expected = heuristic.results()
-        assert filled["tasks_arrived"] == expected["tasks_arrived"]
-        for key in ("tasks_completed", "steals", "migrations"):
-            assert filled[key] == pytest.approx(expected[key], rel=0.01, abs=5), key
-        assert filled["latency_us"]["p99"] == pytest.approx(expected["latency_us"]["p99"], rel=0.01)
-        assert (filled["steals"] > 0) == steal
-        migration, stealing = controller.tables
-        np.testing.assert_allclose(migration.sum(axis=1), 1.0, atol=1e-12)
+    within 1% (in practice exactly). With per_task both recompute the arriving node's table at every task, by two
+    separate paths (the controller's arrival refresh, the heuristic's own)."""
+    data = fmt.to_bytes(water_fill_policy(SCENARIO, steal=steal, per_task=per_task))
+    config = game_engine_config(SCENARIO, 0.94, 3, warmup=2000)
+    controller = FillController(config, data, 100.0)
+    filled = controller.run(150)  # 15 ms: about 16,000 tasks
+    rule = f"water_fill:steal={str(steal).lower()}" + (",per_task=true" if per_task else "")
+    heuristic = RackSim(SCENARIO.engine_config(0.94, 3, warmup_tasks=2000, policy=rule))
+    heuristic.run_until(controller.sim.now_us)
+    expected = heuristic.results()
+    assert filled["tasks_arrived"] == expected["tasks_arrived"]
+    for key in ("tasks_completed", "steals", "migrations"):
+        assert filled[key] == pytest.approx(expected[key], rel=0.01, abs=5), key
+    assert filled["latency_us"]["p99"] == pytest.approx(expected["latency_us"]["p99"], rel=0.01)
+    assert (filled["steals"] > 0) == steal
+    migration, stealing = controller.tables
+    np.testing.assert_allclose(migration.sum(axis=1), 1.0, atol=1e-12)
 
 
 def patch(data: bytes, offset: int, form: str, value) -> bytes:
@@ -114,7 +120,11 @@ def test_fill_fields_are_each_refused_by_name():
         "level_scale": (patch(data, body + 4, "f", 0.0), r"fill.level_scale: got 0; expected a finite number > 0"),
         "horizon": (patch(data, body + 12, "f", float("inf")), r"fill.horizon: got inf; expected a finite number"),
         "mix": (patch(data, body + 16, "f", 1.5), r"fill.mix: got 1.5; expected a number in \[0, 1\]"),
-        "steal": (patch(data, body + 20, "I", 2), r"fill.steal: got 2; expected 0 \(never steal\) or 1"),
+        "rules": (
+            patch(data, body + 20, "I", 2),
+            r"fill.rules: got 2; expected 0 or 1 \(the steal rule\) in a version-4",
+        ),
+        "rules v6": (patch(patch(data, 8, "I", 6), body + 20, "I", 4), r"fill.rules: got 4; expected 0 .. 3 \(bit 0"),
         "capacity": (patch(data, body + 28, "f", -1.0), r"fill.capacity\[1\]: got -1; expected a number in \(0, "),
         "gains": (patch(data, body + 36 + 4 * 13, "f", float("nan")), r"node\[0\].gains\[3\]\[1\]: got nan"),
         "short gains": (patch(short, 24, "Q", len(short) - 36), r"header.body_size: got \d+; expected \d+ for 3 nodes"),

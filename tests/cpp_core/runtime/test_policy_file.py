@@ -270,7 +270,7 @@ def test_header_fields_are_each_refused_by_name():
             b"PK\x03\x04" + PAIR[4:],
             "header.magic: got 50 4b 03 04 4d 50 4f 4c; expected 44 43 47 59 4d 50 4f 4c",
         ),
-        "version": (patch(PAIR, 8, "I", 6), "header.version: got 6; expected 1 .. 5"),
+        "version": (patch(PAIR, 8, "I", 7), "header.version: got 7; expected 1 .. 6"),
         "kind": (patch(PAIR, 12, "I", 4), "header.kind: got 4; expected 1 .. 3"),
         "kind 0": (patch(PAIR, 12, "I", 0), "header.kind: got 0; expected 1 .. 3"),
         "agents 0": (patch(PAIR, 16, "I", 0), "header.num_agents: got 0; expected 1 .. 65536"),
@@ -629,14 +629,14 @@ def test_deployment_example_builds_from_the_runtime_headers_alone_and_refuses_ba
         timeout=30,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "fill, 3 nodes, horizon 2, mix 0.1, steal rule" in proc.stdout
+    assert "fill, 3 nodes, horizon 2, mix 0.1, steal rule, per heartbeat" in proc.stdout
     assert sum(int(line.split()[3]) for line in proc.stdout.splitlines()[3:]) == 2000
 
     bad = tmp_path / "bad.dcpol"
-    bad.write_bytes(patch(good.read_bytes(), 8, "I", 6))
+    bad.write_bytes(patch(good.read_bytes(), 8, "I", 7))
     proc = subprocess.run([str(binary), str(bad)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1
-    assert proc.stderr.strip() == "error: header.version: got 6; expected 1 .. 5 (the versions this reader reads)"
+    assert proc.stderr.strip() == "error: header.version: got 7; expected 1 .. 6 (the versions this reader reads)"
     other = fmt.write_policy(mlp(), tmp_path / "mlp.dcpol")
     proc = subprocess.run([str(binary), str(other)], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1 and "holds a mlp policy" in proc.stderr

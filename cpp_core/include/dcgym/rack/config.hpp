@@ -90,6 +90,7 @@ struct DispatchConfig {
   double horizon = 2;      // the level absorbs `horizon` heartbeats of the rack's arrivals
   double mix = 0.1;        // share of the capacity split mixed into each table
   bool steal = false;      // a node that runs short steals from the node it believes most loaded
+  bool per_task = false;   // node i also recomputes its migration table at each arrival, from its beliefs then
 };
 
 enum class LoadInfoKind {

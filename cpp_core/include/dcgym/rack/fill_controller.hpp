@@ -17,6 +17,12 @@
 // (rack_v0's observation and MalcolmFillRLModule's loads). The new gains act
 // from the next heartbeat. Acting never depends on the learner's state but
 // through the gains, so a zero learning rate runs bit for bit as no learning.
+//
+// A per_task file (runtime/fill.hpp) also sets the arriving node's migration
+// table at each task, from its beliefs then (RackSim::SetArrivalRefresh), with
+// the arrivals per heartbeat of the rate then. It does not learn: its
+// decisions are not draws from one heartbeat's table, which the learner's
+// gradient assumes.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +44,9 @@ class FillController {
   /// The same with ControllerOptions (heartbeat_us, warmup_us, obs_clip, reward, costs, learn, learner; max_logit
   /// is not used); the learner's config is checked by FillLearner::Validate when learning.
   FillController(RackSim& sim, runtime::FillPolicy policy, const ControllerOptions& options);
+  ~FillController();
+  FillController(const FillController&) = delete;  // the simulation may hold `this` (per_task)
+  FillController& operator=(const FillController&) = delete;
 
   /// Runs `heartbeats` heartbeats: set every node's tables, advance one heartbeat, (learn).
   RunStats Run(std::uint64_t heartbeats);
@@ -53,6 +62,7 @@ class FillController {
 
  private:
   void Act();
+  void RefreshMigration(uint32_t node);  // per_task: the arriving node's migration table
 
   RackSim& sim_;
   runtime::FillPolicy policy_;
@@ -60,7 +70,7 @@ class FillController {
   std::size_t n_;
   double scale_ = 1.0;  // raw load -> observation unit (for the imbalance and the reward)
   double previous_imbalance_ = 0.0;
-  std::vector<double> raw_, levels_, table_m_, table_s_, loads_;
+  std::vector<double> raw_, levels_, table_m_, table_s_, loads_, steal_scratch_;
   // Learning: the pending mini-batch per node (D + 1 critic inputs, D level rows, arrivals, counts), rewards.
   std::optional<runtime::FillLearner> learner_;
   std::size_t d_ = 0, row_ = 0;

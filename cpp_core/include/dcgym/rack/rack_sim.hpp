@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <vector>
 
 #include "dcgym/kernel/heap.hpp"
@@ -85,6 +86,10 @@ class RackSim {
     cum[n - 1] = 1.0;
   }
   bool HasTables() const { return !migrate_cum_.empty(); }
+  // With `refresh` set (policy table), each arriving task first calls refresh(node) for the node it arrives at,
+  // which may set that node's migration row (SetTableWeights) from what the node believes then: a per-task policy
+  // (FillController with a per_task fill file). Whoever sets it clears it (an empty function) before it dies.
+  void SetArrivalRefresh(std::function<void(uint32_t)> refresh) { arrival_refresh_ = std::move(refresh); }
   DecisionCounts& Decisions() { return decisions_; }
 
   double Now() const { return now_; }
@@ -167,6 +172,7 @@ class RackSim {
   void Reply(uint32_t viewer, uint32_t i, const Task& t);
   void MaybeSteal(uint32_t i);
   void WaterFillTables();  // water_fill: every node's tables from its beliefs (rack/water_fill.hpp)
+  void WaterFillRow(uint32_t i, bool steal_row);  // water_fill: node i's migration (and stealing) table
   void ApplyDynamics(const DynamicsEvent& e);
   void SetActive(uint32_t i, bool active);
   void RebuildSplit();
@@ -218,6 +224,7 @@ class RackSim {
   std::vector<std::vector<uint32_t>> idle_by_speed_;  // central_fcfs: nodes with an idle worker
   std::vector<uint32_t> speed_class_, idle_pos_;
 
+  std::function<void(uint32_t)> arrival_refresh_;              // table: SetArrivalRefresh
   std::vector<double> migrate_cum_, steal_cum_;                // table: n x n cumulative probabilities
   std::vector<double> queue_ema_;                              // per node: smoothed queue length
   std::vector<double> fill_level_, fill_capacity_, fill_row_;  // water_fill: scratch of one refresh

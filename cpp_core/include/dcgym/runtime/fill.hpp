@@ -23,6 +23,12 @@
 // steal on, the stealing table is one-hot on the first node of the highest
 // u'_j if u'_j > u'_i + threshold, else on i (no steal): water_fill's steal
 // rule at threshold 0. Arithmetic is double (the parameters are float32).
+//
+// A file with `per_task` (format version 6) is meant to be asked at every
+// arriving task, with the node's beliefs then (its own sends since the last
+// broadcast included), not once per heartbeat: the `water_fill` heuristic's
+// per_task rule. The tables are the same function of what the node believes;
+// only how often it is asked differs (the engine's FillController does it).
 #pragma once
 
 #include <algorithm>
@@ -48,13 +54,14 @@ class FillPolicy {
   FillPolicy() = default;
   /// `capacity` N floats > 0; `weights` N x FillRows(N) x kFillFeatures floats (node, row, feature).
   FillPolicy(std::size_t n, float level_scale, float heartbeat_services, float horizon, float mix, bool steal,
-             std::vector<float> capacity, std::vector<float> weights)
+             std::vector<float> capacity, std::vector<float> weights, bool per_task = false)
       : n_(n),
         level_scale_(level_scale),
         heartbeat_services_(heartbeat_services),
         horizon_(horizon),
         mix_(mix),
         steal_(steal),
+        per_task_(per_task),
         capacity_(std::move(capacity)),
         weights_(std::move(weights)),
         level_(n),
@@ -71,6 +78,8 @@ class FillPolicy {
   float horizon() const { return horizon_; }
   float mix() const { return mix_; }
   bool steal() const { return steal_; }
+  /// The migration table is meant to be recomputed at each arriving task (format version 6).
+  bool per_task() const { return per_task_; }
   const std::vector<float>& capacity() const { return capacity_; }
   /// Node `node`'s gains: FillRows(N) rows of kFillFeatures floats.
   const float* gains(std::size_t node) const { return weights_.data() + node * FillRows(n_) * kFillFeatures; }
@@ -125,7 +134,7 @@ class FillPolicy {
  private:
   std::size_t n_ = 0;
   float level_scale_ = 1.0f, heartbeat_services_ = 1.0f, horizon_ = 1.0f, mix_ = 0.0f;
-  bool steal_ = false;
+  bool steal_ = false, per_task_ = false;
   double total_capacity_ = 0;
   std::vector<float> capacity_;
   std::vector<float> weights_;

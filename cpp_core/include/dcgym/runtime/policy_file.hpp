@@ -51,11 +51,12 @@ namespace dcgym::runtime {
 // ------------------------------------------------------------------ format constants
 
 inline constexpr char kPolicyMagic[8] = {'D', 'C', 'G', 'Y', 'M', 'P', 'O', 'L'};
-inline constexpr std::uint32_t kPolicyVersion = 5;  // the newest version; every version from 1 up is read
+inline constexpr std::uint32_t kPolicyVersion = 6;  // the newest version; every version from 1 up is read
 inline constexpr std::uint32_t kMinPolicyVersion = 1;
 inline constexpr std::uint32_t kSettingsVersion = 3;     // the version that added the settings section
 inline constexpr std::uint32_t kFillVersion = 4;         // the version that added the fill kind
 inline constexpr std::uint32_t kRowsVersion = 5;         // the version that added the mlp kind's row layout
+inline constexpr std::uint32_t kPerTaskVersion = 6;      // the version that added the fill kind's per_task rule
 inline constexpr std::size_t kHeaderSize = 32;           // magic, version, kind, num_agents, flags, body_size
 inline constexpr std::size_t kChecksumSize = 4;          // CRC32 after the body
 inline constexpr std::uint32_t kNoCritic = 0xFFFFFFFFu;  // linear_pair's critic_basis without a critic
@@ -503,7 +504,8 @@ inline bool ParseLinearValue(Reader& r, std::size_t end, std::uint64_t body_size
 }
 
 /// Kind 4: N, the water-filling rule's fields, N capacities, then per node FillRows(N) x kFillFeatures gains.
-inline bool ParseFill(Reader& r, std::size_t end, std::uint64_t body_size, std::uint32_t agents, FillPolicy* out) {
+inline bool ParseFill(Reader& r, std::size_t end, std::uint64_t body_size, std::uint32_t agents, std::uint32_t version,
+                      FillPolicy* out) {
   if (!r.Need(24, end, "fill")) return false;
   const std::uint32_t n = r.U32();
   if (n < 1 || n > kMaxFillNodes) {
@@ -519,8 +521,12 @@ inline bool ParseFill(Reader& r, std::size_t end, std::uint64_t body_size, std::
     const bool ok = k < 3 ? std::isfinite(fields[k]) && fields[k] > 0.0f : fields[k] >= 0.0f && fields[k] <= 1.0f;
     if (!ok) return r.Fail(names[k], Num(fields[k]), k < 3 ? "a finite number > 0" : "a number in [0, 1]");
   }
-  const std::uint32_t steal = r.U32();
-  if (steal > 1) return r.Fail("fill.steal", std::to_string(steal), "0 (never steal) or 1 (the steal rule)");
+  const std::uint32_t rules = r.U32();  // bit 0: the steal rule; bit 1 (version 6): per task
+  if (rules > (version >= kPerTaskVersion ? 3u : 1u)) {
+    return r.Fail("fill.rules", std::to_string(rules),
+                  version >= kPerTaskVersion ? "0 .. 3 (bit 0: the steal rule, bit 1: per task)"
+                                             : "0 or 1 (the steal rule) in a version-4 or -5 file");
+  }
   const std::uint64_t rows = FillRows(n) * kFillFeatures;
   const std::string shapes = std::to_string(n) + " nodes (" + std::to_string(FillRows(n)) + " rows of " +
                              std::to_string(kFillFeatures) + " gains each)";
@@ -541,7 +547,8 @@ inline bool ParseFill(Reader& r, std::size_t end, std::uint64_t body_size, std::
       return false;
     }
   }
-  *out = FillPolicy(n, fields[0], fields[1], fields[2], fields[3], steal == 1, std::move(capacity), std::move(weights));
+  *out = FillPolicy(n, fields[0], fields[1], fields[2], fields[3], (rules & 1u) != 0, std::move(capacity),
+                    std::move(weights), (rules & 2u) != 0);
   return true;
 }
 
@@ -819,7 +826,7 @@ inline bool ParsePolicy(const void* data, std::size_t size, Policy* policy, std:
       ok = detail::ParseLinearValue(r, end, kind_body, agents, &loaded.policy_.emplace<LinearValuePolicy>());
       break;
     case PolicyKind::kFill:
-      ok = detail::ParseFill(r, end, kind_body, agents, &loaded.policy_.emplace<FillPolicy>());
+      ok = detail::ParseFill(r, end, kind_body, agents, version, &loaded.policy_.emplace<FillPolicy>());
       break;
   }
   if (!ok) return false;
