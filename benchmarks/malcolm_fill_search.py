@@ -2,11 +2,12 @@
 
     python benchmarks/malcolm_fill_search.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94 | grid]
         [--tasks 60000] [--seeds 101,102] [--iterations 8] [--population 16] [--steal] [--per-task] [--horizon 2]
+        [--metric expected_wait | nominal_wait]
         [--features 2 | 4] [--reference water_fill | best] [--score mean | max] [--out out/fill_search]
 
 The policy starts as the file whose gains are 0 — the engine's ``water_fill`` heuristic (with ``--steal``, its steal
 rule; with ``--per-task``, its per-task rule: each node's table recomputed at every arriving task, a version-6 file;
-``--horizon``, its fill horizon) — and a cross-entropy search moves a few gains shared by every node: the fill volume, the mix and the steal
+``--horizon``, its fill horizon; ``--metric nominal_wait``, levels with the nominal mean service time) — and a cross-entropy search moves a few gains shared by every node: the fill volume, the mix and the steal
 margin, and for the nodes of each capacity class a capacity gain and a level offset, plus an offset of the node's
 own level (it knows it fresh, the others a heartbeat stale), each a + b x rho of the rack's utilisation (the
 ``fill`` features 1 and rho; ``--features 4`` adds the mean level and the node's own level, each through tanh),
@@ -51,6 +52,12 @@ parser.add_argument("--steal", action="store_true", help="start from water_fill:
 parser.add_argument("--per-task", action="store_true", help="start from water_fill:per_task=true (a per-task file)")
 parser.add_argument("--horizon", type=float, default=2.0, help="the starting file's fill horizon (heartbeats)")
 parser.add_argument(
+    "--metric",
+    choices=("expected_wait", "nominal_wait"),
+    default="expected_wait",
+    help="the levels' expected waits: the nodes' moving average of execution times, or the nominal mean",
+)
+parser.add_argument(
     "--features",
     type=int,
     choices=(2, 4),
@@ -68,7 +75,7 @@ HEURISTICS = ("sed", "jsq", "jbt:threshold=1", "po2")
 scenario = load_scenario(args.scenario)
 loads = list(scenario.loads) if args.loads == "grid" else [float(x) for x in args.loads.split(",")]
 seeds = [int(x) for x in args.seeds.split(",")]
-base = water_fill_policy(scenario, steal=args.steal, per_task=args.per_task, horizon=args.horizon)
+base = water_fill_policy(scenario, steal=args.steal, per_task=args.per_task, horizon=args.horizon, metric=args.metric)
 n = base.num_agents
 capacity = np.asarray(base.capacity)
 classes = sorted(set(capacity.tolist()))
@@ -91,7 +98,7 @@ def policy_of(theta: np.ndarray) -> fmt.FillPolicy:
 
 def p99(data: bytes, load: float, seed: int) -> float:
     """The run's p99 (us), or inf if it dropped tasks."""
-    ctl = FillController(game_engine_config(scenario, load, seed, WARMUP), data, 100.0)
+    ctl = FillController(game_engine_config(scenario, load, seed, WARMUP, load_metric=args.metric), data, 100.0)
     per_heartbeat = ctl.sim.results()["arrival_rate_per_us"] * 100.0
     r = ctl.run(math.ceil((args.tasks + WARMUP) / per_heartbeat))
     return math.inf if r["tasks_dropped"] > 0 else r["latency_us"]["p99"]

@@ -94,12 +94,13 @@ def water_fill_policy(
     mix: float = 0.1,
     steal: bool = False,
     per_task: bool = False,
+    metric: str = "expected_wait",
     heartbeat_us: float = 100.0,
     settings: dict[str, str] | None = None,
 ) -> FillPolicy:
     """The ``fill`` policy whose gains are 0 for a rack ``scenario``: the engine's ``water_fill`` heuristic with
-    ``horizon``, ``mix``, ``steal`` and ``per_task`` (its defaults), capacities workers x speed of every node in node
-    order."""
+    ``horizon``, ``mix``, ``steal``, ``per_task`` and ``metric`` (its defaults), capacities workers x speed of every
+    node in node order."""
     config = scenario.engine_config(scenario.loads[0], 1)
     capacity = [g["workers"] * g.get("speed", 1.0) for g in config["nodes"] for _ in range(g.get("count", 1))]
     mean = _mean_service_us(config)
@@ -113,8 +114,7 @@ def water_fill_policy(
         per_task=per_task,
         capacity=np.asarray(capacity, np.float64),
         gains=np.zeros((n, 2 * n + 3, FILL_FEATURES)),
-        settings={"env": "rack_v0", "heartbeat_us": f"{heartbeat_us:g}", "load_metric": "expected_wait"}
-        | (settings or {}),
+        settings={"env": "rack_v0", "heartbeat_us": f"{heartbeat_us:g}", "load_metric": metric} | (settings or {}),
     )
 
 

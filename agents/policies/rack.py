@@ -59,7 +59,7 @@ from dcgym.agents.rl.envs import make_env
 from dcgym.cpp_core import Distribution, FillController, RackController, RuntimePolicy
 from dcgym.envs.error import DcgymError, InvalidConfigError, did_you_mean
 from dcgym.envs.policy_spec import parse_options, split_spec
-from dcgym.envs.rack.game import RackEnvConfig
+from dcgym.envs.rack.game import WAIT_METRICS, RackEnvConfig
 from dcgym.envs.rack.scenario import RackScenario
 from dcgym.envs.scenario import apply_overrides
 from dcgym.envs.validation import validate
@@ -178,7 +178,7 @@ def _parse_options(where: str, text: str) -> dict[str, Any]:
 
     The values the file acts with are :func:`~dcgym.agents.policies.file_settings.resolve`'s (the file's settings
     win); this check only refuses a malformed or unknown option before the file is read."""
-    allowed = "heartbeat_us=US or load_metric=expected_wait|queue|outstanding (FILE:key=value,...)"
+    allowed = "heartbeat_us=US or load_metric=expected_wait|nominal_wait|queue|outstanding (FILE:key=value,...)"
     given = parse_options(text, lambda item: InvalidConfigError(f"{where}: option", item, allowed), distinct=False)
     options: dict[str, Any] = {}
     for key, value in given.items():
@@ -234,11 +234,11 @@ def controller_inputs(file: PolicyFile, scenario: Any) -> tuple[dict[str, Any], 
             "it was trained on)",
         )
     if isinstance(policy, FillPolicy):
-        if file.load_metric != "expected_wait":
+        if file.load_metric not in WAIT_METRICS:
             raise PolicyFileError(
                 file.path,
-                f"load_metric: got {file.load_metric}; expected expected_wait (a fill policy's levels are expected "
-                "waits in mean service times)",
+                f"load_metric: got {file.load_metric}; expected expected_wait or nominal_wait (a fill policy's "
+                "levels are expected waits in mean service times)",
             )
         return {"heartbeat_us": file.heartbeat_us, "warmup_us": 0.0}, {}
     spec = policy.input
@@ -258,7 +258,7 @@ def controller_inputs(file: PolicyFile, scenario: Any) -> tuple[dict[str, Any], 
     base = game_engine_config(
         scenario, scenario.loads[0], 1, heartbeat_us=file.heartbeat_us, load_metric=file.load_metric
     )
-    obs_scale = 1.0 / Distribution(base["service"]).mean if file.load_metric == "expected_wait" else 1.0
+    obs_scale = 1.0 / Distribution(base["service"]).mean if file.load_metric in WAIT_METRICS else 1.0
     load_scale = _snap(spec.scale / obs_scale, lambda v: np.float32(obs_scale * v) == np.float32(spec.scale))
     obs_clip = _snap(spec.hi / load_scale, lambda v: np.float32(v * load_scale) == np.float32(spec.hi))
     options: dict[str, Any] = {

@@ -82,6 +82,7 @@ RackConfig ParseRackConfig(const py::dict& d) {
                                            {{"outstanding", LoadMetric::kOutstanding},
                                             {"queue", LoadMetric::kQueue},
                                             {"expected_wait", LoadMetric::kExpectedWait},
+                                            {"nominal_wait", LoadMetric::kNominalWait},
                                             {"work", LoadMetric::kWork}});
   c.dispatch.rtt_us = Get<double>(disp, "rtt_us", "dispatch", c.dispatch.rtt_us);
   c.dispatch.per_type = Get<bool>(disp, "per_type", "dispatch", c.dispatch.per_type);

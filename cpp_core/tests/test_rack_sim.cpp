@@ -218,6 +218,8 @@ std::vector<Variant> Matrix() {
       {"jsq/fresh_work/switch", LoadInfoKind::kFresh, EntryKind::kSwitch, DispatchKind::kJsq, LoadMetric::kWork},
       {"jbt/fresh_expected_wait/nodes", LoadInfoKind::kFresh, EntryKind::kNodes, DispatchKind::kJbt,
        LoadMetric::kExpectedWait},
+      {"sed/periodic_nominal_wait/nodes", LoadInfoKind::kPeriodic, EntryKind::kNodes, DispatchKind::kSed,
+       LoadMetric::kNominalWait},
   };
   for (const Info& info : infos) {
     RackConfig c = Rack();

@@ -62,11 +62,12 @@ class Params(BaseModel):
 class LoadAwareParams(Params):
     """Parameters of a policy that compares node loads."""
 
-    metric: Literal["outstanding", "queue", "expected_wait", "work"] = Field(
+    metric: Literal["outstanding", "queue", "expected_wait", "nominal_wait", "work"] = Field(
         "outstanding",
         description="load of a node: tasks waiting or in service (RackSched §3.5, INT1's counter); tasks waiting "
-        "only (the queue length of Malcolm's baselines, §7.1); outstanding x mean service time / workers (Malcolm "
-        "§3.2's expected wait); or the outstanding service demand in us (RackSched §3.5, INT3)",
+        "only (the queue length of Malcolm's baselines, §7.1); outstanding x the node's moving average of "
+        "execution times / workers (Malcolm §3.2's expected wait); the same with the nominal mean service time "
+        "(mean size / speed) instead of the average; or the outstanding service demand in us (RackSched §3.5, INT3)",
     )
     per_type: bool = Field(
         False,
@@ -238,9 +239,16 @@ class WaterFillParams(Params):
         "then (its own sends since the last broadcast included), as the per-task rules (SED, JSQ) act",
     )
 
+    estimate: Literal["average", "nominal"] = Field(
+        "average",
+        description="the service time in the levels' expected waits: the node's moving average of execution "
+        "times (metric expected_wait, Malcolm §3.2, rack_v0's default observation) or the nominal mean, mean size / "
+        "speed (metric nominal_wait): on heavy-tailed service times the average is noisy and misleads the fill",
+    )
+
     def engine_fields(self) -> dict[str, Any]:
-        # The levels are expected waits: what rack_v0 observes by default (its load_metric).
-        return {**self.model_dump(), "metric": "expected_wait"}
+        fields = self.model_dump(exclude={"estimate"})
+        return {**fields, "metric": "expected_wait" if self.estimate == "average" else "nominal_wait"}
 
 
 @dataclass(frozen=True)

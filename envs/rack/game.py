@@ -82,6 +82,10 @@ __all__ = ["REWARD_COSTS", "Costs", "RackEnvConfig", "RackGame", "rowsum"]
 Extra = Literal["arrival_rate", "capacity", "rank", "offered_load"]
 
 
+WAIT_METRICS = ("expected_wait", "nominal_wait")
+"""The load metrics in expected waits (us): divided by the mean service time, they are in mean service times."""
+
+
 class Costs(NamedTuple):
     """Cost of one action or event in the team reward (Malcolm eq. 1's C(a), the code's penalties)."""
 
@@ -119,7 +123,7 @@ class RackEnvConfig(EpisodeLoads):
     )
     action_type: Literal["logits", "probabilities"] = Field("logits", description="how actions are read")
     max_logit: float = Field(10.0, gt=0, le=100, allow_inf_nan=False, description="logits are clipped to +-max_logit")
-    load_metric: Literal["expected_wait", "queue", "outstanding"] = Field(
+    load_metric: Literal["expected_wait", "nominal_wait", "queue", "outstanding"] = Field(
         "expected_wait", description="the load x_i of a node (Malcolm §3.2: expected wait)"
     )
     obs_extras: tuple[Extra, ...] = Field((), description="extra observation features, in this order")
@@ -183,7 +187,7 @@ class RackGame:
         # The schema's table policy takes no metric: the game picks the load x_i here (see the env docs).
         self.engine_config["dispatch"] = {"policy": "table", "metric": self.config.load_metric}
         self.mean_service_us = Distribution(self.engine_config["service"]).mean
-        self.scale = 1.0 / self.mean_service_us if self.config.load_metric == "expected_wait" else 1.0
+        self.scale = 1.0 / self.mean_service_us if self.config.load_metric in WAIT_METRICS else 1.0
         self.capacity = np.concatenate([np.full(g.count, g.workers * g.speed) for g in self.scenario.nodes]).astype(
             np.float64
         )

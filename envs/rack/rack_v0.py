@@ -61,8 +61,10 @@ shared by all nodes finds it at a fixed place.
 
 The load unit depends on ``load_metric``: ``expected_wait`` (default; Malcolm
 §3.2: tasks waiting or in service x the node's moving average of execution
-times / workers) is divided by the scenario's mean service time, so 1 means
-one mean service time of waiting; ``queue`` (tasks waiting) and
+times / workers) and ``nominal_wait`` (the same with the nominal mean
+service time, mean size / speed, instead of the average: no estimate's noise
+on heavy-tailed service times) are divided by the scenario's mean service
+time, so 1 means one mean service time of waiting; ``queue`` (tasks waiting) and
 ``outstanding`` (waiting or in service) are task counts. Every value is
 clipped to ``[0, obs_clip]``. :meth:`state` is the N true loads (clipped)
 for centralized critics.
@@ -143,7 +145,7 @@ simulated time if given; all agents then leave ``env.agents``.
 | ``warmup_us`` | 0 | simulated before the first observation with every node accepting |
 | ``action_type`` | ``logits`` | ``logits`` or ``probabilities`` |
 | ``max_logit`` | 10 | logit clip and action-space bound |
-| ``load_metric`` | ``expected_wait`` | ``expected_wait``, ``queue`` or ``outstanding`` |
+| ``load_metric`` | ``expected_wait`` | ``expected_wait``, ``nominal_wait``, ``queue`` or ``outstanding`` |
 | ``obs_extras`` | ``()`` | any of ``arrival_rate``, ``capacity``, ``rank``, ``offered_load`` |
 | ``obs_clip`` | 100 | upper clip of observations |
 | ``reward`` | ``utility`` | ``utility``, ``imbalance_delta``, ``neg_p99``, ``neg_mean`` |

@@ -75,7 +75,7 @@ def render_rack(game, out: dict, history: LoadHistory, mode: str, title: str) ->
     if mode == "rgb_array":
         return heatmap(history.array(game.num_nodes))
     sim = game.sims[0]
-    unit = "E[S]" if game.config.load_metric == "expected_wait" else "tasks"
+    unit = "E[S]" if game.config.load_metric in ("expected_wait", "nominal_wait") else "tasks"
     header = (
         f"{title} t={sim.now_us:.0f} us step {int(game.steps[0])}/{game.config.episode_steps}"
         f" reward {float(out['reward'][0]):.4g}"

@@ -156,8 +156,8 @@ void RackConfig::Validate() const {
          std::string("central_fcfs and jbsq queue tasks at one switch; entry is '") + EntryName(entry.kind) + "'");
   if ((kind == DispatchKind::kTable || kind == DispatchKind::kWaterFill) && entry.kind != EntryKind::kNodes)
     Fail("dispatch.policy", "'table' and 'water_fill' set the migration tables of nodes; they need entry 'nodes'");
-  if (kind == DispatchKind::kWaterFill && dispatch.metric != LoadMetric::kExpectedWait)
-    Fail("dispatch.metric", "policy 'water_fill' fills levels of expected wait; use 'expected_wait'");
+  if (kind == DispatchKind::kWaterFill && !WaitMetric(dispatch.metric))
+    Fail("dispatch.metric", "policy 'water_fill' fills levels of expected wait; use 'expected_wait' or 'nominal_wait'");
   RequireFinite(dispatch.period_us, 0, "dispatch.period_us", true);
   RequireFinite(dispatch.horizon, 0, "dispatch.horizon", true);
   if (!(dispatch.mix >= 0 && dispatch.mix <= 1)) Fail("dispatch.mix", "must be in [0, 1], got " + Str(dispatch.mix));

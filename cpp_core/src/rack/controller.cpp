@@ -32,7 +32,7 @@ RackController::RackController(RackSim& sim, const ControllerOptions& options, M
   if (!(options.warmup_us >= 0)) throw std::invalid_argument("warmup_us: must be >= 0");
   if (!(options.obs_clip > 0)) throw std::invalid_argument("obs_clip: must be > 0");
   if (!(options.max_logit > 0)) throw std::invalid_argument("max_logit: must be > 0");
-  scale_ = cfg.dispatch.metric == LoadMetric::kExpectedWait ? 1.0 / cfg.service.Mean() : 1.0;
+  scale_ = WaitMetric(cfg.dispatch.metric) ? 1.0 / cfg.service.Mean() : 1.0;
   const std::size_t nn = n_ * n_;
   obs_.resize(nn);
   last_obs_.resize(nn);

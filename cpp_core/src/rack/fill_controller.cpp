@@ -55,7 +55,7 @@ FillController::FillController(RackSim& sim, runtime::FillPolicy policy, const C
     batch_levels_.resize(n_ * d_ * n_);
     arrivals_.resize(d_);
     rewards_.resize(d_);
-    scale_ = cfg.dispatch.metric == LoadMetric::kExpectedWait ? 1.0 / cfg.service.Mean() : 1.0;
+    scale_ = WaitMetric(cfg.dispatch.metric) ? 1.0 / cfg.service.Mean() : 1.0;
   }
   if (options.warmup_us > 0) {
     sim_.RunUntil(options.warmup_us);

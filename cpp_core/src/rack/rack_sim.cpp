@@ -121,7 +121,8 @@ RackSim::RackSim(const RackConfig& config)
     queue_ema_.assign(n, 0.0);
   }
 
-  rate_ = config.load * config.Capacity() / config.MeanSize();
+  mean_size_ = config.MeanSize();
+  rate_ = config.load * config.Capacity() / mean_size_;
   next_arrival_ = arrival_rng_.Exp1() / rate_;
 
   if (policy_ == DispatchKind::kCentralFcfs) BuildSpeedClasses();
@@ -509,6 +510,7 @@ double RackSim::LoadOf(uint32_t i, uint32_t type) const {
   switch (config_.dispatch.metric) {
     case LoadMetric::kQueue: return nd.Queued();
     case LoadMetric::kExpectedWait: return nd.Outstanding() * nd.ExecEstimate() / nd.Workers();
+    case LoadMetric::kNominalWait: return nd.Outstanding() * mean_size_ / (nd.Speed() * nd.Workers());
     case LoadMetric::kWork: return nd.OutstandingWork();
     default: return nd.Outstanding();
   }
@@ -517,6 +519,7 @@ double RackSim::LoadOf(uint32_t i, uint32_t type) const {
 double RackSim::LoadIncrement(uint32_t j, const Task& t) const {
   switch (config_.dispatch.metric) {
     case LoadMetric::kExpectedWait: return nodes_[j].ExecEstimate() / nodes_[j].Workers();
+    case LoadMetric::kNominalWait: return mean_size_ / (nodes_[j].Speed() * nodes_[j].Workers());
     case LoadMetric::kWork: return t.size;
     default: return 1.0;
   }

@@ -79,17 +79,27 @@ def test_zero_gains_are_water_filling_exactly_and_gains_match_numpy():
         assert migration.sum() == pytest.approx(1.0, abs=1e-12) and (migration >= 0).all()
 
 
-@pytest.mark.parametrize("steal, per_task", [(False, False), (True, False), (True, True)])
-def test_zero_gains_in_the_engine_run_as_the_water_fill_heuristic(steal, per_task):
+@pytest.mark.parametrize(
+    "steal, per_task, metric",
+    [
+        (False, False, "expected_wait"),
+        (True, False, "expected_wait"),
+        (True, True, "expected_wait"),
+        (True, True, "nominal_wait"),
+    ],
+)
+def test_zero_gains_in_the_engine_run_as_the_water_fill_heuristic(steal, per_task, metric):
     """The FillController of the zero-gain file and the engine's water_fill heuristic, same seed and load: the
     same tasks; the tables differ only by float32 rounding of the file's fields (~1e-8), so the runs agree to
     within 1% (in practice exactly). With per_task both recompute the arriving node's table at every task, by two
-    separate paths (the controller's arrival refresh, the heuristic's own)."""
-    data = fmt.to_bytes(water_fill_policy(SCENARIO, steal=steal, per_task=per_task))
-    config = game_engine_config(SCENARIO, 0.94, 3, warmup=2000)
+    separate paths (the controller's arrival refresh, the heuristic's own). With nominal_wait the file's levels and
+    the heuristic's (estimate=nominal) use the nominal mean service time."""
+    data = fmt.to_bytes(water_fill_policy(SCENARIO, steal=steal, per_task=per_task, metric=metric))
+    config = game_engine_config(SCENARIO, 0.94, 3, warmup=2000, load_metric=metric)
     controller = FillController(config, data, 100.0)
     filled = controller.run(150)  # 15 ms: about 16,000 tasks
     rule = f"water_fill:steal={str(steal).lower()}" + (",per_task=true" if per_task else "")
+    rule += ",estimate=nominal" if metric == "nominal_wait" else ""
     heuristic = RackSim(SCENARIO.engine_config(0.94, 3, warmup_tasks=2000, policy=rule))
     heuristic.run_until(controller.sim.now_us)
     expected = heuristic.results()

@@ -317,7 +317,7 @@ BAD_FIELDS = [
     (
         {"policy_defaults": {"metric": "avg"}},
         "policy_defaults.metric",
-        "one of outstanding, queue, expected_wait, work",
+        "one of outstanding, queue, expected_wait, nominal_wait, work",
     ),
     ({"arrivals": {"process": "mmpp"}}, "arrivals.process", "one of poisson"),
     ({"loads": [0.5, 1.5e9]}, "loads.1", "got 1500000000.0; allowed: a finite number in (0, 10]"),

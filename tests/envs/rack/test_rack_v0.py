@@ -223,6 +223,22 @@ def test_observations_are_clipped_and_queue_metric_counts_tasks():
     assert env.game.scale == 1.0 and env.game.engine_config["dispatch"]["metric"] == "queue"
 
 
+def test_nominal_wait_is_the_outstanding_tasks_times_the_nominal_mean_over_workers():
+    """nominal_wait: outstanding x mean service time / (speed x workers), exactly; expected_wait uses each node's
+    moving average of execution times instead, which a heavy-tailed service (HyperExp-2, CV^2 about 10) moves."""
+    loads = {}
+    for metric in ("nominal_wait", "expected_wait"):
+        env = rack_v0.parallel_env(scenario="malcolm_hetero_paper_hyperexp2", load=0.9, load_metric=metric)
+        run(env, 30, policy=uniform_policy)
+        sim = env.game.sims[0]
+        outstanding = np.asarray(sim.results()["nodes"]["outstanding"], np.float64)
+        nominal = outstanding * env.game.mean_service_us / env.game.workers
+        loads[metric] = sim.true_loads(), nominal
+        assert env.game.scale == 1.0 / env.game.mean_service_us
+    np.testing.assert_allclose(*loads["nominal_wait"], rtol=1e-12)
+    assert not np.allclose(*loads["expected_wait"], rtol=1e-3)
+
+
 def test_state_is_the_clipped_true_loads():
     env = rack_v0.parallel_env(scenario="malcolm_homog_exp")
     _, _, infos = run(env, 5)[-1]

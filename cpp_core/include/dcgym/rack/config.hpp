@@ -54,8 +54,12 @@ enum class LoadMetric {
   kOutstanding,   // tasks at the node, waiting or in service (RackSched's counter)
   kQueue,         // tasks waiting, not in service (Malcolm's baselines)
   kExpectedWait,  // outstanding x estimated mean service time / workers (Malcolm §3.2)
+  kNominalWait,   // outstanding x nominal mean service time (mean size / speed) / workers: no estimate's noise
   kWork,          // total service demand of the outstanding tasks, us (RackSched INT3)
 };
+
+/// The metrics whose loads are expected waits (us): the unit of water-filling's levels and rack_v0's default.
+inline bool WaitMetric(LoadMetric m) { return m == LoadMetric::kExpectedWait || m == LoadMetric::kNominalWait; }
 
 enum class DispatchKind {
   kRandom,       // uniform over nodes (ECMP is the same in a simulator without flows)

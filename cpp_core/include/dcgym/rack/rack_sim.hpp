@@ -211,7 +211,8 @@ class RackSim {
   bool table_;          // entry nodes with Malcolm's probability tables (table or water_fill)
 
   kernel::Rng arrival_rng_, service_rng_, entry_rng_, table_rng_, central_rng_;
-  double rate_;  // arrivals per us
+  double rate_;             // arrivals per us
+  double mean_size_ = 1.0;  // the mean task size (us at speed 1): nominal_wait's service time
   double next_arrival_;
   double now_ = 0;
 
