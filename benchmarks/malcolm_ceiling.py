@@ -5,8 +5,8 @@
 
 On each scenario and load, p99 latency (µs, mean ± 95% interval over seeds; common random numbers: a seed is the
 same workload for every policy) of the per-task heuristics the issue of a learned rack policy names (SED, JSQ,
-JBT, Po2), water-filling with and without steals, and per task with steals at horizons 0.5 and 1 (the fixed rule in
-Malcolm's action space, docs/rack.md), the
+JBT, Po2), water-filling with and without steals, and per task with steals (horizon 0.5; with the nominal mean
+service time, horizons 0.5 and 1) (the fixed rule in Malcolm's action space, docs/rack.md), the
 zoo policy made for the scenario, run from its file in the engine (and any ``--policy`` file, e.g. a ``fill`` file of
 benchmarks/malcolm_fill_search.py), and the ideal: central FCFS, the same scenario with every task
 entering at one switch. "Gap closed" is (best heuristic - policy) / (best heuristic - central FCFS), per seed,
@@ -42,7 +42,8 @@ WATER_FILL = (
     "water_fill",
     "water_fill:steal=true",
     "water_fill:steal=true,per_task=true,horizon=0.5",
-    "water_fill:steal=true,per_task=true,horizon=1",
+    "water_fill:steal=true,per_task=true,horizon=0.5,estimate=nominal",
+    "water_fill:steal=true,per_task=true,horizon=1,estimate=nominal",
 )
 ONLINE_FILL = {"learn": True}
 """--online-fill's learner: Algorithm 1's defaults (paper variant, TD(0), the utility reward), as the
