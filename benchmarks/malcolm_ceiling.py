@@ -1,7 +1,7 @@
 """The rack's reference points for a learned Malcolm policy: best heuristic, water-filling, the ideal, the zoo.
 
     python benchmarks/malcolm_ceiling.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94 | grid]
-        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick] [--online-fill [--lr-actor R] [--reward R]]
+        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick] [--online-fill [--lr-actor R] [--reward R] [--per-task]]
 
 On each scenario and load, p99 latency (µs, mean ± 95% interval over seeds; common random numbers: a seed is the
 same workload for every policy) of the per-task heuristics the issue of a learned rack policy names (SED, JSQ,
@@ -19,7 +19,9 @@ over 1% of the tasks in flight at the end), the best heuristic's and central FCF
 With ``--online-fill``, instead: the `fill` head learning online in the engine (FillController with learn=True,
 docs/policy_runtime.md; its settings are ONLINE_FILL), started from water-filling with steals (zero gains), learning for 10 s of simulated time,
 then measured over the next 0.2 s while it keeps learning (seed 1; ``--quick``: 0.05 s and 0.01 s), against the
-same file without learning, water-filling with steals and SED over the same window of the same workload.
+same file without learning, water-filling with steals and SED over the same window of the same workload; with
+``--per-task`` the file and the rule are per task with the nominal mean (horizon 0.5), each decision learned under the
+table of its own moment.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ parser.add_argument("--policy", action="append", default=[], help="a policy file
 parser.add_argument("--quick", action="store_true", help="a smoke run: one load, one seed, 3,000 tasks")
 parser.add_argument("--online-fill", action="store_true", help="the fill head learning online instead (seed 1)")
 parser.add_argument("--lr-actor", type=float, help="--online-fill's actor learning rate (default Algorithm 1's, 1e-3)")
+parser.add_argument(
+    "--per-task",
+    action="store_true",
+    help="--online-fill from the per-task file with nominal_wait levels (horizon 0.5), as the zoo's files",
+)
 parser.add_argument(
     "--reward",
     choices=["utility", "imbalance_delta", "neg_p99", "neg_mean"],
@@ -118,18 +125,22 @@ def online_fill(name: str) -> None:
     learn_us, measure_us, seed = (50_000.0, 10_000.0, 1) if args.quick else (10e6, 0.2e6, 1)
     windows = [(learn_us, learn_us + measure_us)]
     scenario = load_scenario(name)
-    data = fmt.to_bytes(water_fill_policy(scenario, steal=True))
+    rule = "water_fill:steal=true" + (",per_task=true,horizon=0.5,estimate=nominal" if args.per_task else "")
+    metric = "nominal_wait" if args.per_task else "expected_wait"
+    data = fmt.to_bytes(
+        water_fill_policy(
+            scenario, steal=True, per_task=args.per_task, horizon=0.5 if args.per_task else 2.0, metric=metric
+        )
+    )
     print(
         f"\n{name}, fill head online: p99 (µs) of the tasks completed in [{learn_us / 1e6:g} s, "
         f"{(learn_us + measure_us) / 1e6:g} s), seed {seed}\n"
     )
-    print(
-        "| load | fill, learning online | fill, fixed (zero gains) | water_fill:steal=true | sed | tasks | "
-        "largest learned gain |"
-    )
+    print(f"| load | fill, learning online | fill, fixed (zero gains) | {rule} | sed | tasks | largest learned gain |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for load in scenario_loads(scenario):
         cfg = ol.malcolm_config(name, load, seed)
+        cfg["dispatch"] = {**cfg["dispatch"], "metric": metric}
         p99 = {}
         learn = ONLINE_FILL | ({} if args.lr_actor is None else {"lr_actor": args.lr_actor})
         learn |= {} if args.reward is None else {"reward": args.reward}
@@ -141,9 +152,9 @@ def online_fill(name: str) -> None:
             p99[label] = window
             if label == "learn":
                 gain = float(np.abs(ctl.parameters()["gains"]).max())
-        for policy in ("water_fill:steal=true", "sed"):
+        for policy in (rule, "sed"):
             p99[policy] = ol.heuristic(scenario.engine_config(load, seed, policy=policy), windows)["windows"][0]
-        cells = " | ".join(f"{p99[k]['p99']:,.0f}" for k in ("learn", "fixed", "water_fill:steal=true", "sed"))
+        cells = " | ".join(f"{p99[k]['p99']:,.0f}" for k in ("learn", "fixed", rule, "sed"))
         print(f"| {load:g} | {cells} | {p99['learn']['count']:,} | {gain:.3g} |")
 
 

@@ -273,7 +273,7 @@ struct PyFillLearner {
   std::unique_ptr<dcgym::runtime::FillLearner> learner;
 
   py::dict Update(size_t i, const FArray& x, const DArray& levels, const DArray& arrivals, const DArray& rewards,
-                  const FArray& migrate) {
+                  const FArray& migrate, const py::object& tasks) {
     auto& l = *learner;
     const auto n = static_cast<py::ssize_t>(l.NumNodes());
     const auto d = rewards.ndim() == 1 ? rewards.shape(0) : 0;
@@ -288,6 +288,33 @@ struct PyFillLearner {
     b.arrivals = arrivals.data();
     b.reward = rewards.data();
     b.migrate = migrate.data();
+    // Per task: {"offsets": (D + 1,), "levels": (K, N), "arrivals": (K,), "dest": (K,)}.
+    using UArray = py::array_t<std::uint32_t, py::array::c_style | py::array::forcecast>;
+    UArray offsets, dest;
+    DArray task_levels, task_arrivals;
+    if (!tasks.is_none()) {
+      py::dict t = Mapping(tasks, "tasks");
+      OnlyKeys(t, "tasks", {"offsets", "levels", "arrivals", "dest"});
+      offsets = UArray::ensure(t["offsets"]);
+      dest = UArray::ensure(t["dest"]);
+      task_levels = DArray::ensure(t["levels"]);
+      task_arrivals = DArray::ensure(t["arrivals"]);
+      if (!offsets || !dest || !task_levels || !task_arrivals)
+        throw std::invalid_argument("tasks: offsets, levels, arrivals and dest must be numeric arrays");
+      const auto k = dest.ndim() == 1 ? dest.shape(0) : -1;
+      CheckShape(offsets, {d + 1}, "tasks.offsets");
+      CheckShape(dest, {k}, "tasks.dest");
+      CheckShape(task_levels, {k, n}, "tasks.levels");
+      CheckShape(task_arrivals, {k}, "tasks.arrivals");
+      const std::uint32_t* o = offsets.data();
+      for (py::ssize_t r = 0; r <= d; ++r)
+        if ((r == 0 ? o[0] != 0 : o[r] < o[r - 1]) || o[r] > static_cast<std::uint32_t>(k))
+          throw std::invalid_argument("tasks.offsets: must start at 0, not decrease and end at most at K");
+      b.task_offsets = o;
+      b.task_dest = dest.data();
+      b.task_levels = task_levels.data();
+      b.task_arrivals = task_arrivals.data();
+    }
     l.ComputeGradients(i, b, policy);
     const auto& node = l.At(i);
     py::dict out;
@@ -493,13 +520,15 @@ void BindController(py::module_& m) {
       .def(
           "update",
           [](b::PyFillLearner& l, size_t node, const b::FArray& x, const b::DArray& levels, const b::DArray& arrivals,
-             const b::DArray& rewards,
-             const b::FArray& migrate) { return l.Update(node, x, levels, arrivals, rewards, migrate); },
+             const b::DArray& rewards, const b::FArray& migrate,
+             const py::object& tasks) { return l.Update(node, x, levels, arrivals, rewards, migrate, tasks); },
           py::arg("node"), py::arg("x"), py::arg("levels"), py::arg("arrivals"), py::arg("rewards"),
-          py::arg("migrate_counts"),
+          py::arg("migrate_counts"), py::arg("tasks") = py::none(),
           "One TD(0) update of `node` from a mini-batch: critic inputs x (D + 1, N: x_t then x_D, times load_scale), "
           "the levels (D, N) and arrivals (D,) it acted on, rewards (D,) and migration decisions (D, N); returns the "
-          "loss gradients {'critic', 'gains'} before the AdamW step.")
+          "loss gradients {'critic', 'gains'} before the AdamW step. `tasks` (a per-task policy's batch): "
+          "{'offsets': (D + 1,), 'levels': (K, N), 'arrivals': (K,), 'dest': (K,)}, heartbeat t's decisions "
+          "offsets[t] .. offsets[t + 1], each with the levels and arrivals it acted on and its destination.")
       .def(
           "parameters",
           [](const b::PyFillLearner& l) {

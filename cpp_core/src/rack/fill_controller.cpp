@@ -38,10 +38,6 @@ FillController::FillController(RackSim& sim, runtime::FillPolicy policy, const C
     throw std::invalid_argument("heartbeat_us: must be finite and > 0");
   if (!(options.warmup_us >= 0)) throw std::invalid_argument("warmup_us: must be >= 0");
   if (!(options.obs_clip > 0)) throw std::invalid_argument("obs_clip: must be > 0");
-  if (options.learn && policy_.per_task())
-    throw std::invalid_argument(
-        "policy: a per_task fill file does not learn online (its decisions are not draws from one heartbeat's "
-        "table); give learn false or a file without per_task");
   raw_.resize(n_);
   levels_.resize(n_);
   table_m_.resize(n_ * n_);
@@ -69,19 +65,35 @@ FillController::FillController(RackSim& sim, runtime::FillPolicy policy, const C
   if (policy_.per_task()) {
     steal_scratch_.resize(n_);
     sim_.SetArrivalRefresh([this](uint32_t node) { RefreshMigration(node); });
+    if (learner_) {
+      task_offsets_.assign(n_, std::vector<std::uint32_t>(d_ + 1, 0));
+      task_dest_.assign(n_, {});
+      task_levels_.assign(n_, {});
+      task_arrivals_.assign(n_, {});
+      sim_.SetArrivalDecided([this](uint32_t node, uint32_t j) { RecordDecision(node, j); });
+    }
   }
 }
 
 FillController::~FillController() {
-  if (policy_.per_task()) sim_.SetArrivalRefresh(nullptr);
+  if (!policy_.per_task()) return;
+  sim_.SetArrivalRefresh(nullptr);
+  sim_.SetArrivalDecided(nullptr);
 }
 
 void FillController::RefreshMigration(uint32_t node) {
   sim_.BeliefRow(node, raw_.data());
   policy_.Levels(raw_.data(), levels_.data());
   double* tm = table_m_.data() + static_cast<std::size_t>(node) * n_;
-  policy_.Tables(node, levels_.data(), sim_.ArrivalRate() * options_.heartbeat_us, tm, steal_scratch_.data());
+  refresh_arrivals_ = sim_.ArrivalRate() * options_.heartbeat_us;
+  policy_.Tables(node, levels_.data(), refresh_arrivals_, tm, steal_scratch_.data());
   sim_.SetTableWeights(node, false, tm, 1.0);
+}
+
+void FillController::RecordDecision(uint32_t node, uint32_t j) {  // levels_: the refresh just before, same node
+  task_levels_[node].insert(task_levels_[node].end(), levels_.begin(), levels_.end());
+  task_arrivals_[node].push_back(refresh_arrivals_);
+  task_dest_[node].push_back(j);
 }
 
 void FillController::Act() {
@@ -122,6 +134,8 @@ RunStats FillController::Run(std::uint64_t heartbeats) {
       for (std::size_t j = 0; j < n_; ++j)
         migrate_[(i * d_ + row_) * n_ + j] = static_cast<float>(dc.migrate[i * n_ + j]);
     dc.Reset();
+    for (std::size_t i = 0; i < task_offsets_.size(); ++i)
+      task_offsets_[i][row_ + 1] = static_cast<std::uint32_t>(task_dest_[i].size());
     if (++row_ < d_) continue;
     // The batch's last next state x_D: the levels the next heartbeat will act on.
     for (std::size_t i = 0; i < n_; ++i) {
@@ -137,10 +151,21 @@ RunStats FillController::Run(std::uint64_t heartbeats) {
       b.arrivals = arrivals_.data();
       b.reward = rewards_.data();
       b.migrate = migrate_.data() + i * d_ * n_;
+      if (!task_offsets_.empty()) {
+        b.task_offsets = task_offsets_[i].data();
+        b.task_levels = task_levels_[i].data();
+        b.task_arrivals = task_arrivals_[i].data();
+        b.task_dest = task_dest_[i].data();
+      }
       learner_->Update(i, b, policy_);
     }
     learner_->CompleteRound();
     row_ = 0;
+    for (std::size_t i = 0; i < task_offsets_.size(); ++i) {  // the next batch's decisions start empty
+      task_dest_[i].clear();
+      task_levels_[i].clear();
+      task_arrivals_[i].clear();
+    }
   }
   return stats;
 }

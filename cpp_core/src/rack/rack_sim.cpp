@@ -297,6 +297,7 @@ void RackSim::ArriveAtNode(uint32_t i, Task t) {
       if (arrival_refresh_) arrival_refresh_(i);
       j = SampleCumulative(&migrate_cum_[static_cast<size_t>(i) * NumNodes()], NumNodes(), table_rng_);
       if (!std::binary_search(candidates.begin(), candidates.end(), j)) j = i;  // not allowed: keep it
+      if (arrival_decided_) arrival_decided_(i, j);
       break;
     default: j = Choose(i, t); break;
   }

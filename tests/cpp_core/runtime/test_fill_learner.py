@@ -159,12 +159,71 @@ def test_bad_learning_settings_are_refused_by_name(options, message):
         FillController(config, data, options={"learn": True, **options})
 
 
-def test_a_per_task_file_does_not_learn_online():
-    """A per_task file's decisions are not draws from one heartbeat's table (the learner's gradient): refused by
-    name; it runs when not learning."""
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_a_per_task_batch_whose_decisions_saw_the_heartbeat_levels_is_the_heartbeat_batch(variant):
+    """A per-task batch lists each decision with the levels and arrivals it acted on. Decisions that all acted on
+    their heartbeat's levels give the heartbeat batch's gradients (counts per destination), to float rounding; a
+    decision that saw other levels changes them."""
+    rng = np.random.default_rng(3)
+    policy = fmt.FillPolicy(
+        level_scale=1 / 75,
+        heartbeat_services=100 / 75,
+        horizon=0.5,
+        mix=0.1,
+        steal=True,
+        capacity=np.array([4.0, 2.0, 2.0]),
+        gains=rng.uniform(-0.3, 0.3, (N, 2 * N + 3, fmt.FILL_FEATURES)),
+        settings={"env": "rack_v0"},
+        per_task=True,
+    )
+    d = 4
+    x = rng.uniform(0, 1, (d + 1, N)).astype(np.float32)
+    levels = rng.exponential(1.0, (d, N))
+    arrivals = rng.uniform(5, 20, d)
+    rewards = rng.normal(0, 1, d)
+    counts = rng.integers(0, 4, (d, N)).astype(np.float32)
+    counts[2] = 0  # a heartbeat without decisions
+    dest = np.concatenate([np.repeat(np.arange(N), counts[t].astype(int)) for t in range(d)]).astype(np.uint32)
+    per = counts.sum(axis=1).astype(int)
+    tasks = {
+        "offsets": np.concatenate([[0], np.cumsum(per)]).astype(np.uint32),
+        "levels": np.repeat(levels, per, axis=0),
+        "arrivals": np.repeat(arrivals, per),
+        "dest": dest,
+    }
+    options = {"variant": variant, "trace_lambda": 0.0}
+    data = fmt.to_bytes(policy)
+    heartbeat = FillLearner(data, options).update(0, x, levels, arrivals, rewards, counts)
+    per_task = FillLearner(data, options).update(0, x, levels, arrivals, rewards, counts, tasks=tasks)
+    _close(per_task["critic"], heartbeat["critic"], "critic gradient")
+    _close(per_task["gains"], heartbeat["gains"], "gains gradient")
+    moved = {**tasks, "levels": tasks["levels"] + rng.uniform(0, 1, tasks["levels"].shape)}
+    other = FillLearner(data, options).update(0, x, levels, arrivals, rewards, counts, tasks=moved)
+    assert not np.allclose(other["gains"], heartbeat["gains"], rtol=1e-3)
+    bad = {**tasks, "dest": np.full_like(dest, N)}
+    with pytest.raises(ValueError, match="task_dest must be < N"):
+        FillLearner(data, options).update(0, x, levels, arrivals, rewards, counts, tasks=bad)
+    with pytest.raises(ValueError, match="tasks.offsets"):
+        FillLearner(data, options).update(
+            0, x, levels, arrivals, rewards, counts, tasks={**tasks, "offsets": tasks["offsets"][::-1].copy()}
+        )
+
+
+def test_a_per_task_file_learns_online_and_a_zero_rate_is_no_learning():
+    """Per task, learning records each decision with the levels it acted on; with zero rates the run is the run
+    without learning, bit for bit, and a positive rate moves the gains."""
     scenario = load_scenario("malcolm_hetero_paper_exp")
-    data = fmt.to_bytes(water_fill_policy(scenario, per_task=True))
-    config = game_engine_config(scenario, 0.7, 1)
-    with pytest.raises(ValueError, match="policy: a per_task fill file does not learn online"):
-        FillController(config, data, options={"learn": True})
-    assert FillController(config, data, 100.0).run(10)["tasks_arrived"] > 0
+    data = fmt.to_bytes(water_fill_policy(scenario, steal=True, per_task=True, horizon=0.5, metric="nominal_wait"))
+    config = game_engine_config(scenario, 0.94, 3, warmup=2000, load_metric="nominal_wait")
+    plain = FillController(config, data, 100.0).run(60)
+    zero = FillController(config, data, options={"learn": True, "lr_actor": 0.0, "lr_critic": 0.0})
+    learned0 = zero.run(60)
+    assert learned0.pop("num_updates") == 3 and learned0.pop("heartbeats") == 60
+    learned0.pop("imbalance_mean"), learned0.pop("reward_mean")
+    for doc in (plain, learned0):
+        doc.pop("wall_time_s", None)
+    np.testing.assert_equal(learned0, plain)
+    moving = FillController(config, data, options={"learn": True, "lr_actor": 0.05})
+    moved = moving.run(60)
+    assert np.abs(moving.parameters()["gains"]).max() > 0
+    assert moved["latency_us"]["p99"] != plain["latency_us"]["p99"]

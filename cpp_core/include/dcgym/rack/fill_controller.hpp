@@ -20,9 +20,10 @@
 //
 // A per_task file (runtime/fill.hpp) also sets the arriving node's migration
 // table at each task, from its beliefs then (RackSim::SetArrivalRefresh), with
-// the arrivals per heartbeat of the rate then. It does not learn: its
-// decisions are not draws from one heartbeat's table, which the learner's
-// gradient assumes.
+// the arrivals per heartbeat of the rate then. Learning, it records each
+// decision with the levels and arrivals it acted on (SetArrivalDecided) and
+// the learner takes each decision's log-probability under the table of its
+// own moment (FillBatch's per-task fields).
 #pragma once
 
 #include <cstdint>
@@ -62,7 +63,8 @@ class FillController {
 
  private:
   void Act();
-  void RefreshMigration(uint32_t node);  // per_task: the arriving node's migration table
+  void RefreshMigration(uint32_t node);            // per_task: the arriving node's migration table
+  void RecordDecision(uint32_t node, uint32_t j);  // per_task, learning: the decision just drawn
 
   RackSim& sim_;
   runtime::FillPolicy policy_;
@@ -76,6 +78,11 @@ class FillController {
   std::size_t d_ = 0, row_ = 0;
   std::vector<float> x_, migrate_;
   std::vector<double> batch_levels_, arrivals_, rewards_;
+  // Learning per task: per node, the decisions of the pending batch (offsets per heartbeat, levels, arrivals,
+  // destinations), and the levels and arrivals the last refresh acted on.
+  std::vector<std::vector<std::uint32_t>> task_offsets_, task_dest_;
+  std::vector<std::vector<double>> task_levels_, task_arrivals_;
+  double refresh_arrivals_ = 0.0;
 };
 
 }  // namespace dcgym::rack

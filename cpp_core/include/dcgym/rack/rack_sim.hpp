@@ -90,6 +90,9 @@ class RackSim {
   // which may set that node's migration row (SetTableWeights) from what the node believes then: a per-task policy
   // (FillController with a per_task fill file). Whoever sets it clears it (an empty function) before it dies.
   void SetArrivalRefresh(std::function<void(uint32_t)> refresh) { arrival_refresh_ = std::move(refresh); }
+  // With `decided` set (policy table), each arriving task then calls decided(node, destination) once its
+  // destination is drawn (destination == node: accepted). The same rule for clearing it.
+  void SetArrivalDecided(std::function<void(uint32_t, uint32_t)> decided) { arrival_decided_ = std::move(decided); }
   DecisionCounts& Decisions() { return decisions_; }
 
   double Now() const { return now_; }
@@ -226,6 +229,7 @@ class RackSim {
   std::vector<uint32_t> speed_class_, idle_pos_;
 
   std::function<void(uint32_t)> arrival_refresh_;              // table: SetArrivalRefresh
+  std::function<void(uint32_t, uint32_t)> arrival_decided_;    // table: SetArrivalDecided
   std::vector<double> migrate_cum_, steal_cum_;                // table: n x n cumulative probabilities
   std::vector<double> queue_ema_;                              // per node: smoothed queue length
   std::vector<double> fill_level_, fill_capacity_, fill_row_;  // water_fill: scratch of one refresh

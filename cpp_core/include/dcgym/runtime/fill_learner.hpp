@@ -15,6 +15,13 @@
 // never changed. One AdamW per block as in torch (critic at lr_critic, the
 // gains at lr_actor), critics averaged every consensus_period rounds. The
 // critic starts at 0, the gains at the policy file's (0: water_fill).
+//
+// A per-task policy (FillPolicy::per_task) decides each task from a table of
+// its own moment: its batch lists the decisions of each heartbeat with the
+// levels and arrivals each acted on, and the actor term is Σ_t δ_t Σ_{k in t}
+// c̃_k ∇ log p_{j_k}(levels_k), c̃_k 1 (paper) or 1 / (decisions of heartbeat t)
+// (code). A heartbeat's decisions all made on the heartbeat's levels give the
+// heartbeat batch's gradient exactly.
 #pragma once
 
 #include <algorithm>
@@ -129,6 +136,12 @@ struct FillBatch {
   const double* arrivals = nullptr;  // D arrivals per heartbeat the node acted on
   const double* reward = nullptr;    // D team rewards, unscaled
   const float* migrate = nullptr;    // D x N migration decisions per destination
+  // Per task (all null otherwise): heartbeat t's decisions are [task_offsets[t], task_offsets[t + 1]); decision k
+  // acted on task_levels[k N .. k N + N) and task_arrivals[k] and chose task_dest[k]. migrate and levels are unused.
+  const std::uint32_t* task_offsets = nullptr;  // D + 1, non-decreasing, from 0
+  const double* task_levels = nullptr;
+  const double* task_arrivals = nullptr;
+  const std::uint32_t* task_dest = nullptr;
 };
 
 /// Every node's critic, AdamW states and R̄, and the update of a FillPolicy's gains.
@@ -223,6 +236,21 @@ class FillLearner {
       Features(config_.critic_basis, b.x + t * n, n, rank_table_.data(), rank_.data(), phi_.data());
       const float kc = static_cast<float>(delta_[t] * inv_d);
       for (std::size_t c = 0; c < fc_; ++c) node.grad_critic[c] += kc * phi_[c];
+      if (b.task_offsets) {  // per task: each decision on the table of its own moment
+        const std::uint32_t first = b.task_offsets[t], last = b.task_offsets[t + 1];
+        if (last <= first) continue;
+        const float w = code ? 1.0f / static_cast<float>(last - first) : 1.0f;
+        std::fill(weight_.begin(), weight_.end(), 0.0f);
+        for (std::uint32_t k = first; k < last; ++k) {
+          const std::uint32_t dest = b.task_dest[k];
+          if (dest >= n) throw std::invalid_argument("batch: task_dest must be < N");
+          weight_[dest] = w;
+          FillLogProbGradient(policy, i, b.task_levels + static_cast<std::size_t>(k) * n, b.task_arrivals[k],
+                              weight_.data(), delta_[t] * inv_d, grad_.data(), scratch_);
+          weight_[dest] = 0.0f;
+        }
+        continue;
+      }
       const float* counts = b.migrate + t * n;
       float total = 0.0f;
       for (std::size_t j = 0; j < n; ++j) total += counts[j];
