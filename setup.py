@@ -72,6 +72,11 @@ sources += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "cpp_core/bindings")
 engine = Pybind11Extension(
     "dcgym.cpp_core._engine",
     sources,
+    # The headers too: without them a change to a header alone leaves the built module "up to date".
+    depends=sorted(
+        str(p.relative_to(ROOT))
+        for p in [*ROOT.glob("cpp_core/include/**/*.hpp"), *ROOT.glob("cpp_core/bindings/*.hpp")]
+    ),
     include_dirs=["cpp_core/include"],
     cxx_std=17,
     extra_compile_args=["-O3", "-Wall", "-Wextra"],

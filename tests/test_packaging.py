@@ -60,3 +60,20 @@ def test_nothing_imports_the_bare_root_folders():
 
 def test_scenario_files_are_package_data():
     assert "malcolm_homog_exp" in list_scenarios()
+
+
+def test_the_engine_depends_on_every_header():
+    """build_ext rebuilds the module when any header is newer than it: a header-only change is not skipped as up
+    to date (the objects then recompile by setup.py's needs_recompile)."""
+    import os
+    from distutils.core import run_setup
+
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        dist = run_setup("setup.py", stop_after="init")
+    finally:
+        os.chdir(cwd)
+    (engine,) = dist.ext_modules
+    headers = {str(p.relative_to(ROOT)) for p in (ROOT / "cpp_core").rglob("*.hpp") if "tests" not in p.parts}
+    assert headers and headers <= set(engine.depends), sorted(headers - set(engine.depends))

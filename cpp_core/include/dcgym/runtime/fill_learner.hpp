@@ -39,9 +39,10 @@ namespace dcgym::runtime {
 
 /// Adds `coef` x Σ_j weight_j ∇ log p_j to `grad` (FillRows(N) x kFillFeatures, node `node`'s gains), p the
 /// migration table policy.Tables writes for these levels and arrivals. Rows 1 and 2 (mix, steal margin) get
-/// nothing. `scratch` is reused (resized once). Entries with weight 0 contribute nothing.
+/// nothing. `scratch` and `order` are reused (resized once). Entries with weight 0 contribute nothing.
 inline void FillLogProbGradient(const FillPolicy& policy, std::size_t node, const double* levels, double arrivals,
-                                const float* weight, double coef, double* grad, std::vector<double>& scratch) {
+                                const float* weight, double coef, double* grad, std::vector<double>& scratch,
+                                std::vector<std::uint32_t>& order) {
   const std::size_t n = policy.num_nodes(), rows = FillRows(n);
   scratch.resize(7 * n + rows);
   double* c = scratch.data();  // c'
@@ -72,7 +73,7 @@ inline void FillLogProbGradient(const FillPolicy& policy, std::size_t node, cons
     total += c[j];
   }
   // The fill level over the lowest nodes (WaterFillTable's order and stop rule).
-  std::vector<std::uint32_t> order(n);
+  order.resize(n);
   for (std::size_t j = 0; j < n; ++j) order[j] = static_cast<std::uint32_t>(j);
   std::sort(order.begin(), order.end(),
             [&](std::uint32_t x, std::uint32_t y) { return u[x] < u[y] || (u[x] == u[y] && x < y); });
@@ -246,7 +247,7 @@ class FillLearner {
           if (dest >= n) throw std::invalid_argument("batch: task_dest must be < N");
           weight_[dest] = w;
           FillLogProbGradient(policy, i, b.task_levels + static_cast<std::size_t>(k) * n, b.task_arrivals[k],
-                              weight_.data(), delta_[t] * inv_d, grad_.data(), scratch_);
+                              weight_.data(), delta_[t] * inv_d, grad_.data(), scratch_, order_);
           weight_[dest] = 0.0f;
         }
         continue;
@@ -257,7 +258,7 @@ class FillLearner {
       if (total <= 0.0f) continue;  // no decision: no actor term (either variant)
       for (std::size_t j = 0; j < n; ++j) weight_[j] = code ? counts[j] / total : counts[j];
       FillLogProbGradient(policy, i, b.levels + t * n, b.arrivals[t], weight_.data(), delta_[t] * inv_d, grad_.data(),
-                          scratch_);
+                          scratch_, order_);
     }
     for (std::size_t k = 0; k < grad_.size(); ++k) node.grad_gains[k] = static_cast<float>(grad_[k]);
   }
@@ -314,6 +315,7 @@ class FillLearner {
   std::vector<std::uint32_t> rank_;
   std::vector<float> phi_, value_, weight_;
   std::vector<double> delta_, grad_, scratch_;
+  std::vector<std::uint32_t> order_;  // FillLogProbGradient's sort order
 };
 
 }  // namespace dcgym::runtime
