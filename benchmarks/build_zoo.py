@@ -10,7 +10,8 @@ budget and what was trained) and the p99 table of the run's final
 evaluation (``evaluation/results.json``). Prints one line per entry. Two
 runs of one experiment, a folder that is not a run, or a policy the
 exporter cannot write print one ``error: ...`` line on standard error and
-exit with status 2. ``--name NAME`` names the entry of one run instead
+exit with status 2, as does an entry already in OUT unless ``--replace`` (a zoo entry may have been made another
+way, e.g. searched, with a card written for it). ``--name NAME`` names the entry of one run instead
 (a run of an experiment with ``--set`` overrides: ``distr_lb_sim_cpu50_io50``).
 ``--osml-models DIR RUN --name NAME`` makes OSML's entry instead: the folder
 ``OUT/NAME/`` of Models A and B (DIR's ``model_a.pt``, ``model_b.pt``) and
@@ -56,6 +57,7 @@ def main(
         str | None,
         typer.Option(help="OSML: the scheduler's rule, reclaim, shadows to record (reclaim=code,shadows=off)"),
     ] = None,
+    replace: Annotated[bool, typer.Option(help="overwrite an entry already in OUT (refused without it)")] = False,
 ) -> None:
     """Export each run's final checkpoint into the zoo, with its card."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -70,14 +72,23 @@ def main(
             raise InvalidConfigError("--osml-options", osml_options, "key=value pairs separated by commas")
         options = dict(pairs)
         entries = [
-            build_osml_entry(osml_models, runs[0], out, name, commit=commit, made_with=made_with or [], options=options)
+            build_osml_entry(
+                osml_models,
+                runs[0],
+                out,
+                name,
+                commit=commit,
+                made_with=made_with or [],
+                options=options,
+                replace=replace,
+            )
         ]
     elif name is not None:
         if len(runs) != 1:
             raise InvalidConfigError("--name", name, "one run folder (the name of its entry)")
-        entries = [build_entry(runs[0], out, name=name, commit=commit)]
+        entries = [build_entry(runs[0], out, name=name, commit=commit, replace=replace)]
     else:
-        entries = build_zoo(runs, out, commit=commit)
+        entries = build_zoo(runs, out, commit=commit, replace=replace)
     for entry in entries:
         print(f"wrote {entry.policy} and {entry.card}")
 

@@ -57,8 +57,21 @@ def experiment_name(run_dir: str | Path) -> str:
     return f"{Path(str(experiment['scenario'])).stem}__{experiment['algorithm']}"
 
 
-def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, commit: str | None = None) -> ZooEntry:
-    """Export a run folder's final checkpoint to ``out/NAME.dcpol`` and write ``out/NAME.md``.
+def _refuse_existing(out: Path, name: str, paths: Sequence[Path], replace: bool) -> None:
+    """InvalidConfigError naming ``name`` if one of ``paths`` exists and ``replace`` is false: nothing is overwritten
+    by accident (a zoo entry may have been made another way, e.g. searched, and its card written by hand)."""
+    there = [p.name for p in paths if p.exists()]
+    if there and not replace:
+        raise InvalidConfigError(
+            "name", name, f"an entry not in {out} yet ({', '.join(there)} there; --replace overwrites it)"
+        )
+
+
+def build_entry(
+    run_dir: str | Path, out: str | Path, name: str | None = None, commit: str | None = None, replace: bool = False
+) -> ZooEntry:
+    """Export a run folder's final checkpoint to ``out/NAME.dcpol`` and write ``out/NAME.md``; an entry already
+    there is refused unless ``replace``.
 
     ``name`` defaults to :func:`experiment_name`; ``commit`` to the dcgym
     repository's ``git rev-parse HEAD`` (the commit the zoo is built from).
@@ -74,8 +87,9 @@ def build_entry(run_dir: str | Path, out: str | Path, name: str | None = None, c
     name = experiment_name(run) if name is None else name
     if not ENTRY_NAME.fullmatch(name):
         raise InvalidConfigError("name", name, "1 to 128 letters, digits, _, - and .")
-    checkpoint = find_checkpoint(run)
     out = Path(out)
+    _refuse_existing(out, name, [out / f"{name}{SUFFIX}", out / f"{name}.md"], replace)
+    checkpoint = find_checkpoint(run)
     policy_path = export_policy(checkpoint, out / f"{name}{SUFFIX}")
     policy = read_policy(policy_path)
     meta = read_meta(checkpoint)
@@ -225,14 +239,19 @@ def _config(run: Path) -> dict[str, Any]:
     return yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
 
 
-def build_zoo(runs: Sequence[str | Path], out: str | Path, commit: str | None = None) -> list[ZooEntry]:
-    """:func:`build_entry` for every run folder into ``out``; refuses two runs of one experiment name."""
+def build_zoo(
+    runs: Sequence[str | Path], out: str | Path, commit: str | None = None, replace: bool = False
+) -> list[ZooEntry]:
+    """:func:`build_entry` for every run folder into ``out``; refuses two runs of one experiment name, and (unless
+    ``replace``) an entry already there, before writing any."""
     names = [experiment_name(r) if (Path(r) / "run.json").is_file() else None for r in runs]
     for name in names:
         if name is not None and names.count(name) > 1:
             clash = [str(r) for r, n in zip(runs, names) if n == name]
             raise InvalidConfigError("RUN", clash, f"one run per experiment name (these all make zoo/{name}{SUFFIX})")
-    return [build_entry(r, out, commit=commit) for r in runs]
+        if name is not None:
+            _refuse_existing(Path(out), name, [Path(out) / f"{name}{SUFFIX}", Path(out) / f"{name}.md"], replace)
+    return [build_entry(r, out, commit=commit, replace=replace) for r in runs]
 
 
 def build_osml_entry(
@@ -243,13 +262,15 @@ def build_osml_entry(
     commit: str | None = None,
     made_with: Sequence[str] = (),
     options: Mapping[str, str] | None = None,
+    replace: bool = False,
 ) -> ZooEntry:
     """OSML's three models as the zoo folder ``out/NAME/`` (``model_a.dcpol``, ``model_b.dcpol`` from a folder of
     ``model_a.pt`` and ``model_b.pt``, ``model_c.dcpol`` from a Model-C run folder's final checkpoint) and the card
     ``out/NAME.md``: Model-C's provenance line (as :func:`build_entry`'s), Models A and B's rows and held-out errors
     (their files' training metrics), the commands that made them (``made_with``, as given) and how to evaluate it.
     Models A' and B' join when ``models`` holds them; ``options`` (the scheduler's ``rule``, ``reclaim``, ``shadows``) are
-    recorded in ``model_c.dcpol``, so that ``zoo:NAME`` runs with them."""
+    recorded in ``model_c.dcpol``, so that ``zoo:NAME`` runs with them. An entry already there is refused unless
+    ``replace``."""
     run = Path(run_dir)
     if not (run / "run.json").is_file() or not (run / "config.yaml").is_file():
         raise InvalidConfigError("RUN", str(run_dir), "Model-C's run folder written by train.py (algorithm osml_dqn)")
@@ -258,6 +279,7 @@ def build_osml_entry(
     experiment = _config(run)
     if experiment.get("algorithm") != "osml_dqn":
         raise InvalidConfigError("RUN", str(run_dir), "a run of algorithm osml_dqn (OSML's Model-C)")
+    _refuse_existing(Path(out), name, [Path(out) / name, Path(out) / f"{name}.md"], replace)
     checkpoint = find_checkpoint(run)
     folder = Path(out) / name
     written = export_osml(models, checkpoint, folder, options)

@@ -172,6 +172,14 @@ def test_build_zoo_exports_the_final_checkpoint_with_its_card(
     assert build_zoo_cli.run([str(malcolm_run), str(malcolm_run), "--out", str(zoo)]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: RUN: got [") and "one run per experiment name" in line
+    # An entry already there is not overwritten (a zoo entry may have been made another way), unless --replace.
+    card_before = (zoo / f"{name}.md").read_bytes()
+    assert build_zoo_cli.run([str(malcolm_run), "--out", str(zoo), "--commit", "4567def"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: name: got {name!r}".replace("'", '"')) and "--replace overwrites it" in line, line
+    assert (zoo / f"{name}.md").read_bytes() == card_before
+    assert build_zoo_cli.run([str(malcolm_run), "--out", str(zoo), "--commit", "4567def", "--replace"]) == 0
+    assert "commit 4567def" in (zoo / f"{name}.md").read_text()
 
 
 def _mlp_file(path: Path) -> Path:
