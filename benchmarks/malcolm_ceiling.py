@@ -1,7 +1,8 @@
 """The rack's reference points for a learned Malcolm policy: best heuristic, water-filling, the ideal, the zoo.
 
     python benchmarks/malcolm_ceiling.py [--scenario malcolm_hetero_paper_exp] [--loads 0.7,0.85,0.94 | grid]
-        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick] [--online-fill [--lr-actor R] [--reward R] [--per-task]]
+        [--tasks 300000] [--seeds 3] [--workers 0] [--policy FILE ...] [--quick] [--fresh]
+        [--online-fill [--lr-actor R] [--reward R] [--per-task]]
 
 On each scenario and load, p99 latency (µs, mean ± 95% interval over seeds; common random numbers: a seed is the
 same workload for every policy) of the per-task heuristics the issue of a learned rack policy names (SED, JSQ,
@@ -60,6 +61,12 @@ parser.add_argument("--seeds", type=int, default=3)
 parser.add_argument("--workers", type=int, default=0)
 parser.add_argument("--policy", action="append", default=[], help="a policy file to run too (repeatable)")
 parser.add_argument("--quick", action="store_true", help="a smoke run: one load, one seed, 3,000 tasks")
+parser.add_argument(
+    "--fresh",
+    action="store_true",
+    help="every dispatcher sees every node's load as it is (load_info fresh): the rules' information ceiling; the "
+    "zoo and --policy files still act on the heartbeat's broadcasts (what Malcolm's agents see)",
+)
 parser.add_argument("--online-fill", action="store_true", help="the fill head learning online instead (seed 1)")
 parser.add_argument("--lr-actor", type=float, help="--online-fill's actor learning rate (default Algorithm 1's, 1e-3)")
 parser.add_argument(
@@ -162,7 +169,7 @@ for name in args.scenario or ["malcolm_hetero_paper_exp"]:
     if args.online_fill:
         online_fill(name)
         continue
-    scenario = load_scenario(name)
+    scenario = load_scenario(name, {"load_info": {"model": "fresh"}} if args.fresh else None)
     loads = scenario_loads(scenario)
     zoo = [f"zoo:{z}" for z in list_zoo() if z == name.replace("_paper", "")]
     runs = evaluate(
@@ -179,7 +186,8 @@ for name in args.scenario or ["malcolm_hetero_paper_exp"]:
     table = p99s(runs) | p99s(ideal)
     files = [Path(f).name.removesuffix(".dcpol") + " (file)" for f in args.policy]
     labels = [*(z.removeprefix("zoo:") + " (zoo)" for z in zoo), *WATER_FILL, *files]
-    print(f"\n{name}, p99 (µs), {tasks:,} tasks per run, seeds {seeds}; * censored\n")
+    fresh = " with every load fresh (the zoo and files: the heartbeat's broadcasts)" if args.fresh else ""
+    print(f"\n{name}{fresh}, p99 (µs), {tasks:,} tasks per run, seeds {seeds}; * censored\n")
     judged = labels[: len(zoo)] + labels[len(zoo) + len(WATER_FILL) :]  # the zoo policy and the files
     print(
         "| load | best heuristic | "
