@@ -1,6 +1,7 @@
 """The leaderboard: every built-in policy of every family on every scenario of the library, in one page.
 
     python benchmarks/leaderboard.py [--family rack] [--tasks N] [--seeds N] [--workers N] [--out docs/leaderboard.md]
+    python benchmarks/leaderboard.py --family rack    # only rack's part of the page: after a zoo entry was added
     python benchmarks/leaderboard.py --family rack --save rack.json        # one part of the page ...
     python benchmarks/leaderboard.py --held-out-only --save held_out.json   # ... or only the test suites
     python benchmarks/leaderboard.py --load rack.json held_out.json ...     # the page from the parts
@@ -22,6 +23,11 @@ random numbers). Each family's scores (reference 0, ideal 1) are aggregated
 (IQM and optimality gap with intervals, performance profiles); then each
 family's held-out test suite (scenarios no zoo policy was trained on) has a
 table and aggregates of its own.
+
+With ``--family`` and an ``--out`` page that holds other families too, only those families' parts of the page
+are replaced (:func:`splice`) and the rest is kept: the way to add a zoo entry's rows. It is refused if anything
+but the zoo's columns and rows changed in them (the Overall table, the policies of several families, would be
+stale): then the whole page is regenerated.
 """
 
 from __future__ import annotations
@@ -446,6 +452,52 @@ def page(docs: dict[str, list[dict[str, Any]]], command: str, seconds: float, ou
     return "\n".join(parts) + "\n"
 
 
+def _section(text: str, kind: str) -> tuple[int, int]:
+    """Where family ``kind``'s part of a page is: from its ``## kind:`` heading to the next ``## `` heading."""
+    start = text.find(f"\n## {kind}:")
+    if start < 0:
+        raise ValueError(f"the page has no section of the family {kind}")
+    end = text.find("\n## ", start + 1)
+    return start, len(text) if end < 0 else end
+
+
+def _kept_tables(section: str) -> list[list[str]]:
+    """The section's tables without what a zoo policy adds: the ``(zoo)`` columns of a table with a column per
+    policy, the ``(zoo)`` rows of a table with a row per policy (in sorted order: a new score may move rows), bold
+    marks dropped (a new best cell moves them)."""
+    tables: list[list[str]] = []
+    rows: list[list[str]] = []
+    for line in [*section.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append([c.strip().replace("**", "") for c in line.strip().strip("|").split("|")])
+            continue
+        if rows:
+            head, body = rows[0], rows[2:]
+            if head[0] == "policy":
+                tables.append(sorted(" | ".join(r) for r in body if "(zoo)" not in r[0]))
+            else:
+                keep = [k for k, h in enumerate(head) if "(zoo)" not in h]
+                tables.append([" | ".join(r[k] for k in keep if k < len(r)) for r in [head, *body]])
+            rows = []
+    return tables
+
+
+def splice(old: str, new: str, kinds: list[str]) -> str:
+    """The page ``old`` with the parts of the families ``kinds`` taken from ``new`` (a page of those families, e.g.
+    after a zoo entry was added), everything else of ``old`` kept (the other families, the Overall table, the
+    header). ValueError if anything but the zoo's columns and rows changed in a replaced part: then the kept Overall
+    table (the policies of several families) may be stale too, and the whole page is to be regenerated."""
+    for kind in kinds:
+        (a, b), (c, d) = _section(old, kind), _section(new, kind)
+        if _kept_tables(old[a:b]) != _kept_tables(new[c:d]):
+            raise ValueError(
+                f"{kind}: results other than the zoo's changed (an engine or baseline change): regenerate the whole "
+                "page, or give the family's part another --out"
+            )
+        old = old[:a] + new[c:d] + old[b:]
+    return old
+
+
 def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
@@ -512,6 +564,14 @@ def main(argv: list[str] | None = None) -> int:
         given = ["--out", str(args.out.resolve().relative_to(ROOT))] if args.out.resolve().is_relative_to(ROOT) else []
     command = "python benchmarks/leaderboard.py" + "".join(f" {a}" for a in given)
     text = page(docs, command, seconds, args.out)
+    others = [k for k in FAMILIES if k not in kinds]
+    if args.family and args.out.is_file() and any(f"\n## {k}:" in args.out.read_text(encoding="utf-8") for k in others):
+        # Some families of a page that holds others too: their parts replace the page's own, the rest stays.
+        try:
+            text = splice(args.out.read_text(encoding="utf-8"), text, kinds)
+        except ValueError as exc:
+            print(f"error: {args.out}: {exc}", file=sys.stderr)
+            return 1
     problems = page_problems(text)
     if problems:
         print("error: the page would mislead:\n" + "\n".join(problems), file=sys.stderr)

@@ -6,6 +6,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+import pytest
+
 from dcgym.agents.evaluation import evaluate
 from dcgym.envs.scenario import load_scenario
 
@@ -105,3 +107,66 @@ def test_the_held_out_suite_runs_the_familys_zoo_where_it_applies_and_gets_its_o
     text = lb.page({"lb": docs}, "python benchmarks/leaderboard.py --family lb", 1.0, tmp_path / "page.md")
     suite = text.split("### lb: the held-out test suite")[1]
     assert "| lb_test_sim_backlog16 |" in suite and "| policy | IQM [95% CI] |" in suite
+
+
+PAGE = """# Leaderboard
+
+Regenerate: `python benchmarks/leaderboard.py --out docs/leaderboard.md` (110 min).
+
+## rack: racks
+
+| scenario | load | sed | a (zoo) | bound (ideal, 1) |
+|---|---:|---:|---:|---:|
+| s | 0.5 | **1.0 [0.9]** | 2.0 [0.1] | 0.9 |
+
+| policy | IQM [95% CI] |
+|---|---:|
+| sed | 0.9 |
+| a (zoo) | 0.1 |
+
+## lb: balancers
+
+| scenario | load | sed |
+|---|---:|---:|
+| t | 0.6 | 3.0 |
+
+## Overall
+
+| policy | IQM [95% CI] |
+|---|---:|
+| sed | 0.8 |
+"""
+
+
+def test_one_familys_part_replaces_its_own_and_keeps_the_rest_unless_more_than_the_zoo_changed():
+    """--family on a page of several families: the family's part is spliced in, the rest (lb, Overall, header)
+    kept; refused when a non-zoo cell or row changed (the Overall table could be stale), bold marks and the
+    order of aggregate rows aside."""
+    lb = _leaderboard()
+    rack_only = PAGE.split("## lb:")[0].replace("(110 min)", "(19 min)") + "## Overall\n\nrack's own\n"
+    new = rack_only.replace("**1.0 [0.9]** | 2.0 [0.1]", "1.0 [0.9] | **0.95 [0.95]**").replace(
+        "| sed | 0.9 |\n| a (zoo) | 0.1 |", "| a (zoo) | 0.95 |\n| sed | 0.9 |"
+    )
+    out = lb.splice(PAGE, new, ["rack"])
+    assert "**0.95 [0.95]**" in out and "| a (zoo) | 0.95 |\n| sed | 0.9 |" in out
+    assert out.split("## lb:")[1] == PAGE.split("## lb:")[1]  # lb and Overall as they were
+    assert "(110 min)" in out and "rack's own" not in out
+    changed = new.replace("1.0 [0.9] |", "1.1 [0.8] |")
+    with pytest.raises(ValueError, match="rack: results other than the zoo's changed"):
+        lb.splice(PAGE, changed, ["rack"])
+    with pytest.raises(ValueError, match="rack: results other than the zoo's changed"):
+        lb.splice(PAGE, new.replace("| sed | 0.9 |", "| sed | 0.7 |"), ["rack"])
+    with pytest.raises(ValueError, match="no section of the family colo"):
+        lb.splice(PAGE, new, ["colo"])
+
+
+def test_the_family_option_on_the_published_page_keeps_the_others_or_refuses(tmp_path, capsys):
+    """A quick rack run against a copy of the published page: its rack rows are not the page's (tiny runs), so the
+    splice is refused with one line and the page is left as it was."""
+    lb = _leaderboard()
+    page = tmp_path / "leaderboard.md"
+    page.write_text((ROOT / "docs" / "leaderboard.md").read_text(encoding="utf-8"), encoding="utf-8")
+    before = page.read_bytes()
+    assert lb.main(["--family", "rack", "--quick", "--workers", "0", "--out", str(page)]) == 1
+    assert "rack: results other than the zoo's changed" in capsys.readouterr().err
+    assert page.read_bytes() == before
