@@ -81,27 +81,32 @@ FillController::~FillController() {
   sim_.SetArrivalDecided(nullptr);
 }
 
-void FillController::RefreshMigration(uint32_t node) {
+double FillController::HeartbeatArrivals() const { return sim_.ArrivalRate() * options_.heartbeat_us; }
+
+void FillController::BelievedLevels(uint32_t node) {
   sim_.BeliefRow(node, raw_.data());
   policy_.Levels(raw_.data(), levels_.data());
+}
+
+void FillController::RefreshMigration(uint32_t node) {
+  BelievedLevels(node);
   double* tm = table_m_.data() + static_cast<std::size_t>(node) * n_;
-  refresh_arrivals_ = sim_.ArrivalRate() * options_.heartbeat_us;
-  policy_.Tables(node, levels_.data(), refresh_arrivals_, tm, steal_scratch_.data());
+  policy_.Tables(node, levels_.data(), HeartbeatArrivals(), tm, steal_scratch_.data());
   sim_.SetTableWeights(node, false, tm, 1.0);
 }
 
-void FillController::RecordDecision(uint32_t node, uint32_t j) {  // levels_: the refresh just before, same node
+// The decision of the arrival RefreshMigration has just set the table for: levels_ and the rate are still its.
+void FillController::RecordDecision(uint32_t node, uint32_t j) {
   task_levels_[node].insert(task_levels_[node].end(), levels_.begin(), levels_.end());
-  task_arrivals_[node].push_back(refresh_arrivals_);
+  task_arrivals_[node].push_back(HeartbeatArrivals());
   task_dest_[node].push_back(j);
 }
 
 void FillController::Act() {
-  const double arrivals = sim_.ArrivalRate() * options_.heartbeat_us;
+  const double arrivals = HeartbeatArrivals();
   if (learner_) arrivals_[row_] = arrivals;
   for (std::size_t i = 0; i < n_; ++i) {
-    sim_.BeliefRow(static_cast<uint32_t>(i), raw_.data());
-    policy_.Levels(raw_.data(), levels_.data());
+    BelievedLevels(static_cast<uint32_t>(i));
     double* tm = table_m_.data() + i * n_;
     double* ts = table_s_.data() + i * n_;
     policy_.Tables(i, levels_.data(), arrivals, tm, ts);
@@ -139,8 +144,7 @@ RunStats FillController::Run(std::uint64_t heartbeats) {
     if (++row_ < d_) continue;
     // The batch's last next state x_D: the levels the next heartbeat will act on.
     for (std::size_t i = 0; i < n_; ++i) {
-      sim_.BeliefRow(static_cast<uint32_t>(i), raw_.data());
-      policy_.Levels(raw_.data(), levels_.data());
+      BelievedLevels(static_cast<uint32_t>(i));
       CriticInputs(levels_.data(), n_, options_, x_.data() + (i * (d_ + 1) + d_) * n_);
     }
     for (std::size_t i = 0; i < n_; ++i) {

@@ -63,6 +63,8 @@ class FillController {
 
  private:
   void Act();
+  double HeartbeatArrivals() const;                // the rack's arrivals per heartbeat at the engine's rate now
+  void BelievedLevels(uint32_t node);              // levels_: node's belief row in the file's levels
   void RefreshMigration(uint32_t node);            // per_task: the arriving node's migration table
   void RecordDecision(uint32_t node, uint32_t j);  // per_task, learning: the decision just drawn
 
@@ -79,10 +81,9 @@ class FillController {
   std::vector<float> x_, migrate_;
   std::vector<double> batch_levels_, arrivals_, rewards_;
   // Learning per task: per node, the decisions of the pending batch (offsets per heartbeat, levels, arrivals,
-  // destinations), and the levels and arrivals the last refresh acted on.
+  // destinations).
   std::vector<std::vector<std::uint32_t>> task_offsets_, task_dest_;
   std::vector<std::vector<double>> task_levels_, task_arrivals_;
-  double refresh_arrivals_ = 0.0;
 };
 
 }  // namespace dcgym::rack

@@ -289,13 +289,7 @@ class FillLearner {
     ++num_updates_;
     const std::uint32_t p = config_.consensus_period;
     if (p == 0 || num_updates_ % p != 0 || n_ < 2) return false;
-    std::vector<float>& mean = phi_;
-    std::fill(mean.begin(), mean.end(), 0.0f);
-    for (const Node& node : nodes_)
-      for (std::size_t c = 0; c < fc_; ++c) mean[c] += node.critic[c];
-    const float inv = 1.0f / static_cast<float>(n_);
-    for (float& m : mean) m *= inv;
-    for (Node& node : nodes_) std::copy(mean.begin(), mean.end(), node.critic.begin());
+    AverageCritics(nodes_, fc_, phi_.data());  // phi_: scratch of F_c floats
     return true;
   }
 

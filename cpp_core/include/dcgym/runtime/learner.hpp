@@ -389,6 +389,19 @@ struct Batch {
   const float* pi = nullptr;
 };
 
+/// Algorithm 1's consensus: every node's `critic` (F_c floats) set to the mean of all of them, in node order;
+/// `mean` is scratch of F_c floats. Nothing else of the nodes changes; one node is left as it is.
+template <class Node>
+void AverageCritics(std::vector<Node>& nodes, std::size_t fc, float* mean) {
+  if (nodes.size() < 2) return;
+  for (std::size_t c = 0; c < fc; ++c) mean[c] = 0.0f;
+  for (const Node& node : nodes)
+    for (std::size_t c = 0; c < fc; ++c) mean[c] += node.critic[c];
+  const float inv = 1.0f / static_cast<float>(nodes.size());
+  for (std::size_t c = 0; c < fc; ++c) mean[c] *= inv;
+  for (Node& node : nodes) std::copy(mean, mean + fc, node.critic.begin());
+}
+
 /// The parameters, optimizer states, traces and R̄ of every node, and the update.
 class MalcolmLearner {
  public:
@@ -623,15 +636,7 @@ class MalcolmLearner {
   }
 
   /// θ_i <- (1/N) Σ_j θ_j for every node (Algorithm 1); actors and optimizer states untouched.
-  void Consensus() {
-    if (n_ < 2) return;
-    float* mean = phi_c_.data();  // scratch of F_c entries
-    for (std::size_t c = 0; c < fc_; ++c) mean[c] = 0.0f;
-    for (const Node& node : nodes_) Axpy(mean, node.critic.data(), fc_, 1.0f);
-    const float inv = 1.0f / static_cast<float>(n_);
-    for (std::size_t c = 0; c < fc_; ++c) mean[c] *= inv;
-    for (Node& node : nodes_) std::copy(mean, mean + fc_, node.critic.begin());
-  }
+  void Consensus() { AverageCritics(nodes_, fc_, phi_c_.data()); }
 
  private:
   static std::size_t CheckedNodes(std::size_t n) {
