@@ -37,7 +37,7 @@ from dcgym.agents.auto.ddpg_rl_module import DDPGRLModule
 from dcgym.agents.auto.system import AUTO_SRLA
 from dcgym.agents.rl.replay_training import TransitionReplayDQN
 from dcgym.agents.rl.spec import TrainingRun
-from dcgym.agents.rl.wiring import common, training
+from dcgym.agents.rl.wiring import common, set_provided, training
 
 __all__ = ["DDPG", "DDPGConfig", "build_srla"]
 
@@ -96,15 +96,14 @@ class DDPGConfig(SACConfig):
     ) -> DDPGConfig:
         """DDPG's own settings (see the attribute docstrings in ``__init__``) and SAC's / RLlib's."""
         super().training(**kwargs)
-        for key, value in (
-            ("actor_hiddens", actor_hiddens),
-            ("critic_hiddens", critic_hiddens),
-            ("critic_merge_hidden", critic_merge_hidden),
-            ("critic_weight_decay", critic_weight_decay),
-            ("exploration_noise", exploration_noise),
-        ):
-            if value is not NotProvided:
-                setattr(self, key, list(value) if key.endswith("hiddens") else value)
+        given = {
+            "actor_hiddens": actor_hiddens,
+            "critic_hiddens": critic_hiddens,
+            "critic_merge_hidden": critic_merge_hidden,
+            "critic_weight_decay": critic_weight_decay,
+            "exploration_noise": exploration_noise,
+        }
+        set_provided(self, given, lists=("actor_hiddens", "critic_hiddens"))
         return self
 
     @property

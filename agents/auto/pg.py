@@ -37,7 +37,7 @@ from dcgym.agents.auto.pg_rl_module import NETWORKS, PAPER_HIDDENS, PGRLModule
 from dcgym.agents.auto.system import AUTO_LRLA
 from dcgym.agents.rl.on_policy import on_policy_training_step
 from dcgym.agents.rl.spec import TrainingRun
-from dcgym.agents.rl.wiring import common, training
+from dcgym.agents.rl.wiring import common, set_provided, training
 from dcgym.envs.flow.game import FlowEnvConfig, FlowGame
 
 __all__ = ["PG", "PGConfig"]
@@ -88,22 +88,17 @@ class PGConfig(AlgorithmConfig):
     ) -> PGConfig:
         """PG's own settings (see the attribute docstrings in ``__init__``) and RLlib's (``lr``, ``gamma``, ...)."""
         super().training(**kwargs)
-        if hiddens is not NotProvided:
-            self.hiddens = list(hiddens)
-        if use_baseline is not NotProvided:
-            self.use_baseline = use_baseline
-        if network is not NotProvided:
-            self.network = network
-        if row_width is not NotProvided:
-            self.row_width = row_width
-        if rule_init is not NotProvided:
-            self.rule_init = rule_init
-        if rule_stay is not NotProvided:
-            self.rule_stay = rule_stay
-        if rule_levels is not NotProvided:
-            self.rule_levels = rule_levels
-        if rule_level_bytes is not NotProvided:
-            self.rule_level_bytes = list(rule_level_bytes)
+        given = {
+            "hiddens": hiddens,
+            "use_baseline": use_baseline,
+            "network": network,
+            "row_width": row_width,
+            "rule_init": rule_init,
+            "rule_stay": rule_stay,
+            "rule_levels": rule_levels,
+            "rule_level_bytes": rule_level_bytes,
+        }
+        set_provided(self, given, lists=("hiddens", "rule_level_bytes"))
         return self
 
     @property

@@ -45,7 +45,7 @@ from dcgym.agents.malcolm.malcolm_learner import MalcolmTorchLearner
 from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
 from dcgym.agents.rl.on_policy import on_policy_training_step
 from dcgym.agents.rl.spec import TrainingRun
-from dcgym.agents.rl.wiring import check_types
+from dcgym.agents.rl.wiring import check_types, set_provided
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.rack import rack_v0
 
@@ -183,9 +183,7 @@ class MalcolmConfig(AlgorithmConfig):
             "load_scale": load_scale,
             "reward_scale": reward_scale,
         }
-        for key, value in given.items():
-            if value is not NotProvided:
-                setattr(self, key, value)
+        set_provided(self, given)
         return self
 
     @property

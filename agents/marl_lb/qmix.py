@@ -77,7 +77,7 @@ from dcgym.agents.marl_lb.qmix_learner import QmixTorchLearner
 from dcgym.agents.marl_lb.qmix_rl_module import MIXER, QmixAgentRLModule, QmixMixerRLModule
 from dcgym.agents.rl.envs import make_env
 from dcgym.agents.rl.spec import TrainingRun
-from dcgym.agents.rl.wiring import common
+from dcgym.agents.rl.wiring import common, set_provided
 
 __all__ = [
     "EpisodeReplay",
@@ -166,9 +166,7 @@ class QmixLbConfig(AlgorithmConfig):
             reward_scale=reward_scale,
             mixing=mixing,
         )
-        for key, value in given.items():
-            if value is not NotProvided:
-                setattr(self, key, value)
+        set_provided(self, given)
         return self
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:

@@ -29,6 +29,7 @@ __all__ = [
     "own_module",
     "policies",
     "require_continuous",
+    "set_provided",
     "shared_module",
     "training",
 ]
@@ -112,6 +113,16 @@ def training(config: AlgorithmConfig, hyperparameters: Mapping[str, Any]) -> Non
     except InvalidConfigError as exc:
         raise exc.under("hyperparameters") from None
     config.training(**hyperparameters)
+
+
+def set_provided(config: Any, given: Mapping[str, Any], lists: Sequence[str] = ()) -> None:
+    """What an ``AlgorithmConfig.training`` override received, onto ``config``: ``setattr`` of every value that is
+    not RLlib's ``NotProvided``, the keys in ``lists`` as lists."""
+    from ray.rllib.algorithms.algorithm_config import NotProvided
+
+    for key, value in given.items():
+        if value is not NotProvided:
+            setattr(config, key, list(value) if key in lists else value)
 
 
 def check_types(functions: Sequence[Any], values: Mapping[str, Any], where: str) -> None:

@@ -6,6 +6,8 @@ from collections import deque
 
 import numpy as np
 
+from dcgym.envs.rack.game import WAIT_METRICS
+
 __all__ = ["LoadHistory", "ansi_frame", "heatmap", "render_rack"]
 
 BAR = 24
@@ -75,7 +77,7 @@ def render_rack(game, out: dict, history: LoadHistory, mode: str, title: str) ->
     if mode == "rgb_array":
         return heatmap(history.array(game.num_nodes))
     sim = game.sims[0]
-    unit = "E[S]" if game.config.load_metric in ("expected_wait", "nominal_wait") else "tasks"
+    unit = "E[S]" if game.config.load_metric in WAIT_METRICS else "tasks"
     header = (
         f"{title} t={sim.now_us:.0f} us step {int(game.steps[0])}/{game.config.episode_steps}"
         f" reward {float(out['reward'][0]):.4g}"
