@@ -23,18 +23,16 @@ from dcgym.cpp_core._engine import RuntimePolicy
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import load_scenario
 
+from .racks import THREE_NODES as RACK
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
 
 CAPACITY = [14.0, 14.0, 3.0, 3.0, 3.0]
 N = len(CAPACITY)
 HEARTBEAT_SERVICES = 100 / 75
 TOLERANCE = 1e-9  # the same float64 operations, summed in another order: far below a table's float32 rounding
-THREE_NODES = {
-    "scenario": "malcolm_hetero_paper_exp",
-    "overrides": {"nodes": [{"count": 1, "workers": 4}, {"count": 2, "workers": 2}]},
-    "load_range": [0.5, 0.95],
-    "max_steps": 50,
-}
+THREE_NODES = {**{k: v for k, v in RACK.items() if k != "load"}, "load_range": [0.5, 0.95]}
+"""The learner tests' 3-node rack, trained across loads."""
 
 
 def modules(steal: bool = False, scale: float = 0.0, seed: int = 0) -> list[MalcolmFillRLModule]:

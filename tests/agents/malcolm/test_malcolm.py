@@ -19,6 +19,8 @@ from dcgym.agents.training.experiment import load_experiment
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import load_scenario
 
+from .racks import THREE_NODES
+
 # Every Algorithm built re-registers RLlib's env wrapper with Gymnasium, which warns from the second one on.
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
 
@@ -31,12 +33,6 @@ TWO_NODES = {
     },
     "load": 0.8,
     "max_steps": 1000,
-}
-THREE_NODES = {
-    "scenario": "malcolm_hetero_paper_exp",
-    "overrides": {"nodes": [{"count": 1, "workers": 4}, {"count": 2, "workers": 2}]},
-    "load": 0.9,
-    "max_steps": 50,
 }
 
 

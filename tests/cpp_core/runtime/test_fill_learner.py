@@ -18,14 +18,10 @@ from dcgym.agents.policies.rack import game_engine_config
 from dcgym.cpp_core import FillController, FillLearner
 from dcgym.envs.scenario import load_scenario
 
+from ...agents.malcolm.racks import THREE_NODES
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
 
-THREE_NODES = {
-    "scenario": "malcolm_hetero_paper_exp",
-    "overrides": {"nodes": [{"count": 1, "workers": 4}, {"count": 2, "workers": 2}]},
-    "load": 0.9,
-    "max_steps": 50,
-}
 NODES = ["node_0", "node_1", "node_2"]
 N = 3
 D = 20
@@ -115,12 +111,17 @@ def test_one_update_equals_the_torch_fill_learner(variant):
         _close(after["critic"] - before["critic"], torch_critic - before["critic"], "critic AdamW step", rtol=1e-4)
 
 
-def test_zero_learning_rates_run_bit_for_bit_as_no_learning():
+@pytest.mark.parametrize("per_task", [False, True])
+def test_zero_learning_rates_run_bit_for_bit_as_no_learning(per_task):
     """Learning with lr 0 (the whole update path runs, every parameter step is exactly 0) and no learning: the
-    same tasks, decisions and latencies, bit for bit; a positive rate moves the gains and changes the run."""
+    same tasks, decisions and latencies, bit for bit; a positive rate moves the gains and changes the run. Per
+    task (the zoo's form: nominal_wait levels, horizon 0.5) learning records each decision with the levels it
+    acted on."""
     scenario = load_scenario("malcolm_hetero_paper_exp")
-    data = fmt.to_bytes(water_fill_policy(scenario, steal=True))
-    config = game_engine_config(scenario, 0.94, 3, warmup=2000)
+    metric = "nominal_wait" if per_task else "expected_wait"
+    rule = {"per_task": True, "horizon": 0.5, "metric": metric} if per_task else {}
+    data = fmt.to_bytes(water_fill_policy(scenario, steal=True, **rule))
+    config = game_engine_config(scenario, 0.94, 3, warmup=2000, load_metric=metric)
     plain = FillController(config, data, 100.0).run(100)
     zero = FillController(config, data, options={"learn": True, "lr_actor": 0.0, "lr_critic": 0.0})
     learned0 = zero.run(100)
@@ -207,23 +208,3 @@ def test_a_per_task_batch_whose_decisions_saw_the_heartbeat_levels_is_the_heartb
         FillLearner(data, options).update(
             0, x, levels, arrivals, rewards, counts, tasks={**tasks, "offsets": tasks["offsets"][::-1].copy()}
         )
-
-
-def test_a_per_task_file_learns_online_and_a_zero_rate_is_no_learning():
-    """Per task, learning records each decision with the levels it acted on; with zero rates the run is the run
-    without learning, bit for bit, and a positive rate moves the gains."""
-    scenario = load_scenario("malcolm_hetero_paper_exp")
-    data = fmt.to_bytes(water_fill_policy(scenario, steal=True, per_task=True, horizon=0.5, metric="nominal_wait"))
-    config = game_engine_config(scenario, 0.94, 3, warmup=2000, load_metric="nominal_wait")
-    plain = FillController(config, data, 100.0).run(60)
-    zero = FillController(config, data, options={"learn": True, "lr_actor": 0.0, "lr_critic": 0.0})
-    learned0 = zero.run(60)
-    assert learned0.pop("num_updates") == 3 and learned0.pop("heartbeats") == 60
-    learned0.pop("imbalance_mean"), learned0.pop("reward_mean")
-    for doc in (plain, learned0):
-        doc.pop("wall_time_s", None)
-    np.testing.assert_equal(learned0, plain)
-    moving = FillController(config, data, options={"learn": True, "lr_actor": 0.05})
-    moved = moving.run(60)
-    assert np.abs(moving.parameters()["gains"]).max() > 0
-    assert moved["latency_us"]["p99"] != plain["latency_us"]["p99"]

@@ -15,14 +15,10 @@ from dcgym.agents.malcolm.malcolm import RackMultiAgentEnv
 from dcgym.agents.malcolm.malcolm_learner import EPISODE_START, MIGRATE_COUNTS, STEAL_COUNTS
 from dcgym.cpp_core import MalcolmLearner
 
+from ...agents.malcolm.racks import THREE_NODES
+
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
 
-THREE_NODES = {
-    "scenario": "malcolm_hetero_paper_exp",
-    "overrides": {"nodes": [{"count": 1, "workers": 4}, {"count": 2, "workers": 2}]},
-    "load": 0.9,
-    "max_steps": 50,
-}
 NODES = ["node_0", "node_1", "node_2"]
 D = 20
 
