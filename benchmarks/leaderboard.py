@@ -564,11 +564,11 @@ def main(argv: list[str] | None = None) -> int:
         given = ["--out", str(args.out.resolve().relative_to(ROOT))] if args.out.resolve().is_relative_to(ROOT) else []
     command = "python benchmarks/leaderboard.py" + "".join(f" {a}" for a in given)
     text = page(docs, command, seconds, args.out)
-    others = [k for k in FAMILIES if k not in kinds]
-    if args.family and args.out.is_file() and any(f"\n## {k}:" in args.out.read_text(encoding="utf-8") for k in others):
+    published = args.out.read_text(encoding="utf-8") if args.family and args.out.is_file() else ""
+    if any(f"\n## {k}:" in published for k in FAMILIES if k not in kinds):
         # Some families of a page that holds others too: their parts replace the page's own, the rest stays.
         try:
-            text = splice(args.out.read_text(encoding="utf-8"), text, kinds)
+            text = splice(published, text, kinds)
         except ValueError as exc:
             print(f"error: {args.out}: {exc}", file=sys.stderr)
             return 1
