@@ -21,9 +21,17 @@ policy gradient. The stealing half of the action is that one-hot table (on the n
 
 The operations follow :func:`dcgym.agents.malcolm.fill.fill_tables` (float32 parameters, float64 arithmetic), so
 the exported file (:func:`dcgym.agents.malcolm.policy_file.fill_from_modules`) acts as the module does; the tables
-agree with numpy's to 1e-9 (tests/agents/malcolm/test_fill_actor.py). The action is the probabilities
-themselves (rack_v0's ``action_type="probabilities"``), through :class:`PassThroughLogits`; the learner's
-direction for a heartbeat is ``sum_j c_j grad log p_j`` over the decisions c the engine drew from the table.
+agree with numpy's to 1e-9 (tests/agents/malcolm/test_fill_actor.py). Two ways to act:
+
+- **per heartbeat** (``per_task`` false): the action is the table itself, computed from the observation (rack_v0's
+  ``action_type="probabilities"``), through :class:`PassThroughLogits`; the learner's direction for a heartbeat is
+  ``sum_j c_j grad log p_j`` over the decisions c the engine drew from it.
+- **per task** (``per_task`` true): the action is the node's gains (rack_v0's ``action_type="fill"``), and the
+  engine recomputes the node's table at every task that arrives at it, from what the node believes then. Each
+  decision k of a heartbeat comes back with the levels and arrivals its table was computed from (the batch columns
+  :data:`TASK_DEST`, :data:`TASK_LEVELS`, :data:`TASK_ARRIVALS`, :data:`TASK_MASK`), and the direction is
+  ``sum_k grad log p_{dest_k}(levels_k)``: each decision under the table of its own moment. When every decision
+  saw the heartbeat's levels the two are the same.
 """
 
 from __future__ import annotations
@@ -42,10 +50,28 @@ from dcgym.agents.malcolm.policy_file import fill_policy
 from dcgym.agents.policy_format import FILL_FEATURES, FillPolicy
 from dcgym.agents.rl.apis import PolicyFileContext
 
-__all__ = ["MIGRATION_LOGP", "MalcolmFillRLModule", "fill_migration", "water_fill_torch"]
+__all__ = [
+    "MIGRATION_LOGP",
+    "TASK_ARRIVALS",
+    "TASK_DEST",
+    "TASK_LEVELS",
+    "TASK_MASK",
+    "MalcolmFillRLModule",
+    "fill_migration",
+    "water_fill_torch",
+]
 
 MIGRATION_LOGP = "migration_logp"
-"""forward_train output of the fill actor: log of the migration table (B, N)."""
+"""forward_train output of the fill actor: log of the migration table (B, N), or per task the log-probability of
+each decision (B, K) (0 where :data:`TASK_MASK` is 0)."""
+TASK_DEST = "task_dest"
+"""Batch column (per task): the destination of each decision of the heartbeat, padded with 0 (B, K)."""
+TASK_LEVELS = "task_levels"
+"""Batch column (per task): the levels each decision's table was computed from (B, K, N), padded with 0."""
+TASK_ARRIVALS = "task_arrivals"
+"""Batch column (per task): the rack's arrivals per heartbeat each decision's table used (B, K), padded with 1."""
+TASK_MASK = "task_mask"
+"""Batch column (per task): 1 for a decision, 0 for padding (B, K)."""
 
 _MAX_UTILISATION = 2.0
 
@@ -103,7 +129,8 @@ class MalcolmFillRLModule(MalcolmRLModule):
     ``model_config`` keys, besides MalcolmRLModule's critic ones: ``node`` (this node's index), ``capacity`` (N:
     workers x speed), ``heartbeat_services`` (the heartbeat in mean service times), ``horizon``, ``mix``,
     ``steal`` (the rule's settings), ``offered_load_index`` (the observation column of rack_v0's
-    ``offered_load``). The first N observation entries are the levels (``expected_wait`` loads).
+    ``offered_load``), ``per_task`` (act with gains, rack_v0's ``action_type="fill"``; default false). The first N
+    observation entries are the levels (rack_v0's wait loads, in mean service times).
     """
 
     def setup(self) -> None:
@@ -111,19 +138,22 @@ class MalcolmFillRLModule(MalcolmRLModule):
         self.critic_basis = cfg.get("critic_basis", "customized")
         self.actor_basis = "fill"
         self.load_scale = float(cfg.get("load_scale", 1.0))
-        n = self.action_space.shape[0] // 2
+        self.capacity = [float(np.float32(c)) for c in cfg["capacity"]]
+        n = len(self.capacity)
         self.num_nodes = n
         self.node = int(cfg["node"])
-        self.capacity = [float(np.float32(c)) for c in cfg["capacity"]]
+        self.per_task = bool(cfg.get("per_task", False))
         self.heartbeat_services = float(np.float32(cfg["heartbeat_services"]))
         self.horizon = float(np.float32(cfg["horizon"]))
         self.mix = float(np.float32(cfg["mix"]))
         self.steal = bool(cfg["steal"])
         self.offered_load_index = int(cfg["offered_load_index"])
-        if not (0 <= self.node < n and len(self.capacity) == n and 0 < self.mix <= 1):
+        width = (2 * n + 3) * FILL_FEATURES if self.per_task else 2 * n
+        if not (0 <= self.node < n and self.action_space.shape == (width,) and 0 < self.mix <= 1):
             raise ValueError(
-                f"MalcolmFillRLModule: node {self.node}, {len(self.capacity)} capacities and mix {self.mix} for "
-                f"{n} nodes; expected a node in [0, {n}), {n} capacities and a mix in (0, 1] (every probability > 0)"
+                f"MalcolmFillRLModule: node {self.node}, action space {self.action_space.shape} and mix {self.mix} "
+                f"for {n} capacities; expected a node in [0, {n}), actions ({width},) and a mix in (0, 1] (every "
+                "probability > 0)"
             )
         if self.observation_space.shape[0] <= self.offered_load_index:
             raise ValueError(f"the observation ({self.observation_space.shape}) has no offered_load column")
@@ -143,11 +173,35 @@ class MalcolmFillRLModule(MalcolmRLModule):
     def loads(self, obs: torch.Tensor) -> torch.Tensor:
         return obs[..., : self.num_nodes].to(self.volume_gains.dtype) * self.load_scale
 
+    def _capacity(self, device: torch.device) -> torch.Tensor:
+        return torch.tensor(self.capacity, dtype=torch.float64, device=device)
+
+    def decision_logp(self, batch: dict[str, Any]) -> torch.Tensor:
+        """Per task: the log-probability (B, K) of each decision under the table of its own levels and arrivals
+        (0 on padding)."""
+        levels = batch[TASK_LEVELS].to(torch.float64)
+        b, k, n = levels.shape
+        capacity = self._capacity(levels.device)
+        arrivals = batch[TASK_ARRIVALS].to(torch.float64).reshape(-1)
+        offered = arrivals / (capacity.sum() * self.heartbeat_services)
+        migration, _ = fill_migration(
+            self.gains().to(torch.float64),
+            levels.reshape(-1, n),
+            offered,
+            self.node,
+            capacity,
+            self.heartbeat_services,
+            self.horizon,
+            self.mix,
+        )
+        taken = migration.gather(-1, batch[TASK_DEST].reshape(-1, 1).long())[:, 0]
+        return torch.log(taken).reshape(b, k) * batch[TASK_MASK].to(torch.float64)
+
     def tables(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The migration tables (B, N) and one-hot stealing tables (B, N), float64."""
         obs = obs.to(torch.float64)
         levels = obs[..., : self.num_nodes]
-        capacity = torch.tensor(self.capacity, dtype=torch.float64, device=obs.device)
+        capacity = self._capacity(obs.device)
         migration, level = fill_migration(
             self.gains().to(torch.float64),
             levels,
@@ -169,13 +223,19 @@ class MalcolmFillRLModule(MalcolmRLModule):
         return migration, stealing
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        migration, stealing = self.tables(batch[Columns.OBS])
+        obs = batch[Columns.OBS]
+        if self.per_task:  # the gains themselves: the engine asks them at every arriving task
+            gains = self.gains().detach().reshape(1, -1).to(torch.float32)
+            return {Columns.ACTION_DIST_INPUTS: gains.expand(obs.shape[0], -1)}
+        migration, stealing = self.tables(obs)
         return {Columns.ACTION_DIST_INPUTS: torch.cat([migration, stealing], -1).to(torch.float32)}
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        obs = batch[Columns.OBS]
-        migration, _ = self.tables(obs)
-        return {MIGRATION_LOGP: torch.log(migration), Columns.VF_PREDS: self.compute_values(batch)}
+        if self.per_task:
+            logp = self.decision_logp(batch)
+        else:
+            logp = torch.log(self.tables(batch[Columns.OBS])[0])
+        return {MIGRATION_LOGP: logp, Columns.VF_PREDS: self.compute_values(batch)}
 
     def policy_file(self, context: PolicyFileContext) -> FillPolicy:
         """Every node's module as one ``fill`` file (:func:`dcgym.agents.malcolm.policy_file.fill_policy`)."""

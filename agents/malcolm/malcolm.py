@@ -48,6 +48,7 @@ from dcgym.agents.rl.spec import TrainingRun
 from dcgym.agents.rl.wiring import check_types, set_provided
 from dcgym.envs.error import InvalidConfigError, did_you_mean
 from dcgym.envs.rack import rack_v0
+from dcgym.envs.rack.game import WAIT_METRICS
 
 __all__ = ["Malcolm", "MalcolmConfig", "RackMultiAgentEnv", "build", "rack_config"]
 
@@ -104,6 +105,10 @@ class MalcolmConfig(AlgorithmConfig):
         self.fill_steal = False
         """`fill` actor: steal from the node believed most loaded when it is above the node's own level (water_fill's
         `steal`)."""
+        self.fill_per_task = False
+        """`fill` actor: each node's table is recomputed at every task that arrives at it, from what it believes then
+        (rack_v0's `action_type: fill`: the actions are the gains, and each decision is learned under the table of
+        its own moment), instead of once per heartbeat (the actions are the tables)."""
         self.variant = "paper"
         """`paper` (Algorithm 1: discounted TD(0), actor direction Σ_j count_j ∇log π_j) or `code` (the authors'
         implementation: average-reward TD with R̄, TD(λ) traces, direction (count_j / Σcount - π_j) φ_a)."""
@@ -143,6 +148,7 @@ class MalcolmConfig(AlgorithmConfig):
         fill_horizon: float = NotProvided,
         fill_mix: float = NotProvided,
         fill_steal: bool = NotProvided,
+        fill_per_task: bool = NotProvided,
         variant: str | None = NotProvided,
         trace_lambda: float | None = NotProvided,
         average_reward_step: float = NotProvided,
@@ -169,6 +175,7 @@ class MalcolmConfig(AlgorithmConfig):
             "fill_horizon": fill_horizon,
             "fill_mix": fill_mix,
             "fill_steal": fill_steal,
+            "fill_per_task": fill_per_task,
             "variant": variant,
             "trace_lambda": trace_lambda,
             "average_reward_step": average_reward_step,
@@ -317,7 +324,7 @@ def rack_config(hparams: Mapping[str, Any]) -> MalcolmConfig:
         env_config.setdefault("reward", "imbalance_delta")
     fill = params.get("actor") == "fill"
     if fill:
-        env_config = _fill_env_config(env_config)
+        env_config = _fill_env_config(env_config, params)
     try:
         game = rack_v0.parallel_env(**env_config).game
     except InvalidConfigError as exc:
@@ -336,13 +343,25 @@ def rack_config(hparams: Mapping[str, Any]) -> MalcolmConfig:
     return config
 
 
-def _fill_env_config(env_config: dict[str, Any]) -> dict[str, Any]:
-    """rack_v0's arguments for the fill actor: probabilities as actions, the expected-wait levels, and the
-    ``offered_load`` extra its utilisation feature reads; InvalidConfigError naming ``env.<argument>``."""
-    need = {"action_type": "probabilities", "load_metric": "expected_wait"}
-    for key, value in need.items():
-        if env_config.setdefault(key, value) != value:
-            raise InvalidConfigError(f"env.{key}", env_config[key], f"{value} with actor: fill")
+def _fill_env_config(env_config: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+    """rack_v0's arguments for the fill actor: probabilities as actions (gains per task, with the rule of the
+    ``fill_*`` settings), levels in waits, and the ``offered_load`` extra its utilisation feature reads;
+    InvalidConfigError naming ``env.<argument>``."""
+    defaults = MalcolmConfig()
+    per_task = params.get("fill_per_task", defaults.fill_per_task)
+    action_type = "fill" if per_task else "probabilities"
+    if env_config.setdefault("action_type", action_type) != action_type:
+        raise InvalidConfigError(
+            "env.action_type", env_config["action_type"], f"{action_type} with actor: fill, fill_per_task: {per_task}"
+        )
+    metric = env_config.setdefault("load_metric", "expected_wait")
+    if metric not in WAIT_METRICS:
+        raise InvalidConfigError("env.load_metric", metric, f"one of {list(WAIT_METRICS)} with actor: fill")
+    if per_task:
+        rule = {key: params.get(f"fill_{key}", getattr(defaults, f"fill_{key}")) for key in ("horizon", "mix", "steal")}
+        if "fill" in env_config and dict(env_config["fill"]) != rule:
+            raise InvalidConfigError("env.fill", env_config["fill"], f"{rule}: the fill_* hyperparameters")
+        env_config["fill"] = rule
     extras = tuple(env_config.get("obs_extras", ()))
     return {**env_config, "obs_extras": extras if "offered_load" in extras else (*extras, "offered_load")}
 
@@ -356,6 +375,7 @@ def _fill_modules(config: MalcolmConfig, game: Any) -> MultiRLModuleSpec:
         "horizon": config.fill_horizon,
         "mix": config.fill_mix,
         "steal": config.fill_steal,
+        "per_task": config.fill_per_task,
         "offered_load_index": n + 1 + game.config.obs_extras.index("offered_load"),
     }
     return MultiRLModuleSpec(

@@ -43,7 +43,14 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.torch.torch_learner import TorchLearner
 from ray.rllib.utils.typing import ModuleID, ParamDict, StateDict
 
-from dcgym.agents.malcolm.fill_rl_module import MIGRATION_LOGP, MalcolmFillRLModule
+from dcgym.agents.malcolm.fill_rl_module import (
+    MIGRATION_LOGP,
+    TASK_ARRIVALS,
+    TASK_DEST,
+    TASK_LEVELS,
+    TASK_MASK,
+    MalcolmFillRLModule,
+)
 from dcgym.agents.malcolm.malcolm_rl_module import MIGRATION_LOGITS, STEALING_LOGITS, MalcolmRLModule, log_softmax
 
 __all__ = [
@@ -69,16 +76,22 @@ _TRACE_KEYS = ("critic", "migration", "stealing")
 
 
 class AddDecisionCounts(ConnectorV2):
-    """Learner connector: the decision counts of each step (from the env's infos) and episode-start flags.
+    """Learner connector: the decision counts of each step (from the env's infos) and episode-start flags; with
+    rack_v0's ``action_type="fill"`` also each step's decisions (``info["decisions"]``) as the per-task columns
+    (:data:`~dcgym.agents.malcolm.fill_rl_module.TASK_DEST` ...), padded to the most decisions of a step in the
+    batch.
 
     rack_v0 reports a node's decisions of heartbeat t in the info returned
     with the observation of t + 1, so the counts of step t are infos[t + 1].
     """
 
     def __call__(self, *, rl_module, batch, episodes, explore=None, shared_data=None, **kwargs):
-        for episode in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False):
+        episodes = list(self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False))
+        infos_of = [episode.get_infos(slice(1, len(episode) + 1)) for episode in episodes]
+        per_task = [info["decisions"] for infos in infos_of for info in infos if "decisions" in info]
+        width = max((len(d["dest"]) for d in per_task), default=0)
+        for episode, infos in zip(episodes, infos_of, strict=True):
             n = len(episode)
-            infos = episode.get_infos(slice(1, n + 1))
             try:
                 migrate = np.asarray([info["migrate"] for info in infos], dtype=np.float32)
                 steal = np.asarray([info["steal"] for info in infos], dtype=np.float32)
@@ -89,9 +102,30 @@ class AddDecisionCounts(ConnectorV2):
                 ) from None
             start = np.zeros(n, dtype=np.float32)
             start[0] = float(episode.t_started == 0)
-            for column, items in ((MIGRATE_COUNTS, migrate), (STEAL_COUNTS, steal), (EPISODE_START, start)):
+            columns = {MIGRATE_COUNTS: migrate, STEAL_COUNTS: steal, EPISODE_START: start}
+            if per_task:
+                columns |= _padded_decisions(infos, width, steal.shape[1])
+            for column, items in columns.items():
                 self.add_n_batch_items(batch, column, items_to_add=items, num_items=n, single_agent_episode=episode)
         return batch
+
+
+def _padded_decisions(infos: list[dict[str, Any]], width: int, n: int) -> dict[str, np.ndarray]:
+    """The per-task columns of an episode's steps from their infos' ``decisions``, padded to ``width`` decisions
+    (padding: destination 0, levels 0, arrivals 1, mask 0: a valid table whose log-probability the mask drops)."""
+    steps = len(infos)
+    dest = np.zeros((steps, width), np.int64)
+    levels = np.zeros((steps, width, n))
+    arrivals = np.ones((steps, width))
+    mask = np.zeros((steps, width), np.float32)
+    for t, info in enumerate(infos):
+        d = info["decisions"]
+        k = len(d["dest"])
+        dest[t, :k] = d["dest"]
+        levels[t, :k] = d["levels"]
+        arrivals[t, :k] = d["arrivals"]
+        mask[t, :k] = 1.0
+    return {TASK_DEST: dest, TASK_LEVELS: levels, TASK_ARRIVALS: arrivals, TASK_MASK: mask}
 
 
 def trace_weights(episode_start: torch.Tensor, kappa: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -207,16 +241,22 @@ class MalcolmTorchLearner(TorchLearner):
 
     def _fill_loss(self, module_id, batch, fwd_out, value, delta, delta_trace, dtype) -> torch.Tensor:
         """The fill actor's surrogate (TD(0)): minus (1/D) sum_t delta_t (V(x_t) + sum_j c_tj log p_j(x_t)), the
-        migration decisions c only (the stealing table is a rule, not a distribution with a gradient)."""
-        counts = self._count_weights(batch[MIGRATE_COUNTS].to(dtype), self.config.variant == "code")
+        migration decisions c only (the stealing table is a rule, not a distribution with a gradient); per task,
+        sum_k log p_{dest_k}(levels_k) over the step's decisions in place of the counts."""
+        per_task = TASK_MASK in batch
+        weights = batch[TASK_MASK] if per_task else batch[MIGRATE_COUNTS]
+        counts = self._count_weights(weights.to(dtype), self.config.variant == "code")
         logp = fwd_out[MIGRATION_LOGP]
         objective = value + (counts.to(logp.dtype) * logp).sum(dim=-1).to(dtype)
         log = self.metrics.log_value
         log((module_id, "td_error_mean"), delta.mean().item(), window=1)
         log((module_id, "td_error_sq_mean"), (delta * delta).mean().item(), window=1)
         log((module_id, "value_mean"), value.detach().mean().item(), window=1)
-        p = logp.detach().exp()
-        log((module_id, "migration_entropy"), -(p * logp.detach()).sum(-1).mean().item(), window=1)
+        if per_task:
+            log((module_id, "decisions_per_step"), weights.sum(-1).float().mean().item(), window=1)
+        else:
+            p = logp.detach().exp()
+            log((module_id, "migration_entropy"), -(p * logp.detach()).sum(-1).mean().item(), window=1)
         if self.config.variant == "code":
             log((module_id, "reward_rate"), self._reward_rate[module_id], window=1)
         return -(delta_trace * objective).sum() / value.shape[0]

@@ -18,6 +18,7 @@ import numpy as np
 
 from dcgym.agents.policy_format import FillPolicy, InputSpec, LinearPairPolicy
 from dcgym.agents.rl.apis import PolicyFileContext
+from dcgym.envs.rack.game import WAIT_METRICS
 
 __all__ = ["fill_from_modules", "fill_policy", "linear_pair_from_modules", "linear_pair_policy"]
 
@@ -72,16 +73,19 @@ def linear_pair_from_modules(
 
 
 def fill_policy(context: PolicyFileContext) -> FillPolicy:
-    """The ``fill`` policy of every node's fill-actor module of ``context`` (rack_v0's ``expected_wait`` levels)."""
-    game = _game(context, "load_metric", "expected_wait", "a fill policy's levels are expected waits")
+    """The ``fill`` policy of every node's fill-actor module of ``context`` (levels: rack_v0's wait loads; the
+    exporter records which metric in the file's settings)."""
+    game = _game(context, "load_metric", WAIT_METRICS, "a fill policy's levels are waits")
     return fill_from_modules(context.agent_modules, level_scale=game.scale)
 
 
-def _game(context: PolicyFileContext, key: str, value: str, why: str) -> Any:
-    """The rack game of ``context``'s environment; ValueError saying ``why`` unless its ``key`` is ``value``."""
+def _game(context: PolicyFileContext, key: str, allowed: str | tuple[str, ...], why: str) -> Any:
+    """The rack game of ``context``'s environment; ValueError saying ``why`` unless its ``key`` is (one of)
+    ``allowed``."""
     game = context.env.game
-    if getattr(game.config, key) != value:
-        raise ValueError(f"{context.path}: {why}; the environment's {key} is {getattr(game.config, key)}")
+    value = getattr(game.config, key)
+    if value not in ((allowed,) if isinstance(allowed, str) else allowed):
+        raise ValueError(f"{context.path}: {why}; the environment's {key} is {value}")
     return game
 
 
@@ -93,7 +97,7 @@ def fill_from_modules(modules: Sequence[Any], *, level_scale: float) -> FillPoli
     n = first.num_nodes
     if len(modules) != n:
         raise ValueError(f"modules: got {len(modules)}; expected one per node ({n})")
-    shared = ("num_nodes", "capacity", "heartbeat_services", "horizon", "mix", "steal")
+    shared = ("num_nodes", "capacity", "heartbeat_services", "horizon", "mix", "steal", "per_task")
     for i, m in enumerate(modules):
         if m.node != i or any(getattr(m, k) != getattr(first, k) for k in shared):
             raise ValueError(
@@ -107,4 +111,5 @@ def fill_from_modules(modules: Sequence[Any], *, level_scale: float) -> FillPoli
         steal=first.steal,
         capacity=np.asarray(first.capacity, np.float64),
         gains=np.stack([m.gains().detach().cpu().numpy().astype(np.float64) for m in modules]),
+        per_task=first.per_task,
     )

@@ -1,6 +1,7 @@
 // Binding of the native runtime's learning side: RackController (Malcolm's
 // policy, and optionally its learning, driving a RackSim in C++), FillController
-// (a `fill` policy file driving a RackSim) and
+// (a `fill` policy file driving a RackSim), TaskFill (rack_v0's `fill`
+// actions: gains asked at every arriving task) and
 // MalcolmLearner (one update on a given batch, for tests). See
 // docs/policy_runtime.md; the runtime's timing loop is a program of its own,
 // benchmarks/policy_runtime.cpp.
@@ -16,6 +17,7 @@
 #include "convert.hpp"
 #include "dcgym/rack/controller.hpp"
 #include "dcgym/rack/fill_controller.hpp"
+#include "dcgym/rack/task_fill.hpp"
 #include "dcgym/runtime/learner.hpp"
 #include "dcgym/runtime/policy_file.hpp"
 
@@ -358,6 +360,78 @@ py::tuple Tables(std::size_t n, const std::vector<double>& migration, const std:
   return py::make_tuple(py::array_t<double>({k, k}, migration.data()), py::array_t<double>({k, k}, stealing.data()));
 }
 
+// rack_v0's `fill` actions on one RackSim: a fill policy whose gains the agents set every heartbeat, asked at every
+// task that arrives at a node, recording each decision.
+struct PyTaskFill {
+  py::object sim;
+  dcgym::runtime::FillPolicy policy;
+  std::unique_ptr<dcgym::rack::TaskFill> fill;  // after policy: unhooked before the policy dies
+
+  void SetGains(const FArray& gains) {
+    const auto n = static_cast<py::ssize_t>(policy.num_nodes());
+    const auto rows = static_cast<py::ssize_t>(FillRows(policy.num_nodes()));
+    CheckShape(gains, {n, rows, static_cast<py::ssize_t>(kFillFeatures)}, "gains");
+    const float* g = gains.data();
+    const auto size = n * rows * static_cast<py::ssize_t>(kFillFeatures);
+    for (py::ssize_t k = 0; k < size; ++k)
+      if (!std::isfinite(g[k]))
+        throw std::invalid_argument("gains: node " + std::to_string(k / (rows * kFillFeatures)) + " row " +
+                                    std::to_string(k / kFillFeatures % rows) + " has " + std::to_string(g[k]) +
+                                    "; allowed: finite numbers");
+    std::copy(g, g + size, policy.mutable_gains(0));
+  }
+
+  py::tuple HeartbeatTables() {
+    const std::size_t n = policy.num_nodes();
+    std::vector<double> migration(n * n), stealing(n * n);
+    fill->Tables(migration.data(), stealing.data());
+    return Tables(n, migration, stealing);
+  }
+
+  py::list Take() {
+    py::list out;
+    const auto n = static_cast<py::ssize_t>(policy.num_nodes());
+    for (std::uint32_t i = 0; i < policy.num_nodes(); ++i) {
+      const auto& d = fill->Recorded(i);
+      const auto k = static_cast<py::ssize_t>(d.dest.size());
+      out.append(py::make_tuple(py::array_t<std::uint32_t>(k, d.dest.data()),
+                                py::array_t<double>({k, n}, d.levels.data()),
+                                py::array_t<double>(k, d.arrivals.data())));
+    }
+    fill->Clear();
+    return out;
+  }
+};
+
+PyTaskFill MakeTaskFill(const py::object& sim, const std::vector<double>& capacity, double level_scale,
+                        double heartbeat_services, double horizon, double mix, bool steal, double heartbeat_us) {
+  auto& s = sim.cast<dcgym::rack::RackSim&>();
+  const auto& cfg = s.Config();
+  if (cfg.entry.kind != dcgym::rack::EntryKind::kNodes || cfg.dispatch.kind != dcgym::rack::DispatchKind::kTable)
+    throw std::invalid_argument("sim: needs entry kind 'nodes' and dispatch policy 'table'");
+  const std::size_t n = s.NumNodes();
+  if (capacity.size() != n)
+    throw std::invalid_argument("capacity: " + std::to_string(capacity.size()) + " values for " + std::to_string(n) +
+                                " nodes");
+  for (double c : capacity)
+    if (!(c > 0 && std::isfinite(c))) throw std::invalid_argument("capacity: every value must be finite and > 0");
+  const auto positive = [](double v, const char* name) {
+    if (!(v > 0 && std::isfinite(v))) throw std::invalid_argument(std::string(name) + ": must be finite and > 0");
+  };
+  positive(level_scale, "level_scale");
+  positive(heartbeat_services, "heartbeat_services");
+  positive(horizon, "horizon");
+  positive(heartbeat_us, "heartbeat_us");
+  if (!(mix >= 0 && mix <= 1)) throw std::invalid_argument("mix: must be in [0, 1]");
+  std::vector<float> cap(capacity.begin(), capacity.end());
+  PyTaskFill t;
+  t.sim = sim;
+  t.policy = dcgym::runtime::FillPolicy(n, static_cast<float>(level_scale), static_cast<float>(heartbeat_services),
+                                        static_cast<float>(horizon), static_cast<float>(mix), steal, std::move(cap),
+                                        std::vector<float>(n * FillRows(n) * kFillFeatures, 0.0f), true);
+  return t;
+}
+
 py::dict Run(PyController& c, int64_t heartbeats) {
   const auto count = Count(heartbeats, "heartbeats");
   RunStats s;
@@ -538,6 +612,29 @@ void BindController(py::module_& m) {
             return d;
           },
           "{'gains': (N, 2N + 3, 4), 'critic': (N, F_c)} copies.");
+
+  py::class_<b::PyTaskFill>(m, "TaskFill",
+                            "rack_v0's `fill` actions on a RackSim (dcgym/rack/task_fill.hpp): a per-task fill policy "
+                            "whose gains the agents set, asked at every task that arrives at a node.")
+      .def(py::init([](const py::object& sim, const std::vector<double>& capacity, double level_scale,
+                       double heartbeat_services, double horizon, double mix, bool steal, double heartbeat_us) {
+             auto t = std::make_unique<b::PyTaskFill>(
+                 b::MakeTaskFill(sim, capacity, level_scale, heartbeat_services, horizon, mix, steal, heartbeat_us));
+             t->fill = std::make_unique<dcgym::rack::TaskFill>(t->sim.cast<dcgym::rack::RackSim&>(), t->policy,
+                                                               heartbeat_us, true);
+             return t;
+           }),
+           py::arg("sim"), py::arg("capacity"), py::arg("level_scale"), py::arg("heartbeat_services"),
+           py::arg("horizon"), py::arg("mix"), py::arg("steal"), py::arg("heartbeat_us"),
+           "Hooks a fill policy with zero gains (water_fill's per-task rule) into `sim`'s arrivals: `capacity` N "
+           "workers x speed, levels = beliefs x `level_scale`, the rule's `horizon`, `mix` and `steal`.")
+      .def("set_gains", &b::PyTaskFill::SetGains, py::arg("gains"),
+           "Every node's gains (N, 2N + 3, 4), finite; they act from the next task.")
+      .def("tables", &b::PyTaskFill::HeartbeatTables,
+           "(migration, stealing) (N, N): every node's tables from its levels now (a heartbeat's).")
+      .def("take", &b::PyTaskFill::Take,
+           "Per node, the decisions since the last take: (dest (K,) uint32, levels (K, N), arrivals per heartbeat "
+           "(K,)); forgets them.");
 
   py::class_<b::PyFillController>(m, "FillController",
                                   "A `fill` policy file driving a RackSim in C++ (dcgym/rack/fill_controller.hpp).")

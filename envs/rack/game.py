@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, NamedTuple
 
 import numpy as np
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dcgym.cpp_core import (
     RACK_REWARDS,
     Distribution,
     RackSim,
+    TaskFill,
     rack_imbalance,
     rack_reward_costs,
     step_rack_batch,
@@ -77,13 +78,41 @@ _ZEROED = (
 LOAD_STREAM = 0x10AD
 """Second word of the RNG seed that draws an episode's load from ``load_range`` (the first is the engine seed)."""
 
-__all__ = ["REWARD_COSTS", "Costs", "RackEnvConfig", "RackGame", "rowsum"]
+__all__ = ["FILL_FEATURES", "REWARD_COSTS", "Costs", "FillRule", "RackEnvConfig", "RackGame", "fill_rows", "rowsum"]
 
 Extra = Literal["arrival_rate", "capacity", "rank", "offered_load"]
 
 
 WAIT_METRICS = ("expected_wait", "nominal_wait")
 """The load metrics in expected waits (us): divided by the mean service time, they are in mean service times."""
+
+
+FILL_FEATURES = 4
+"""Features of a fill node's gains (the C++ runtime's kFillFeatures): ``[1, min(rho, 2), tanh(mean u), tanh(u_i)]``."""
+
+
+def fill_rows(n: int) -> int:
+    """Rows of a node's gains with ``action_type="fill"`` (the runtime's FillRows): volume, mix, steal margin, N
+    capacity gains, N level offsets."""
+    return 2 * n + 3
+
+
+class FillRule(BaseModel):
+    """The water-filling rule that ``action_type="fill"`` gains adjust (the ``water_fill`` heuristic's parameters)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    horizon: float = Field(
+        0.5, gt=0, le=1e6, allow_inf_nan=False, description="the fill volume, in heartbeats of the rack's arrivals"
+    )
+    mix: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="share of the capacity split in every table; > 0 keeps every probability > 0",
+    )
+    steal: bool = Field(True, description="a node running short steals from the node it believes most loaded")
 
 
 class Costs(NamedTuple):
@@ -121,7 +150,8 @@ class RackEnvConfig(EpisodeLoads):
     warmup_us: float = Field(
         0.0, ge=0, allow_inf_nan=False, description="simulated before the first observation, every node accepting"
     )
-    action_type: Literal["logits", "probabilities"] = Field("logits", description="how actions are read")
+    action_type: Literal["logits", "probabilities", "fill"] = Field("logits", description="how actions are read")
+    fill: FillRule = Field(FillRule(), description='action_type "fill": the rule the gains adjust')
     max_logit: float = Field(10.0, gt=0, le=100, allow_inf_nan=False, description="logits are clipped to +-max_logit")
     load_metric: Literal["expected_wait", "nominal_wait", "queue", "outstanding"] = Field(
         "expected_wait", description="the load x_i of a node (Malcolm §3.2: expected wait)"
@@ -141,6 +171,10 @@ class RackEnvConfig(EpisodeLoads):
         if len(set(self.obs_extras)) != len(self.obs_extras):
             raise InvalidConfigError(
                 "obs_extras", list(self.obs_extras), "distinct names of arrival_rate, capacity, rank, offered_load"
+            )
+        if self.action_type == "fill" and self.load_metric not in WAIT_METRICS:
+            raise InvalidConfigError(
+                "load_metric", self.load_metric, f"one of {list(WAIT_METRICS)} with action_type fill (levels in waits)"
             )
         return self
 
@@ -202,14 +236,30 @@ class RackGame:
         """Each copy's offered load: its arrival rate at reset x the mean service time / the rack's capacity."""
         self._eye = np.eye(self.num_nodes)
         self._all = np.arange(num_copies)
+        self.fill = self.config.action_type == "fill" and not dispatcher
+        self.task_fills: list[TaskFill | None] = [None] * num_copies
+        """``action_type="fill"``: each copy's per-task fill policy (its gains the last actions)."""
+        self.decisions: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = [[] for _ in range(num_copies)]
+        """``action_type="fill"``: each copy's decisions of the last step, per node (dest, levels, arrivals)."""
         self.out = self._buffers()
-        self._engine_out = {key: self.out[key] for key in _ENGINE_KEYS if not (dispatcher and key == "obs")}
+        self._engine_out = {key: self.out[key] for key in _ENGINE_KEYS if not (key == "obs" and self._tables_here)}
         self._reward = {  # previous_imbalance is read and, for imbalance_delta, written by the engine in place
             "kind": self.config.reward,
             "scale": self.scale,
             "previous_imbalance": self._previous,
             **dict(zip(("migration_cost", "steal_cost", "failed_steal_cost", "drop_cost"), self.costs)),
         }
+
+    @property
+    def _tables_here(self) -> bool:
+        """The game sets the tables and computes the observations (``step_rack_batch``), not ``step_rack_game``."""
+        return self.dispatcher or self.fill
+
+    @property
+    def action_width(self) -> int:
+        """Entries of one node's action: 2N (migration and stealing), or its fill gains (``fill_rows(N) x 4``)."""
+        n = self.num_nodes
+        return fill_rows(n) * FILL_FEATURES if self.fill else 2 * n
 
     def _buffers(self) -> dict[str, np.ndarray]:
         """The arrays every reset and step writes into, one row per copy, allocated once (see :attr:`out`)."""
@@ -256,6 +306,8 @@ class RackGame:
             sim.decision_counts(reset=True)
             sim.step_latency(reset=True)
         self.sims[k] = sim
+        if self.fill:
+            self._hook_fill(k, sim)
         self.offered_load[k] = sim.results()["arrival_rate_per_us"] * self.mean_service_us / self.capacity.sum()
         self.engine_seeds[k] = engine_seed
         self.steps[k] = 0
@@ -283,15 +335,18 @@ class RackGame:
         rows: slice | np.ndarray = slice(None) if every else np.asarray(which, dtype=np.int64)
         sims = self.sims if every else [self.sims[k] for k in which]
         engine_rows = None if every else rows
-        if self.dispatcher:
-            migration, stealing = self.dispatch_tables(actions, which)
+        if self._tables_here:
+            migration, stealing = (self.fill_tables if self.fill else self.dispatch_tables)(actions, which)
             step_rack_batch(
                 sims, migration, stealing, self.config.heartbeat_us, self._reward, self._engine_out, engine_rows
             )
+            if self.fill:
+                for k in which:
+                    self.decisions[k] = self.task_fills[k].take()
         else:
             self._step_nodes(sims, actions, which, engine_rows)
         self.steps[rows] += 1
-        return self._finish(rows, prefilled=not self.dispatcher)
+        return self._finish(rows, prefilled=not self._tables_here)
 
     def _step_nodes(
         self, sims: list[RackSim], actions: np.ndarray, which: Sequence[int], rows: np.ndarray | None
@@ -392,6 +447,46 @@ class RackGame:
             )
         p = self.probabilities(a.reshape(len(which), 2 * n, n), which)
         return p[:, 0::2], p[:, 1::2]
+
+    def _hook_fill(self, k: int, sim: RackSim) -> None:
+        """Copy ``k``'s per-task fill policy on its new simulation, gains 0 (the rule), no decisions yet."""
+        rule = self.config.fill
+        self.task_fills[k] = None  # unhook the previous simulation's first
+        self.task_fills[k] = TaskFill(
+            sim,
+            self.capacity.tolist(),
+            self.scale,
+            self.config.heartbeat_us * self.scale,
+            rule.horizon,
+            rule.mix,
+            rule.steal,
+            self.config.heartbeat_us,
+        )
+        n = self.num_nodes
+        self.decisions[k] = [(np.zeros(0, np.uint32), np.zeros((0, n)), np.zeros(0))] * n
+
+    def fill_tables(self, gains: np.ndarray, which: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Set the copies' gains (B, N, fill_rows(N) x 4) and return their heartbeat tables (B, N, N) from the
+        levels now; each node's migration table is then recomputed at every task that arrives at it."""
+        n, width = self.num_nodes, self.action_width
+        a = np.asarray(gains, dtype=np.float32)
+        if a.shape != (len(which), n, width):
+            raise InvalidActionError(
+                f"actions: got shape {np.shape(gains)}; expected ({len(which)}, {n}, {width}): for each copy and "
+                f"node, its fill gains ({fill_rows(n)} rows of {FILL_FEATURES})"
+            )
+        if not np.isfinite(a).all():
+            b, m, j = np.argwhere(~np.isfinite(a))[0]
+            raise InvalidActionError(
+                f"{self._who(which, b, 2 * m)}: got {float(a[b, m, j])!r} at index {j}; allowed: finite gains"
+            )
+        migration = np.empty((len(which), n, n))
+        stealing = np.empty((len(which), n, n))
+        for row, k in enumerate(which):
+            fill = self.task_fills[k]
+            fill.set_gains(a[row].reshape(n, fill_rows(n), FILL_FEATURES))
+            migration[row], stealing[row] = fill.tables()
+        return migration, stealing
 
     def dispatch_tables(self, weights: np.ndarray, which: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """Tables that make node 0 dispatch by the dispatcher's actions (B, N) and no node migrate or steal."""

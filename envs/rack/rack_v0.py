@@ -81,6 +81,22 @@ probabilities by a softmax, so any finite vector is valid and a difference of
 With ``action_type="probabilities"``: ``Box(0, 1, (2N,), float32)`` of
 non-negative weights, each half divided by its sum.
 
+With ``action_type="fill"``: ``Box(-100, 100, ((2N + 3) x 4,), float32)``,
+the node's gains of a ``fill`` policy (docs/policy_format.md, kind 4), rows of
+4 (volume, mix, steal margin, N capacity gains, N level offsets) over the
+features ``[1, min(rho, 2), tanh(mean u), tanh(u_i)]``; every gain 0 is the
+``water_fill`` heuristic's per-task rule with the ``fill`` argument's
+``horizon``, ``mix`` and ``steal``. The node's migration table is recomputed
+from its gains at **every task that arrives at it**, from what it believes
+then (its own sends since the last broadcast included), and its stealing
+table each heartbeat; any finite gains are valid (the exponents are clipped
+to ±8). The levels are the loads in mean service times, so ``load_metric``
+must be ``expected_wait`` or ``nominal_wait``. Each node's info then also
+has ``decisions``: the step's tasks that arrived at it, ``dest`` (K,), the
+destination drawn, ``levels`` (K, N) and ``arrivals`` (K,) (the rack's
+arrivals per heartbeat), what the table it was drawn from was computed from:
+what a learner needs for each decision's log-probability.
+
 An action that has another shape, a NaN or an infinity (or, for weights, a
 negative entry or a half summing to 0) raises ``InvalidActionError`` naming
 the agent. ``step`` needs one action for every live agent.
@@ -143,7 +159,8 @@ simulated time if given; all agents then leave ``env.agents``.
 | ``max_steps`` | 1000 | heartbeats per episode |
 | ``max_time_us`` | None | simulated time per episode; replaces ``max_steps`` |
 | ``warmup_us`` | 0 | simulated before the first observation with every node accepting |
-| ``action_type`` | ``logits`` | ``logits`` or ``probabilities`` |
+| ``action_type`` | ``logits`` | ``logits``, ``probabilities`` or ``fill`` |
+| ``fill`` | ``{horizon: 0.5, mix: 0.1, steal: true}`` | ``action_type="fill"``: the water-filling rule the gains adjust |
 | ``max_logit`` | 10 | logit clip and action-space bound |
 | ``load_metric`` | ``expected_wait`` | ``expected_wait``, ``nominal_wait``, ``queue`` or ``outstanding`` |
 | ``obs_extras`` | ``()`` | any of ``arrival_rate``, ``capacity``, ``rank``, ``offered_load`` |
@@ -176,7 +193,7 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from dcgym.envs.error import InvalidActionError, ResetNeededError
-from dcgym.envs.rack.game import RackEnvConfig, RackGame
+from dcgym.envs.rack.game import FILL_FEATURES, RackEnvConfig, RackGame, fill_rows
 from dcgym.envs.rack.render import LoadHistory, render_rack
 from dcgym.envs.seeding import episode_seed
 from dcgym.envs.validation import validate
@@ -184,6 +201,8 @@ from dcgym.envs.validation import validate
 __all__ = ["RackEnv", "env", "parallel_env", "raw_env"]
 
 _INFO_COUNTS = ("migrations", "steals", "failed_steals", "dropped")
+FILL_GAIN_BOUND = 100.0
+"""The action space's bound on fill gains (any finite gain is accepted: the exponents are clipped to ±8)."""
 
 
 class RackEnv(ParallelEnv):
@@ -201,6 +220,8 @@ class RackEnv(ParallelEnv):
         obs_space = Box(0.0, clip, (self.game.obs_dim,), np.float32)
         if self.config.action_type == "logits":
             act_space = Box(-self.config.max_logit, self.config.max_logit, (2 * n,), np.float32)
+        elif self.config.action_type == "fill":
+            act_space = Box(-FILL_GAIN_BOUND, FILL_GAIN_BOUND, (self.game.action_width,), np.float32)
         else:
             act_space = Box(0.0, 1.0, (2 * n,), np.float32)
         self.observation_spaces = dict.fromkeys(self.possible_agents, obs_space)
@@ -270,7 +291,7 @@ class RackEnv(ParallelEnv):
             raise InvalidActionError(
                 f"actions: every agent needs one action each step; missing {missing}, unknown {unknown}"
             )
-        width = 2 * self.game.num_nodes
+        width = self.game.action_width
         try:
             stacked = np.array([actions[a] for a in self.agents], dtype=np.float64)
         except (TypeError, ValueError):
@@ -279,10 +300,12 @@ class RackEnv(ParallelEnv):
             for agent in self.agents:
                 shape = np.shape(actions[agent])
                 if shape != (width,):
-                    raise InvalidActionError(
-                        f"action of {agent}: got shape {shape}; expected ({width},): {width // 2} migration then "
-                        f"{width // 2} stealing {self.game.unit}"
+                    what = (
+                        f"its fill gains, {fill_rows(self.game.num_nodes)} rows of {FILL_FEATURES}"
+                        if self.game.fill
+                        else f"{width // 2} migration then {width // 2} stealing {self.game.unit}"
                     )
+                    raise InvalidActionError(f"action of {agent}: got shape {shape}; expected ({width},): {what}")
             raise InvalidActionError(f"actions: could not read them as numbers: {actions!r}")
         return stacked[None]
 
@@ -315,7 +338,7 @@ class RackEnv(ParallelEnv):
             out["steal"][0].copy(),
             *(out[key][0].tolist() for key in _INFO_COUNTS),
         )
-        return {
+        infos = {
             agent: {
                 "migrate": migrate,
                 "steal": steal,
@@ -327,6 +350,10 @@ class RackEnv(ParallelEnv):
             }
             for agent, migrate, steal, migrations, steals, failed, dropped in columns
         }
+        if self.game.fill:
+            for info, (dest, levels, arrivals) in zip(infos.values(), self.game.decisions[0], strict=True):
+                info["decisions"] = {"dest": dest, "levels": levels, "arrivals": arrivals}
+        return infos
 
     # ------------------------------------------------------- state, render
 

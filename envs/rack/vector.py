@@ -30,7 +30,7 @@ import numpy as np
 from gymnasium.spaces import Box
 from gymnasium.vector.utils import batch_space
 
-from dcgym.envs.error import InvalidActionError
+from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.rack.game import RackEnvConfig, RackGame
 from dcgym.envs.rack.wrappers import central_spaces
 from dcgym.envs.validation import validate
@@ -71,6 +71,8 @@ class RackVectorEnv(BatchedEnv):
     def __init__(self, num_envs: int, copy: bool = True, **kwargs: Any) -> None:
         super().__init__(num_envs, copy)
         self.config = validate(RackEnvConfig, kwargs)
+        if self.config.action_type == "fill":
+            raise InvalidConfigError("action_type", "fill", "logits or probabilities (fill actions are rack_v0's)")
         self.game = RackGame(self.config, self.num_envs)
         n, clip = self.game.num_nodes, self.config.obs_clip
         self.num_agents = n

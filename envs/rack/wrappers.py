@@ -41,6 +41,8 @@ class _RackSingleAgent(GameEpisodes, gymnasium.Env):
 
     def __init__(self, **kwargs: Any) -> None:
         self.config = validate(RackEnvConfig, kwargs)
+        if self.config.action_type == "fill":
+            raise InvalidConfigError("action_type", "fill", "logits or probabilities (fill actions are rack_v0's)")
         self.game = RackGame(self.config, 1, dispatcher=self._dispatcher)
         self.render_mode = self.config.render_mode
         self._scale = self.config.max_logit if self.config.action_type == "logits" else 1.0

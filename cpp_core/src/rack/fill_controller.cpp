@@ -63,22 +63,9 @@ FillController::FillController(RackSim& sim, runtime::FillPolicy policy, const C
     previous_imbalance_ = TrueImbalance(sim_, scale_, loads_);
   }
   if (policy_.per_task()) {
-    steal_scratch_.resize(n_);
-    sim_.SetArrivalRefresh([this](uint32_t node) { RefreshMigration(node); });
-    if (learner_) {
-      task_offsets_.assign(n_, std::vector<std::uint32_t>(d_ + 1, 0));
-      task_dest_.assign(n_, {});
-      task_levels_.assign(n_, {});
-      task_arrivals_.assign(n_, {});
-      sim_.SetArrivalDecided([this](uint32_t node, uint32_t j) { RecordDecision(node, j); });
-    }
+    task_.emplace(sim_, policy_, options_.heartbeat_us, learner_.has_value());
+    if (learner_) task_offsets_.assign(n_, std::vector<std::uint32_t>(d_ + 1, 0));
   }
-}
-
-FillController::~FillController() {
-  if (!policy_.per_task()) return;
-  sim_.SetArrivalRefresh(nullptr);
-  sim_.SetArrivalDecided(nullptr);
 }
 
 double FillController::HeartbeatArrivals() const { return sim_.ArrivalRate() * options_.heartbeat_us; }
@@ -86,20 +73,6 @@ double FillController::HeartbeatArrivals() const { return sim_.ArrivalRate() * o
 void FillController::BelievedLevels(uint32_t node) {
   sim_.BeliefRow(node, raw_.data());
   policy_.Levels(raw_.data(), levels_.data());
-}
-
-void FillController::RefreshMigration(uint32_t node) {
-  BelievedLevels(node);
-  double* tm = table_m_.data() + static_cast<std::size_t>(node) * n_;
-  policy_.Tables(node, levels_.data(), HeartbeatArrivals(), tm, steal_scratch_.data());
-  sim_.SetTableWeights(node, false, tm, 1.0);
-}
-
-// The decision of the arrival RefreshMigration has just set the table for: levels_ and the rate are still its.
-void FillController::RecordDecision(uint32_t node, uint32_t j) {
-  task_levels_[node].insert(task_levels_[node].end(), levels_.begin(), levels_.end());
-  task_arrivals_[node].push_back(HeartbeatArrivals());
-  task_dest_[node].push_back(j);
 }
 
 void FillController::Act() {
@@ -140,7 +113,7 @@ RunStats FillController::Run(std::uint64_t heartbeats) {
         migrate_[(i * d_ + row_) * n_ + j] = static_cast<float>(dc.migrate[i * n_ + j]);
     dc.Reset();
     for (std::size_t i = 0; i < task_offsets_.size(); ++i)
-      task_offsets_[i][row_ + 1] = static_cast<std::uint32_t>(task_dest_[i].size());
+      task_offsets_[i][row_ + 1] = static_cast<std::uint32_t>(task_->Recorded(static_cast<uint32_t>(i)).dest.size());
     if (++row_ < d_) continue;
     // The batch's last next state x_D: the levels the next heartbeat will act on.
     for (std::size_t i = 0; i < n_; ++i) {
@@ -156,20 +129,17 @@ RunStats FillController::Run(std::uint64_t heartbeats) {
       b.reward = rewards_.data();
       b.migrate = migrate_.data() + i * d_ * n_;
       if (!task_offsets_.empty()) {
+        const TaskFill::Decisions& decided = task_->Recorded(static_cast<uint32_t>(i));
         b.task_offsets = task_offsets_[i].data();
-        b.task_levels = task_levels_[i].data();
-        b.task_arrivals = task_arrivals_[i].data();
-        b.task_dest = task_dest_[i].data();
+        b.task_levels = decided.levels.data();
+        b.task_arrivals = decided.arrivals.data();
+        b.task_dest = decided.dest.data();
       }
       learner_->Update(i, b, policy_);
     }
     learner_->CompleteRound();
     row_ = 0;
-    for (std::size_t i = 0; i < task_offsets_.size(); ++i) {  // the next batch's decisions start empty
-      task_dest_[i].clear();
-      task_levels_[i].clear();
-      task_arrivals_[i].clear();
-    }
+    if (task_) task_->Clear();  // the next batch's decisions start empty
   }
   return stats;
 }

@@ -143,18 +143,20 @@ def test_policy_gradient_through_the_table_matches_finite_differences():
 
 
 @pytest.mark.usefixtures("ray_session")
-def test_trained_fill_actor_exports_its_tables_and_runs_in_the_engine_as_its_file(tmp_path):
-    """train.py's library with ``actor: fill`` on a 3-node rack: the sampled actions are each node's fill tables,
-    the gains move from 0, the exported ``fill`` file's tables (C++ runtime) equal the modules' on random
-    observations, and evaluating the run folder runs that file in the engine: the same row as the file itself
-    (bit for bit but the wall time)."""
+@pytest.mark.parametrize("per_task", [False, True])
+def test_trained_fill_actor_exports_its_tables_and_runs_in_the_engine_as_its_file(tmp_path, per_task):
+    """train.py's library with ``actor: fill`` on a 3-node rack, per heartbeat (the actions are each node's fill
+    tables) and per task (the actions are its gains, each decision learned at its own levels): the gains move from
+    0, the exported ``fill`` file (per task or not, as trained) has tables (C++ runtime) equal to the modules' on
+    random observations, and evaluating the run folder runs that file in the engine: the same row as the file
+    itself (bit for bit but the wall time)."""
     experiment = load_experiment(
         {
             "env": "rack_v0",
             "scenario": THREE_NODES["scenario"],
             "env_args": {k: v for k, v in THREE_NODES.items() if k != "scenario"},
             "algorithm": "malcolm",
-            "hyperparameters": {"actor": "fill", "fill_steal": True},
+            "hyperparameters": {"actor": "fill", "fill_steal": True, "fill_per_task": per_task},
             "budget": {"iterations": 10},
             "checkpoint_every": 0,
             "evaluation": {"enabled": False},
@@ -163,6 +165,7 @@ def test_trained_fill_actor_exports_its_tables_and_runs_in_the_engine_as_its_fil
     run_dir = train(experiment, out=tmp_path, progress=False).run_dir
     policy = policy_from_checkpoint(run_dir)
     assert isinstance(policy, fmt.FillPolicy) and policy.steal and policy.settings["heartbeat_us"] == "100"
+    assert policy.per_task == per_task
     assert np.abs(policy.gains).max() > 0  # learned: the gains left water_fill
     assert not policy.gains[:, 1:3].any()  # the mix and steal-margin rows are not learned
 
@@ -219,3 +222,23 @@ def test_fill_actor_needs_probabilities_as_actions():
     obs, _ = fixed.reset(seed=2)
     obs, *_ = fixed.step({a: np.ones(6, np.float32) for a in obs})
     assert obs["node_2"][-1] == pytest.approx(0.83, rel=1e-6)  # rate x mean service time / capacity = the load
+
+
+@pytest.mark.parametrize(
+    ("env", "params", "field", "message"),
+    [
+        ({"action_type": "probabilities"}, {}, "env.action_type", "fill with actor: fill, fill_per_task: True"),
+        ({"load_metric": "queue"}, {}, "env.load_metric", "one of ['expected_wait', 'nominal_wait']"),
+        ({"fill": {"horizon": 2.0, "mix": 0.1, "steal": True}}, {"fill_horizon": 0.5}, "env.fill", "fill_*"),
+    ],
+)
+def test_per_task_fill_actor_sets_rack_v0s_fill_actions_and_refuses_others(env, params, field, message):
+    """``fill_per_task``: rack_v0 acts with the gains (``action_type: fill``) of the rule the ``fill_*`` settings
+    give; a contradicting environment argument is refused by name."""
+    base = {"env": THREE_NODES, "actor": "fill", "fill_per_task": True, "fill_steal": True, "fill_horizon": 0.5}
+    config = rack_config(base)
+    assert config.env_config["action_type"] == "fill"
+    assert config.env_config["fill"] == {"horizon": 0.5, "mix": 0.1, "steal": True}
+    with pytest.raises(InvalidConfigError) as info:
+        rack_config({**base, **params, "env": {**THREE_NODES, **env}})
+    assert info.value.field == field and message in str(info.value)

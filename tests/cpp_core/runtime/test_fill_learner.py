@@ -11,6 +11,7 @@ import torch
 from dcgym.agents import policy_format as fmt
 from dcgym.agents.malcolm import rack_config
 from dcgym.agents.malcolm.fill import water_fill_policy
+from dcgym.agents.malcolm.fill_rl_module import TASK_ARRIVALS, TASK_DEST, TASK_LEVELS, TASK_MASK
 from dcgym.agents.malcolm.malcolm import RackMultiAgentEnv
 from dcgym.agents.malcolm.malcolm_learner import EPISODE_START, MIGRATE_COUNTS, STEAL_COUNTS
 from dcgym.agents.malcolm.policy_file import fill_from_modules
@@ -109,6 +110,77 @@ def test_one_update_equals_the_torch_fill_learner(variant):
         torch_critic = np.stack([m.critic_weights.detach().numpy() for m in modules])
         _close(after["gains"] - before["gains"], torch_gains - before["gains"], "gains AdamW step", rtol=1e-4)
         _close(after["critic"] - before["critic"], torch_critic - before["critic"], "critic AdamW step", rtol=1e-4)
+
+
+@pytest.mark.usefixtures("ray_session")
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_one_per_task_update_equals_the_torch_fill_learner(variant):
+    """train.py's per-task fill actor (``fill_per_task``: rack_v0's fill actions, each decision at its own levels)
+    against the C++ learner's per-task batch: the same random gains, critic and decisions (levels that differ from
+    the heartbeat's, a heartbeat without decisions, padding to the batch's most decisions): the gradients of the
+    critic and of every gain part agree to 1e-5 of their largest entry."""
+    params = {"env": THREE_NODES, "seed": 3, "actor": "fill", "fill_steal": True, "fill_per_task": True}
+    params |= {"variant": variant, "trace_lambda": 0.0} if variant == "code" else {}
+    config = rack_config(params)
+    assert config.env_config["action_type"] == "fill"
+    learner = config.build_learner(env=RackMultiAgentEnv(config.env_config))
+    modules = [learner.module[mid].unwrapped() for mid in NODES]
+    rng = np.random.default_rng(8)
+    with torch.no_grad():
+        for m in modules:
+            for p in m.actor_parameters().values():
+                p.copy_(torch.as_tensor(rng.uniform(-0.3, 0.3, tuple(p.shape))))
+    policy = fill_from_modules(modules, level_scale=1 / 75)
+    assert policy.per_task
+    cpp = FillLearner(fmt.to_bytes(policy), {"variant": variant, "trace_lambda": 0.0})
+    for i, m in enumerate(modules):
+        cpp.set_critic(i, m.critic_weights.detach().numpy())
+    index = modules[0].offered_load_index
+    total = float(np.asarray(policy.capacity, np.float32).astype(np.float64).sum())
+    hs = float(np.float32(policy.heartbeat_services))
+    batches, tasks = {}, {}
+    for mid in NODES:
+        obs, b = _batch(rng, modules[0].observation_space.shape[0], index)
+        per = b[MIGRATE_COUNTS].sum(axis=1).astype(int)
+        width = per.max()
+        dest = np.zeros((D, width), np.int64)
+        levels = np.zeros((D, width, N))
+        arrivals = np.ones((D, width))
+        mask = np.zeros((D, width), np.float32)
+        for t in range(D):
+            k = per[t]
+            dest[t, :k] = np.repeat(np.arange(N), b[MIGRATE_COUNTS][t].astype(int))
+            levels[t, :k] = obs[t, :N] + rng.uniform(0, 1, (k, N))  # each decision at levels of its own moment
+            arrivals[t, :k] = obs[t, index] * total * hs * rng.uniform(0.9, 1.1, k)
+            mask[t, :k] = 1
+        b |= {TASK_DEST: dest, TASK_LEVELS: levels, TASK_ARRIVALS: arrivals, TASK_MASK: mask}
+        batches[mid] = (obs, b)
+        keep = mask.astype(bool)
+        tasks[mid] = {
+            "offsets": np.concatenate([[0], np.cumsum(per)]).astype(np.uint32),
+            "levels": levels[keep],
+            "arrivals": arrivals[keep],
+            "dest": dest[keep].astype(np.uint32),
+        }
+    torch_batch = {mid: {k: torch.tensor(v) for k, v in b.items()} for mid, (_, b) in batches.items()}
+    fwd = learner.module.forward_train(torch_batch)
+    grads = learner.compute_gradients(learner.compute_losses(fwd_out=fwd, batch=torch_batch))
+    for i, (mid, m) in enumerate(zip(NODES, modules, strict=True)):
+        obs, b = batches[mid]
+        ours = cpp.update(
+            i,
+            obs[:, :N] * np.float32(0.1),
+            obs[:-1, :N].astype(np.float64),
+            obs[:-1, index].astype(np.float64) * total * hs,
+            b["rewards"].astype(np.float64),
+            b[MIGRATE_COUNTS],
+            tasks=tasks[mid],
+        )
+        _close(ours["critic"], grads[m.critic_weights].numpy(), f"{mid} critic gradient")
+        g = ours["gains"]
+        _close(g[0], grads[m.volume_gains].numpy()[0], f"{mid} volume gradient")
+        _close(g[3 : 3 + N], grads[m.capacity_gains].numpy(), f"{mid} capacity gradient")
+        _close(g[3 + N :], grads[m.level_gains].numpy(), f"{mid} level gradient")
 
 
 @pytest.mark.parametrize("per_task", [False, True])

@@ -19,11 +19,10 @@
 // through the gains, so a zero learning rate runs bit for bit as no learning.
 //
 // A per_task file (runtime/fill.hpp) also sets the arriving node's migration
-// table at each task, from its beliefs then (RackSim::SetArrivalRefresh), with
-// the arrivals per heartbeat of the rate then. Learning, it records each
-// decision with the levels and arrivals it acted on (SetArrivalDecided) and
-// the learner takes each decision's log-probability under the table of its
-// own moment (FillBatch's per-task fields).
+// table at each task, from its beliefs then (rack/task_fill.hpp). Learning,
+// it records each decision with the levels and arrivals it acted on and the
+// learner takes each decision's log-probability under the table of its own
+// moment (FillBatch's per-task fields).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +31,7 @@
 
 #include "dcgym/rack/controller.hpp"
 #include "dcgym/rack/rack_sim.hpp"
+#include "dcgym/rack/task_fill.hpp"
 #include "dcgym/runtime/fill.hpp"
 #include "dcgym/runtime/fill_learner.hpp"
 
@@ -45,8 +45,7 @@ class FillController {
   /// The same with ControllerOptions (heartbeat_us, warmup_us, obs_clip, reward, costs, learn, learner; max_logit
   /// is not used); the learner's config is checked by FillLearner::Validate when learning.
   FillController(RackSim& sim, runtime::FillPolicy policy, const ControllerOptions& options);
-  ~FillController();
-  FillController(const FillController&) = delete;  // the simulation may hold `this` (per_task)
+  FillController(const FillController&) = delete;  // the simulation may hold task_ (per_task)
   FillController& operator=(const FillController&) = delete;
 
   /// Runs `heartbeats` heartbeats: set every node's tables, advance one heartbeat, (learn).
@@ -63,10 +62,8 @@ class FillController {
 
  private:
   void Act();
-  double HeartbeatArrivals() const;                // the rack's arrivals per heartbeat at the engine's rate now
-  void BelievedLevels(uint32_t node);              // levels_: node's belief row in the file's levels
-  void RefreshMigration(uint32_t node);            // per_task: the arriving node's migration table
-  void RecordDecision(uint32_t node, uint32_t j);  // per_task, learning: the decision just drawn
+  double HeartbeatArrivals() const;    // the rack's arrivals per heartbeat at the engine's rate now
+  void BelievedLevels(uint32_t node);  // levels_: node's belief row in the file's levels
 
   RackSim& sim_;
   runtime::FillPolicy policy_;
@@ -74,16 +71,16 @@ class FillController {
   std::size_t n_;
   double scale_ = 1.0;  // raw load -> observation unit (for the imbalance and the reward)
   double previous_imbalance_ = 0.0;
-  std::vector<double> raw_, levels_, table_m_, table_s_, loads_, steal_scratch_;
+  std::vector<double> raw_, levels_, table_m_, table_s_, loads_;
   // Learning: the pending mini-batch per node (D + 1 critic inputs, D level rows, arrivals, counts), rewards.
   std::optional<runtime::FillLearner> learner_;
   std::size_t d_ = 0, row_ = 0;
   std::vector<float> x_, migrate_;
   std::vector<double> batch_levels_, arrivals_, rewards_;
-  // Learning per task: per node, the decisions of the pending batch (offsets per heartbeat, levels, arrivals,
-  // destinations).
-  std::vector<std::vector<std::uint32_t>> task_offsets_, task_dest_;
-  std::vector<std::vector<double>> task_levels_, task_arrivals_;
+  // per_task: the tables between heartbeats and, learning, the pending batch's decisions (task_) with each
+  // heartbeat's offset into them per node (task_offsets_). Declared after policy_: unhooked before it dies.
+  std::optional<TaskFill> task_;
+  std::vector<std::vector<std::uint32_t>> task_offsets_;
 };
 
 }  // namespace dcgym::rack
