@@ -41,7 +41,7 @@ from rich.table import Table
 
 from dcgym._app import INTERRUPTED, VersionOption, new_app, run_app
 from dcgym.agents.evaluation import evaluate, parse_seeds, to_json, write_plots, write_results
-from dcgym.agents.evaluation.document import get_path
+from dcgym.agents.evaluation.document import against_best, get_path
 from dcgym.agents.evaluation.family import EVALUATIONS, family_of
 from dcgym.agents.evaluation.runner import RunsInterrupted
 from dcgym.agents.evaluation.scores import (
@@ -369,6 +369,29 @@ def print_summary(
     console.print(table)
     if censored:
         console.print(family.censoring_note)
+
+
+def print_against_best(doc: dict[str, Any], policy: str) -> None:
+    """``policy`` against the best other policy of the document at each load (:func:`against_best`), as a table."""
+    family = family_of(doc["family"])
+    _, label, digits = family.headline
+    seeds = doc["seeds"]
+    paired = f"paired over {len(seeds)} seeds, mean ± 95% CI" if len(seeds) > 1 else f"seed {seeds[0]}"
+    table = Table(title=f"{policy} against the best other policy at each load: {label}")
+    for header in (family.load_name, "best other policy", "its value", policy, f"difference ({paired})", "verdict"):
+        table.add_column(header, justify="left" if header in ("best other policy", "verdict") else "right")
+    for row in against_best(doc, policy):
+        d = row["difference"]
+        half = "" if d["ci95"] is None else f" ± {d['ci95']:.{digits}f}"
+        table.add_row(
+            f"{row['load']:g}",
+            row["best"],
+            f"{row['best_value']:,.{digits}f}",
+            f"{row['value']:,.{digits}f}",
+            "-" if d["mean"] is None else f"{d['mean']:+,.{digits}f}{half}",
+            row["verdict"],
+        )
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
 
 
 def _get(cell: dict[str, Any], path: str) -> dict[str, Any] | None:

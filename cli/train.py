@@ -33,7 +33,7 @@ from dcgym.agents.algorithms import algorithms  # noqa: E402
 from dcgym.agents.training import CONFIG_FILE, Trainer, find_run, new_run_dir  # noqa: E402
 from dcgym.agents.training.experiment import load_experiment, parse_assignments  # noqa: E402
 from dcgym.envs.error import DcgymError, InvalidConfigError  # noqa: E402
-from dcgym.evaluate import print_summary  # noqa: E402
+from dcgym.evaluate import print_against_best, print_summary  # noqa: E402
 
 __all__ = ["INTERRUPTED", "app", "main", "run"]
 
@@ -123,6 +123,7 @@ def main(
     if result.evaluation is not None:
         doc = result.evaluation
         print_summary(doc, f"{doc['scenario']}: the trained policy against the heuristics")
+        print_against_best(doc, doc["summary"][0]["policy"])  # the checkpoint is the first policy evaluated
     print(f"run folder: {result.run_dir}")
 
 

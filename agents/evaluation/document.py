@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "against_best",
     "build_document",
     "finite",
     "get_path",
@@ -111,6 +112,56 @@ def build_document(
     if timelines:
         doc["timelines"] = timelines
     return doc
+
+
+def against_best(doc: Mapping[str, Any], policy: str) -> list[dict[str, Any]]:
+    """``policy`` against the best of the document's other policies at each load, on the family's headline metric.
+
+    The best is the other policy with the best mean headline among those not censored at that load (among all of
+    them when every one is). Per load: ``load``, ``best`` (its label), ``best_value`` and ``value`` (the means),
+    ``difference`` (``policy`` minus the best, paired by seed: {mean, ci95, n}, over the seeds both ran) and
+    ``verdict``: ``better`` or ``worse`` when the paired 95% interval excludes 0 (a zero-width interval, every
+    seed the same difference, counts; with one seed, the sign of the difference), else ``tie``; ``censored`` when
+    ``policy`` is censored at a load where the best is not.
+    """
+    family = family_of(doc["family"])
+    path, higher = family.headline[0], family.headline_higher_is_better
+    cells = {(c["policy"], c["load"]): c for c in doc["summary"]}
+    runs: dict[tuple[str, float], dict[int, float]] = {}
+    for row in doc["results"]:
+        value = get_path(row, path)
+        if value is not None:
+            runs.setdefault((row["policy"], row["load"]), {})[row["seed"]] = value
+    out = []
+    for load in sorted({load for name, load in cells if name == policy}):
+        others = [c for (name, at), c in cells.items() if at == load and name != policy]
+        ranked = [c for c in others if not c["censored"]] or others
+        ranked = [c for c in ranked if get_path(c, path)["mean"] is not None]
+        if not ranked:
+            continue
+        sign = -1.0 if higher else 1.0
+        best = min(ranked, key=lambda c: sign * get_path(c, path)["mean"])
+        ours, theirs = runs.get((policy, load), {}), runs.get((best["policy"], load), {})
+        seeds = sorted(set(ours) & set(theirs))
+        difference = mean_ci([ours[s] - theirs[s] for s in seeds])
+        mean, half = difference["mean"], difference["ci95"] or 0.0
+        if cells[(policy, load)]["censored"] and not best["censored"]:
+            verdict = "censored"
+        elif mean is None or (len(seeds) > 1 and abs(mean) <= half):
+            verdict = "tie"
+        else:
+            verdict = "better" if sign * mean < 0 else ("worse" if mean != 0 else "tie")
+        out.append(
+            {
+                "load": load,
+                "best": best["policy"],
+                "best_value": get_path(best, path)["mean"],
+                "value": get_path(cells[(policy, load)], path)["mean"],
+                "difference": difference,
+                "verdict": verdict,
+            }
+        )
+    return out
 
 
 def to_json(doc: Mapping[str, Any]) -> str:

@@ -181,6 +181,7 @@ def test_tiny_auto_run_trains_one_agent_and_evaluates_it_against_the_flow_heuris
     assert proc.returncode == 0, proc.stderr[-3000:]
     run = run_folder(proc)
     assert run.name.split("__")[1:3] == [algorithm, "1"] and "(trained)" in proc.stdout
+    assert "(trained) against the best other policy at each load: mean flow completion time (ms)" in proc.stdout
     agent = algorithm.removeprefix("auto_")
     meta = json.loads((run / "checkpoints/iter_000001/dcgym_checkpoint.json").read_text())
     assert meta["agent_to_module"] == {agent: "default_policy"} and meta["partial_agents"] is True
