@@ -26,18 +26,23 @@ attribute docstring in :class:`DDPGConfig` says why not.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from ray.rllib.algorithms.algorithm_config import NotProvided
 from ray.rllib.algorithms.sac.sac import SACConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from dcgym.agents.auto.ddpg_learner import DDPGTorchLearner
 from dcgym.agents.auto.ddpg_rl_module import DDPGRLModule
+from dcgym.agents.auto.policy_file import srla_action
 from dcgym.agents.auto.system import AUTO_SRLA
 from dcgym.agents.rl.replay_training import TransitionReplayDQN
 from dcgym.agents.rl.spec import TrainingRun
 from dcgym.agents.rl.wiring import common, set_provided, training
+from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.flow.game import FlowEnvConfig
 
 __all__ = ["DDPG", "DDPGConfig", "build_srla"]
 
@@ -83,6 +88,10 @@ class DDPGConfig(SACConfig):
         self.exploration_noise = 0.1
         """σ of the Gaussian noise added to μ(s) when sampling, in the normalised action space [-1, 1]
         (AuTO names no noise; 0.1 as Fujimoto et al. 2018 §6)."""
+        self.actor_start = None
+        """None (DDPG's start: outputs near 0), or one action in (-1, 1) per action dimension that μ starts at for
+        every observation: its last layer starts with weights 0 and bias atanh of it. sRLA's ``start_thresholds``
+        sets it from a threshold set (build_srla)."""
 
     def training(
         self,
@@ -92,6 +101,7 @@ class DDPGConfig(SACConfig):
         critic_merge_hidden: int = NotProvided,
         critic_weight_decay: float = NotProvided,
         exploration_noise: float = NotProvided,
+        actor_start: list[float] | None = NotProvided,
         **kwargs: Any,
     ) -> DDPGConfig:
         """DDPG's own settings (see the attribute docstrings in ``__init__``) and SAC's / RLlib's."""
@@ -102,6 +112,7 @@ class DDPGConfig(SACConfig):
             "critic_merge_hidden": critic_merge_hidden,
             "critic_weight_decay": critic_weight_decay,
             "exploration_noise": exploration_noise,
+            "actor_start": actor_start,
         }
         set_provided(self, given, lists=("actor_hiddens", "critic_hiddens"))
         return self
@@ -113,6 +124,7 @@ class DDPGConfig(SACConfig):
             "critic_hiddens": list(self.critic_hiddens),
             "critic_merge_hidden": self.critic_merge_hidden,
             "exploration_noise": self.exploration_noise,
+            "actor_start": None if self.actor_start is None else [float(a) for a in self.actor_start],
         }
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
@@ -136,6 +148,11 @@ class DDPGConfig(SACConfig):
             err(f"`critic_merge_hidden` ({self.critic_merge_hidden!r}) must be an integer >= 1")
         if not self.exploration_noise >= 0:
             err(f"`exploration_noise` ({self.exploration_noise}) must be >= 0")
+        if self.actor_start is not None and not (
+            isinstance(self.actor_start, list | tuple)
+            and all(isinstance(a, int | float) and -1 < a < 1 for a in self.actor_start)
+        ):
+            err(f"`actor_start` ({self.actor_start!r}) must be None or a list of numbers in (-1, 1)")
         if not self.critic_weight_decay >= 0:
             err(f"`critic_weight_decay` ({self.critic_weight_decay}) must be >= 0")
         if not (isinstance(self.n_step, int) and self.n_step >= 1):
@@ -168,8 +185,41 @@ class DDPG(TransitionReplayDQN):
 
 def build_srla(experiment: TrainingRun, env_config: dict[str, Any]) -> DDPGConfig:
     """``algorithm: auto_srla``: sRLA (DDPG) on ``dcgym/FlowSrla-v0``, flow_v0 with lRLA held by MLFQ's rules; the
-    hyperparameters are the settings of :meth:`DDPGConfig.training`."""
+    hyperparameters are the settings of :meth:`DDPGConfig.training`, and ``start_thresholds``: K - 1 increasing
+    thresholds in bytes that the actor starts at (``actor_start``, the action flow_v0 maps to them: for example
+    the best static set of a scenario), so that learning starts from a threshold rule rather than from the middle
+    of the box."""
     config = common(DDPGConfig(), experiment, env_config)
     config.environment(AUTO_SRLA.one_agent_forms[experiment.env].env_id, env_config=env_config)
-    training(config, experiment.hyperparameters)
+    hyperparameters = dict(experiment.hyperparameters)
+    start = hyperparameters.pop("start_thresholds", None)
+    if start is not None:
+        if "actor_start" in hyperparameters:
+            raise InvalidConfigError(
+                "hyperparameters.start_thresholds", start, "either start_thresholds or actor_start, not both"
+            )
+        hyperparameters["actor_start"] = srla_start(start, env_config)
+    training(config, hyperparameters)
     return config
+
+
+def srla_start(thresholds: Any, env_config: Mapping[str, Any]) -> list[float]:
+    """The sRLA action (in (-1, 1)) that flow_v0 maps to ``thresholds`` (K - 1 increasing bytes inside the
+    environment's ``threshold_range_bytes``); InvalidConfigError naming ``hyperparameters.start_thresholds``."""
+    game = FlowEnvConfig.model_validate({k: v for k, v in env_config.items() if k in FlowEnvConfig.model_fields})
+    lo, hi = game.threshold_range_bytes
+    t = np.asarray(thresholds, dtype=np.float64) if isinstance(thresholds, list | tuple) else np.array([])
+    if t.ndim != 1 or t.size < 1 or not (np.all(np.diff(t) > 0) and t[0] > lo and t[-1] < hi):
+        raise InvalidConfigError(
+            "hyperparameters.start_thresholds",
+            thresholds,
+            f"a list of increasing thresholds in bytes inside ({lo:g}, {hi:g}) (threshold_range_bytes)",
+        )
+    action = srla_action(t, lo, hi)
+    if not np.all(np.abs(action) < 1):
+        raise InvalidConfigError(
+            "hyperparameters.start_thresholds",
+            thresholds,
+            "gaps in log bytes within a factor e^8 of the last gap (the sets sRLA's action reaches)",
+        )
+    return action.tolist()

@@ -21,7 +21,10 @@
   across steps (none to checkpoint).
 
 Weights start as torch.nn.Linear's defaults except the last layer of each
-network, uniform in ±3e-3 (DDPG §7: initial outputs near zero). An
+network, uniform in ±3e-3 (DDPG §7: initial outputs near zero); with
+``actor_start`` the actor's last layer has weights 0 and bias atanh of that
+action instead, so μ starts exactly at it for every observation (its weights
+then learn from the first update on). An
 inference-only copy (the EnvRunners') holds the actor alone.
 """
 
@@ -100,7 +103,8 @@ class DDPGRLModule(TorchRLModule, TargetNetworkAPI, InferenceOnlyAPI, PolicyFile
 
     ``model_config`` keys: ``actor_hiddens`` ([600, 600]), ``critic_hiddens``
     ([600, 600]), ``critic_merge_hidden`` (600), ``exploration_noise`` (σ,
-    0.1). The observation must be a flat Box, the action a Box of one axis.
+    0.1), ``actor_start`` (None, or the action μ starts at). The observation must be a flat Box, the action a
+    Box of one axis.
     """
 
     def policy_file(self, context: PolicyFileContext) -> MlpPolicy:
@@ -120,6 +124,14 @@ class DDPGRLModule(TorchRLModule, TargetNetworkAPI, InferenceOnlyAPI, PolicyFile
         self.num_obs = int(self.observation_space.shape[0])
         self.num_actions = int(self.action_space.shape[0])
         self.actor = mlp([self.num_obs, *self.actor_hiddens, self.num_actions], out_activation=nn.Tanh())
+        start = cfg.get("actor_start")
+        if start is not None:
+            a = torch.as_tensor(start, dtype=torch.float32)
+            if a.shape != (self.num_actions,) or not bool((a.abs() < 1).all()):
+                raise ValueError(f"actor_start: got {list(start)}; expected {self.num_actions} numbers in (-1, 1)")
+            with torch.no_grad():  # the last Linear (before the tanh): μ(s) = start for every s until it learns
+                self.actor[-2].weight.zero_()
+                self.actor[-2].bias.copy_(torch.atanh(a))
         if not self.inference_only:
             self.critic = QNetwork(self.num_obs, self.num_actions, self.critic_hiddens, self.critic_merge_hidden)
 

@@ -26,7 +26,7 @@ from dcgym.agents.policy_format import MlpPolicy
 from dcgym.agents.rl.apis import PolicyFileContext
 from dcgym.agents.rl.torch_layers import layers_of
 
-__all__ = ["lrla_policy", "one_module", "srla_policy", "threshold_range"]
+__all__ = ["lrla_policy", "one_module", "srla_action", "srla_policy", "threshold_range"]
 
 
 def one_module(context: PolicyFileContext) -> Any:
@@ -42,6 +42,15 @@ def threshold_range(context: PolicyFileContext) -> Sequence[float] | None:
     """flow_v0's ``threshold_range_bytes`` (the bytes sRLA's action maps to), or None for another environment."""
     config = getattr(getattr(context.env, "game", None), "config", None)
     return getattr(config, "threshold_range_bytes", None)
+
+
+def srla_action(thresholds: Sequence[float], lo: float, hi: float) -> np.ndarray:
+    """The sRLA action flow_v0 maps to ``thresholds`` (K - 1 increasing bytes in (lo, hi)): the inverse of
+    ``flow_thresholds_from_action``, each gap in log bytes against the last gap's, as log weights over 8. A set
+    whose gaps are within a factor e^8 of the last one gives an action in [-1, 1] that maps back to it."""
+    edges = np.log(np.concatenate([[lo], np.asarray(thresholds, np.float64), [hi]]))
+    gaps = np.diff(edges)
+    return np.log(gaps[:-1] / gaps[-1]) / 8
 
 
 def srla_policy(module, threshold_range_bytes: Sequence[float] | None = None) -> MlpPolicy:

@@ -283,3 +283,25 @@ def test_ddpg_learns_the_best_action_of_a_contextual_bandit(ray_session, storage
         algo.stop()
     assert initial > 0.06
     assert final < 0.01, (initial, final)
+
+
+def test_actor_start_is_the_action_for_every_observation_until_it_learns():
+    """``actor_start``: the actor's last layer starts with weights 0 and bias atanh(start), so μ(s) is the start for
+    any s; an action outside (-1, 1) or of another length is refused by name."""
+    start = [0.17, -0.4, 0.9]
+    config = DDPGConfig().training(**SMALL, actor_start=start)
+    module = DDPGRLModule(
+        observation_space=gym.spaces.Box(0.0, 1.0, (7,), np.float32),
+        action_space=gym.spaces.Box(-1.0, 1.0, (3,), np.float32),
+        model_config=config._model_config_auto_includes,
+    )
+    out = module.forward_inference({Columns.OBS: torch.rand(16, 7) * 10})[Columns.ACTION_DIST_INPUTS]
+    np.testing.assert_allclose(out.detach().numpy(), np.tile(start, (16, 1)), rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match=r"actor_start: got \[0.5, 0.5\]; expected 3 numbers in \(-1, 1\)"):
+        DDPGRLModule(
+            observation_space=gym.spaces.Box(0.0, 1.0, (7,), np.float32),
+            action_space=gym.spaces.Box(-1.0, 1.0, (3,), np.float32),
+            model_config={**config._model_config_auto_includes, "actor_start": [0.5, 0.5]},
+        )
+    with pytest.raises(ValueError, match=r"`actor_start` \(\[1.0\]\) must be None or a list of numbers in \(-1, 1\)"):
+        _config(actor_start=[1.0]).validate()

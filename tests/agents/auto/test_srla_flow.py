@@ -69,3 +69,41 @@ def test_learned_thresholds_beat_thresholds_of_one_packet_on_web_search_at_0_8(r
     finally:
         algo.stop()
     assert learned < 0.99 * bad, (learned, bad)
+
+
+def test_start_thresholds_make_the_actor_start_at_that_threshold_set():
+    """``start_thresholds`` (bytes): the actor's first action is the one flow_v0 maps back to that set (the best
+    static set of web search at 0.8 here), to float32 rounding; a set outside the range, not increasing, or with
+    gaps beyond the map's e^8 is refused naming hyperparameters.start_thresholds."""
+    from dcgym.agents.auto.ddpg import build_srla, srla_start
+    from dcgym.agents.training.experiment import load_experiment
+    from dcgym.cpp_core import flow_thresholds_from_action
+    from dcgym.envs.error import InvalidConfigError
+
+    best = [1778280.0, 10057940.0, 16914100.0]
+    experiment = load_experiment(
+        {
+            "env": "flow_v0",
+            "scenario": "auto_websearch",
+            "env_args": {"load": 0.8},
+            "algorithm": "auto_srla",
+            "hyperparameters": {"start_thresholds": best, "actor_hiddens": [8], "critic_hiddens": [8]},
+        }
+    )
+    config = build_srla(experiment, {"scenario": "auto_websearch", "load": 0.8})
+    action = np.asarray(config.actor_start)
+    lo, hi = 1460.0, 1460.0 * 2**16
+    np.testing.assert_allclose(flow_thresholds_from_action(action, lo, hi), best, rtol=1e-9)
+    module = config.get_default_rl_module_spec().module_class(
+        observation_space=SrlaEnv(ENV).observation_space,
+        action_space=SrlaEnv(ENV).action_space,
+        model_config=config._model_config_auto_includes,
+    )
+    obs = torch.rand(4, module.num_obs)
+    mu = module.forward_inference({"obs": obs})["action_dist_inputs"].detach().numpy().astype(np.float64)
+    for row in mu:
+        np.testing.assert_allclose(flow_thresholds_from_action(row, lo, hi), best, rtol=1e-5)
+    for bad in ([1e3, 2e6, 3e6], [3e6, 2e6, 4e6], [2e6, 3e6, 95.6e6], "best"):
+        with pytest.raises(InvalidConfigError) as error:
+            srla_start(bad, {})
+        assert error.value.field == "hyperparameters.start_thresholds"
