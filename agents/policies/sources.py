@@ -66,11 +66,14 @@ def is_checkpoint_spec(spec: Any) -> bool:
 
 def is_policy_file_spec(spec: Any) -> bool:
     """Whether a policy spec names a policy file: ``zoo:NAME``, a path ending in ``.dcpol``, or a path (with a
-    folder separator) to a file; options after a last ``:`` (``FILE:heartbeat_us=50``) allowed."""
+    folder separator) to a file; options after a last ``:`` (``FILE:heartbeat_us=50``) allowed; or several of
+    them joined by ``+`` (AuTO's two agents, ``srla.dcpol+zoo:NAME``)."""
     if isinstance(spec, Path):
         return spec.suffix == SUFFIX or spec.is_file()
     if not isinstance(spec, str):
         return False
+    if "+" in spec and not Path(spec).exists():  # AuTO's two agents' files joined: FILE.dcpol+zoo:NAME, ...
+        return all(part and is_policy_file_spec(part) for part in spec.split("+"))
     if _PARAMETERIZED.match(spec) and not Path(spec).exists():
         return False  # a policy with parameters whose values are files: osml:files=DIR,model_c=C.dcpol
     path, _ = split_spec(spec, file=True)

@@ -155,6 +155,17 @@ def test_two_files_of_one_agent_or_a_wrong_head_are_refused(tmp_path):
     assert paths == {"lrla": str(path)} and label == "l (file)"
 
 
+def test_a_file_and_a_zoo_entry_join_in_either_order():
+    """``srla.dcpol+zoo:NAME`` (a file of one agent and the zoo's other) is a policy-file spec as ``zoo:A+zoo:B``
+    and ``A.dcpol+B.dcpol`` are; a heuristic with options or an empty part is not."""
+    from dcgym.agents.policies.sources import is_policy_file_spec
+
+    for spec in ("s.dcpol+zoo:auto_websearch_lrla", "zoo:auto_websearch+l.dcpol", "zoo:a+zoo:b", "s.dcpol+l.dcpol"):
+        assert is_policy_file_spec(spec), spec
+    for spec in ("pathbal:flows=11,demote=true", "s.dcpol+", "s.dcpol+pathbal"):
+        assert not is_policy_file_spec(spec), spec
+
+
 @pytest.mark.parametrize(
     ("policy", "message"),
     [
