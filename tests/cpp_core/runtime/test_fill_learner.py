@@ -55,6 +55,29 @@ def _batch(rng: np.random.Generator, obs_dim: int, offered_index: int) -> tuple[
     }
 
 
+def _same_gradients(cpp, modules, batches, grads, index, arrivals_per_load, tasks=None) -> None:
+    """One C++ update per node on the batches the torch learner's ``grads`` came from: the critic's and every
+    learned gain part's gradients agree to RTOL (the mix and steal-margin rows are not learned: 0); ``tasks`` per
+    node for a per-task batch."""
+    for i, (mid, m) in enumerate(zip(NODES, modules, strict=True)):
+        obs, b = batches[mid]
+        ours = cpp.update(
+            i,
+            obs[:, :N] * np.float32(0.1),
+            obs[:-1, :N].astype(np.float64),
+            obs[:-1, index].astype(np.float64) * arrivals_per_load,
+            b["rewards"].astype(np.float64),
+            b[MIGRATE_COUNTS],
+            tasks=None if tasks is None else tasks[mid],
+        )
+        _close(ours["critic"], grads[m.critic_weights].numpy(), f"{mid} critic gradient")
+        g = ours["gains"]
+        assert not g[1:3].any()
+        _close(g[0], grads[m.volume_gains].numpy()[0], f"{mid} volume gradient")
+        _close(g[3 : 3 + N], grads[m.capacity_gains].numpy(), f"{mid} capacity gradient")
+        _close(g[3 + N :], grads[m.level_gains].numpy(), f"{mid} level gradient")
+
+
 @pytest.mark.usefixtures("ray_session")
 @pytest.mark.parametrize("variant", ["paper", "code"])
 def test_one_update_equals_the_torch_fill_learner(variant):
@@ -89,22 +112,7 @@ def test_one_update_equals_the_torch_fill_learner(variant):
         fwd = learner.module.forward_train(torch_batch)
         grads = learner.compute_gradients(learner.compute_losses(fwd_out=fwd, batch=torch_batch))
         learner.apply_gradients(grads)
-        for i, (mid, m) in enumerate(zip(NODES, modules, strict=True)):
-            obs, b = batches[mid]
-            ours = cpp.update(
-                i,
-                obs[:, :N] * np.float32(0.1),
-                obs[:-1, :N].astype(np.float64),
-                obs[:-1, index].astype(np.float64) * total * hs,
-                b["rewards"].astype(np.float64),
-                b[MIGRATE_COUNTS],
-            )
-            _close(ours["critic"], grads[m.critic_weights].numpy(), f"{mid} critic gradient")
-            g = ours["gains"]
-            assert not g[1:3].any()  # the mix and steal-margin rows are not learned
-            _close(g[0], grads[m.volume_gains].numpy()[0], f"{mid} volume gradient")
-            _close(g[3 : 3 + N], grads[m.capacity_gains].numpy(), f"{mid} capacity gradient")
-            _close(g[3 + N :], grads[m.level_gains].numpy(), f"{mid} level gradient")
+        _same_gradients(cpp, modules, batches, grads, index, total * hs)
         after = cpp.parameters()
         torch_gains = fill_from_modules(modules, level_scale=1 / 75).gains
         torch_critic = np.stack([m.critic_weights.detach().numpy() for m in modules])
@@ -165,22 +173,7 @@ def test_one_per_task_update_equals_the_torch_fill_learner(variant):
     torch_batch = {mid: {k: torch.tensor(v) for k, v in b.items()} for mid, (_, b) in batches.items()}
     fwd = learner.module.forward_train(torch_batch)
     grads = learner.compute_gradients(learner.compute_losses(fwd_out=fwd, batch=torch_batch))
-    for i, (mid, m) in enumerate(zip(NODES, modules, strict=True)):
-        obs, b = batches[mid]
-        ours = cpp.update(
-            i,
-            obs[:, :N] * np.float32(0.1),
-            obs[:-1, :N].astype(np.float64),
-            obs[:-1, index].astype(np.float64) * total * hs,
-            b["rewards"].astype(np.float64),
-            b[MIGRATE_COUNTS],
-            tasks=tasks[mid],
-        )
-        _close(ours["critic"], grads[m.critic_weights].numpy(), f"{mid} critic gradient")
-        g = ours["gains"]
-        _close(g[0], grads[m.volume_gains].numpy()[0], f"{mid} volume gradient")
-        _close(g[3 : 3 + N], grads[m.capacity_gains].numpy(), f"{mid} capacity gradient")
-        _close(g[3 + N :], grads[m.level_gains].numpy(), f"{mid} level gradient")
+    _same_gradients(cpp, modules, batches, grads, index, total * hs, tasks)
 
 
 @pytest.mark.parametrize("per_task", [False, True])
