@@ -1,9 +1,21 @@
 #include "dcgym/rack/task_fill.hpp"
 
+#include <stdexcept>
+
 namespace dcgym::rack {
 
+namespace {
+// One per-task policy per simulation: a second would take the arrivals over, and the first, when it dies, would
+// unhook the second's.
+RackSim& Unhooked(RackSim& sim) {
+  if (sim.HasArrivalRefresh())
+    throw std::invalid_argument("sim: already driven by a per-task fill policy (one per simulation)");
+  return sim;
+}
+}  // namespace
+
 TaskFill::TaskFill(RackSim& sim, runtime::FillPolicy& policy, double heartbeat_us, bool record)
-    : sim_(sim), policy_(policy), heartbeat_us_(heartbeat_us), n_(sim.NumNodes()) {
+    : sim_(Unhooked(sim)), policy_(policy), heartbeat_us_(heartbeat_us), n_(sim.NumNodes()) {
   raw_.resize(n_);
   levels_.resize(n_);
   table_.resize(n_);

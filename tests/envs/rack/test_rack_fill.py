@@ -10,7 +10,7 @@ from pettingzoo.test import parallel_api_test
 from dcgym.agents import policy_format as fmt
 from dcgym.agents.malcolm.fill import water_fill_policy
 from dcgym.agents.policies.rack import game_engine_config
-from dcgym.cpp_core import FillController
+from dcgym.cpp_core import FillController, TaskFill
 from dcgym.envs import rack_v0
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.rack.game import FILL_FEATURES, fill_rows
@@ -112,3 +112,16 @@ def test_fill_settings_are_refused_naming_the_field(make, field):
     with pytest.raises(InvalidConfigError) as error:
         make()
     assert error.value.field == field
+
+
+def test_a_second_per_task_policy_on_one_simulation_is_refused():
+    """One per-task policy per simulation: a second would take the arrivals over and the first, when it dies,
+    unhook it. A reset builds a new simulation with its own."""
+    env = fill_env()
+    env.reset(seed=1)
+    game = env.game
+    with pytest.raises(ValueError, match=r"sim: already driven by a per-task fill policy \(one per simulation\)"):
+        TaskFill(game.sims[0], game.capacity.tolist(), game.scale, 100 * game.scale, 0.5, 0.1, True, 100.0)
+    env.reset(seed=2)
+    _, _, _, _, infos = env.step(zeros(env))
+    assert sum(len(info["decisions"]["dest"]) for info in infos.values()) > 0  # the new simulation's hook acts

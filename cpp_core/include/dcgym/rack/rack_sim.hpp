@@ -88,8 +88,9 @@ class RackSim {
   bool HasTables() const { return !migrate_cum_.empty(); }
   // With `refresh` set (policy table), each arriving task first calls refresh(node) for the node it arrives at,
   // which may set that node's migration row (SetTableWeights) from what the node believes then: a per-task policy
-  // (FillController with a per_task fill file). Whoever sets it clears it (an empty function) before it dies.
+  // (rack/task_fill.hpp). Whoever sets it clears it (an empty function) before it dies.
   void SetArrivalRefresh(std::function<void(uint32_t)> refresh) { arrival_refresh_ = std::move(refresh); }
+  bool HasArrivalRefresh() const { return static_cast<bool>(arrival_refresh_); }
   // With `decided` set (policy table), each arriving task then calls decided(node, destination) once its
   // destination is drawn (destination == node: accepted). The same rule for clearing it.
   void SetArrivalDecided(std::function<void(uint32_t, uint32_t)> decided) { arrival_decided_ = std::move(decided); }

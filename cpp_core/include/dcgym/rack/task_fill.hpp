@@ -31,7 +31,8 @@ class TaskFill {
     std::vector<double> arrivals;
   };
 
-  /// Hooks `policy` (N = sim's nodes; both must outlive this) into `sim`'s arrivals.
+  /// Hooks `policy` (N = sim's nodes; both must outlive this) into `sim`'s arrivals; std::invalid_argument if
+  /// another per-task policy already drives `sim`.
   TaskFill(RackSim& sim, runtime::FillPolicy& policy, double heartbeat_us, bool record);
   ~TaskFill();                         // unhooks
   TaskFill(const TaskFill&) = delete;  // the simulation holds `this`
