@@ -41,8 +41,13 @@ from dcgym.cpp_core._engine import (
     step_rack_batch,
     step_rack_game,
 )
+from dcgym.cpp_core._engine import fill_features as _fill_features
 from dcgym.cpp_core._engine import max_load as _max_load
 from dcgym.cpp_core._engine import rack_rewards as _rack_rewards
+
+FILL_FEATURES: int = _fill_features
+"""The features of a fill policy's gains (runtime/fill.hpp's kFillFeatures): ``[1, min(rho, 2), tanh(mean u),
+tanh(u_i)]``."""
 
 MAX_LOAD: float = _max_load
 """The most offered load a rack or lb config takes, as a fraction of its capacity."""
@@ -51,6 +56,7 @@ RACK_REWARDS: tuple[str, ...] = _rack_rewards
 """The rack game's team rewards, by name (rack/game.hpp): the environments' ``reward`` argument."""
 
 __all__ = [
+    "FILL_FEATURES",
     "MAX_LOAD",
     "RACK_REWARDS",
     "AutoAgents",

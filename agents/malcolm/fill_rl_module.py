@@ -49,6 +49,7 @@ from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule, _uniform
 from dcgym.agents.malcolm.policy_file import fill_policy
 from dcgym.agents.policy_format import FILL_FEATURES, FillPolicy
 from dcgym.agents.rl.apis import PolicyFileContext
+from dcgym.envs.rack.game import fill_rows
 
 __all__ = [
     "MIGRATION_LOGP",
@@ -148,7 +149,7 @@ class MalcolmFillRLModule(MalcolmRLModule):
         self.mix = float(np.float32(cfg["mix"]))
         self.steal = bool(cfg["steal"])
         self.offered_load_index = int(cfg["offered_load_index"])
-        width = (2 * n + 3) * FILL_FEATURES if self.per_task else 2 * n
+        width = fill_rows(n) * FILL_FEATURES if self.per_task else 2 * n
         if not (0 <= self.node < n and self.action_space.shape == (width,) and 0 < self.mix <= 1):
             raise ValueError(
                 f"MalcolmFillRLModule: node {self.node}, action space {self.action_space.shape} and mix {self.mix} "

@@ -613,6 +613,9 @@ void BindController(py::module_& m) {
           },
           "{'gains': (N, 2N + 3, 4), 'critic': (N, F_c)} copies.");
 
+  m.attr("fill_features") =
+      dcgym::runtime::kFillFeatures;  // psi's length: a fill policy's gains are FillRows(N) rows of these
+
   py::class_<b::PyTaskFill>(m, "TaskFill",
                             "rack_v0's `fill` actions on a RackSim (dcgym/rack/task_fill.hpp): a per-task fill policy "
                             "whose gains the agents set, asked at every task that arrives at a node.")

@@ -29,6 +29,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dcgym.cpp_core import (
+    FILL_FEATURES,
     RACK_REWARDS,
     Distribution,
     RackSim,
@@ -85,10 +86,6 @@ Extra = Literal["arrival_rate", "capacity", "rank", "offered_load"]
 
 WAIT_METRICS = ("expected_wait", "nominal_wait")
 """The load metrics in expected waits (us): divided by the mean service time, they are in mean service times."""
-
-
-FILL_FEATURES = 4
-"""Features of a fill node's gains (the C++ runtime's kFillFeatures): ``[1, min(rho, 2), tanh(mean u), tanh(u_i)]``."""
 
 
 def fill_rows(n: int) -> int:
