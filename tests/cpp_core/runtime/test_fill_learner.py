@@ -55,6 +55,26 @@ def _batch(rng: np.random.Generator, obs_dim: int, offered_index: int) -> tuple[
     }
 
 
+def _torch_and_cpp_learners(variant: str, *, per_task: bool, rng: np.random.Generator):
+    """The torch fill learner of a 3-node rack (``variant``, per task or not) with random gains (uniform in
+    ±0.3, drawn from ``rng``: every part of the table's gradient acts), and the C++ FillLearner of its exported
+    file with the same critics: (config, learner, modules, policy, cpp)."""
+    params = {"env": THREE_NODES, "seed": 3, "actor": "fill", "fill_steal": True, "fill_per_task": per_task}
+    params |= {"variant": variant, "trace_lambda": 0.0} if variant == "code" else {}
+    config = rack_config(params)
+    learner = config.build_learner(env=RackMultiAgentEnv(config.env_config))
+    modules = [learner.module[mid].unwrapped() for mid in NODES]
+    with torch.no_grad():
+        for m in modules:
+            for p in m.actor_parameters().values():
+                p.copy_(torch.as_tensor(rng.uniform(-0.3, 0.3, tuple(p.shape))))
+    policy = fill_from_modules(modules, level_scale=1 / 75)
+    cpp = FillLearner(fmt.to_bytes(policy), {"variant": variant, "trace_lambda": 0.0})
+    for i, m in enumerate(modules):
+        cpp.set_critic(i, m.critic_weights.detach().numpy())
+    return config, learner, modules, policy, cpp
+
+
 def _same_gradients(cpp, modules, batches, grads, index, arrivals_per_load, tasks=None) -> None:
     """One C++ update per node on the batches the torch learner's ``grads`` came from: the critic's and every
     learned gain part's gradients agree to RTOL (the mix and steal-margin rows are not learned: 0); ``tasks`` per
@@ -84,23 +104,9 @@ def test_one_update_equals_the_torch_fill_learner(variant):
     """The same gains (random, so every part of the table's gradient acts), critics and mini-batch: the C++
     gradients of the critic and of the gains equal torch's autograd through water_fill_torch to 1e-5 of their
     largest entry, and so does each of two AdamW steps (the second checks the moments)."""
-    params = {"env": THREE_NODES, "seed": 3, "actor": "fill", "fill_steal": True, "variant": variant}
-    if variant == "code":
-        params["trace_lambda"] = 0.0
-    config = rack_config(params)
-    learner = config.build_learner(env=RackMultiAgentEnv(config.env_config))
-    modules = [learner.module[mid].unwrapped() for mid in NODES]
-    assert (config.load_scale, modules[0].load_scale, config.reward_scale) == (0.1, 0.1, 0.01)
     rng = np.random.default_rng(7)
-    with torch.no_grad():
-        for m in modules:
-            for p in m.actor_parameters().values():
-                p.copy_(torch.as_tensor(rng.uniform(-0.3, 0.3, tuple(p.shape))))
-    policy = fill_from_modules(modules, level_scale=1 / 75)
-    options = {"variant": variant, "trace_lambda": 0.0}
-    cpp = FillLearner(fmt.to_bytes(policy), options)
-    for i, m in enumerate(modules):
-        cpp.set_critic(i, m.critic_weights.detach().numpy())
+    config, learner, modules, policy, cpp = _torch_and_cpp_learners(variant, per_task=False, rng=rng)
+    assert (config.load_scale, modules[0].load_scale, config.reward_scale) == (0.1, 0.1, 0.01)
     index = modules[0].offered_load_index
     total = float(np.asarray(policy.capacity, np.float32).astype(np.float64).sum())
     hs = float(np.float32(policy.heartbeat_services))
@@ -127,22 +133,9 @@ def test_one_per_task_update_equals_the_torch_fill_learner(variant):
     against the C++ learner's per-task batch: the same random gains, critic and decisions (levels that differ from
     the heartbeat's, a heartbeat without decisions, padding to the batch's most decisions): the gradients of the
     critic and of every gain part agree to 1e-5 of their largest entry."""
-    params = {"env": THREE_NODES, "seed": 3, "actor": "fill", "fill_steal": True, "fill_per_task": True}
-    params |= {"variant": variant, "trace_lambda": 0.0} if variant == "code" else {}
-    config = rack_config(params)
-    assert config.env_config["action_type"] == "fill"
-    learner = config.build_learner(env=RackMultiAgentEnv(config.env_config))
-    modules = [learner.module[mid].unwrapped() for mid in NODES]
     rng = np.random.default_rng(8)
-    with torch.no_grad():
-        for m in modules:
-            for p in m.actor_parameters().values():
-                p.copy_(torch.as_tensor(rng.uniform(-0.3, 0.3, tuple(p.shape))))
-    policy = fill_from_modules(modules, level_scale=1 / 75)
-    assert policy.per_task
-    cpp = FillLearner(fmt.to_bytes(policy), {"variant": variant, "trace_lambda": 0.0})
-    for i, m in enumerate(modules):
-        cpp.set_critic(i, m.critic_weights.detach().numpy())
+    config, learner, modules, policy, cpp = _torch_and_cpp_learners(variant, per_task=True, rng=rng)
+    assert config.env_config["action_type"] == "fill" and policy.per_task
     index = modules[0].offered_load_index
     total = float(np.asarray(policy.capacity, np.float32).astype(np.float64).sum())
     hs = float(np.float32(policy.heartbeat_services))
