@@ -132,6 +132,8 @@ def _instrument(algo, clock: _Clock) -> None:
         setattr(runner, name, _Timed(pipeline, clock.wrap("connectors", pipeline)))
     for name in ("forward_exploration", "forward_inference"):  # an instance attribute hides the method
         setattr(runner.module, name, clock.wrap("module", getattr(runner.module, name)))
+    if getattr(runner, "bulk_refusal", "") is None:  # BulkEnvRunner's own batch, forward pass and action draws
+        runner._act = clock.wrap("module", runner._act)
     group = algo.learner_group
     group.update = clock.wrap("learner", group.update)
     group.foreach_learner = clock.wrap("learner", group.foreach_learner)

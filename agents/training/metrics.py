@@ -40,31 +40,44 @@ __all__ = ["DcgymMetrics"]
 
 
 class DcgymMetrics(RLlibCallback):
-    """Logs the metrics each environment reports in its shared info (module docstring), per episode."""
+    """Logs the metrics each environment reports in its shared info (module docstring), per episode.
 
-    def on_episode_start(self, *, episode, **kwargs) -> None:
-        episode.custom_data["dcgym"] = {"sums": {}, "steps": 0, "end": {}}
+    Everything is read when the episode ends, from its chunks' infos (each chunk's first info is the previous
+    chunk's last, or the reset's: not a step), so that an env runner that builds episodes in bulk
+    (:class:`~dcgym.agents.rl.bulk_env_runner.BulkEnvRunner`) and RLlib's step-by-step one log the same numbers.
+    """
 
-    def on_episode_step(self, *, episode, **kwargs) -> None:
-        data = episode.custom_data.setdefault("dcgym", {"sums": {}, "steps": 0, "end": {}})
-        infos = episode.get_infos(-1)
-        if not infos:
-            return
-        # a multi-agent episode: one info per agent; a single-agent one (FlowSrla-v0): the info itself
-        first = infos if "metrics" in infos or "episode_metrics" in infos else next(iter(infos.values()))
-        if not isinstance(first, Mapping):
-            return
-        data["steps"] += 1
-        for name, value in (first.get("metrics") or {}).items():
-            data["sums"][name] = data["sums"].get(name, 0.0) + float(value)
-        data["end"] = dict(first.get("episode_metrics") or data["end"])
-
-    def on_episode_end(self, *, episode, env_runner, metrics_logger, **kwargs) -> None:
-        data = episode.custom_data.get("dcgym")
-        if not data or not data["steps"]:
+    def on_episode_end(self, *, episode, env_runner, metrics_logger, prev_episode_chunks=(), **kwargs) -> None:
+        sums: dict[str, float] = {}
+        steps = 0
+        end: dict = {}
+        for chunk in [*(prev_episode_chunks or ()), episode]:
+            steps_of_chunk = slice(1, len(chunk) + 1)
+            multi = hasattr(chunk, "agent_episodes")
+            chunk_infos = (
+                chunk.get_infos(indices=steps_of_chunk, return_list=True) if multi else chunk.get_infos(steps_of_chunk)
+            )
+            for infos in chunk_infos:
+                first = _shared_info(infos)
+                if first is None:
+                    continue
+                steps += 1
+                for name, value in (first.get("metrics") or {}).items():
+                    sums[name] = sums.get(name, 0.0) + float(value)
+                end = dict(first.get("episode_metrics") or end)
+        if not steps:
             return
         window = getattr(env_runner.config, "metrics_num_episodes_for_smoothing", 100)
-        values = {name: total / data["steps"] for name, total in data["sums"].items()} | data["end"]
+        values = {name: total / steps for name, total in sums.items()} | end
         for name, value in values.items():
             if value is not None and math.isfinite(value):
                 metrics_logger.log_value(PREFIX + name, float(value), reduce="mean", window=window)
+
+
+def _shared_info(infos) -> Mapping | None:
+    """The info every agent shares, from one step's infos (a multi-agent episode: one per agent; a single-agent
+    one, FlowSrla-v0: the info itself); None if there is none."""
+    if not infos:
+        return None
+    first = infos if "metrics" in infos or "episode_metrics" in infos else next(iter(infos.values()))
+    return first if isinstance(first, Mapping) else None

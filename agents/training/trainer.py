@@ -273,14 +273,14 @@ class Trainer:
         return self.experiment.model_copy(update={"resources": res.model_copy(update={"num_env_runners": runners})})
 
     def _build(self):
-        from dcgym.agents.rl.env_runner import CountingEnvRunner  # Ray: needed once Ray runs
+        from dcgym.agents.rl.bulk_env_runner import BulkEnvRunner  # Ray: needed once Ray runs
         from dcgym.agents.training.metrics import DcgymMetrics
 
         experiment = self._resolved_experiment()
         self._env_runners = experiment.resources.num_env_runners
         config = build_config(experiment, experiment.env_config)
         if config.env_runner_cls is None and config.is_multi_agent:
-            config.env_runners(env_runner_cls=CountingEnvRunner)  # RLlib's runner without per-step counter calls
+            config.env_runners(env_runner_cls=BulkEnvRunner)  # RLlib's runner, sampling in bulk (same episodes)
         existing = config.callbacks_class
         existing = existing if isinstance(existing, list) else [existing]
         extra = [c for c in existing if c.__name__ != "RLlibCallback"]
