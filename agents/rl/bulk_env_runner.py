@@ -25,7 +25,7 @@ its end (``on_episode_end``, with the episode's earlier chunks).
 
 It takes this path when the run is of the kind it reproduces, and otherwise
 hands the call to RLlib's runner unchanged: env steps counted by env step;
-episodes sampled by time steps (``truncate_episodes``); RLlib's default
+RLlib's default
 connector pipelines (optionally with ``FlattenObservations``); stateless modules;
 no callback that acts on episodes before their end. An environment in which
 some agent does not act at every step is refused with an error naming it.
@@ -93,8 +93,6 @@ def bulk_refusal(runner: Any) -> str | None:
     config = runner.config
     if config.count_steps_by != "env_steps":
         return f"count_steps_by is {config.count_steps_by!r}"
-    if config.batch_mode != "truncate_episodes":
-        return f"batch_mode is {config.batch_mode!r}"
     for name, pipeline, known in (
         ("env-to-module", runner._env_to_module, _ENV_TO_MODULE),
         ("module-to-env", runner._module_to_env, _MODULE_TO_ENV),
@@ -178,8 +176,11 @@ class BulkEnvRunner(CountingEnvRunner):
         random_actions: bool = False,
         force_reset: bool = False,
     ):
-        if num_timesteps is None or random_actions or self.bulk_refusal is not None:
-            self._chunks = []  # RLlib's path resets the envs when it samples episodes; ours restarts after it
+        if random_actions or self.bulk_refusal is not None:
+            # RLlib's path keeps its own ongoing episodes: after a bulk call, it starts from fresh resets, and the
+            # next bulk call after it does too
+            force_reset = force_reset or bool(self._chunks)
+            self._chunks = []
             return super()._sample(
                 num_timesteps=num_timesteps,
                 num_episodes=num_episodes,
@@ -187,7 +188,9 @@ class BulkEnvRunner(CountingEnvRunner):
                 random_actions=random_actions,
                 force_reset=force_reset,
             )
-        return self._sample_bulk(num_timesteps, explore, force_reset)
+        if num_timesteps is None and num_episodes is None:  # RLlib's own default: one episode per copy
+            num_episodes = self.num_envs
+        return self._sample_bulk(num_timesteps, num_episodes, explore, force_reset)
 
     # --- the bulk path -----------------------------------------------------------------------------------------
 
@@ -219,13 +222,19 @@ class BulkEnvRunner(CountingEnvRunner):
     def _new_chunk() -> _Chunk:
         return _Chunk(id_=uuid.uuid4().hex, env_t_started=0)
 
-    def _sample_bulk(self, num_timesteps: int, explore: bool, force_reset: bool) -> list[MultiAgentEpisode]:
-        if force_reset or self._needs_initial_reset or len(self._chunks) != self.num_envs:
+    def _sample_bulk(
+        self, num_timesteps: int | None, num_episodes: int | None, explore: bool, force_reset: bool
+    ) -> list[MultiAgentEpisode]:
+        """RLlib's ``_sample`` in bulk: ``num_timesteps`` env steps (returning the finished episodes and the cut
+        chunks of the others) or ``num_episodes`` finished episodes (from fresh resets, as RLlib samples them)."""
+        if num_episodes is not None or force_reset or self._needs_initial_reset or len(self._chunks) != self.num_envs:
             self._reset()
+        if num_episodes is not None:
+            self._needs_initial_reset = True  # as RLlib: the next call resets (and seeds) the environments again
         mapping = self.config.policy_mapping_fn
         done: list[MultiAgentEpisode] = []
         env_ts = 0
-        while env_ts < num_timesteps:
+        while (len(done) < num_episodes) if num_episodes is not None else (env_ts < num_timesteps):
             actions, actions_for_env, extra = self._act(explore, env_ts, mapping)
             results = self._try_env_step(actions_for_env)
             if results is ENV_STEP_FAILURE:
@@ -233,22 +242,12 @@ class BulkEnvRunner(CountingEnvRunner):
                 self._reset()
                 continue
             observations, rewards, terminateds, truncateds, infos = results
+            ended = []
             for i, chunk in enumerate(self._chunks):
                 if chunk.reset_pending:
                     self._start(chunk, observations[i], infos[i])
                     continue
-                if observations[i].keys() != actions[i].keys():
-                    raise RuntimeError(
-                        f"{self.config.env}: agents {sorted(actions[i])} acted and {sorted(observations[i])} observe; "
-                        "BulkEnvRunner needs every agent to act at every step (use RLlib's MultiAgentEnvRunner)"
-                    )
-                ended = terminateds[i].get("__all__") or truncateds[i].get("__all__")
-                if not ended and (any(terminateds[i].values()) or any(truncateds[i].values())):
-                    raise RuntimeError(
-                        f"{self.config.env}: some agents' episodes ended before the others' "
-                        f"(terminateds {terminateds[i]}, truncateds {truncateds[i]}); BulkEnvRunner needs them to "
-                        "end together (use RLlib's MultiAgentEnvRunner)"
-                    )
+                self._check(observations[i], actions[i], terminateds[i], truncateds[i])
                 chunk.obs.append(self._observed(observations[i]))
                 chunk.infos.append(infos[i])
                 chunk.actions.append(actions[i])
@@ -256,17 +255,21 @@ class BulkEnvRunner(CountingEnvRunner):
                 chunk.extra.append(extra[i])
                 env_ts += 1
                 self._count_step(observations[i], mapping)
-                if ended:
-                    episode = self._build(chunk, terminateds[i], truncateds[i])
-                    done.append(episode)
+                if terminateds[i].get("__all__") or truncateds[i].get("__all__"):
                     self._counts[(NUM_EPISODES,)] += 1
-                    self._make_callback_end(episode, i)
-                    self._chunks[i] = self._new_chunk()
+                    ended.append(i)
+            for i in ended:  # RLlib's order: every copy's step is stored first, then the finished ones are taken
+                episode = self._build(self._chunks[i], terminateds[i], truncateds[i])
+                self._make_callback_end(episode, i)
+                done.append(episode)
+                self._chunks[i] = self._new_chunk()
+                if num_episodes is not None and len(done) >= num_episodes:
+                    break
         for episode in done:
             episode.to_numpy()
         self._done_episodes_for_metrics.extend(done)
         ongoing = []
-        for i, chunk in enumerate(self._chunks):
+        for i, chunk in enumerate(self._chunks if num_timesteps is not None else ()):
             if chunk.reset_pending or chunk.steps == 0:
                 continue
             episode = self._build(chunk, {}, {})
@@ -274,6 +277,21 @@ class BulkEnvRunner(CountingEnvRunner):
             self._ongoing_episodes_for_metrics[episode.id_].append(episode)
             ongoing.append(episode.to_numpy())
         return done + ongoing
+
+    def _check(self, observations: dict, actions: dict, terminateds: dict, truncateds: dict) -> None:
+        """RuntimeError unless every agent acted and observes, and no agent's episode ended before the others'."""
+        if observations.keys() != actions.keys():
+            raise RuntimeError(
+                f"{self.config.env}: agents {sorted(actions)} acted and {sorted(observations)} observe; "
+                "BulkEnvRunner needs every agent to act at every step (use RLlib's MultiAgentEnvRunner)"
+            )
+        if not (terminateds.get("__all__") or truncateds.get("__all__")) and (
+            any(terminateds.values()) or any(truncateds.values())
+        ):
+            raise RuntimeError(
+                f"{self.config.env}: some agents' episodes ended before the others' (terminateds {terminateds}, "
+                f"truncateds {truncateds}); BulkEnvRunner needs them to end together (use RLlib's MultiAgentEnvRunner)"
+            )
 
     def _observed(self, observations: dict) -> dict:
         """One copy's observations as RLlib's env-to-module pipeline leaves them in the episode: flattened by

@@ -32,13 +32,16 @@ CASES = {
     "ppo_rack": (
         "ppo_rack",
         {"env_args.max_steps": 70, "hyperparameters.train_batch_size": 150, "hyperparameters.minibatch_size": 50},
+        {},
     ),
     # Malcolm: one module per node; 0.1 s episodes longer than a sample
-    "malcolm": ("malcolm_hetero_exp", {"env_args.max_steps": 30}),
-    # Distr-LB: DQN modules, matrix observations flattened, 4 copies of the environment per runner
-    "distr_lb": ("distr_lb_sim", {}),
+    "malcolm": ("malcolm_hetero_exp", {"env_args.max_steps": 30}, {}),
+    # Distr-LB: DQN modules, matrix observations flattened, 4 copies of the environment per runner, by time steps
+    "distr_lb": ("distr_lb_sim", {"env_args.max_steps": 70}, {}),
+    # ... and by whole episodes, as its training step samples (5 with 4 copies: one copy runs two episodes)
+    "distr_lb_episodes": ("distr_lb_sim", {"env_args.max_steps": 30}, {"num_episodes": 5}),
     # OSML's Model-C: DQN over three services sharing one module
-    "osml": ("osml_dqn_mixes", {}),
+    "osml": ("osml_dqn_mixes", {}, {}),
 }
 
 
@@ -78,7 +81,7 @@ def test_bulk_sampling_gives_rllibs_episodes(ray_session, storage, case):
     from dcgym.agents.rl.bulk_env_runner import BulkEnvRunner
     from dcgym.agents.rl.env_runner import CountingEnvRunner
 
-    name, overrides = CASES[case]
+    name, overrides, kwargs = CASES[case]
     samples = {}
     for cls in (CountingEnvRunner, BulkEnvRunner):
         algo = _runner(cls, name, overrides)
@@ -86,12 +89,15 @@ def test_bulk_sampling_gives_rllibs_episodes(ray_session, storage, case):
             runner = algo.env_runner_group.local_env_runner
             if cls is BulkEnvRunner:
                 assert runner.bulk_refusal is None
-            samples[cls] = [runner.sample() for _ in range(3)]
+            samples[cls] = [runner.sample(**kwargs) for _ in range(3)]
         finally:
             algo.stop()
     reference, bulk = samples[CountingEnvRunner], samples[BulkEnvRunner]
     chunks = [e for call in reference for e in call]
-    assert any(not e.is_done for e in chunks)  # some chunk was cut and continued in the next call
+    if kwargs:
+        assert all(e.is_done for e in chunks) and all(len(call) == kwargs["num_episodes"] for call in reference)
+    else:
+        assert any(not e.is_done for e in chunks)  # some chunk was cut and continued in the next call
     assert sum(len(e) for e in chunks) > 0
     for call, (ref_call, bulk_call) in enumerate(zip(reference, bulk, strict=True)):
         assert len(ref_call) == len(bulk_call)
