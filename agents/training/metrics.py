@@ -52,19 +52,18 @@ class DcgymMetrics(RLlibCallback):
         steps = 0
         end: dict = {}
         for chunk in [*(prev_episode_chunks or ()), episode]:
-            steps_of_chunk = slice(1, len(chunk) + 1)
-            multi = hasattr(chunk, "agent_episodes")
-            chunk_infos = (
-                chunk.get_infos(indices=steps_of_chunk, return_list=True) if multi else chunk.get_infos(steps_of_chunk)
-            )
-            for infos in chunk_infos:
-                first = _shared_info(infos)
-                if first is None:
+            # The shared info is in every agent's: one agent's episode has it (a multi-agent episode's get_infos
+            # deep-copies every agent's info at every step, 60 us per step of a 14-node rack).
+            agent = next(iter(chunk.agent_episodes.values()), None) if hasattr(chunk, "agent_episodes") else chunk
+            if agent is None:
+                continue
+            for info in agent.get_infos(slice(1, len(agent) + 1)):
+                if not isinstance(info, Mapping) or not info:
                     continue
                 steps += 1
-                for name, value in (first.get("metrics") or {}).items():
+                for name, value in (info.get("metrics") or {}).items():
                     sums[name] = sums.get(name, 0.0) + float(value)
-                end = dict(first.get("episode_metrics") or end)
+                end = dict(info.get("episode_metrics") or end)
         if not steps:
             return
         window = getattr(env_runner.config, "metrics_num_episodes_for_smoothing", 100)
@@ -72,12 +71,3 @@ class DcgymMetrics(RLlibCallback):
         for name, value in values.items():
             if value is not None and math.isfinite(value):
                 metrics_logger.log_value(PREFIX + name, float(value), reduce="mean", window=window)
-
-
-def _shared_info(infos) -> Mapping | None:
-    """The info every agent shares, from one step's infos (a multi-agent episode: one per agent; a single-agent
-    one, FlowSrla-v0: the info itself); None if there is none."""
-    if not infos:
-        return None
-    first = infos if "metrics" in infos or "episode_metrics" in infos else next(iter(infos.values()))
-    return first if isinstance(first, Mapping) else None

@@ -155,3 +155,33 @@ def test_a_pipeline_it_does_not_reproduce_is_left_to_rllib(ray_session, storage)
         assert len(calls) >= len(episodes) * 50  # the pipeline ran at every step
     finally:
         algo.stop()
+
+
+def test_env_metrics_are_episode_means_of_the_shared_info(ray_session, storage):
+    """DcgymMetrics, read at each episode's end over its chunks, logs the mean over the episode's steps of each
+    per-step metric, averaged over episodes: recomputed here from the sampled chunks themselves."""
+    from dcgym.agents.rl.bulk_env_runner import BulkEnvRunner
+    from dcgym.agents.training.logs import PREFIX
+    from dcgym.agents.training.metrics import DcgymMetrics
+
+    exp = load_experiment("configs/experiments/smoke.yaml", {"resources.num_env_runners": 0, "env_args.max_steps": 35})
+    config = build_config(exp)
+    config.env_runners(env_runner_cls=BulkEnvRunner)
+    config.callbacks(DcgymMetrics)
+    algo = config.build_algo()
+    try:
+        runner = algo.env_runner_group.local_env_runner
+        chunks = [e for _ in range(3) for e in runner.sample()]
+        logged = runner.get_metrics()[PREFIX + "imbalance"].peek()
+    finally:
+        algo.stop()
+    per_episode: dict[str, list[float]] = {}
+    finished = []
+    for chunk in chunks:
+        infos = chunk.get_infos(indices=slice(1, len(chunk) + 1), return_list=True)
+        per_episode.setdefault(chunk.id_, []).extend(next(iter(i.values()))["metrics"]["imbalance"] for i in infos)
+        if chunk.is_done:
+            finished.append(chunk.id_)
+    assert len(finished) >= 7 and any(len(per_episode[e]) == 35 and e in finished for e in per_episode)
+    expected = np.mean([np.mean(per_episode[e]) for e in finished])
+    assert logged == pytest.approx(expected, rel=1e-9)
