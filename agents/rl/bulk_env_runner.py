@@ -209,6 +209,9 @@ class BulkEnvRunner(CountingEnvRunner):
         chunk.obs.append(self._observed(observations))
         chunk.infos.append(infos)
         chunk.start_time = time.perf_counter()
+        if len(observations) == 1:
+            chunk.order = list(observations)  # one agent: no order to reproduce
+            return
         env = self.env.envs[0].unwrapped
         probe = MultiAgentEpisode(
             observation_space={a: env.get_observation_space(a) for a in env.possible_agents},
@@ -451,7 +454,11 @@ class BulkEnvRunner(CountingEnvRunner):
         ``episode_lookback_horizon`` steps of lookback (what ``MultiAgentEpisode.cut`` keeps), and the agents in the
         order of the cut episode RLlib would continue with."""
         lookback = min(self.config.episode_lookback_horizon, len(chunk.actions))
-        order = list(episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon).get_agents_that_stepped())
+        if len(chunk.order) == 1:
+            order = chunk.order  # one agent: no order to reproduce (and no cut to build for it)
+        else:
+            cut = episode.cut(len_lookback_buffer=self.config.episode_lookback_horizon)
+            order = list(cut.get_agents_that_stepped())
         tail = slice(len(chunk.obs) - 1 - lookback, None)
         steps = slice(len(chunk.actions) - lookback, None)
         return _Chunk(

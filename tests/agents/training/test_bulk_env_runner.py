@@ -40,8 +40,9 @@ CASES = {
     "distr_lb": ("distr_lb_sim", {"env_args.max_steps": 70}, {}),
     # ... and by whole episodes, as its training step samples (5 with 4 copies: one copy runs two episodes)
     "distr_lb_episodes": ("distr_lb_sim", {"env_args.max_steps": 30}, {"num_episodes": 5}),
-    # OSML's Model-C: DQN over three services sharing one module
+    # OSML's Model-C: DQN over three services sharing one module, and over one service (a one-agent game)
     "osml": ("osml_dqn_mixes", {}, {}),
+    "osml_single": ("osml_dqn_single", {}, {}),
 }
 
 
