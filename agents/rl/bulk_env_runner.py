@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import torch
 from gymnasium.spaces import Box, Discrete, MultiDiscrete
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.columns import Columns
@@ -115,6 +116,45 @@ def bulk_refusal(runner: Any) -> str | None:
             if getattr(type(callback), name) is not getattr(RLlibCallback, name):
                 return f"{type(callback).__name__}.{name} is defined"
     return None
+
+
+_INT64_LIKE: dict[np.dtype, bool] = {}
+"""Per dtype, whether RLlib's ``convert_to_numpy`` narrows it to int32 (``np.issubdtype(dtype, int)``: int64 only)."""
+
+
+def _to_tensor(obs: Any, device: Any) -> Any:
+    """What NumpyToTensor makes of one module's batched observations (``convert_to_torch_tensor``), without its
+    per-call structure walk for the common case of one array on the CPU; anything else goes through it."""
+    if not isinstance(obs, np.ndarray) or obs.dtype.kind not in "fiub" or not obs.flags.writeable:
+        return convert_to_torch_tensor(obs, device=device)
+    tensor = torch.from_numpy(obs)
+    if tensor.is_floating_point() and tensor.dtype != torch.float16:
+        tensor = tensor.float()
+    return tensor.to(torch.device(device) if device is not None else torch.device("cpu"))
+
+
+def _to_numpy(columns: dict) -> dict:
+    """RLlib's ``convert_to_numpy`` (TensorToNumpy) of one module's flat outputs: tensors to arrays (0-d ones to
+    Python numbers), floating arrays to float32 (a copy, as ``astype`` makes), int64 ones to int32; the same values,
+    without its per-leaf dtype tests. Nested outputs go through it."""
+    out = {}
+    for key, value in columns.items():
+        if isinstance(value, torch.Tensor):
+            value = value.cpu().item() if value.dim() == 0 else value.detach().cpu().numpy()
+        elif not isinstance(value, np.ndarray):
+            return convert_to_numpy(columns)
+        if isinstance(value, np.ndarray):
+            kind = value.dtype.kind
+            if kind == "f":
+                value = value.astype(np.float32)
+            elif kind in "iu":
+                narrow = _INT64_LIKE.get(value.dtype)
+                if narrow is None:
+                    narrow = _INT64_LIKE[value.dtype] = bool(np.issubdtype(value.dtype, int))
+                if narrow:
+                    value = value.astype(np.int32)
+        out[key] = value
+    return out
 
 
 @dataclass
@@ -330,10 +370,7 @@ class BulkEnvRunner(CountingEnvRunner):
         extra: list[dict] = [{} for _ in self._chunks]
         if not rows:
             return actions, for_env, extra
-        batch = {
-            mid: convert_to_torch_tensor({Columns.OBS: batch_items(items)}, device=self._device)
-            for mid, items in inputs.items()
-        }
+        batch = {mid: {Columns.OBS: _to_tensor(batch_items(items), self._device)} for mid, items in inputs.items()}
         if explore:
             runners = self.config.num_env_runners or 1
             kwargs = {"t": (self.num_env_steps_sampled_lifetime // runners + env_ts) * runners}
@@ -352,7 +389,7 @@ class BulkEnvRunner(CountingEnvRunner):
                 else module._forward_inference(module_batch)
             )
             self._get_actions(columns, module, explore)
-            columns = convert_to_numpy(columns)  # TensorToNumpy's conversion (int64 to int32, float64 to float32)
+            columns = _to_numpy(columns)
             acts = columns.pop(Columns.ACTIONS)
             env_acts = columns.pop(Columns.ACTIONS_FOR_ENV, None)
             if env_acts is None:
