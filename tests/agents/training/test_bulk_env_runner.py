@@ -36,6 +36,8 @@ CASES = {
     ),
     # Malcolm: one module per node; 0.1 s episodes longer than a sample
     "malcolm": ("malcolm_hetero_exp", {"env_args.max_steps": 30}, {}),
+    # ... and its per-task fill actor (the demo): gains as actions, each task's decision in the infos
+    "malcolm_fill": ("demo", {"env_args.max_steps": 30}, {}),
     # Distr-LB: DQN modules, matrix observations flattened, 4 copies of the environment per runner, by time steps
     "distr_lb": ("distr_lb_sim", {"env_args.max_steps": 70}, {}),
     # ... and by whole episodes, as its training step samples (5 with 4 copies: one copy runs two episodes)
