@@ -1,4 +1,4 @@
-"""CountingEnvRunner logs RLlib's sample counters once per sample() call: same counts, same training, bit for bit."""
+"""CountingEnvRunner and BulkEnvRunner train as RLlib's own runner does: same counts, same weights, bit for bit."""
 
 from __future__ import annotations
 
@@ -13,24 +13,25 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWar
 COUNTERS = ("num_env_steps_sampled_lifetime", "num_agent_steps_sampled_lifetime", "num_episodes_lifetime")
 
 
-def _train(runner_cls) -> tuple[dict, dict]:
-    """Weights and sample counters after 3 iterations of a small OSML DQN (learning starts in the second)."""
-    exp = load_experiment(
-        "configs/experiments/osml_dqn_single.yaml",
-        {
-            "resources.num_env_runners": 0,
-            "hyperparameters.learning_starts": 20,
-            "hyperparameters.train_batch_size": 16,
-            "hyperparameters.steps_per_iteration": 24,
-        },
-    )
+SMALL_DQN = {
+    "resources.num_env_runners": 0,
+    "hyperparameters.learning_starts": 20,
+    "hyperparameters.train_batch_size": 16,
+    "hyperparameters.steps_per_iteration": 24,
+}
+"""A small OSML DQN: learning starts in its second iteration."""
+
+
+def _train(runner_cls, experiment: str, overrides: dict, iterations: int) -> tuple[dict, dict]:
+    """Weights and sample counters after ``iterations`` of ``experiment`` sampled by ``runner_cls`` (None: RLlib's)."""
+    exp = load_experiment(f"configs/experiments/{experiment}.yaml", {"resources.num_env_runners": 0} | overrides)
     config = build_config(exp)
     assert config.is_multi_agent
     if runner_cls is not None:
         config.env_runners(env_runner_cls=runner_cls)
     algo = config.build_algo()
     try:
-        for _ in range(3):
+        for _ in range(iterations):
             result = algo.train()["env_runners"]
         learner = algo.learner_group._learner
         weights = {
@@ -39,18 +40,36 @@ def _train(runner_cls) -> tuple[dict, dict]:
             for name, p in module.state_dict().items()
             if isinstance(p, torch.Tensor)
         }
-        return weights, {key: result[key] for key in COUNTERS}
+        return weights, {key: result[key] for key in COUNTERS} | {"return": result.get("episode_return_mean")}
     finally:
         algo.stop()
+
+
+def _assert_same(trained: tuple[dict, dict], reference: tuple[dict, dict]) -> None:
+    (weights, counts), (reference_weights, reference_counts) = trained, reference
+    assert counts == reference_counts
+    assert weights.keys() == reference_weights.keys() and weights
+    for name, value in weights.items():
+        assert torch.equal(value, reference_weights[name]), name
 
 
 def test_counting_env_runner_trains_and_counts_as_rllibs_own(ray_session, storage):
     from dcgym.agents.rl.env_runner import CountingEnvRunner
 
-    weights, counts = _train(CountingEnvRunner)
-    reference_weights, reference_counts = _train(None)
-    assert counts == reference_counts and counts["num_env_steps_sampled_lifetime"] >= 72
+    trained = _train(CountingEnvRunner, "osml_dqn_single", SMALL_DQN, 3)
+    _assert_same(trained, _train(None, "osml_dqn_single", SMALL_DQN, 3))
+    counts = trained[1]
+    assert counts["num_env_steps_sampled_lifetime"] >= 72
     assert counts["num_episodes_lifetime"] >= 3  # 20-step episodes: some ended, and were counted alike
-    assert weights.keys() == reference_weights.keys() and weights
-    for name, value in weights.items():
-        assert torch.equal(value, reference_weights[name]), name
+
+
+def test_bulk_env_runner_trains_and_counts_as_rllibs_own(ray_session, storage):
+    """BulkEnvRunner (tests/agents/training/test_bulk_env_runner.py compares its episodes field by field): PPO on the
+    smoke rack, 35-step episodes cut across samples, trains to the same weights with the same counts and returns."""
+    from dcgym.agents.rl.bulk_env_runner import BulkEnvRunner
+    from dcgym.agents.rl.env_runner import CountingEnvRunner
+
+    smoke = {"env_args.max_steps": 35}
+    trained = _train(BulkEnvRunner, "smoke", smoke, 2)
+    _assert_same(trained, _train(CountingEnvRunner, "smoke", smoke, 2))
+    assert trained[1]["num_episodes_lifetime"] >= 4
