@@ -50,8 +50,9 @@ __all__ = ["DDPG", "DDPGConfig", "build_srla"]
 class DDPGConfig(SACConfig):
     """Configuration of :class:`DDPG`; SAC's config supplies RLlib's replay, n-step and training-intensity settings.
 
-    SAC's entropy settings (``twin_q``, ``initial_alpha``, ``target_entropy``,
-    ``alpha_lr``) have no meaning here; ``twin_q`` must stay False.
+    SAC's entropy settings (``initial_alpha``, ``target_entropy``, ``alpha_lr``) have no meaning here.
+    ``twin_q`` (default False) turns on clipped double Q-learning (Fujimoto et al. 2018, TD3 §4.2): two critics,
+    each regressed on the same target y = r + γ min(Q'_1, Q'_2)(s', μ'(s')); the actor follows the first.
     """
 
     def __init__(self, algo_class: type | None = None):
@@ -125,6 +126,7 @@ class DDPGConfig(SACConfig):
             "critic_merge_hidden": self.critic_merge_hidden,
             "exploration_noise": self.exploration_noise,
             "actor_start": None if self.actor_start is None else [float(a) for a in self.actor_start],
+            "twin_q": bool(self.twin_q),
         }
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
@@ -138,8 +140,8 @@ class DDPGConfig(SACConfig):
         err = self._value_error
         if self.framework_str != "torch":
             err(f"`framework` ({self.framework_str!r}) must be 'torch'")
-        if self.twin_q:
-            err("`twin_q` (True) must be False: DDPG has one critic")
+        if not isinstance(self.twin_q, bool):
+            err(f"`twin_q` ({self.twin_q!r}) must be True or False")
         for key in ("actor_hiddens", "critic_hiddens"):
             value = getattr(self, key)
             if not (isinstance(value, list) and value and all(isinstance(h, int) and h >= 1 for h in value)):

@@ -16,6 +16,10 @@ replay (``r_i`` summed over n steps when ``n_step`` > 1, as
 - targets (line 5): θ' ← τ θ + (1 - τ) θ' for both networks, after every
   update (RLlib's DQN learner with ``target_network_update_freq`` 0).
 
+With ``twin_q`` (clipped double Q-learning, Fujimoto et al. 2018, TD3 §4.2) a second critic Q_2 and its target
+join: y_i = r_i + γ^n (1 - terminated_i) min(Q'_1, Q'_2)(s'_i, μ'(s'_i)), L_Q sums both critics' squared errors
+on that y (one Adam over both), and the actor still follows Q_1.
+
 Two Adam optimizers: ``actor_lr`` and ``critic_lr``, the critic's with
 ``critic_weight_decay`` (L2, DDPG §7 used 1e-2; AuTO gives none, 0 here).
 """
@@ -50,6 +54,8 @@ def ddpg_losses(
         y = batch[Columns.REWARDS].float() + discount * not_done * q_next
     q = module.critic(obs, actions)
     critic_loss = ((y - q) ** 2).mean()
+    if module.twin_q:  # both critics regress on the same clipped target; the actor follows the first
+        critic_loss = critic_loss + ((y - module.critic2(obs, actions)) ** 2).mean()
     frozen = {name: p.detach() for name, p in module.critic.named_parameters()}
     q_pi = torch.func.functional_call(module.critic, frozen, (obs, module.actor(obs)))
     actor_loss = -q_pi.mean()
@@ -67,11 +73,11 @@ class DDPGTorchLearner(DQNLearner, TorchLearner):
         """Adam for the actor (``actor_lr``) and for the critic (``critic_lr``, ``critic_weight_decay``)."""
         module = self.module[module_id].unwrapped()
         cfg = config or self.config
-        for name, net, lr, decay in (
-            ("actor", module.actor, cfg.actor_lr, 0.0),
-            ("critic", module.critic, cfg.critic_lr, cfg.critic_weight_decay),
+        for name, nets, lr, decay in (
+            ("actor", [module.actor], cfg.actor_lr, 0.0),
+            ("critic", module.critics(), cfg.critic_lr, cfg.critic_weight_decay),
         ):
-            params = self.get_parameters(net)
+            params = [p for net in nets for p in self.get_parameters(net)]
             optimizer = torch.optim.Adam(params, weight_decay=decay)
             self.register_optimizer(
                 module_id=module_id, optimizer_name=name, optimizer=optimizer, params=params, lr_or_lr_schedule=lr

@@ -132,8 +132,11 @@ class DDPGRLModule(TorchRLModule, TargetNetworkAPI, InferenceOnlyAPI, PolicyFile
             with torch.no_grad():  # the last Linear (before the tanh): μ(s) = start for every s until it learns
                 self.actor[-2].weight.zero_()
                 self.actor[-2].bias.copy_(torch.atanh(a))
+        self.twin_q = bool(cfg.get("twin_q", False))
         if not self.inference_only:
             self.critic = QNetwork(self.num_obs, self.num_actions, self.critic_hiddens, self.critic_merge_hidden)
+            if self.twin_q:  # clipped double Q-learning: a second critic, the targets' minimum (TD3 §4.2)
+                self.critic2 = QNetwork(self.num_obs, self.num_actions, self.critic_hiddens, self.critic_merge_hidden)
 
     # ------------------------------------------------------------- forward
 
@@ -150,24 +153,39 @@ class DDPGRLModule(TorchRLModule, TargetNetworkAPI, InferenceOnlyAPI, PolicyFile
 
     # ------------------------------------------------------------- targets
 
+    def critics(self) -> list[nn.Module]:
+        """The critic, and with ``twin_q`` the second one."""
+        return [self.critic, self.critic2] if self.twin_q else [self.critic]
+
     def make_target_networks(self) -> None:
         self._target_actor = copy.deepcopy(self.actor)
         self._target_critic = copy.deepcopy(self.critic)
-        for p in (*self._target_actor.parameters(), *self._target_critic.parameters()):
+        targets = [self._target_actor, self._target_critic]
+        if self.twin_q:
+            self._target_critic2 = copy.deepcopy(self.critic2)
+            targets.append(self._target_critic2)
+        for p in (p for net in targets for p in net.parameters()):
             p.requires_grad_(False)
 
     def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
-        return [(self.actor, self._target_actor), (self.critic, self._target_critic)]
+        pairs = [(self.actor, self._target_actor), (self.critic, self._target_critic)]
+        return [*pairs, (self.critic2, self._target_critic2)] if self.twin_q else pairs
 
     def forward_target(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        """Q'(s', μ'(s')) for ``batch[NEXT_OBS]``, under the key ``"q_target_next"``."""
+        """Q'(s', μ'(s')) for ``batch[NEXT_OBS]`` (with ``twin_q`` the smaller of the two target critics'), under
+        the key ``"q_target_next"``."""
         next_obs = batch[Columns.NEXT_OBS].float()
-        return {"q_target_next": self._target_critic(next_obs, self._target_actor(next_obs))}
+        action = self._target_actor(next_obs)
+        q = self._target_critic(next_obs, action)
+        if self.twin_q:
+            q = torch.minimum(q, self._target_critic2(next_obs, action))
+        return {"q_target_next": q}
 
     # ------------------------------------------------------------- APIs
 
     def get_non_inference_attributes(self) -> list[str]:
-        return ["critic", "_target_actor", "_target_critic"]
+        extra = ["critic2", "_target_critic2"] if self.twin_q else []
+        return ["critic", "_target_actor", "_target_critic", *extra]
 
     def get_inference_action_dist_cls(self) -> type[DeterministicAction]:
         return DeterministicAction
