@@ -550,7 +550,7 @@ BAD_INPUTS = {
         "env_args.action_type=discrete",
     ],
     "auto: unknown hyperparameter": ["--config", AUTO, "--set", "hyperparameters.actor_hidens=[8]"],
-    "auto: inconsistent hyperparameters": ["--config", AUTO, "--set", "hyperparameters.twin_q=true"],
+    "auto: a hyperparameter out of range": ["--config", AUTO, "--set", "hyperparameters.tau=0"],
     "auto: another env": ["--config", AUTO, "--set", "env=lb_v0", "--set", "scenario=lb_sim"],
     "auto: bad env argument": ["--config", AUTO, "--set", "env_args.load=-0.5"],
     "auto: bad heuristic": ["--config", AUTO, "--set", "evaluation.heuristics=[qsjf,pais]"],
