@@ -89,6 +89,11 @@ _EARLY_CALLBACKS = ("on_episode_created", "on_episode_start", "on_episode_step")
 """Callbacks the bulk path does not make: it builds an episode when its chunk ends."""
 
 
+def _flatten_connector(runner: Any) -> Any:
+    """The runner's ``FlattenObservations`` env-to-module connector, or None."""
+    return next((c for c in runner._env_to_module.connectors if type(c).__name__ == "FlattenObservations"), None)
+
+
 def bulk_refusal(runner: Any) -> str | None:
     """Why ``runner`` (a multi-agent env runner) cannot take the bulk path, or None if it can."""
     config = runner.config
@@ -101,7 +106,7 @@ def bulk_refusal(runner: Any) -> str | None:
         extra = [type(c).__name__ for c in pipeline.connectors if type(c).__name__ not in known]
         if extra:
             return f"the {name} pipeline has {', '.join(extra)}"
-    flatten = next((c for c in runner._env_to_module.connectors if type(c).__name__ == "FlattenObservations"), None)
+    flatten = _flatten_connector(runner)
     if flatten is not None and (flatten._keys_to_remove or not flatten._multi_agent):
         return "FlattenObservations removes keys or is not multi-agent"
     if runner.module is None:
@@ -170,6 +175,7 @@ class _Chunk:
     extra: list = field(default_factory=list)
     lookback: int = 0
     order: list = field(default_factory=list)  # the agents, in the order RLlib's connectors visit them
+    modules: dict = field(default_factory=dict)  # each agent's module
     first_order: list | None = None  # at the chunk's first step, if not that order
     agent_episode_ids: dict | None = None
     custom_data: dict = field(default_factory=dict)
@@ -192,9 +198,7 @@ class BulkEnvRunner(CountingEnvRunner):
         super().__init__(*args, **kwargs)
         self.bulk_refusal = bulk_refusal(self)
         self._chunks: list[_Chunk] = []
-        self._flatten = next(
-            (c for c in self._env_to_module.connectors if type(c).__name__ == "FlattenObservations"), None
-        )
+        self._flatten = _flatten_connector(self)
         self._squash = self._squash_function()
         self._squash_plans: dict[tuple, Any] = {}  # rows of a module's batch -> how its actions go to the env
 
@@ -234,14 +238,13 @@ class BulkEnvRunner(CountingEnvRunner):
 
     # --- the bulk path -----------------------------------------------------------------------------------------
 
-    def _reset(self) -> tuple[list, list]:
+    def _reset(self) -> None:
         self._ongoing_episodes_for_metrics.clear()
         observations, infos = self._try_env_reset(seed=self._seed if self._needs_initial_reset else None, options=None)
         self._needs_initial_reset = False
         self._chunks = [self._new_chunk() for _ in range(self.num_envs)]
         for chunk, obs, info in zip(self._chunks, observations, infos, strict=True):
             self._start(chunk, obs, info)
-        return observations, infos
 
     def _start(self, chunk: _Chunk, observations: dict, infos: dict) -> None:
         """``chunk``'s first observation, after a reset; its agents' order is the one RLlib's connectors visit
@@ -251,15 +254,23 @@ class BulkEnvRunner(CountingEnvRunner):
         chunk.start_time = time.perf_counter()
         if len(observations) == 1:
             chunk.order = list(observations)  # one agent: no order to reproduce
-            return
+        else:
+            probe = MultiAgentEpisode(
+                **self._episode_spaces(), agent_to_module_mapping_fn=self.config.policy_mapping_fn
+            )
+            probe.add_env_reset(observations=observations, infos=infos)
+            chunk.order = list(probe.get_agents_that_stepped())
+        mapping = self.config.policy_mapping_fn
+        chunk.modules = {aid: mapping(aid, None) for aid in chunk.order}  # once per episode, as RLlib's module_for
+
+    def _episode_spaces(self) -> dict[str, dict]:
+        """The observation and action spaces a new MultiAgentEpisode of this runner's environment gets."""
         env = self.env.envs[0].unwrapped
-        probe = MultiAgentEpisode(
-            observation_space={a: env.get_observation_space(a) for a in env.possible_agents},
-            action_space={a: env.get_action_space(a) for a in env.possible_agents},
-            agent_to_module_mapping_fn=self.config.policy_mapping_fn,
-        )
-        probe.add_env_reset(observations=observations, infos=infos)
-        chunk.order = list(probe.get_agents_that_stepped())
+        agents = env.possible_agents
+        return {
+            "observation_space": {a: env.get_observation_space(a) for a in agents},
+            "action_space": {a: env.get_action_space(a) for a in agents},
+        }
 
     @staticmethod
     def _new_chunk() -> _Chunk:
@@ -274,11 +285,10 @@ class BulkEnvRunner(CountingEnvRunner):
             self._reset()
         if num_episodes is not None:
             self._needs_initial_reset = True  # as RLlib: the next call resets (and seeds) the environments again
-        mapping = self.config.policy_mapping_fn
         done: list[MultiAgentEpisode] = []
         env_ts = 0
         while (len(done) < num_episodes) if num_episodes is not None else (env_ts < num_timesteps):
-            actions, actions_for_env, extra = self._act(explore, env_ts, mapping)
+            actions, actions_for_env, extra = self._act(explore, env_ts)
             results = self._try_env_step(actions_for_env)
             if results is ENV_STEP_FAILURE:
                 env_ts = 0
@@ -297,7 +307,7 @@ class BulkEnvRunner(CountingEnvRunner):
                 chunk.rewards.append(rewards[i])
                 chunk.extra.append(extra[i])
                 env_ts += 1
-                self._count_step(observations[i], mapping)
+                self._count_step(chunk)
                 if terminateds[i].get("__all__") or truncateds[i].get("__all__"):
                     self._counts[(NUM_EPISODES,)] += 1
                     ended.append(i)
@@ -351,7 +361,7 @@ class BulkEnvRunner(CountingEnvRunner):
             for aid, obs in observations.items()
         }
 
-    def _act(self, explore: bool, env_ts: int, mapping) -> tuple[list[dict], list[dict], list[dict]]:
+    def _act(self, explore: bool, env_ts: int) -> tuple[list[dict], list[dict], list[dict]]:
         """Each copy's actions (as stored in episodes), actions for the env, and per-agent model outputs."""
         rows: dict[str, list[tuple[int, Any]]] = defaultdict(list)  # module -> (copy, agent), RLlib's row order
         inputs: dict[str, list] = defaultdict(list)
@@ -362,7 +372,7 @@ class BulkEnvRunner(CountingEnvRunner):
             # RLlib's first step of a continued chunk acts on the batch it built before the cut (the previous
             # chunk's order of agents), the later ones on the cut episode's
             for aid in chunk.first_order if chunk.steps == 0 and chunk.first_order else chunk.order:
-                mid = mapping(aid, None)
+                mid = chunk.modules[aid]
                 rows[mid].append((i, aid))
                 inputs[mid].append(obs[aid])
         actions: list[dict] = [{} for _ in self._chunks]
@@ -441,24 +451,22 @@ class BulkEnvRunner(CountingEnvRunner):
         if Columns.ACTION_LOGP not in batch:
             batch[Columns.ACTION_LOGP] = dist.logp(actions)
 
-    def _count_step(self, observations: dict, mapping) -> None:
+    def _count_step(self, chunk: _Chunk) -> None:
+        """RLlib's sample counters for one env step of ``chunk`` (every agent of it stepped: ``_check``)."""
         counts = self._counts
         counts[(NUM_ENV_STEPS_SAMPLED,)] += 1
-        for aid in observations:
+        for aid, mid in chunk.modules.items():
             counts[(NUM_AGENT_STEPS_SAMPLED, str(aid))] += 1
-            counts[(NUM_MODULE_STEPS_SAMPLED, mapping(aid, None))] += 1
+            counts[(NUM_MODULE_STEPS_SAMPLED, mid)] += 1
 
     def _build(self, chunk: _Chunk, terminateds: dict, truncateds: dict) -> MultiAgentEpisode:
         """The chunk as the MultiAgentEpisode RLlib's step-by-step sampling (and ``cut``) would have made."""
-        env = self.env.envs[0].unwrapped
-        agents = env.possible_agents
         episode = MultiAgentEpisode(
             chunk.id_,
+            **self._episode_spaces(),
             observations=chunk.obs,
-            observation_space={a: env.get_observation_space(a) for a in agents},
             infos=chunk.infos,
             actions=chunk.actions,
-            action_space={a: env.get_action_space(a) for a in agents},
             rewards=chunk.rewards,
             terminateds=terminateds,
             truncateds=truncateds,
@@ -473,10 +481,9 @@ class BulkEnvRunner(CountingEnvRunner):
             terminateds.get(a) or truncateds.get(a) or sa.is_done for a, sa in episode.agent_episodes.items()
         ):
             episode.is_terminated = True  # as add_env_step declares an episode whose every agent is done
-        for sa in episode.agent_episodes.values():  # and as it passes the episode's end on to each agent's
-            sa.is_terminated = sa.is_terminated or episode.is_terminated
-            sa.is_truncated = sa.is_truncated or episode.is_truncated
         for aid, sa in episode.agent_episodes.items():
+            sa.is_terminated = sa.is_terminated or episode.is_terminated  # as add_env_step passes the episode's
+            sa.is_truncated = sa.is_truncated or episode.is_truncated  # end on to each agent's
             if self._flatten is not None:
                 sa.observation_space = self._flatten.observation_space  # what FlattenObservations sets
             episode.module_for(aid)  # the mapping cache RLlib's connectors fill as they visit each agent
@@ -508,6 +515,7 @@ class BulkEnvRunner(CountingEnvRunner):
             extra=chunk.extra[steps],
             lookback=lookback,
             order=order,
+            modules=chunk.modules,
             first_order=chunk.order,
             agent_episode_ids=chunk.agent_episode_ids,
             custom_data=copy.deepcopy(chunk.custom_data),
