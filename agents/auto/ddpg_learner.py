@@ -54,8 +54,8 @@ def ddpg_losses(
         y = batch[Columns.REWARDS].float() + discount * not_done * q_next
     q = module.critic(obs, actions)
     critic_loss = ((y - q) ** 2).mean()
-    if module.twin_q:  # both critics regress on the same clipped target; the actor follows the first
-        critic_loss = critic_loss + ((y - module.critic2(obs, actions)) ** 2).mean()
+    for critic in module.critics()[1:]:  # twin_q: the second regresses on the same clipped target
+        critic_loss = critic_loss + ((y - critic(obs, actions)) ** 2).mean()
     frozen = {name: p.detach() for name, p in module.critic.named_parameters()}
     q_pi = torch.func.functional_call(module.critic, frozen, (obs, module.actor(obs)))
     actor_loss = -q_pi.mean()

@@ -160,12 +160,10 @@ class DDPGRLModule(TorchRLModule, TargetNetworkAPI, InferenceOnlyAPI, PolicyFile
     def make_target_networks(self) -> None:
         self._target_actor = copy.deepcopy(self.actor)
         self._target_critic = copy.deepcopy(self.critic)
-        targets = [self._target_actor, self._target_critic]
         if self.twin_q:
             self._target_critic2 = copy.deepcopy(self.critic2)
-            targets.append(self._target_critic2)
-        for p in (p for net in targets for p in net.parameters()):
-            p.requires_grad_(False)
+        for _, target in self.get_target_network_pairs():
+            target.requires_grad_(False)
 
     def get_target_network_pairs(self) -> list[tuple[nn.Module, nn.Module]]:
         pairs = [(self.actor, self._target_actor), (self.critic, self._target_critic)]
