@@ -51,10 +51,13 @@ def sort(x: torch.Tensor) -> torch.Tensor:
     """Malcolm's actor basis (§6.2): scaled log-rank of each load (descending order), the loads, bias."""
     n = x.shape[-1]
     order = torch.argsort(x, dim=-1, descending=True, stable=True)
-    rank = torch.argsort(order, dim=-1).to(x.dtype)  # rank[i] = position of node i, 0 = most loaded
+    rank = torch.argsort(order, dim=-1)  # rank[i] = position of node i, 0 = most loaded
     if n > 1:
         half_log_n = 0.5 * math.log(n)
-        ranks = (torch.log(rank + 1.0) - half_log_n) / half_log_n
+        # log(rank + 1) looked up, not computed in place: a vectorised log and its scalar tail may differ in the
+        # last bit, and where an element falls depends on the batch's shape; a table gives every row the same bits
+        log_rank = torch.log(torch.arange(1, n + 1, dtype=x.dtype, device=x.device))[rank]
+        ranks = (log_rank - half_log_n) / half_log_n
     else:
         ranks = torch.zeros_like(x)
     return torch.cat([ranks, x, _bias(x)], dim=-1)

@@ -36,6 +36,7 @@ agree with numpy's to 1e-9 (tests/agents/malcolm/test_fill_actor.py). Two ways t
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ from torch import nn
 
 from dcgym.agents.malcolm.basis import num_features
 from dcgym.agents.malcolm.fill import MAX_EXPONENT
-from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule, _uniform
+from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule, _uniform, act_with_logits
 from dcgym.agents.malcolm.policy_file import fill_policy
 from dcgym.agents.policy_format import FILL_FEATURES, FillPolicy
 from dcgym.agents.rl.apis import PolicyFileContext
@@ -230,6 +231,19 @@ class MalcolmFillRLModule(MalcolmRLModule):
             return {Columns.ACTION_DIST_INPUTS: gains.expand(obs.shape[0], -1)}
         migration, stealing = self.tables(obs)
         return {Columns.ACTION_DIST_INPUTS: torch.cat([migration, stealing], -1).to(torch.float32)}
+
+    def group_key(self) -> Hashable | None:
+        """Per task, the nodes act together (their gains, stacked); with tables, each node alone."""
+        return (type(self), self.action_space.shape, self.volume_gains.dtype) if self.per_task else None
+
+    @classmethod
+    def group_act(
+        cls, modules: Sequence[MalcolmFillRLModule], observations: Sequence[torch.Tensor], explore: bool
+    ) -> dict[str, torch.Tensor]:
+        """Each node's gains (:meth:`_forward`, per task) repeated over its rows."""
+        gains = torch.cat([m.gains().detach().reshape(1, -1) for m in modules]).to(torch.float32)
+        counts = torch.tensor([len(o) for o in observations])
+        return act_with_logits(modules[0], gains.repeat_interleave(counts, dim=0), explore)
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         if self.per_task:

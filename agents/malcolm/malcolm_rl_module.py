@@ -29,6 +29,7 @@ inference-only copy (on the EnvRunners) has no critic.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -42,9 +43,17 @@ from torch import nn
 from dcgym.agents.malcolm.basis import BASES, features, num_features
 from dcgym.agents.malcolm.policy_file import linear_pair_policy
 from dcgym.agents.policy_format import LinearPairPolicy
-from dcgym.agents.rl.apis import PolicyFileAPI, PolicyFileContext
+from dcgym.agents.rl.apis import GroupActAPI, PolicyFileAPI, PolicyFileContext
+from dcgym.agents.rl.apis.group_act_api import aligned_blocks
 
-__all__ = ["MIGRATION_LOGITS", "STEALING_LOGITS", "MalcolmRLModule", "PassThroughLogits", "log_softmax"]
+__all__ = [
+    "MIGRATION_LOGITS",
+    "STEALING_LOGITS",
+    "MalcolmRLModule",
+    "PassThroughLogits",
+    "act_with_logits",
+    "log_softmax",
+]
 
 MIGRATION_LOGITS = "migration_logits"
 """forward_train output: the raw migration logits (B, N)."""
@@ -71,7 +80,7 @@ class PassThroughLogits(TorchDeterministic):
         return int(space.shape[0])
 
 
-class MalcolmRLModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI, PolicyFileAPI):
+class MalcolmRLModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI, PolicyFileAPI, GroupActAPI):
     """A Malcolm node: linear critic over ``critic_basis``, migration and stealing actors over ``actor_basis``.
 
     ``model_config`` keys: ``critic_basis`` (default ``customized``),
@@ -140,6 +149,25 @@ class MalcolmRLModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI, PolicyF
             Columns.VF_PREDS: self.critic_features(obs) @ self.critic_weights,
         }
 
+    # ------------------------------------------------------------- acting as a group
+
+    def group_key(self) -> Hashable | None:
+        return (type(self), self.actor_basis, self.load_scale, self.num_nodes, self.migration_weights.dtype)
+
+    @classmethod
+    def group_act(
+        cls, modules: Sequence[MalcolmRLModule], observations: Sequence[torch.Tensor], explore: bool
+    ) -> dict[str, torch.Tensor]:
+        """Every node's logits (:meth:`_forward`) as one computation: the features of all rows at once (row by
+        row the same numbers), one product per node over its rows in an aligned block (the same bits as alone)."""
+        first = modules[0]
+        phi = first.actor_features(torch.cat(list(observations)))
+        blocks = aligned_blocks(phi, [len(o) for o in observations])
+        migration = torch.cat([b @ m.migration_weights.T for b, m in zip(blocks, modules, strict=True)])
+        stealing = torch.cat([b @ m.stealing_weights.T for b, m in zip(blocks, modules, strict=True)])
+        action = torch.cat([_centre(migration), _centre(stealing)], dim=-1)
+        return act_with_logits(first, action.to(torch.float32), explore)
+
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         """V_θ(x) for the observations in ``batch``, shape (B,)."""
         return self.critic_features(batch[Columns.OBS]) @ self.critic_weights
@@ -155,6 +183,17 @@ class MalcolmRLModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI, PolicyF
 
     def get_train_action_dist_cls(self) -> type[PassThroughLogits]:
         return PassThroughLogits
+
+
+def act_with_logits(module: TorchRLModule, inputs: torch.Tensor, explore: bool) -> dict[str, torch.Tensor]:
+    """The columns RLlib's ``GetActions`` adds to a forward pass's ``inputs`` for ``module``. Valid for the rows of
+    several modules at once because :class:`PassThroughLogits` draws no random numbers."""
+    dist_cls = module.get_exploration_action_dist_cls() if explore else module.get_inference_action_dist_cls()
+    dist = dist_cls.from_logits(inputs)
+    if not explore:
+        dist = dist.to_deterministic()
+    actions = dist.sample()
+    return {Columns.ACTION_DIST_INPUTS: inputs, Columns.ACTIONS: actions, Columns.ACTION_LOGP: dist.logp(actions)}
 
 
 def _uniform(shape: tuple[int, ...]) -> torch.Tensor:

@@ -14,7 +14,9 @@ speed"). :class:`BulkEnvRunner` does the same work in bulk:
   of the multi-module, the same ``t``), and actions are drawn as RLlib's
   ``GetActions`` draws them (the same distribution, the same calls, so the same
   random numbers), then unsquashed or clipped for the environment as
-  ``NormalizeAndClipActions`` does;
+  ``NormalizeAndClipActions`` does; modules that can act as a group
+  (:class:`~dcgym.agents.rl.apis.GroupActAPI`, Malcolm's per-node modules) do,
+  in one computation with each module's own bits;
 - each step's data is appended to lists, and each episode chunk is built at its
   end with one ``MultiAgentEpisode(...)`` call (about 33 us per env step of 14
   agents, against 260 us step by step), with the lookback a cut chunk has.
@@ -59,6 +61,7 @@ from ray.rllib.utils.spaces.space_utils import batch as batch_items
 from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
 from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
+from dcgym.agents.rl.apis import GroupActAPI
 from dcgym.agents.rl.env_runner import CountingEnvRunner
 
 __all__ = ["BulkEnvRunner", "bulk_refusal"]
@@ -201,6 +204,7 @@ class BulkEnvRunner(CountingEnvRunner):
         self._flatten = _flatten_connector(self)
         self._squash = self._squash_function()
         self._squash_plans: dict[tuple, Any] = {}  # rows of a module's batch -> how its actions go to the env
+        self._units: dict[tuple, list[list[str]]] = {}  # the modules of a step -> their acting units (_groups)
 
     def _squash_function(self):
         """What NormalizeAndClipActions does to an action for the env (None: it does nothing)."""
@@ -387,26 +391,32 @@ class BulkEnvRunner(CountingEnvRunner):
         else:
             kwargs = {}
         seq = self._weights_seq_no
-        for mid, module_batch in batch.items():
-            module = self.module[mid]
-            # What forward_exploration / forward_inference do, without switching the module to eval and back at
-            # every step: it stays in eval mode (dropout and batch norm as RLlib's sampling has them).
-            if module.training:
-                module.eval()
-            columns = (
-                module._forward_exploration(module_batch, **kwargs)
-                if explore
-                else module._forward_inference(module_batch)
-            )
-            self._get_actions(columns, module, explore)
+        for mids in self._groups(list(batch)):
+            modules = [self.module[mid] for mid in mids]
+            for module in modules:
+                # What forward_exploration / forward_inference do, without switching the module to eval and back
+                # at every step: it stays in eval mode (dropout and batch norm as RLlib's sampling has them).
+                if module.training:
+                    module.eval()
+            if len(mids) > 1:
+                columns = type(modules[0]).group_act(modules, [batch[mid][Columns.OBS] for mid in mids], explore)
+            else:
+                module = modules[0]
+                columns = (
+                    module._forward_exploration(batch[mids[0]], **kwargs)
+                    if explore
+                    else module._forward_inference(batch[mids[0]])
+                )
+                self._get_actions(columns, module, explore)
             columns = _to_numpy(columns)
+            group_rows = rows[mids[0]] if len(mids) == 1 else [row for mid in mids for row in rows[mid]]
             acts = columns.pop(Columns.ACTIONS)
             env_acts = columns.pop(Columns.ACTIONS_FOR_ENV, None)
             if env_acts is None:
-                env_acts = self._for_env(acts, rows[mid])
+                env_acts = self._for_env(acts, group_rows)
             names = list(columns)
             values = [columns[k] for k in names]
-            for r, (i, aid) in enumerate(rows[mid]):
+            for r, (i, aid) in enumerate(group_rows):
                 actions[i][aid] = acts[r]
                 for_env[i][aid] = env_acts[r]
                 if names:  # RLlib stamps the weights' number on an agent's model outputs when there are any
@@ -414,6 +424,27 @@ class BulkEnvRunner(CountingEnvRunner):
                     outputs[WEIGHTS_SEQ_NO] = seq
                     extra[i][aid] = outputs
         return actions, for_env, extra
+
+    def _groups(self, mids: list[str]) -> list[list[str]]:
+        """The modules ``mids`` in acting units, in order: those of a :class:`GroupActAPI` group together (at the
+        place of the group's first), every other module alone."""
+        key = tuple((mid, id(self.module[mid])) for mid in mids)  # a module replaced under its id is regrouped
+        units = self._units.get(key)
+        if units is None:
+            by_key: dict[Any, list[str]] = {}
+            units = []
+            for mid in mids:
+                module = self.module[mid]
+                group = module.group_key() if isinstance(module, GroupActAPI) else None
+                if group is None:
+                    units.append([mid])
+                elif group in by_key:
+                    by_key[group].append(mid)
+                else:
+                    by_key[group] = [mid]
+                    units.append(by_key[group])
+            self._units[key] = units
+        return units
 
     def _for_env(self, actions: np.ndarray, rows: list[tuple[int, Any]]) -> Any:
         """``actions`` (one row per agent of ``rows``) as NormalizeAndClipActions sends them to the env: unsquashed

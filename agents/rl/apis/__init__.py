@@ -3,6 +3,7 @@
 Callers ask ``isinstance(module, API)``, never which learner a module comes from.
 """
 
+from dcgym.agents.rl.apis.group_act_api import GroupActAPI
 from dcgym.agents.rl.apis.policy_file_api import PolicyFileAPI, PolicyFileContext
 
-__all__ = ["PolicyFileAPI", "PolicyFileContext"]
+__all__ = ["GroupActAPI", "PolicyFileAPI", "PolicyFileContext"]

@@ -21,9 +21,11 @@ from dcgym.agents.training import train
 from dcgym.agents.training.experiment import load_experiment
 from dcgym.cpp_core._engine import RuntimePolicy
 from dcgym.envs.error import InvalidConfigError
+from dcgym.envs.rack.game import fill_rows
 from dcgym.envs.scenario import load_scenario
 
 from .racks import THREE_NODES as RACK
+from .racks import assert_group_acts_as_each_alone
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
 
@@ -242,3 +244,25 @@ def test_per_task_fill_actor_sets_rack_v0s_fill_actions_and_refuses_others(env, 
     with pytest.raises(InvalidConfigError) as info:
         rack_config({**base, **params, "env": {**THREE_NODES, **env}})
     assert info.value.field == field and message in str(info.value)
+
+
+def test_per_task_nodes_acting_as_a_group_give_each_nodes_own_bits():
+    """MalcolmFillRLModule.group_act per task (the demo's nodes in BulkEnvRunner) against each node's own
+    forward_exploration and RLlib's GetActions, with uneven rows per node; with tables, each node acts alone."""
+    from ray.rllib.core.columns import Columns
+
+    rng = np.random.default_rng(3)
+    width = fill_rows(N) * fmt.FILL_FEATURES
+    nodes = []
+    for m in modules(scale=0.5, seed=3):
+        node = MalcolmFillRLModule(
+            observation_space=m.observation_space,
+            action_space=Box(-10.0, 10.0, (width,), np.float32),
+            model_config={**m.model_config, "per_task": True},
+        )
+        node.load_state_dict(m.state_dict())
+        nodes.append(node)
+    assert modules()[0].group_key() is None and nodes[0].group_key() == nodes[-1].group_key() is not None
+    obs = [torch.as_tensor(observations(rng, c)) for c in (1, 3, 2, 1, 4)]
+    group = assert_group_acts_as_each_alone(nodes, obs)
+    assert not torch.equal(group[Columns.ACTIONS][0], group[Columns.ACTIONS][1])  # the nodes' own gains

@@ -19,7 +19,7 @@ from dcgym.agents.training.experiment import load_experiment
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.scenario import load_scenario
 
-from .racks import THREE_NODES
+from .racks import THREE_NODES, assert_group_acts_as_each_alone
 
 # Every Algorithm built re-registers RLlib's env wrapper with Gymnasium, which warns from the second one on.
 pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
@@ -350,3 +350,47 @@ def test_rack_config_maps_hyperparameters_and_refuses_unknown_keys():
         rack_config({"env": THREE_NODES, "lr_critc": 0.1})
     with pytest.raises(InvalidConfigError, match="^env.load: got -0.5"):
         rack_config({"env": {**THREE_NODES, "load": -0.5}})
+
+
+# ------------------------------------------------------------------ acting as a group
+
+
+def _node_modules(n: int, seed: int) -> list:
+    from gymnasium.spaces import Box
+
+    from dcgym.agents.malcolm.malcolm_rl_module import MalcolmRLModule
+
+    torch.manual_seed(seed)
+    return [
+        MalcolmRLModule(
+            observation_space=Box(0.0, 100.0, (n + 2,), np.float32),
+            action_space=Box(-10.0, 10.0, (2 * n,), np.float32),
+            model_config={"load_scale": 0.5},
+        )
+        for _ in range(n)
+    ]
+
+
+@pytest.mark.parametrize("rows", [1, 3, "mixed"])
+def test_nodes_acting_as_a_group_give_each_nodes_own_bits(rows):
+    """MalcolmRLModule.group_act (what BulkEnvRunner calls for a rack's nodes) against each node's own
+    forward pass and RLlib's GetActions: equal bit for bit, exploring or not, with 1 or 3 rows (env copies) per node and
+    with uneven rows, over 20 draws of loads with ties."""
+    n = 14
+    rng = np.random.default_rng(7)
+    modules = _node_modules(n, seed=7)
+    counts = [1 + i % 4 for i in range(n)] if rows == "mixed" else [rows] * n
+    assert modules[0].group_key() == modules[-1].group_key() is not None
+    for _ in range(20):
+        obs = [torch.as_tensor(rng.integers(0, 6, (c, n + 2)).astype(np.float32)) for c in counts]  # many ties
+        assert_group_acts_as_each_alone(modules, obs, explore=bool(rng.integers(2)))
+
+
+def test_aligned_blocks_start_where_new_tensors_do_and_hold_the_rows():
+    from dcgym.agents.rl.apis.group_act_api import ALIGNMENT_BYTES, aligned_blocks
+
+    rows = torch.randn(20, 29)
+    blocks = aligned_blocks(rows[1:], [1, 5, 2, 11])  # from an unaligned view
+    assert [b.shape for b in blocks] == [(1, 29), (5, 29), (2, 29), (11, 29)]
+    assert all(b.is_contiguous() and b.data_ptr() % ALIGNMENT_BYTES == 0 for b in blocks)
+    assert torch.equal(torch.cat(blocks), rows[1:])

@@ -33,7 +33,7 @@ CASES = {
         {"env_args.max_steps": 70, "hyperparameters.train_batch_size": 150, "hyperparameters.minibatch_size": 50},
         {},
     ),
-    # Malcolm: one module per node; 0.1 s episodes longer than a sample
+    # Malcolm: one module per node, acting as a group (GroupActAPI); 0.1 s episodes longer than a sample
     "malcolm": ("malcolm_hetero_exp", {"env_args.max_steps": 30}, {}),
     # ... and its per-task fill actor (the demo): gains as actions, each task's decision in the infos
     "malcolm_fill": ("demo", {"env_args.max_steps": 30}, {}),
@@ -45,6 +45,9 @@ CASES = {
     "osml": ("osml_dqn_mixes", {}, {}),
     "osml_single": ("osml_dqn_single", {}, {}),
 }
+
+GROUPED = {"malcolm", "malcolm_fill"}
+"""Cases whose modules act as a group in the bulk runner (the 14 nodes' modules in one computation)."""
 
 
 def _runner(runner_cls, name: str, overrides: dict):
@@ -92,6 +95,9 @@ def test_bulk_sampling_gives_rllibs_episodes(ray_session, storage, case):
             if cls is BulkEnvRunner:
                 assert runner.bulk_refusal is None
             samples[cls] = [runner.sample(**kwargs) for _ in range(3)]
+            if cls is BulkEnvRunner:
+                grouped = any(len(unit) > 1 for units in runner._units.values() for unit in units)
+                assert grouped == (case in GROUPED)
         finally:
             algo.stop()
     reference, bulk = samples[CountingEnvRunner], samples[BulkEnvRunner]
