@@ -204,3 +204,28 @@ def test_a_learning_curve_without_an_ended_episode_says_so_instead_of_empty_axes
     plots.plot_learning_curve(rows, tmp_path / "curve.png")
     notes = [t.get_text() for ax in figures[0].axes for t in ax.texts]
     assert notes[0] == "no return per agent yet:\nno episode ended\nin 2 iterations" and len(notes) == 3
+
+
+def test_the_learning_curves_top_axis_reads_wall_time_at_each_rows_env_steps():
+    """The top axis maps a row's env steps to its time_s exactly (and back), in minutes past 10 minutes; rows that
+    do not both rise get no axis."""
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from dcgym.agents.training.plots import wall_time_axis
+
+    rows = [{"timesteps": 100.0 * i, "time_s": 7.0 * i + (i > 5) * 3.0} for i in range(1, 11)]
+    top = wall_time_axis(Figure().subplots(), rows)
+    forward, inverse = top._functions
+    steps = np.array([r["timesteps"] for r in rows])
+    assert np.allclose(forward(steps), [r["time_s"] for r in rows])
+    assert np.allclose(inverse(forward(np.array([50.0, 555.0, 1200.0]))), [50.0, 555.0, 1200.0])  # beyond too
+    assert top.get_xlabel() == "training wall time (s)"
+    long = [{"timesteps": r["timesteps"], "time_s": 100.0 * r["time_s"]} for r in rows]
+    top = wall_time_axis(Figure().subplots(), long)
+    assert top.get_xlabel() == "training wall time (min)" and np.isclose(top._functions[0](1000.0), 7300 / 60)
+    assert wall_time_axis(Figure().subplots(), [*rows[:3], rows[1]]) is None  # env steps going back
+    assert wall_time_axis(Figure().subplots(), [{"timesteps": 1.0, "time_s": None}, rows[0]]) is None
