@@ -201,3 +201,39 @@ def test_a_model_c_checkpoint_and_its_exported_file_give_the_same_rows(ray_sessi
         "model_c (file)",
         "model_c:reclaim=code (file)",
     ]
+
+
+@pytest.mark.parametrize("epsilon", [0.0, 0.5, 1.0])
+def test_exploration_draws_rllibs_dqn_actions_with_the_same_random_numbers(epsilon):
+    """ModelCModule's own exploration against RLlib's DefaultDQNTorchRLModule._forward_exploration on the same
+    module, from the same torch seed, 200 calls of 5 rows with some actions masked: the same actions, and the
+    generator left in the same state."""
+    from gymnasium.spaces import Box, Dict, Discrete
+    from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
+    from ray.rllib.core.columns import Columns
+
+    from dcgym.agents.osml.model_c_rllib import ModelCModule
+
+    n_in, n_out = len(model_c.FEATURE_MIN), 49
+    module = ModelCModule(
+        observation_space=Dict({"observation": Box(0.0, 1.0, (n_in,)), "action_mask": Box(0.0, 1.0, (n_out,))}),
+        action_space=Discrete(n_out),
+        model_config={"epsilon": [(0, epsilon), (1, epsilon)], "hidden": [30, 30, 30], "init_std": 0.1, "seed": 1},
+    )
+    rng = np.random.default_rng(0)
+    for call in range(200):
+        mask = (rng.random((5, n_out)) < 0.3).astype(np.float32)
+        mask[:, call % n_out] = 1.0
+        batch = {
+            Columns.OBS: {
+                "observation": torch.as_tensor(rng.random((5, n_in)), dtype=torch.float32),
+                "action_mask": torch.as_tensor(mask),
+            }
+        }
+        torch.manual_seed(call)
+        ours = module._forward_exploration(batch, t=call)[Columns.ACTIONS]
+        after = torch.rand(1)
+        torch.manual_seed(call)
+        rllibs = DefaultDQNTorchRLModule._forward_exploration(module, batch, t=call)[Columns.ACTIONS]
+        assert torch.equal(ours, rllibs) and torch.equal(after, torch.rand(1))
+        assert np.all(mask[np.arange(5), ours.numpy()] > 0)  # never a masked action
