@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+from matplotlib.ticker import EngFormatter
 
 from dcgym.agents.evaluation.plots import new_figure, save_figure, value_axis
 
@@ -88,6 +89,8 @@ def plot_learning_curve(rows: list[Mapping[str, float]], path: str | Path, title
                 ax.set_ylim(low - margin, high + margin)
             if key.startswith("charts/p99"):
                 value_axis(ax, [float(v) for v in values])
+            else:  # "-20 M", not a "1e7" above the axis, where the wall time's axis is
+                ax.yaxis.set_major_formatter(EngFormatter(sep=" "))
         else:  # a short run: no episode has ended yet (the metric is per episode)
             ax.text(
                 0.5,
