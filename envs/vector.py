@@ -170,7 +170,7 @@ class SingleAgentVectorEnv(VectorEnv):
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None):
         obs, infos = self.batch.reset(seed=seed, options=options)
-        return self._agent(obs, "obs"), masked(infos)
+        return self._agent(obs, "obs"), self._vector_infos(infos, np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions: Any):
         obs, rewards, terminations, truncations, infos = self.batch.step(self._actions(actions))
@@ -180,8 +180,13 @@ class SingleAgentVectorEnv(VectorEnv):
             agent(rewards, "reward"),
             agent(terminations, "termination"),
             agent(truncations, "truncation"),
-            masked(infos),
+            self._vector_infos(infos, self.batch._done()),
         )
+
+    def _vector_infos(self, infos: Mapping[str, np.ndarray], ended: np.ndarray) -> dict[str, Any]:
+        """The step's infos in Gymnasium's vector layout (default: the batch's arrays, each with its mask);
+        ``ended``: the copies whose episode ended at this step."""
+        return masked(infos)
 
     def close_extras(self, **kwargs: Any) -> None:
         self.batch.close()

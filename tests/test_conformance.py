@@ -276,27 +276,42 @@ def test_every_gymnasium_render_mode_renders(env_id):
         env.close()
 
 
+def _assert_same_infos(got: Any, want: Any, where: str) -> None:
+    """Two vector infos (dicts of arrays, masks and nested dicts) equal key by key, value by value, dtype too."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and got.keys() == want.keys(), (where, sorted(got), sorted(want))
+        for key in want:
+            _assert_same_infos(got[key], want[key], f"{where}: {key}")
+    else:
+        got, want = np.asarray(got), np.asarray(want)
+        assert got.dtype == want.dtype, (where, got.dtype, want.dtype)
+        np.testing.assert_array_equal(got, want, err_msg=where)
+
+
 @pytest.mark.parametrize("env_id", VECTOR)
 def test_vector_entry_point_steps_as_gymnasiums_sync_vectorisation(env_id):
     # Both reset copy k with seed s + k and autoreset in next-step mode, so under the same actions they must
-    # agree exactly; 12 steps of 5-step episodes cover two autoresets (drawn seeds, not given ones).
+    # agree exactly, infos included (a trainer reads them); 12 steps of 5-step episodes cover two autoresets
+    # (drawn seeds, not given ones).
     kwargs = small(SMALL_GYMNASIUM, env_id, "SMALL_GYMNASIUM")
     native = gymnasium.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
     synced = gymnasium.make_vec(env_id, num_envs=2, vectorization_mode="sync", **kwargs)
     assert native.metadata["autoreset_mode"] == synced.metadata["autoreset_mode"]
     assert native.single_observation_space == synced.single_observation_space
     assert native.single_action_space == synced.single_action_space
-    obs_n, _ = native.reset(seed=11)
-    obs_s, _ = synced.reset(seed=11)
+    obs_n, info_n = native.reset(seed=11)
+    obs_s, info_s = synced.reset(seed=11)
     np.testing.assert_array_equal(obs_n, obs_s)
+    _assert_same_infos(info_n, info_s, "reset")
     assert obs_n in native.observation_space
     native.action_space.seed(11)
     truncated = 0
-    for _ in range(12):
+    for step in range(12):
         actions = native.action_space.sample()
         out_n, out_s = native.step(actions), synced.step(actions)
         for got, want in zip(out_n[:4], out_s[:4]):
             np.testing.assert_array_equal(got, want)
+        _assert_same_infos(out_n[4], out_s[4], f"step {step}")
         assert out_n[0] in native.observation_space
         truncated += int(out_n[3].sum())
     assert truncated == 4  # each copy truncated at steps 5 and 11

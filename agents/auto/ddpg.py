@@ -40,7 +40,7 @@ from dcgym.agents.auto.policy_file import srla_action
 from dcgym.agents.auto.system import AUTO_SRLA
 from dcgym.agents.rl.replay_training import TransitionReplayDQN
 from dcgym.agents.rl.spec import TrainingRun
-from dcgym.agents.rl.wiring import common, set_provided, training
+from dcgym.agents.rl.wiring import common, one_agent_environment, set_provided, training
 from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.flow.game import FlowEnvConfig
 
@@ -192,7 +192,7 @@ def build_srla(experiment: TrainingRun, env_config: dict[str, Any]) -> DDPGConfi
     the best static set of a scenario), so that learning starts from a threshold rule rather than from the middle
     of the box."""
     config = common(DDPGConfig(), experiment, env_config)
-    config.environment(AUTO_SRLA.one_agent_forms[experiment.env].env_id, env_config=env_config)
+    one_agent_environment(config, AUTO_SRLA.one_agent_forms[experiment.env].env_id, env_config)
     hyperparameters = dict(experiment.hyperparameters)
     start = hyperparameters.pop("start_thresholds", None)
     if start is not None:

@@ -37,7 +37,7 @@ from dcgym.agents.auto.pg_rl_module import NETWORKS, PAPER_HIDDENS, PGRLModule
 from dcgym.agents.auto.system import AUTO_LRLA
 from dcgym.agents.rl.on_policy import on_policy_training_step
 from dcgym.agents.rl.spec import TrainingRun
-from dcgym.agents.rl.wiring import common, set_provided, training
+from dcgym.agents.rl.wiring import common, one_agent_environment, set_provided, training
 from dcgym.envs.flow.game import FlowEnvConfig, FlowGame
 
 __all__ = ["PG", "PGConfig"]
@@ -157,7 +157,7 @@ def build_lrla(experiment: TrainingRun, env_config: dict[str, Any]) -> PGConfig:
     scenario's; the hyperparameters are the settings of :meth:`PGConfig.training` (``network: rowwise`` takes its
     row width from the environment)."""
     config = common(PGConfig(), experiment, env_config)
-    config.environment(AUTO_LRLA.one_agent_forms[experiment.env].env_id, env_config=env_config)
+    one_agent_environment(config, AUTO_LRLA.one_agent_forms[experiment.env].env_id, env_config)
     training(config, experiment.hyperparameters)
     if config.network == "rowwise":
         keys = FlowEnvConfig.model_fields

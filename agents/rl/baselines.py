@@ -19,7 +19,7 @@ from pydantic import Field
 
 from dcgym.agents.rl.hyperparameters import Hyperparameters, LayerSizes
 from dcgym.agents.rl.spec import AlgorithmSpec, LearningSystem, OneAgentForm, TrainingRun
-from dcgym.agents.rl.wiring import common, policies, require_continuous
+from dcgym.agents.rl.wiring import common, one_agent_environment, policies, require_continuous
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -147,7 +147,7 @@ def build_sac(experiment: TrainingRun, env_config: dict[str, Any]) -> AlgorithmC
     hp = SACHyperparameters(**experiment.hyperparameters)
     config = common(SACConfig(), experiment, env_config)
     if form is not None:  # the continuous agent alone, the others held by the environment's rules
-        config.environment(form.env_id, env_config=env_config)
+        one_agent_environment(config, form.env_id, env_config)
     config.env_runners(rollout_fragment_length=hp.rollout_fragment_length)
     config.training(
         actor_lr=hp.actor_lr,

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SHARED_MODULE",
     "common",
+    "one_agent_environment",
     "own_module",
     "policies",
     "require_continuous",
@@ -59,6 +60,20 @@ def common(config: AlgorithmConfig, experiment: TrainingRun, env_config: dict[st
     config.debugging(seed=experiment.seed)
     config.callbacks(on_algorithm_init=_seed_replay_buffer)
     config.reporting(min_time_s_per_iteration=0)  # an iteration is a number of steps, never of seconds (SAC: 1 s)
+    return config
+
+
+def one_agent_environment(config: AlgorithmConfig, env_id: str, env_config: dict[str, Any]) -> AlgorithmConfig:
+    """Train on the one-agent form ``env_id`` (``dcgym/FlowSrla-v0``): its copies on an env runner
+    (``num_envs_per_env_runner``) step together in the engine, one call per step, through the id's batched
+    environment (its Gymnasium ``vector_entry_point``) where it has one, Gymnasium's sync vector env otherwise.
+    Copy k follows the trajectory of the single environment seeded with seed + k, as the sync vector env's
+    copies do: the same episodes bit for bit (tests/agents/training/test_vectorized_sampling.py)."""
+    import gymnasium
+
+    config.environment(env_id, env_config=env_config)
+    batched = gymnasium.spec(env_id).vector_entry_point is not None
+    config.env_runners(gym_env_vectorize_mode="vector_entry_point" if batched else "sync")
     return config
 
 

@@ -32,7 +32,7 @@ from gymnasium.vector.utils import batch_space
 
 from dcgym.envs.error import InvalidActionError, InvalidConfigError
 from dcgym.envs.rack.game import RackEnvConfig, RackGame
-from dcgym.envs.rack.wrappers import central_spaces
+from dcgym.envs.rack.wrappers import central_spaces, copy_info
 from dcgym.envs.validation import validate
 from dcgym.envs.vector import BatchedEnv, SingleAgentVectorEnv
 
@@ -130,8 +130,8 @@ class RackCentralVectorEnv(SingleAgentVectorEnv):
 
     Observations (B, N x obs_dim) and actions (B, N x 2N) are
     RackCentral-v0's (see :class:`dcgym.envs.rack.wrappers.RackCentralEnv`);
-    rewards, terminations and truncations have shape (B,); infos hold the
-    :data:`INFO_KEYS` arrays with Gymnasium's ``_key`` masks (always true).
+    rewards, terminations and truncations have shape (B,); infos are each copy's
+    RackCentral-v0 info merged as Gymnasium's sync vector env merges them.
     Next-step autoreset, as :class:`RackVectorEnv`. ``max_episode_steps``
     (what ``gymnasium.make_vec`` passes from the registered id) is the
     episode length, ``max_steps``.
@@ -154,3 +154,11 @@ class RackCentralVectorEnv(SingleAgentVectorEnv):
 
     def _agent(self, value: np.ndarray, what: str) -> np.ndarray:
         return value.reshape(self.num_envs, -1) if what == "obs" else value[:, 0]
+
+    def _vector_infos(self, infos: Mapping[str, np.ndarray], ended: np.ndarray) -> dict[str, Any]:
+        """Each copy's info as RackCentral-v0 gives it, merged as Gymnasium's sync vector env merges its
+        environments' infos (the same keys and dtypes: a trainer sees what it sees through the sync mode)."""
+        merged: dict[str, Any] = {}
+        for k in range(self.num_envs):
+            merged = self._add_info(merged, copy_info(self.rack.game.out, k), k)
+        return merged

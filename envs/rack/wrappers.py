@@ -22,7 +22,7 @@ from dcgym.envs.rack.render import LoadHistory, render_rack
 from dcgym.envs.seeding import GameEpisodes
 from dcgym.envs.validation import validate
 
-__all__ = ["RackCentralEnv", "RackDispatchEnv", "central_spaces"]
+__all__ = ["RackCentralEnv", "RackDispatchEnv", "central_spaces", "copy_info"]
 
 
 def central_spaces(game: RackGame) -> tuple[Box, Box]:
@@ -31,6 +31,15 @@ def central_spaces(game: RackGame) -> tuple[Box, Box]:
     obs = Box(0.0, clip, (n * game.obs_dim,), np.float32)
     low = -1.0 if game.config.action_type == "logits" else 0.0
     return obs, Box(low, 1.0, (n * 2 * n,), np.float32)
+
+
+def copy_info(out: dict[str, np.ndarray], k: int) -> dict[str, Any]:
+    """The info of copy k of the game's step arrays ``out``, as the single-agent rack environments give it."""
+    keys = ("migrate", "steal", "true_loads", "migrations", "steals", "failed_steals", "dropped")
+    info: dict[str, Any] = {key: out[key][k].copy() for key in keys}  # the game's arrays change next step
+    info.update({key: float(out[key][k]) for key in ("latency_mean_us", "latency_p99_us", "sim_time_us")})
+    info["completed"] = int(out["completed"][k])
+    return info
 
 
 class _RackSingleAgent(GameEpisodes, gymnasium.Env):
@@ -75,11 +84,7 @@ class _RackSingleAgent(GameEpisodes, gymnasium.Env):
 
     @staticmethod
     def _info(out: dict[str, np.ndarray]) -> dict[str, Any]:
-        keys = ("migrate", "steal", "true_loads", "migrations", "steals", "failed_steals", "dropped")
-        info: dict[str, Any] = {key: out[key][0].copy() for key in keys}  # the game's arrays change next step
-        info.update({key: float(out[key][0]) for key in ("latency_mean_us", "latency_p99_us", "sim_time_us")})
-        info["completed"] = int(out["completed"][0])
-        return info
+        return copy_info(out, 0)
 
     def render(self) -> str | np.ndarray | None:
         if self.render_mode is None:

@@ -14,17 +14,9 @@ import pytest
 from dcgym.agents.algorithms import build_config
 from dcgym.agents.training.experiment import load_experiment
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
+from .episodes import assert_same_state
 
-IGNORED = {
-    "id_",  # random episode ids (uuid4), as RLlib draws them
-    "agent_episode_ids",
-    "multi_agent_episode_id",
-    "_start_time",  # wall clock
-    "_last_step_time",
-    "agent_to_module_mapping_fn",  # the same function, a fresh reference
-    "_np_random",  # the spaces' own generators
-}
+pytestmark = pytest.mark.filterwarnings("ignore:.*Overriding environment:UserWarning")
 
 CASES = {
     # PPO, one network for 14 nodes, continuous actions; 70-step episodes: chunks cut mid-episode, with lookback
@@ -57,30 +49,6 @@ def _runner(runner_cls, name: str, overrides: dict):
     return config.build_algo()
 
 
-def _same(a, b, path: str = "") -> None:
-    """Assert that two episode states (nested dicts, lists, arrays, objects with state) are equal."""
-    if isinstance(a, dict):
-        keys = {k for k in a if k not in IGNORED}
-        assert keys == {k for k in b if k not in IGNORED}, path
-        for k in keys:
-            _same(a[k], b[k], f"{path}.{k}")
-    elif isinstance(a, (list, tuple)):
-        assert len(a) == len(b), path
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            _same(x, y, f"{path}[{i}]")
-    elif isinstance(a, (np.ndarray, np.generic)) or isinstance(b, (np.ndarray, np.generic)):
-        a, b = np.asarray(a), np.asarray(b)
-        assert a.dtype == b.dtype and np.array_equal(a, b), path
-    elif hasattr(a, "get_state"):
-        _same(a.get_state(), b.get_state(), path)
-    elif type(a).__name__ in ("Box", "Discrete", "MultiDiscrete", "Dict"):
-        assert a == b, path
-    elif hasattr(a, "__dict__") and not callable(a):
-        _same(vars(a), vars(b), path)
-    else:
-        assert a == b, (path, a, b)
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bulk_sampling_gives_rllibs_episodes(ray_session, storage, case):
     from dcgym.agents.rl.bulk_env_runner import BulkEnvRunner
@@ -110,7 +78,7 @@ def test_bulk_sampling_gives_rllibs_episodes(ray_session, storage, case):
     for call, (ref_call, bulk_call) in enumerate(zip(reference, bulk, strict=True)):
         assert len(ref_call) == len(bulk_call)
         for i, (x, y) in enumerate(zip(ref_call, bulk_call, strict=True)):
-            _same(x.get_state(), y.get_state(), f"call {call}, episode {i}")
+            assert_same_state(x.get_state(), y.get_state(), f"call {call}, episode {i}")
 
 
 def test_a_pipeline_it_does_not_reproduce_is_left_to_rllib(ray_session, storage):
