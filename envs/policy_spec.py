@@ -70,11 +70,11 @@ def scalar(text: str) -> Any:
 
 
 def show_option(value: Any) -> str:
-    """An option's value the way the grammar writes it: ``false``, ``1e+06``, a list as ``4;4;1;1``."""
+    """An option's value the way the grammar writes it: ``false``, ``1e+06``, ``4194304``, a list as ``4;4;1;1``."""
     if isinstance(value, bool):
         return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:g}"
+    if isinstance(value, float):  # the shortest of %g's forms that reads back as the value (a label is exact)
+        return next((t for t in (f"{value:.{p}g}" for p in range(6, 18)) if float(t) == value), repr(value))
     if isinstance(value, (list, tuple)):
         return ";".join(show_option(v) for v in value)
     return str(value)

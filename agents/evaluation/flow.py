@@ -243,12 +243,19 @@ class FlowJob:
 
 def balancing(sim: FlowSim, balance: Mapping[str, Any], levels: int) -> Callable[[], None]:
     """pathbal's step: one interval of the engine, then its moves (``FlowSim.balance_paths``, in C++); with
-    ``demote`` the flows moved are pinned to the last of the ``levels``."""
+    ``demote`` the flows moved are pinned to the last of the ``levels``, from ``demote_bytes`` sent: the long flows
+    short of it move first at MLFQ's level, then those past it move again, pinned (their path's cost counted at
+    the last level)."""
     level = levels - 1 if balance["demote"] else -1
+    long_bytes, pin_from, most = balance["long_bytes"], balance["demote_bytes"], balance["max_flows"]
 
     def step() -> None:
         sim.run_for(balance["interval_s"])
-        sim.balance_paths(balance["long_bytes"], balance["max_flows"], level)
+        if level >= 0 and pin_from > long_bytes:
+            sim.balance_paths(long_bytes, most, -1)
+            sim.balance_paths(pin_from, most, level)
+        else:
+            sim.balance_paths(long_bytes, most, level)
 
     return step
 

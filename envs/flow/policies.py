@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dcgym.envs.error import MISSING, InvalidConfigError, UnknownPolicyError, did_you_mean
 from dcgym.envs.flow.thresholds import preset_thresholds
@@ -77,6 +77,24 @@ class PathBalParams(RankedParams):
     demote: bool = Field(
         False, description="also pin each long flow to the last level (lRLA's lowest priority; false: MLFQ's level)"
     )
+    demote_bytes: Bytes | None = Field(
+        None,
+        description="with demote: pin a long flow only once it has sent this many bytes, at least long_bytes (null: "
+        "long_bytes, every long flow); the long flows short of it move and keep MLFQ's level",
+    )
+
+    @model_validator(mode="after")
+    def _demote_bytes(self) -> PathBalParams:
+        if self.demote_bytes is not None:
+            if not self.demote:
+                raise InvalidConfigError("demote_bytes", self.demote_bytes, "only with demote=true (it says when)")
+            if self.demote_bytes < self.long_bytes:
+                raise InvalidConfigError(
+                    "demote_bytes",
+                    self.demote_bytes,
+                    f"at least long_bytes ({self.long_bytes:g}): only long flows move",
+                )
+        return self
 
 
 @dataclass(frozen=True)
@@ -149,11 +167,18 @@ class FlowPolicy:
 
     @property
     def balance(self) -> dict[str, Any] | None:
-        """pathbal's moves (interval_s, long_bytes, max_flows, demote), None for a policy that moves no flow."""
+        """pathbal's moves (interval_s, long_bytes, max_flows, demote, demote_bytes), None for a policy that moves
+        no flow."""
         p = self.params
         if not isinstance(p, PathBalParams):
             return None
-        return {"interval_s": p.interval_ms / 1e3, "long_bytes": p.long_bytes, "max_flows": p.flows, "demote": p.demote}
+        return {
+            "interval_s": p.interval_ms / 1e3,
+            "long_bytes": p.long_bytes,
+            "max_flows": p.flows,
+            "demote": p.demote,
+            "demote_bytes": p.demote_bytes if p.demote_bytes is not None else p.long_bytes,
+        }
 
     def scheduling(self, levels: int, field: str = "scheduling") -> dict[str, Any]:
         """The engine's ``scheduling`` mapping with ``levels`` priority levels unless the policy sets its own."""

@@ -52,6 +52,9 @@ def test_a_policy_files_options_follow_its_last_colon(text, split):
 def test_values_read_and_written_as_on_a_command_line():
     assert [scalar(t) for t in ("3", "0.5", "True", "false", "code")] == [3, 0.5, True, False, "code"]
     assert [show_option(v) for v in (False, 1e6, [4.0, 1.5], 3, "ws")] == ["false", "1e+06", "4;1.5", "3", "ws"]
+    for value in (4194304.0, 1 / 3, 80459140.0, 2.5e-7):  # a label is exact: two values never share one
+        assert float(show_option(value)) == value
+    assert show_option(4194304.0) == "4194304"  # not %g's 4.1943e+06
     assert spec_label("po_d", {"d": 3, "replace": False}) == "po_d:d=3,replace=false" and spec_label("jsq", {}) == "jsq"
 
 

@@ -123,3 +123,32 @@ def test_pathbal_runs_as_a_baseline_and_is_refused_as_the_agents_scheduling():
     assert pathbal["fct_ms"]["mean"] != qlas["fct_ms"]["mean"]  # the moves act (same flows, same seed)
     with pytest.raises(InvalidConfigError, match="pathbal"):
         make_env("flow_v0", {"scenario": "auto_websearch", "policy": "pathbal"})
+
+
+def test_pathbal_pins_long_flows_only_from_demote_bytes():
+    """demote_bytes 4 MiB: after a step of the rule, the long flows past 4 MiB are pinned to the last level and
+    those between 1 and 4 MiB keep MLFQ's level (below the last here); the setting is refused without demote or
+    below long_bytes, naming the field."""
+    from dcgym.agents.evaluation.flow import balancing
+    from dcgym.envs.flow.policies import parse_flow_policy
+
+    s = load_scenario("auto_websearch")
+    config = s.engine_config(0.8, seed=2)
+    policy = parse_flow_policy("pathbal:demote=true,demote_bytes=4194304")
+    assert policy.balance["demote_bytes"] == 4194304 and parse_flow_policy("pathbal").balance["demote_bytes"] == 2**20
+    levels = config["scheduling"]["levels"]
+    sim = FlowSim(config)
+    sim.run_for(0.3)
+    balancing(sim, policy.balance, levels)()
+    flows = sim.active_flows_table()
+    sent, level = flows["sent_bytes"], flows["level"]
+    past, between = sent >= 4 << 20, (sent >= 1 << 20) & (sent < 4 << 20)
+    assert past.any() and between.any()
+    assert (level[past] == levels - 1).all()
+    assert (level[between] < levels - 1).any()  # MLFQ's level (pias_ws: level 0 below 2.1 MB)
+    for spec, field in (
+        ("pathbal:demote_bytes=4194304", "demote_bytes"),
+        ("pathbal:demote=true,demote_bytes=1000", "demote_bytes"),
+    ):
+        with pytest.raises(InvalidConfigError, match=field):
+            parse_flow_policy(spec)
