@@ -123,7 +123,8 @@ class QmixLbConfig(AlgorithmConfig):
         self.batch_episodes = 25
         """Episodes per update (Table 9)."""
         self.episodes_per_iteration = 1
-        """Episodes sampled per iteration."""
+        """Episodes sampled per iteration; a multiple of the copies an env runner steps (each copy's episodes are
+        used, none is stepped and dropped)."""
         self.updates_per_episode = 10
         """Updates per episode sampled (Table 9)."""
         self.learning_starts = 25
@@ -185,6 +186,13 @@ class QmixLbConfig(AlgorithmConfig):
             low = 0 if key == "updates_per_episode" else 1
             if not (isinstance(value, int) and value >= low):
                 err(f"`{key}` ({value}) must be an integer >= {low}")
+        copies = self.num_envs_per_env_runner
+        if isinstance(self.episodes_per_iteration, int) and self.episodes_per_iteration % copies:
+            err(
+                f"`episodes_per_iteration` ({self.episodes_per_iteration}) must be a multiple of "
+                f"`num_envs_per_env_runner` ({copies}): a sample of whole episodes resets every copy, and the "
+                "episodes past the count would be stepped and dropped"
+            )
         if self.num_learners > 1:
             err(f"`num_learners` ({self.num_learners}) must be 0 or 1: the replay lives in the Algorithm")
         if self.normalize_actions:

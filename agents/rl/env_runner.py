@@ -41,11 +41,31 @@ _LIFETIME = {
 
 
 class CountingEnvRunner(MultiAgentEnvRunner):
-    """``MultiAgentEnvRunner`` whose per-step sample counters are summed and logged at the end of ``sample()``."""
+    """``MultiAgentEnvRunner`` whose per-step sample counters are summed and logged at the end of ``sample()``, and
+    whose environments are seeded once (:meth:`_try_env_reset`)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._counts: Counter[tuple[str, ...]] = Counter()
+        self._seeded = False
         super().__init__(*args, **kwargs)
+
+    def make_env(self) -> None:
+        self._seeded = False  # a new environment takes the runner's seed at its first reset
+        super().make_env()
+
+    def _try_env_reset(self, *, seed: int | None = None, options: dict | None = None):
+        """The environments' reset, with the runner's seed only the first time.
+
+        RLlib resets with the runner's seed at every ``sample(num_episodes=...)`` call (and after
+        ``force_reset``): right for evaluation runners, which should replay the same episodes, wrong for training.
+        Distr-LB and QMIX-LB sample one episode per copy per iteration, so every iteration replayed the same four
+        arrival traces (seeds s to s + 3) and the learners saw four traces in all. Seeded once, each copy's later
+        episodes draw their seeds from its own generator: new traces every iteration, the same ones for the same
+        runner seed (tests/agents/training/test_env_runner.py).
+        """
+        if seed is not None:
+            seed, self._seeded = (None if self._seeded else seed), True
+        return super()._try_env_reset(seed=seed, options=options)
 
     def _increase_sampled_metrics(self, num_steps, next_obs, episode):
         counts = self._counts

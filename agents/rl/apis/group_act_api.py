@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:  # the registry and heuristics' evaluations import the APIs without torch
+    import torch
 
 __all__ = ["GroupActAPI", "aligned_blocks"]
 

@@ -73,3 +73,48 @@ def test_bulk_env_runner_trains_and_counts_as_rllibs_own(ray_session, storage):
     trained = _train(BulkEnvRunner, "smoke", smoke, 2)
     _assert_same(trained, _train(CountingEnvRunner, "smoke", smoke, 2))
     assert trained[1]["num_episodes_lifetime"] >= 4
+
+
+def _episode_traces(runner_cls, calls: int) -> list[list[tuple]]:
+    """Per ``sample(num_episodes=4)`` call of a Distr-LB runner (4 copies of lb_v0, greedy, no training), each
+    episode's flows ended per step: with the weights fixed, equal traces mean the same arrivals."""
+    exp = load_experiment("configs/experiments/distr_lb_sim.yaml", {"resources.num_env_runners": 0})
+    config = build_config(exp)
+    config.env_runners(env_runner_cls=runner_cls)
+    algo = config.build_algo()
+    try:
+        runner = algo.env_runner_group.local_env_runner
+        out = []
+        for _ in range(calls):
+            episodes = runner.sample(num_episodes=4, explore=False)
+            out.append(
+                [
+                    tuple(int(i["step_flows_ended"]) for i in e.agent_episodes["lb_0"].get_infos(slice(1, 40)))
+                    for e in episodes
+                ]
+            )
+        return out
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("runner", ["CountingEnvRunner", "BulkEnvRunner"])
+def test_episode_sampling_draws_new_traces_every_call_from_one_seed(ray_session, storage, runner):
+    """RLlib reseeds at every sample(num_episodes=...): the same four traces every iteration. Our runners seed
+    once: every call's episodes are new (one from each copy), and a new runner with the same seed draws the same
+    ones again."""
+    from dcgym.agents.rl import bulk_env_runner, env_runner
+
+    cls = getattr(bulk_env_runner if runner == "BulkEnvRunner" else env_runner, runner)
+    first = _episode_traces(cls, 3)
+    assert len(first[0]) == 4 and len({t for call in first for t in call}) == 12  # 12 different traces
+    assert _episode_traces(cls, 3) == first
+
+
+def test_rllibs_own_runner_replays_the_same_episodes_every_call(ray_session, storage):
+    """The behaviour the seeding above replaces, as RLlib has it: every sample(num_episodes=...) call resets the
+    copies with the runner's seed, so with fixed weights it returns the same episodes again."""
+    from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+
+    calls = _episode_traces(MultiAgentEnvRunner, 2)
+    assert calls[0] == calls[1] and len(set(calls[0])) == 4
