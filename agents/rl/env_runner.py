@@ -10,6 +10,9 @@ counter is a plain or lifetime sum), so results, checkpoints and progress read
 the same numbers; actions, episodes and what the learner gets are untouched
 (the runner's own ``num_env_steps_sampled_lifetime`` attribute, which
 exploration schedules read, is kept by RLlib as before).
+
+It also seeds its environments once, at their first reset, where RLlib reseeds
+them at every whole-episode sample (:meth:`CountingEnvRunner._try_env_reset`).
 """
 
 from __future__ import annotations
@@ -58,11 +61,10 @@ class CountingEnvRunner(MultiAgentEnvRunner):
 
         RLlib resets with the runner's seed at every ``sample(num_episodes=...)`` call (and after
         ``force_reset``): right for evaluation runners, which should replay the same episodes, wrong for training.
-        Distr-LB and QMIX-LB sample one episode per copy per iteration, so every iteration replayed the same four
-        arrival traces (seeds s to s + 3) and the learners saw four traces in all. Seeded once, each copy's later
-        episodes draw their seeds from its own generator: new traces every iteration, the same ones for the same
-        runner seed (tests/agents/training/test_env_runner.py).
-        """
+        The multi-LB learners sample whole episodes every iteration, so with RLlib's seeding each iteration replayed
+        the same arrival traces (and, with ``load_range``, the same loads). Seeded once, each copy's later episodes
+        draw their seeds from its own generator: new traces every iteration, the same ones again for the same
+        runner seed (tests/agents/training/test_env_runner.py)."""
         if seed is not None:
             seed, self._seeded = (None if self._seeded else seed), True
         return super()._try_env_reset(seed=seed, options=options)
