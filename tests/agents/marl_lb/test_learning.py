@@ -1,6 +1,6 @@
 """Distr-LB learns: two LBs, a skewed two-server cluster, weights that beat equal weights (fixed seed, stated margin).
 
-Each LB's independent Q-learner, on its own VBF reward, must end up putting
+Each LB's independent Q-learner, on its own reward (its flows' mean FCT), must end up putting
 more weight on the 3-worker server than on the 1-worker one in most decision
 periods, and its greedy policy must halve the mean FCT of equal weights on
 other seeds' flows.
@@ -53,7 +53,10 @@ def test_two_lbs_learn_weights_that_beat_equal_weights_on_a_skewed_pair(ray_sess
         {
             "env": "lb_v0",
             "scenario": str(scenario),
-            "env_args": {"action_type": "discrete", "dispatch": "weights", "reward": "vbf"},
+            # fct, the experiments' reward: each LB's own mean FCT. With VBF (the paper's) and episodes that are new
+            # every iteration, 2 of 4 training seeds left one LB at equal weights after 60 iterations (measured; the
+            # same trace every iteration, before the runners seeded once, hid it); with fct, 6 of 6 learn here.
+            "env_args": {"action_type": "discrete", "dispatch": "weights", "reward": "fct"},
             "algorithm": "distr_lb",
             "hyperparameters": {  # a small, fast Distr-LB: one episode of 20 steps per iteration
                 "fc_hidden": 32,
