@@ -50,6 +50,8 @@ __all__ = ["SWEEP_FILE", "SweepSpec", "SweepTable", "parse_grid", "run_metric", 
 SWEEP_FILE = "sweep.json"
 TUNE_DIR = "tune"
 RUNS_DIR = "runs"
+NODE_FILE = "node_id"
+"""In a trial's run folder: the Ray node it trained on (the table's node, also when a resume only reads it)."""
 TABLE_FILES = ("results.md", "results.json")
 
 
@@ -163,11 +165,11 @@ def run_metric(run_dir: Path, experiment: Experiment) -> float | None:
     return values[-1] if values else None
 
 
-def train_trial(experiment: Experiment, run_dir: Path, command: Sequence[str]) -> None:
+def train_trial(experiment: Experiment, run_dir: Path, command: Sequence[str]) -> bool:
     """Train ``experiment`` into ``run_dir`` unless it finished there: continue from its newest checkpoint, or
-    start again (a folder without a checkpoint holds nothing worth keeping)."""
+    start again (a folder without a checkpoint holds nothing worth keeping). Whether it trained."""
     if (run_dir / RUN_FILE).is_file() and read_json(run_dir / RUN_FILE).get("status") == "finished":
-        return
+        return False
     resuming = bool(list_checkpoints(run_dir)) if run_dir.is_dir() else False
     if run_dir.exists() and not resuming:
         shutil.rmtree(run_dir)
@@ -177,6 +179,7 @@ def train_trial(experiment: Experiment, run_dir: Path, command: Sequence[str]) -
         trainer.run()
     finally:
         trainer.close()
+    return True
 
 
 def _trial(config: dict[str, Any], *, spec: dict[str, Any], sweep_dir: str, command: list[str]) -> None:
@@ -187,11 +190,14 @@ def _trial(config: dict[str, Any], *, spec: dict[str, Any], sweep_dir: str, comm
     point, seed = int(config["point"]), int(config["seed"])
     experiment = SweepSpec(**spec).trial_experiment(point, seed)
     run_dir = Path(sweep_dir) / RUNS_DIR / f"point{point}_seed{seed}"
-    train_trial(experiment, run_dir, command)
+    node_file = run_dir / NODE_FILE
+    if train_trial(experiment, run_dir, command) or not node_file.is_file():
+        node_file.write_text(ray.get_runtime_context().get_node_id() + "\n", encoding="utf-8")
+    # a run folder that finished before (a trial Tune's saved state missed at Ctrl-C) is reported from where it ran
     tune.report(
         {
             "value": run_metric(run_dir, experiment),
-            "node_id": ray.get_runtime_context().get_node_id(),
+            "node_id": node_file.read_text(encoding="utf-8").strip(),
             "run": str(run_dir.relative_to(sweep_dir)),
         }
     )

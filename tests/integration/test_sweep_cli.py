@@ -140,7 +140,9 @@ def test_sweep_on_two_nodes_interrupted_and_resumed(cluster, tmp_path):
 
     rc, stdout, stderr = finish(sweep("--resume", str(out), "--address", address))
     assert rc == 0, stderr
-    assert stderr.count(" finished: ") == 4 - len(done)  # only the unfinished trials ran
+    # the unfinished trials ran; a trial that finished as Ctrl-C came can be missing from Tune's saved state and
+    # reported again, from its finished run folder without training (its run.json is checked unchanged below)
+    assert 4 - len(done) <= stderr.count(" finished: ") <= 4 - len(done) + 1, stderr
     table = json.loads((out / "results.json").read_text())
     assert table["metric"]["name"] == "latency_us.p99" and table["finished"] == table["trials"] == 4
     assert [row["point"] for row in table["rows"]] == [{"hyperparameters.lr": 1e-4}, {"hyperparameters.lr": 3e-4}]
@@ -157,7 +159,7 @@ def test_sweep_on_two_nodes_interrupted_and_resumed(cluster, tmp_path):
             assert (config["hyperparameters"]["lr"], config["seed"]) == (row["point"]["hyperparameters.lr"], int(seed))
             assert json.loads((out / trial["run"] / "run.json").read_text())["status"] == "finished"
             if (p, seed) in done:  # kept from before the interruption, not trained again
-                assert trial == done[p, seed]
+                assert trial == done[p, seed]  # value, run folder and the node it trained on
                 assert (out / trial["run"] / "run.json").read_text() == run_files[p, seed]
     assert ran_on == nodes
     assert "| hyperparameters.lr=0.0001 |" in stdout and (out / "results.md").read_text() in stdout
