@@ -27,11 +27,12 @@ copies, writing into arrays with one row per copy:
 
 :class:`SingleAgentVectorEnv` turns a batched game into a
 ``gymnasium.vector.VectorEnv`` of one agent, its batched spaces made by
-``gymnasium.vector.utils.batch_space`` and its infos given Gymnasium's
-``_key`` masks. A family's batched environment (a multi-LB one, say) is a
-subclass of each: :meth:`BatchedEnv._reset_copy`, :meth:`BatchedEnv._advance`,
+``gymnasium.vector.utils.batch_space`` and its infos each copy's single
+environment's, merged as Gymnasium's sync vector env merges them. A family's
+batched environment (a multi-LB one, say) is a subclass of each:
+:meth:`BatchedEnv._reset_copy`, :meth:`BatchedEnv._advance`,
 :meth:`BatchedEnv._result` and :meth:`BatchedEnv._done` on one side, the
-single spaces and what the agent reads and sends on the other.
+single spaces, what the agent reads and sends and one copy's info on the other.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from gymnasium.vector.utils import batch_space
 from dcgym.envs.error import InvalidConfigError, ResetNeededError
 from dcgym.envs.seeding import copy_seeds, episode_seed
 
-__all__ = ["BatchedEnv", "SingleAgentVectorEnv", "copied", "masked"]
+__all__ = ["BatchedEnv", "SingleAgentVectorEnv", "copied"]
 
 
 class BatchedEnv:
@@ -140,21 +141,12 @@ def copied(result: tuple) -> tuple:
     )
 
 
-def masked(infos: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Gymnasium's vector info layout: every key with a ``_key`` mask of the copies that set it (all of them)."""
-    out: dict[str, np.ndarray] = {}
-    for key, value in infos.items():
-        out[key] = value
-        out["_" + key] = np.ones(value.shape[0], dtype=bool)
-    return out
-
-
 class SingleAgentVectorEnv(VectorEnv):
     """One agent of a :class:`BatchedEnv` as a ``gymnasium.vector.VectorEnv``: spaces batched by ``batch_space``.
 
     A subclass sets ``batch`` (the batched game), passes the single spaces to :meth:`_spaces`, and says how
-    the agent's actions enter the game (:meth:`_actions`) and which part of each output is the agent's
-    (:meth:`_agent`). ``max_episode_steps`` (what ``gymnasium.make_vec`` passes from the registered id) is the
+    the agent's actions enter the game (:meth:`_actions`), which part of each output is the agent's
+    (:meth:`_agent`) and what copy k's single environment would give as its info (:meth:`_copy_info`). ``max_episode_steps`` (what ``gymnasium.make_vec`` passes from the registered id) is the
     episode length, the environments' ``max_steps``.
     """
 
@@ -169,24 +161,33 @@ class SingleAgentVectorEnv(VectorEnv):
         self.action_space = batch_space(action, self.num_envs)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None):
-        obs, infos = self.batch.reset(seed=seed, options=options)
-        return self._agent(obs, "obs"), self._vector_infos(infos, np.zeros(self.num_envs, dtype=bool))
+        obs, _ = self.batch.reset(seed=seed, options=options)
+        return self._agent(obs, "obs"), self._vector_infos(np.zeros(self.num_envs, dtype=bool))
 
     def step(self, actions: Any):
-        obs, rewards, terminations, truncations, infos = self.batch.step(self._actions(actions))
+        obs, rewards, terminations, truncations, _ = self.batch.step(self._actions(actions))
         agent = self._agent
         return (
             agent(obs, "obs"),
             agent(rewards, "reward"),
             agent(terminations, "termination"),
             agent(truncations, "truncation"),
-            self._vector_infos(infos, self.batch._done()),
+            self._vector_infos(self.batch._done()),
         )
 
-    def _vector_infos(self, infos: Mapping[str, np.ndarray], ended: np.ndarray) -> dict[str, Any]:
-        """The step's infos in Gymnasium's vector layout (default: the batch's arrays, each with its mask);
-        ``ended``: the copies whose episode ended at this step."""
-        return masked(infos)
+    def _vector_infos(self, ended: np.ndarray) -> dict[str, Any]:
+        """Each copy's info as its single environment gives it (``ended``: the copies whose episode ended at this
+        step), merged as Gymnasium's sync vector env merges its environments' infos: the same keys, masks and
+        dtypes, so a trainer sees what it sees through ``vectorization_mode="sync"`` (tests/test_conformance.py)."""
+        merged: dict[str, Any] = {}
+        for k in range(self.num_envs):
+            merged = self._add_info(merged, self._copy_info(k, bool(ended[k])), k)
+        return merged
+
+    def _copy_info(self, k: int, episode_end: bool) -> dict[str, Any]:
+        """Copy k's info as its single environment gives it after this step (``episode_end``: the step ended its
+        episode)."""
+        raise NotImplementedError
 
     def close_extras(self, **kwargs: Any) -> None:
         self.batch.close()

@@ -44,7 +44,7 @@ from dcgym.agents.malcolm.basis import BASES, features, num_features
 from dcgym.agents.malcolm.policy_file import linear_pair_policy
 from dcgym.agents.policy_format import LinearPairPolicy
 from dcgym.agents.rl.apis import GroupActAPI, PolicyFileAPI, PolicyFileContext
-from dcgym.agents.rl.apis.group_act_api import aligned_blocks
+from dcgym.agents.rl.apis.group_act_api import aligned_blocks, draw_actions
 
 __all__ = [
     "MIGRATION_LOGITS",
@@ -186,14 +186,11 @@ class MalcolmRLModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI, PolicyF
 
 
 def act_with_logits(module: TorchRLModule, inputs: torch.Tensor, explore: bool) -> dict[str, torch.Tensor]:
-    """The columns RLlib's ``GetActions`` adds to a forward pass's ``inputs`` for ``module``. Valid for the rows of
-    several modules at once because :class:`PassThroughLogits` draws no random numbers."""
-    dist_cls = module.get_exploration_action_dist_cls() if explore else module.get_inference_action_dist_cls()
-    dist = dist_cls.from_logits(inputs)
-    if not explore:
-        dist = dist.to_deterministic()
-    actions = dist.sample()
-    return {Columns.ACTION_DIST_INPUTS: inputs, Columns.ACTIONS: actions, Columns.ACTION_LOGP: dist.logp(actions)}
+    """A forward pass's action ``inputs`` for ``module`` with the columns RLlib's ``GetActions`` adds. Valid for the
+    rows of several modules at once because :class:`PassThroughLogits` draws no random numbers."""
+    columns = {Columns.ACTION_DIST_INPUTS: inputs}
+    draw_actions(columns, module, explore)
+    return columns
 
 
 def _uniform(shape: tuple[int, ...]) -> torch.Tensor:

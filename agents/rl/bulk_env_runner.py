@@ -62,6 +62,7 @@ from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
 from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
 from dcgym.agents.rl.apis import GroupActAPI
+from dcgym.agents.rl.apis.group_act_api import draw_actions
 from dcgym.agents.rl.env_runner import CountingEnvRunner
 
 __all__ = ["BulkEnvRunner", "bulk_refusal"]
@@ -407,7 +408,7 @@ class BulkEnvRunner(CountingEnvRunner):
                     if explore
                     else module._forward_inference(batch[mids[0]])
                 )
-                self._get_actions(columns, module, explore)
+                draw_actions(columns, module, explore)
             columns = _to_numpy(columns)
             group_rows = rows[mids[0]] if len(mids) == 1 else [row for mid in mids for row in rows[mid]]
             acts = columns.pop(Columns.ACTIONS)
@@ -467,20 +468,6 @@ class BulkEnvRunner(CountingEnvRunner):
         if isinstance(plan, Box):
             return self._squash(actions, plan)
         return [self._squash(a, s) for a, s in zip(actions, plan, strict=True)]
-
-    @staticmethod
-    def _get_actions(batch: dict, module: Any, explore: bool) -> None:
-        """RLlib's GetActions on one module's output, in place."""
-        if Columns.ACTIONS in batch or Columns.ACTION_DIST_INPUTS not in batch:
-            return
-        dist_cls = module.get_exploration_action_dist_cls() if explore else module.get_inference_action_dist_cls()
-        dist = dist_cls.from_logits(batch[Columns.ACTION_DIST_INPUTS])
-        if not explore:
-            dist = dist.to_deterministic()
-        actions = dist.sample()
-        batch[Columns.ACTIONS] = actions
-        if Columns.ACTION_LOGP not in batch:
-            batch[Columns.ACTION_LOGP] = dist.logp(actions)
 
     def _count_step(self, chunk: _Chunk) -> None:
         """RLlib's sample counters for one env step of ``chunk`` (every agent of it stepped: ``_check``)."""

@@ -166,7 +166,7 @@ class FlowVectorEnv(BatchedEnv):
 
 class _FlowSingleVectorEnv(SingleAgentVectorEnv):
     """One agent of B batched copies as a Gymnasium VectorEnv (the other agent held as in its single env); its
-    infos are the single environments' (:meth:`_vector_infos`), not :data:`INFO_KEYS` alone."""
+    infos are the single environments' (:meth:`_copy_info`), not :data:`INFO_KEYS` alone."""
 
     agent = ""
 
@@ -177,14 +177,8 @@ class _FlowSingleVectorEnv(SingleAgentVectorEnv):
     def _actions(self, actions: Any) -> dict[str, Any]:
         return {self.agent: actions}
 
-    def _vector_infos(self, infos: Mapping[str, np.ndarray], ended: np.ndarray) -> dict[str, Any]:
-        """Each copy's info as its single environment gives it (:meth:`FlowGame.info`, the episode's end metrics
-        on the step that ends it), merged as Gymnasium's sync vector env merges its environments' infos: a
-        trainer sees what it sees through ``vectorization_mode="sync"``, bit for bit."""
-        merged: dict[str, Any] = {}
-        for k in range(self.num_envs):
-            merged = self._add_info(merged, self.flow.game.info(k, episode_end=bool(ended[k])), k)
-        return merged
+    def _copy_info(self, k: int, episode_end: bool) -> dict[str, Any]:
+        return self.flow.game.info(k, episode_end=episode_end)  # with the episode's end metrics, as the single env
 
     def _agent(self, value: Any, what: str) -> Any:
         return value[self.agent]

@@ -155,10 +155,5 @@ class RackCentralVectorEnv(SingleAgentVectorEnv):
     def _agent(self, value: np.ndarray, what: str) -> np.ndarray:
         return value.reshape(self.num_envs, -1) if what == "obs" else value[:, 0]
 
-    def _vector_infos(self, infos: Mapping[str, np.ndarray], ended: np.ndarray) -> dict[str, Any]:
-        """Each copy's info as RackCentral-v0 gives it, merged as Gymnasium's sync vector env merges its
-        environments' infos (the same keys and dtypes: a trainer sees what it sees through the sync mode)."""
-        merged: dict[str, Any] = {}
-        for k in range(self.num_envs):
-            merged = self._add_info(merged, copy_info(self.rack.game.out, k), k)
-        return merged
+    def _copy_info(self, k: int, episode_end: bool) -> dict[str, Any]:
+        return copy_info(self.rack.game.out, k)  # RackCentral-v0's: the same at an episode's end

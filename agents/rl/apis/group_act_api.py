@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the registry and heuristics' evaluations import the APIs without torch
     import torch
 
-__all__ = ["GroupActAPI", "aligned_blocks"]
+__all__ = ["GroupActAPI", "aligned_blocks", "draw_actions"]
 
 ALIGNMENT_BYTES = 64
 """torch's CPU allocator aligns every new tensor to 64 bytes (c10's ``gAlignment``)."""
@@ -62,3 +62,21 @@ def aligned_blocks(rows: torch.Tensor, counts: Sequence[int]) -> list[torch.Tens
         blocks.append(block)
         start, first = start + stride, first + count
     return blocks
+
+
+def draw_actions(columns: dict[str, Any], module: Any, explore: bool) -> None:
+    """RLlib's ``GetActions`` on one forward pass's ``columns`` for ``module``, in place: actions drawn from the
+    module's exploration (or, not exploring, deterministic inference) distribution over the action inputs, and
+    their log-probabilities; nothing when the forward pass gave actions itself."""
+    from ray.rllib.core.columns import Columns  # Ray: only in processes that act
+
+    if Columns.ACTIONS in columns or Columns.ACTION_DIST_INPUTS not in columns:
+        return
+    dist_cls = module.get_exploration_action_dist_cls() if explore else module.get_inference_action_dist_cls()
+    dist = dist_cls.from_logits(columns[Columns.ACTION_DIST_INPUTS])
+    if not explore:
+        dist = dist.to_deterministic()
+    actions = dist.sample()
+    columns[Columns.ACTIONS] = actions
+    if Columns.ACTION_LOGP not in columns:
+        columns[Columns.ACTION_LOGP] = dist.logp(actions)
