@@ -67,11 +67,17 @@ class PGConfig(AlgorithmConfig):
         """rowwise: start at pathbal's choice (needs the environment's ``path_loads``)."""
         self.rule_stay = 0.0
         """rule_init: a flow leaves its path only for one lighter by this share of the heaviest's load."""
+        self.keep_level = False
+        """rowwise: the environment's level index has the keep choice (flow_v0's ``keep_level``; build_lrla sets
+        it)."""
         self.rule_levels = "last"
-        """rule_init: the level a flow starts pinned to: ``last`` or ``mlfq`` (the level the environment's initial
-        MLFQ thresholds give its bytes sent; build_lrla sets ``rule_level_bytes`` from them)."""
+        """rule_init: the level a flow starts pinned to: ``last``, ``mlfq`` (the level the environment's initial
+        MLFQ thresholds give its bytes sent; build_lrla sets ``rule_level_bytes`` from them) or ``pin`` (MLFQ's own
+        level below ``rule_pin_bytes`` sent, the last level from it; needs the environment's ``keep_level``)."""
         self.rule_level_bytes: list[float] | None = None
         """rule_levels mlfq: the thresholds in bytes (None: build_lrla sets the environment's initial ones)."""
+        self.rule_pin_bytes: float | None = None
+        """rule_levels pin: the bytes sent from which a long flow is pinned to the last level."""
 
     def training(
         self,
@@ -84,6 +90,8 @@ class PGConfig(AlgorithmConfig):
         rule_stay: float = NotProvided,
         rule_levels: str = NotProvided,
         rule_level_bytes: list[float] = NotProvided,
+        rule_pin_bytes: float = NotProvided,
+        keep_level: bool = NotProvided,
         **kwargs: Any,
     ) -> PGConfig:
         """PG's own settings (see the attribute docstrings in ``__init__``) and RLlib's (``lr``, ``gamma``, ...)."""
@@ -97,6 +105,8 @@ class PGConfig(AlgorithmConfig):
             "rule_stay": rule_stay,
             "rule_levels": rule_levels,
             "rule_level_bytes": rule_level_bytes,
+            "rule_pin_bytes": rule_pin_bytes,
+            "keep_level": keep_level,
         }
         set_provided(self, given, lists=("hiddens", "rule_level_bytes"))
         return self
@@ -107,6 +117,8 @@ class PGConfig(AlgorithmConfig):
         if self.network == "rowwise":
             own |= {"row_width": self.row_width, "rule_init": self.rule_init, "rule_stay": self.rule_stay}
             own["rule_levels"] = self.rule_level_bytes if self.rule_levels == "mlfq" else None
+            own["rule_pin"] = self.rule_pin_bytes if self.rule_levels == "pin" else None
+            own["keep_level"] = self.keep_level
         return super()._model_config_auto_includes | own
 
     def get_default_rl_module_spec(self) -> RLModuleSpec:
@@ -134,10 +146,16 @@ class PGConfig(AlgorithmConfig):
             err(f"`rule_init` ({self.rule_init!r}) must be true or false, and true only with network 'rowwise'")
         if not (isinstance(self.rule_stay, (int, float)) and 0 <= self.rule_stay <= 1):
             err(f"`rule_stay` ({self.rule_stay!r}) must be a number in [0, 1]")
-        if self.rule_levels not in ("last", "mlfq"):
-            err(f"`rule_levels` ({self.rule_levels!r}) must be 'last' or 'mlfq'")
+        if self.rule_levels not in ("last", "mlfq", "pin"):
+            err(f"`rule_levels` ({self.rule_levels!r}) must be 'last', 'mlfq' or 'pin'")
         if self.rule_levels == "mlfq" and self.rule_init and not self.rule_level_bytes:
             err("`rule_level_bytes` (None) must list the MLFQ thresholds in bytes for `rule_levels` 'mlfq'")
+        pin = self.rule_pin_bytes
+        if self.rule_levels == "pin" and self.rule_init:
+            if not (isinstance(pin, (int, float)) and not isinstance(pin, bool) and 0 < pin < float("inf")):
+                err(f"`rule_pin_bytes` ({pin!r}) must be a number of bytes > 0 for `rule_levels` 'pin'")
+            if not self.keep_level:
+                err("`rule_levels` ('pin') leaves levels to MLFQ: it needs the environment's keep_level: true")
 
 
 class PG(Algorithm):
@@ -162,7 +180,7 @@ def build_lrla(experiment: TrainingRun, env_config: dict[str, Any]) -> PGConfig:
     if config.network == "rowwise":
         keys = FlowEnvConfig.model_fields
         game = FlowGame({k: v for k, v in env_config.items() if k in keys})
-        config.training(row_width=game.lrla_row_width)
+        config.training(row_width=game.lrla_row_width, keep_level=game.level_choices > game.levels)
         if config.rule_level_bytes is None:
             config.training(rule_level_bytes=list(game.initial_thresholds))
     return config

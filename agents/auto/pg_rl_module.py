@@ -54,7 +54,8 @@ class PGRLModule(TorchRLModule, PolicyFileAPI):
     ``model_config`` keys: ``hiddens`` (default :data:`PAPER_HIDDENS`); ``network`` (:data:`NETWORKS`,
     default ``paper``); for ``rowwise``: ``row_width`` (features of a listed flow's row), ``row_choices``
     (categoricals per row, default 3: level, cap, path), ``rule_init`` (start at pathbal's choice), ``rule_stay``
-    (its margin) and ``rule_levels`` (None: the last level; else MLFQ thresholds in bytes).
+    (its margin), ``rule_levels`` (None: the last level; else MLFQ thresholds in bytes), ``keep_level`` (the level
+    index has the environment's keep choice) and ``rule_pin`` (bytes: MLFQ's level below, the last from them).
     """
 
     def policy_file(self, context: PolicyFileContext) -> MlpPolicy:
@@ -91,6 +92,8 @@ class PGRLModule(TorchRLModule, PolicyFileAPI):
                 bool(cfg.get("rule_init", False)),
                 float(cfg.get("rule_stay", 0.0)),
                 cfg.get("rule_levels"),
+                bool(cfg.get("keep_level", False)),
+                cfg.get("rule_pin"),
             )
             return
         layers: list[nn.Module] = []

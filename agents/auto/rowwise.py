@@ -32,7 +32,10 @@ together, which pathbal's one-at-a-time moves avoid. The level logits pin
 the flow to the last level (``pathbal:demote=true``), or with
 ``rule_levels`` (the MLFQ thresholds in bytes) to the level MLFQ gives its
 bytes sent (pathbal without ``demote``; ramps of the bytes feature count the
-thresholds passed); the cap logits choose no cap. The other weights of the
+thresholds passed), or with ``rule_pin`` (bytes; the environment's
+``keep_level`` choice needed) leave the level to MLFQ below that many bytes
+sent and pin the flow to the last level from it (``pathbal:demote=true,
+demote_bytes=...``); the cap logits choose no cap. The other weights of the
 last layer are scaled down so the rule dominates at the start.
 """
 
@@ -77,9 +80,12 @@ class RowwiseNetwork(nn.Module):
         rule_init: bool = False,
         rule_stay: float = 0.0,
         rule_levels: list[float] | None = None,
+        keep_level: bool = False,
+        rule_pin: float | None = None,
     ) -> None:
         super().__init__()
         self.rows, self.row_width, self.shared, self.choices = rows, row_width, shared, list(choices)
+        self.keep_level = keep_level
         layers: list[nn.Module] = []
         width = row_width + shared
         for h in hiddens:
@@ -94,31 +100,45 @@ class RowwiseNetwork(nn.Module):
             start += c
         self.register_buffer("pad_logits", pad, persistent=False)
         if rule_init:
-            self._rule_init(hiddens, rule_stay, rule_levels)
+            self._rule_init(hiddens, rule_stay, rule_levels, rule_pin)
 
-    def _rule_init(self, hiddens: list[int], stay: float, levels_at: list[float] | None) -> None:
-        """Start at pathbal's choice with a margin ``stay`` and the level of ``levels_at`` (module docstring); needs
-        the path loads in the rows and hidden layers wide enough for the units below."""
-        levels, _, paths = self.choices
-        ramps = 2 * (levels - 1) if levels_at is not None else 0
-        carried = 2 * paths + (1 if levels_at is not None else 0)
-        if (
-            self.row_width != ACTIVE_FEATURES + paths
-            or not hiddens
-            or hiddens[0] < 4 * paths + ramps
-            or min(hiddens) < carried
-        ):
+    def _rule_init(
+        self, hiddens: list[int], stay: float, levels_at: list[float] | None, pin: float | None = None
+    ) -> None:
+        """Start at pathbal's choice with a margin ``stay`` and the level of ``levels_at`` or ``pin`` (module
+        docstring); needs the path loads in the rows and hidden layers wide enough for the units below."""
+        choices, _, paths = self.choices
+        levels = choices - 1 if self.keep_level else choices
+        if pin is not None and (levels_at is not None or not self.keep_level):
             raise ValueError(
-                f"rule_init: needs rows of {ACTIVE_FEATURES} + {paths} features (path_loads) and hidden layers, the "
-                f"first of at least {4 * paths + ramps} units and the others of {carried}; got rows of "
-                f"{self.row_width} and hiddens {hiddens}"
+                "rule_pin: leaves the level to MLFQ below the pinning size, so it needs the environment's keep_level "
+                "choice and no rule_levels thresholds"
             )
         if levels_at is not None and len(levels_at) != levels - 1:
             raise ValueError(f"rule_levels: got {len(levels_at)} thresholds; expected {levels - 1} (levels - 1)")
+        ramp_at = levels_at if levels_at is not None else [pin] if pin is not None else None
+        ramps = 2 * len(ramp_at) if ramp_at is not None else 0
+        # With the costs at the last level after the flow's own (flow_v0's path_loads_last), the pin rule reads
+        # each flow's costs at the level it chooses, as pathbal counts them for the flows it demotes.
+        gated = pin is not None and self.row_width == ACTIVE_FEATURES + 2 * paths
+        used = 4 * paths + ramps + (paths if gated else 0)
+        carried = (3 if gated else 2) * paths + (1 if ramp_at is not None else 0)
+        if (
+            self.row_width not in (ACTIVE_FEATURES + paths, ACTIVE_FEATURES + 2 * paths)
+            or not hiddens
+            or hiddens[0] < used
+            or min(hiddens) < carried
+            or (gated and len(hiddens) < 2)
+        ):
+            raise ValueError(
+                f"rule_init: needs rows of {ACTIVE_FEATURES} + {paths} features (path_loads; + {paths} more with "
+                f"path_loads_last) and hidden layers, the first of at least {used} units and the others of "
+                f"{carried} (two or more with path_loads_last and rule_pin); got rows of {self.row_width} and "
+                f"hiddens {hiddens}"
+            )
         linears = [m for m in self.net if isinstance(m, nn.Linear)]
         with torch.no_grad():
             first = linears[0]
-            used = 4 * paths + ramps
             first.weight[:used].zero_()
             first.bias[:used].zero_()
             # Units 0 .. P-1 copy the path loads; units P + 3q .. P + 3q + 2 are relu(y - q + 1), relu(y - q),
@@ -137,7 +157,7 @@ class RowwiseNetwork(nn.Module):
             # so the nearest level changes there). The first layer's units stay below 1 and G is small: Adam moves
             # every weight by about the learning rate a step, which a steep ramp would turn into level changes.
             count = torch.zeros(1, first.out_features)
-            for i, t in enumerate(levels_at or []):
+            for i, t in enumerate(ramp_at or []):
                 at = float(np.log10(1.0 + t) / 10.0)
                 for k, shift in enumerate((0.5 / LEVEL_RAMP, -0.5 / LEVEL_RAMP)):
                     unit = 4 * paths + 2 * i + k
@@ -145,14 +165,25 @@ class RowwiseNetwork(nn.Module):
                     first.bias[unit] = -at + shift
                     count[0, unit] = LEVEL_RAMP * (1.0 - 2.0 * k)
             loads = torch.eye(paths, first.out_features)  # the path loads as the next layer reads them
+            pinned_loads = torch.zeros(paths, first.out_features)  # gated: the loads at the last level
+            for q in range(paths if gated else 0):
+                first.weight[4 * paths + ramps + q, ACTIVE_FEATURES + paths + q] = 1.0
+                pinned_loads[q, 4 * paths + ramps + q] = 1.0
             linears[1].weight[:, 4 * paths : used] = 0.0  # the ramps feed their count only
-            for layer in linears[1:-1]:  # carry the loads, the current path's one-hot and n (all >= 0) through
+            for j, layer in enumerate(linears[1:-1]):  # carry the loads, the one-hot and n (all >= 0) through
                 layer.weight[:carried].zero_()
                 layer.bias[:carried].zero_()
-                layer.weight[:paths] = loads
                 layer.weight[paths : 2 * paths] = combine
-                if levels_at is not None:
+                if ramp_at is not None:
                     layer.weight[2 * paths] = count[0]
+                if gated:  # relu(own_q - n) and relu(last_q + n - 1): the costs at the level chosen (loads <= 1)
+                    layer.weight[:paths] = loads - count if j == 0 else loads
+                    layer.weight[2 * paths + 1 : carried] = pinned_loads + count if j == 0 else pinned_loads
+                    layer.bias[2 * paths + 1 : carried] = -1.0 if j == 0 else 0.0
+                    pinned_loads = torch.eye(carried, layer.out_features)[2 * paths + 1 :]
+                else:
+                    layer.weight[:paths] = loads
+                    pinned_loads = torch.zeros(paths, layer.out_features)
                 loads = torch.eye(paths, layer.out_features)
                 combine = torch.eye(2 * paths, layer.out_features)[paths:]
                 count = torch.eye(2 * paths + 1, layer.out_features)[2 * paths :]
@@ -160,14 +191,19 @@ class RowwiseNetwork(nn.Module):
             last.weight.mul_(RANDOM_SCALE)
             last.bias.zero_()
             path0 = sum(self.choices[:2])
-            last.weight[path0 : path0 + paths] += -RULE_GAIN * loads + RULE_GAIN * stay * combine
-            if levels_at is None:  # pinned to the last level
+            last.weight[path0 : path0 + paths] += -RULE_GAIN * (loads + pinned_loads) + RULE_GAIN * stay * combine
+            if pin is not None:  # keep scores RULE_BIAS, the last level 2 RULE_BIAS n: it wins from the pinning size
+                last.weight[levels - 1] += 2.0 * RULE_BIAS * count[0]
+                last.bias[levels] = RULE_BIAS
+            elif levels_at is None:  # pinned to the last level
                 last.bias[levels - 1] = RULE_BIAS
             else:  # level l scores RULE_BIAS (2 l n - l^2): the l nearest n wins, by RULE_BIAS at n = l
                 for lv in range(levels):
                     last.weight[lv] += RULE_BIAS * 2.0 * lv * count[0]
                     last.bias[lv] = -RULE_BIAS * lv * lv
-            last.bias[levels] = RULE_BIAS
+            if self.keep_level and pin is None:  # the rules that pin every flow never keep
+                last.bias[levels] = -RULE_BIAS
+            last.bias[choices] = RULE_BIAS  # the first cap: none
 
     def logits(self, obs: torch.Tensor, mask: bool = False) -> torch.Tensor:
         """(B, D) observations to (B, rows x sum(choices)) logits, row after row; ``mask`` fixes empty rows'."""

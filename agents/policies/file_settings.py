@@ -48,7 +48,17 @@ ENV_SETTINGS: dict[str, dict[str, Any]] = {
     "lb_central_v0": _defaults(LbEnvConfig, ("dispatch",)),
     "flow_v0": _defaults(
         FlowEnvConfig,
-        ("interval_ms", "short_finished", "long_active", "long_finished", "rate_caps", "path_loads", "long_flow_bytes"),
+        (
+            "interval_ms",
+            "short_finished",
+            "long_active",
+            "long_finished",
+            "rate_caps",
+            "path_loads",
+            "path_loads_last",
+            "keep_level",
+            "long_flow_bytes",
+        ),
     ),
 }
 """Per environment, the settings its policy files record and their defaults (the environment's own): what a file
@@ -60,6 +70,8 @@ AGENT_SETTINGS: dict[str, dict[str, str]] = {
         "long_finished": "lrla",
         "rate_caps": "lrla",
         "path_loads": "lrla",
+        "path_loads_last": "lrla",
+        "keep_level": "lrla",
         "long_flow_bytes": "lrla",
     }
 }

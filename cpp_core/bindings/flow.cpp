@@ -559,9 +559,11 @@ void BindFlow(py::module_& m) {
                              "AuTO's two agents on a FlowSim (flow/auto_agents.hpp): scaled observations, the "
                              "maps of sRLA's thresholds and lRLA's per-flow choices, and the ratio rewards.")
       .def(py::init([](const PyFlowSim& s, double lo, double hi, std::vector<double> caps, double srla_cap,
-                       double lrla_cap, bool path_loads) {
+                       double lrla_cap, bool path_loads, bool keep_level, bool path_loads_last) {
              fl::AutoSpec spec;
              spec.path_loads = path_loads;
+             spec.path_loads_last = path_loads_last;
+             spec.keep_level = keep_level;
              spec.threshold_lo_bytes = lo;
              spec.threshold_hi_bytes = hi;
              spec.cap_fractions = std::move(caps);
@@ -570,14 +572,18 @@ void BindFlow(py::module_& m) {
              return std::make_unique<fl::AutoAgents>(s.sim, spec);
            }),
            py::arg("sim"), py::arg("threshold_lo_bytes"), py::arg("threshold_hi_bytes"), py::arg("cap_fractions"),
-           py::arg("srla_reward_cap"), py::arg("lrla_reward_cap"), py::arg("path_loads") = false)
+           py::arg("srla_reward_cap"), py::arg("lrla_reward_cap"), py::arg("path_loads") = false,
+           py::arg("keep_level") = false, py::arg("path_loads_last") = false)
       .def_property_readonly("srla_actions", &fl::AutoAgents::SrlaActions)
       .def_property_readonly("srla_observations", &fl::AutoAgents::SrlaObservations)
       .def_property_readonly("lrla_flows", &fl::AutoAgents::LrlaFlows)
       .def_property_readonly("lrla_observations", &fl::AutoAgents::LrlaObservations)
       .def_property_readonly("lrla_row_width", &fl::AutoAgents::LrlaRowWidth,
-                             "Features of an active long flow's row: 6, plus one per path with path_loads.")
+                             "Features of an active long flow's row: 6, plus one per path with path_loads and with "
+                             "path_loads_last.")
       .def_property_readonly("levels", &fl::AutoAgents::Levels)
+      .def_property_readonly("level_choices", &fl::AutoAgents::LevelChoices,
+                             "Choices of a long flow's level index: levels, one more with keep_level (leave it).")
       .def_property_readonly("caps", &fl::AutoAgents::Caps)
       .def_property_readonly("paths", &fl::AutoAgents::Paths)
       .def_property_readonly(

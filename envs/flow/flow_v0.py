@@ -62,7 +62,9 @@ pair, pathbal's cost of q for the flow (the unfinished bytes of the other
 flows at its level or above on q's links) over the largest of them (1 for a
 path the pair does not have; 0 for all when no path carries any): rows of
 6 + P, what a network applied to each row alone (lRLA's ``network:
-rowwise``) needs to balance paths.
+rowwise``) needs to balance paths. With ``path_loads_last`` P more follow:
+the same costs counted at the last level (all the bytes on the links), what
+the paths cost the flow once an action pins it there.
 
 ## Action Space
 
@@ -79,7 +81,10 @@ instead (§4.1); gaps in log bytes need no CDF, so one policy serves several
 workloads.
 
 ``lrla``: ``MultiDiscrete([K, C, P] x n_l)``: for long flow i (row i of the
-observation), entry 3i is its level (0 = highest), 3i + 1 its rate cap
+observation), entry 3i is its level (0 = highest; the flow is pinned there;
+with ``keep_level`` the space is ``[K + 1, C, P]`` and index K leaves the
+level alone: a flow never pinned stays with MLFQ's thresholds, which demote
+it as it sends, a pinned one keeps its level), 3i + 1 its rate cap
 (index into ``rate_caps``, fractions of link_gbps: 1 (no cap), 0.75, 0.5,
 0.25), 3i + 2 its path (modulo the flow's paths: pairs in one rack have
 one). Entries of rows without a flow are ignored. A MultiDiscrete rather
@@ -144,6 +149,8 @@ links during the interval) and at the episode's last step
 | ``warmup_s`` | 0 | simulated before the first observation, with the initial thresholds |
 | ``short_finished``, ``long_active``, ``long_finished`` | 100, 11, 10 | m_s, n_l, m_l (§5.1.1) |
 | ``path_loads`` | False | lRLA's active rows also hold their paths' relative loads (P more features each) |
+| ``path_loads_last`` | False | with ``path_loads``, the rows also hold the costs at the last level (P more features each) |
+| ``keep_level`` | False | lRLA's level index has one more choice, K, that leaves the flow's level alone (to MLFQ if never pinned) |
 | ``long_flow_bytes`` | 0 | a flow is long (lRLA's) once it has sent this many bytes, over the scenario's own (0: the scenario's ``long_flow_bytes``, else its last threshold); policy files record it |
 | ``threshold_range_bytes`` | (1460, 1460 x 65536) | sRLA's range |
 | ``rate_caps`` | (1, 0.75, 0.5, 0.25) | lRLA's caps, fractions of link_gbps |

@@ -80,6 +80,16 @@ class FlowEnvConfig(EpisodeLoads):
         description="each of lRLA's active long-flow rows also holds, per path, pathbal's cost of that path for the "
         "flow over the largest of its paths' (P more features per row; what a row-wise lRLA needs to balance paths)",
     )
+    path_loads_last: bool = Field(
+        False,
+        description="with path_loads, each row then also holds the same costs counted at the last level (all the "
+        "bytes on the paths' links): what the paths cost a flow once pinned there (P more features per row)",
+    )
+    keep_level: bool = Field(
+        False,
+        description="lRLA's level index has one more choice, levels (one past the last level), which leaves the "
+        "flow's level alone: a flow never pinned stays with MLFQ's thresholds, a pinned one keeps its level",
+    )
     threshold_range_bytes: tuple[float, float] = Field(
         (PACKET, PACKET * 2**16), description="sRLA's thresholds lie in [low, high] bytes (1 to 65536 packets)"
     )
@@ -107,6 +117,8 @@ class FlowEnvConfig(EpisodeLoads):
             raise InvalidConfigError("threshold_range_bytes", [low, high], "[low, high] bytes with 0 < low < high")
         if any(not (0 < c < math.inf) for c in self.rate_caps):
             raise InvalidConfigError("rate_caps", list(self.rate_caps), "positive finite fractions of link_gbps")
+        if self.path_loads_last and not self.path_loads:
+            raise InvalidConfigError("path_loads_last", True, "true only with path_loads: true (it adds to its costs)")
         return self
 
 
@@ -145,7 +157,8 @@ class FlowGame:
             "srla": spaces.Box(0.0, 1.0, (a.srla_observations,), np.float32),
             "lrla": spaces.Box(0.0, 1.0, (a.lrla_observations,), np.float32),
         }
-        self.nvec = np.tile([self.levels, self.caps, self.paths], c.long_active).astype(np.int64)
+        self.level_choices = a.level_choices
+        self.nvec = np.tile([self.level_choices, self.caps, self.paths], c.long_active).astype(np.int64)
         self.action_spaces = {
             "srla": spaces.Box(-1.0, 1.0, (a.srla_actions,), np.float32),
             "lrla": spaces.MultiDiscrete(self.nvec),
@@ -187,7 +200,17 @@ class FlowGame:
     def _agents(self, sim: FlowSim) -> AutoAgents:
         c = self.config
         low, high = c.threshold_range_bytes
-        return AutoAgents(sim, low, high, list(c.rate_caps), c.srla_reward_cap, c.lrla_reward_cap, c.path_loads)
+        return AutoAgents(
+            sim,
+            low,
+            high,
+            list(c.rate_caps),
+            c.srla_reward_cap,
+            c.lrla_reward_cap,
+            c.path_loads,
+            c.keep_level,
+            c.path_loads_last,
+        )
 
     def reset(self, k: int, engine_seed: int, load: float | None = None) -> dict[str, np.ndarray]:
         """Rebuild copy k, empty, with ``engine_seed``; run the warm-up; its first observations."""

@@ -90,7 +90,9 @@ AutoAgents::AutoAgents(const FlowSim& sim, const AutoSpec& spec)
   if (d != Discipline::kMlfq && d != Discipline::kQsjf)
     Fail("scheduling.discipline", "AuTO's agents need MLFQ (qlas, pias) or qsjf: thresholds and priority levels");
   if (levels_ < 2) Fail("scheduling.levels", "AuTO's agents need at least 2 priority levels, got " + Str(levels_));
-  if (spec_.path_loads) costs_.resize(size_t{long_rows_} * paths_);
+  if (spec_.path_loads_last && !spec_.path_loads)
+    Fail("path_loads_last", "adds the costs at the last level after path_loads' own: needs path_loads");
+  if (spec_.path_loads) costs_.resize(size_t{long_rows_} * paths_ * (spec_.path_loads_last ? 2 : 1));
   raw_.resize(std::max<size_t>({size_t{short_rows_} * kFinishedFeatures, size_t{long_rows_} * kActiveFeatures,
                                 size_t{long_finished_rows_} * kFinishedFeatures}));
   Reset();
@@ -103,7 +105,7 @@ void AutoAgents::Reset() {
 }
 
 void AutoAgents::CheckLrla(const int64_t* choices) const {
-  const int64_t limits[kLrlaChoices] = {levels_, static_cast<int64_t>(spec_.cap_fractions.size()), paths_};
+  const int64_t limits[kLrlaChoices] = {LevelChoices(), static_cast<int64_t>(spec_.cap_fractions.size()), paths_};
   static const char* kNames[kLrlaChoices] = {"level", "cap", "path"};
   for (uint32_t i = 0; i < long_rows_; ++i)
     for (uint32_t k = 0; k < kLrlaChoices; ++k) {
@@ -130,7 +132,7 @@ void AutoAgents::Act(FlowSim& sim, const double* srla, const int64_t* lrla) cons
     const double fraction = spec_.cap_fractions[static_cast<size_t>(c[1])];
     FlowAction a;
     a.flow = static_cast<uint64_t>(flows_[i]);
-    a.level = static_cast<int32_t>(c[0]);
+    a.level = c[0] == levels_ ? -1 : static_cast<int32_t>(c[0]);  // keep_level's extra choice: leave it
     a.cap_gbps = fraction >= 1 ? std::numeric_limits<double>::infinity() : fraction * link_gbps_;
     a.path = static_cast<int32_t>(c[2] % pair_paths_[i]);
     actions.push_back(a);
@@ -160,7 +162,10 @@ void AutoAgents::Observe(const FlowSim& sim, float* srla_obs, float* lrla_obs) {
   sim.ObserveShortFinished(raw_.data());
   finished(short_rows_, srla_obs);
   sim.ObserveLongActive(raw_.data(), flows_.data());
+  const size_t block = size_t{long_rows_} * paths_;
   if (spec_.path_loads) sim.ObservePathCosts(flows_.data(), long_rows_, paths_, costs_.data());
+  if (spec_.path_loads_last)
+    sim.ObservePathCosts(flows_.data(), long_rows_, paths_, costs_.data() + block, static_cast<int32_t>(levels_ - 1));
   const uint32_t width = LrlaRowWidth();
   for (uint32_t i = 0; i < long_rows_; ++i) {
     const double* r = raw_.data() + size_t{i} * kActiveFeatures;
@@ -177,11 +182,11 @@ void AutoAgents::Observe(const FlowSim& sim, float* srla_obs, float* lrla_obs) {
     o[3] = Fraction(r[3], levels);
     o[4] = Bytes(r[4]);
     o[5] = Seconds(r[5]);
-    if (spec_.path_loads) {
-      const double* c = costs_.data() + size_t{i} * paths_;
+    for (uint32_t k = 0; k < (spec_.path_loads ? 1u : 0u) + (spec_.path_loads_last ? 1u : 0u); ++k) {
+      const double* c = costs_.data() + k * block + size_t{i} * paths_;
       const double most = *std::max_element(c, c + paths_);
       for (uint32_t q = 0; q < paths_; ++q)
-        o[kActiveFeatures + q] = c[q] < 0 ? 1.0f : most > 0 ? static_cast<float>(c[q] / most) : 0.0f;
+        o[kActiveFeatures + k * paths_ + q] = c[q] < 0 ? 1.0f : most > 0 ? static_cast<float>(c[q] / most) : 0.0f;
     }
   }
   sim.ObserveLongFinished(raw_.data());

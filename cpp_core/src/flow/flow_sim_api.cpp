@@ -198,7 +198,9 @@ double FlowSim::PathCost(const std::vector<double>& bytes, const Path& p, uint32
   return c;
 }
 
-void FlowSim::ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t paths, double* out) const {
+void FlowSim::ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t paths, double* out, int32_t level) const {
+  if (level < -1 || level >= static_cast<int32_t>(config_.levels))
+    Fail("level", "must be in [0, " + Str(config_.levels - 1) + "] or -1 (each flow's own), got " + Str(level));
   std::fill(out, out + size_t{rows} * paths, -1.0);
   if (!LevelBased()) return;
   std::vector<double> bytes = LinkLevelBytes();
@@ -213,7 +215,8 @@ void FlowSim::ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t pat
     add(-left);  // the other flows' bytes, as pathbal counts them
     const uint32_t n = std::min(paths, topology_.NumPaths(fl.src, fl.dst));
     for (uint32_t q = 0; q < n; ++q)
-      out[size_t{i} * paths + q] = PathCost(bytes, topology_.Route(fl.src, fl.dst, q), fl.level);
+      out[size_t{i} * paths + q] =
+          PathCost(bytes, topology_.Route(fl.src, fl.dst, q), level >= 0 ? static_cast<uint32_t>(level) : fl.level);
     add(left);
   }
 }

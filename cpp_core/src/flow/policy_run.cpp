@@ -38,12 +38,12 @@ void CheckAutoPolicies(const AutoAgents& agents, const runtime::MlpPolicy* srla,
                               std::string(runtime::HeadName(lrla->head())));
     std::vector<uint32_t> want;
     for (uint32_t i = 0; i < agents.LrlaFlows(); ++i)
-      want.insert(want.end(), {agents.Levels(), agents.Caps(), agents.Paths()});
+      want.insert(want.end(), {agents.LevelChoices(), agents.Caps(), agents.Paths()});
     if (lrla->num_inputs() != agents.LrlaObservations() || lrla->groups() != want)
       Fail("lrla policy", "must map " + Str(agents.LrlaObservations()) + " observations to " + Str(agents.LrlaFlows()) +
-                              " x (" + Str(agents.Levels()) + ", " + Str(agents.Caps()) + ", " + Str(agents.Paths()) +
-                              ") choices on this scenario, got " + Str(lrla->num_inputs()) + " observations and " +
-                              Str(lrla->groups().size()) + " groups");
+                              " x (" + Str(agents.LevelChoices()) + ", " + Str(agents.Caps()) + ", " +
+                              Str(agents.Paths()) + ") choices on this scenario, got " + Str(lrla->num_inputs()) +
+                              " observations and " + Str(lrla->groups().size()) + " groups");
   }
 }
 

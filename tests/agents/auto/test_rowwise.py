@@ -23,9 +23,10 @@ SHARED = 70  # the m_l = 10 finished long flows, 7 features each
 def module(rows: int, seed: int = 0, hiddens=(16, 16), **training) -> PGRLModule:
     torch.manual_seed(seed)
     config = PGConfig().training(hiddens=list(hiddens), network="rowwise", row_width=WIDTH, **training)
+    level_choices = LEVELS + 1 if training.get("keep_level") else LEVELS  # flow_v0's keep_level: one more
     return PGRLModule(
         observation_space=gym.spaces.Box(0.0, 1.0, (rows * WIDTH + SHARED,), np.float32),
-        action_space=gym.spaces.MultiDiscrete([LEVELS, CAPS, PATHS] * rows),
+        action_space=gym.spaces.MultiDiscrete([level_choices, CAPS, PATHS] * rows),
         model_config=config._model_config_auto_includes,
     )
 
@@ -116,8 +117,56 @@ def test_rule_levels_pin_each_flow_to_the_level_mlfq_gives_its_bytes_sent():
     assert m.policy.net[:2](rows_in).max() < 10 and second.max() < 10
 
 
+def sent_bytes(obs: np.ndarray, rows: int, seed: int) -> np.ndarray:
+    """Set every row's bytes feature to a random 1 MB to 1 GB sent (flow_v0's scaling); returns the bytes."""
+    sent = 10.0 ** np.random.default_rng(seed).uniform(6, 9, (obs.shape[0], rows))
+    obs[:, : rows * WIDTH].reshape(obs.shape[0], rows, WIDTH)[..., 4] = np.log10(1.0 + sent) / 10.0
+    return sent
+
+
+@pytest.mark.parametrize("pin", [4 * 2**20, 3.0e7])
+def test_rule_pin_keeps_mlfqs_level_below_the_pinning_size_and_pins_the_last_level_from_it(pin):
+    rows = 40
+    m = module(
+        rows, hiddens=(24, 24), rule_init=True, rule_stay=0.3, keep_level=True, rule_levels="pin", rule_pin_bytes=pin
+    )
+    obs = observations(rows, 10, seed=21)
+    sent = sent_bytes(obs, rows, seed=22)
+    with torch.no_grad():
+        choice = m.greedy(torch.as_tensor(obs)).numpy().reshape(10, rows, 3)
+    clear = np.abs(np.log(sent / pin)) > 0.01
+    assert clear.mean() > 0.95 and 0.1 < (sent > pin).mean() < 0.9
+    keep, last = LEVELS, LEVELS - 1  # keep_level's choice is the index one past the last level
+    np.testing.assert_array_equal(choice[..., 0][clear], np.where(sent >= pin, last, keep)[clear])
+    assert (choice[..., 1] == 0).all()  # no cap
+    # The path rule is the one without the pin (the level ramps feed only the level logits).
+    plain = module(rows, hiddens=(24, 24), rule_init=True, rule_stay=0.3, keep_level=True)
+    with torch.no_grad():
+        plain_choice = plain.greedy(torch.as_tensor(obs)).numpy().reshape(10, rows, 3)
+    assert (plain_choice[..., 0] == last).all()  # the rules that pin every flow never keep
+    loads = obs[:, : rows * WIDTH].reshape(10, rows, WIDTH)[..., 6:]
+    ordered = np.sort(loads, -1)
+    current = np.rint(obs[:, : rows * WIDTH].reshape(10, rows, WIDTH)[..., 2] * PATHS).astype(int)
+    gain = np.take_along_axis(loads, current[..., None], -1)[..., 0] - loads.min(-1)
+    apart = (np.abs(gain - 0.3) > 0.01) & (ordered[..., 1] - ordered[..., 0] > 0.01)
+    np.testing.assert_array_equal(choice[..., 2][apart], plain_choice[..., 2][apart])
+    runtime = RuntimePolicy.from_bytes(fmt.to_bytes(lrla_policy(m)))
+    np.testing.assert_array_equal(runtime.act(obs), choice.reshape(10, -1))
+
+
+def test_rule_pin_needs_the_keep_choice_and_a_size():
+    with pytest.raises(ValueError, match=r"`rule_levels` \('pin'\) leaves levels to MLFQ: it needs"):
+        PGConfig().training(network="rowwise", rule_init=True, rule_levels="pin", rule_pin_bytes=1e6).validate()
+    with pytest.raises(ValueError, match=r"`rule_pin_bytes` \(None\) must be a number of bytes > 0"):
+        PGConfig().training(network="rowwise", rule_init=True, rule_levels="pin", keep_level=True).validate()
+    with pytest.raises(ValueError, match=r"rule_pin: leaves the level to MLFQ below the pinning size"):
+        module(4, rule_init=True, rule_levels="pin", rule_pin_bytes=1e6)  # a space without the keep choice
+
+
 def test_rule_init_refuses_rows_without_path_loads():
-    with pytest.raises(ValueError, match=r"rule_init: needs rows of 6 \+ 3 features \(path_loads\)"):
+    with pytest.raises(
+        ValueError, match=r"rule_init: needs rows of 6 \+ 3 features \(path_loads; \+ 3 more with path_loads_last\)"
+    ):
         torch.manual_seed(0)
         config = PGConfig().training(hiddens=[16], network="rowwise", row_width=6, rule_init=True)
         PGRLModule(
@@ -151,5 +200,5 @@ def test_the_paper_network_is_the_default_and_an_unknown_one_is_refused():
     config = PGConfig().training(network="grid")
     with pytest.raises(ValueError, match=r"`network` \('grid'\) must be one of \['paper', 'rowwise'\]"):
         config.validate()
-    with pytest.raises(ValueError, match=r"`rule_levels` \('first'\) must be 'last' or 'mlfq'"):
+    with pytest.raises(ValueError, match=r"`rule_levels` \('first'\) must be 'last', 'mlfq' or 'pin'"):
         PGConfig().training(network="rowwise", rule_init=True, rule_levels="first").validate()

@@ -32,10 +32,15 @@ ENV = {
 }
 
 
-def rowwise_module(env) -> PGRLModule:
+def rowwise_module(env, **training) -> PGRLModule:
     torch.manual_seed(2)
     config = PGConfig().training(
-        hiddens=[16, 8], network="rowwise", row_width=env.game.lrla_row_width, rule_init=True, rule_stay=0.3
+        hiddens=[16, 8],
+        network="rowwise",
+        row_width=env.game.lrla_row_width,
+        rule_init=True,
+        rule_stay=0.3,
+        **training,
     )
     return PGRLModule(
         observation_space=env.observation_space("lrla"),
@@ -44,16 +49,22 @@ def rowwise_module(env) -> PGRLModule:
     )
 
 
-def test_rowwise_file_in_the_engine_equals_python_stepping_with_the_modules_greedy_choices(tmp_path):
-    env = make_env("flow_v0", ENV)
-    module = rowwise_module(env)
-    path = write_policy(lrla_policy(module), tmp_path / "rowwise.dcpol")
-    from_file = FlowFileJob("rowwise (file)", LOAD, SEED, ENV, {"lrla": str(path)}, FLOWS, WARMUP).run()
+PIN = {"keep_level": True, "rule_levels": "pin", "rule_pin_bytes": 2 * 2**20}
+"""The rule that leaves flows to MLFQ below 2 MiB sent and pins them to the last level from it."""
 
-    env = make_env("flow_v0", {**ENV, "max_steps": 2**62, "warmup_s": 0.0})
+
+@pytest.mark.parametrize("rule", [{}, PIN], ids=["pinned", "keep_below_2MiB"])
+def test_rowwise_file_in_the_engine_equals_python_stepping_with_the_modules_greedy_choices(tmp_path, rule):
+    config = {**ENV, "keep_level": rule.get("keep_level", False)}
+    env = make_env("flow_v0", config)
+    module = rowwise_module(env, **rule)
+    path = write_policy(lrla_policy(module), tmp_path / "rowwise.dcpol")
+    from_file = FlowFileJob("rowwise (file)", LOAD, SEED, config, {"lrla": str(path)}, FLOWS, WARMUP).run()
+
+    env = make_env("flow_v0", {**config, "max_steps": 2**62, "warmup_s": 0.0})
     env.game.scenario = _Measured(env.game.scenario, WARMUP, FLOWS)
     obs, _ = env.reset(seed=SEED)
-    state = {"obs": obs["lrla"], "moves": 0}
+    state = {"obs": obs["lrla"], "moves": 0, "kept": 0}
 
     def step() -> None:
         with torch.no_grad():
@@ -61,12 +72,14 @@ def test_rowwise_file_in_the_engine_equals_python_stepping_with_the_modules_gree
         listed = np.asarray(env.game.agents[0].flows) >= 0
         rows = state["obs"][: 24 * 9].reshape(24, 9)
         state["moves"] += int((choice.reshape(24, 3)[listed, 2] != np.rint(rows[listed, 2] * 3)).sum())
+        state["kept"] += int((choice.reshape(24, 3)[listed, 0] == env.game.levels).sum())
         o, _, _ = env.game.step(None, env.game.check_lrla(choice)[None], [0])
         state["obs"] = o["lrla"][0]
 
     left = measure(env.sim, FLOWS, WARMUP, step=step)
     python_run = row("rowwise (file)", LOAD, SEED, env.sim, WARMUP, left, 0.0)
     assert state["moves"] > 10  # the network moved flows between paths
+    assert (state["kept"] > 10) == bool(rule)  # and with the pin rule left flows below 2 MiB to MLFQ
     a, b = dict(from_file["result"]), dict(python_run)
     a.pop("wall_s"), b.pop("wall_s")
     assert a == b
@@ -115,6 +128,22 @@ def test_the_builder_takes_the_row_width_and_the_mlfq_thresholds_from_the_enviro
         model_config=config._model_config_auto_includes,
     )
     assert (module.policy.rows, module.policy.row_width, module.policy.shared) == (16, 9, 70)
+
+
+def test_the_builder_takes_the_keep_choice_from_the_environment_for_the_pin_rule():
+    from dcgym.agents.algorithms import build_config
+    from dcgym.agents.training.experiment import load_experiment
+
+    hyper = {"hiddens": [24, 8], "network": "rowwise", "rule_init": True, "rule_levels": "pin", "rule_pin_bytes": 4e6}
+    overrides = {"env_args.long_active": 16, "env_args.path_loads": True, "hyperparameters": hyper}
+    experiment = load_experiment("auto_lrla_websearch", overrides)
+    config = build_config(experiment, experiment.env_config)
+    with pytest.raises(ValueError, match=r"it needs the environment's keep_level: true"):
+        config.validate()
+    experiment = load_experiment("auto_lrla_websearch", {**overrides, "env_args.keep_level": True})
+    config = build_config(experiment, experiment.env_config)
+    config.validate()
+    assert config.keep_level and config._model_config_auto_includes["rule_pin"] == 4e6
 
 
 def long_flow_file(tmp_path, name: str, env_config: dict) -> str:

@@ -4,7 +4,9 @@ cost of each of its paths over the largest, recomputed here from the engine's ta
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from dcgym.envs.error import InvalidConfigError
 from dcgym.envs.flow import flow_v0
 
 ROWS, PATHS = 48, 3
@@ -16,12 +18,13 @@ def env(**kwargs):
     )
 
 
-def expected_loads(table: dict, handle: int) -> np.ndarray:
+def expected_loads(table: dict, handle: int, level: int | None = None) -> np.ndarray:
     """On AuTO's planes (path q: the source's uplink and the destination's downlink on plane q), the unfinished
-    bytes of the other flows at this flow's level or above on each, over the largest."""
+    bytes of the other flows at this flow's level (or at ``level``) or above on each, over the largest."""
     k = int(np.flatnonzero(table["handle"] == handle)[0])
     left = table["size_bytes"] - table["sent_bytes"]
-    others = (table["level"] <= table["level"][k]) & (np.arange(len(left)) != k)
+    at = table["level"][k] if level is None else level
+    others = (table["level"] <= at) & (np.arange(len(left)) != k)
     cost = np.array(
         [
             left[others & (table["path"] == q) & (table["src"] == table["src"][k])].sum()
@@ -57,3 +60,23 @@ def test_without_path_loads_the_observation_is_unchanged():
     rows = b["lrla"][: ROWS * 9].reshape(ROWS, 9)
     np.testing.assert_array_equal(a["lrla"][: ROWS * 6].reshape(ROWS, 6), rows[:, :6])
     np.testing.assert_array_equal(a["lrla"][ROWS * 6 :], b["lrla"][ROWS * 9 :])
+
+
+def test_path_loads_last_adds_the_costs_counted_at_the_last_level():
+    e = env(path_loads=True, path_loads_last=True)
+    obs, _ = e.reset(seed=3)
+    width = 6 + 2 * PATHS
+    assert e.game.lrla_row_width == width and obs["lrla"].shape == (ROWS * width + 70,)
+    rows = obs["lrla"][: ROWS * width].reshape(ROWS, width)
+    table = e.sim.active_flows_table()
+    differ = 0
+    for i, handle in enumerate(np.asarray(e.game.agents[0].flows)):
+        np.testing.assert_allclose(rows[i, 6 : 6 + PATHS], expected_loads(table, handle), atol=1e-6)
+        np.testing.assert_allclose(rows[i, 6 + PATHS :], expected_loads(table, handle, level=3), atol=1e-6)
+        differ += not np.allclose(rows[i, 6 : 6 + PATHS], rows[i, 6 + PATHS :])
+    assert differ > 0  # flows above the last level see fewer bytes at their own
+
+
+def test_path_loads_last_needs_path_loads():
+    with pytest.raises(InvalidConfigError, match=r"path_loads_last: got true; allowed: true only with path_loads"):
+        env(path_loads_last=True)

@@ -111,6 +111,36 @@ def test_lrlas_choice_pins_each_listed_long_flow_at_its_level_cap_and_path():
     assert np.all(table["rate_gbps"][still] <= 0.25 + 1e-12)  # the cap holds (a flow may get less)
 
 
+def test_keep_level_adds_a_choice_that_leaves_the_flow_to_mlfq():
+    env = parallel_env(**SMALL, keep_level=True)
+    assert list(env.action_space("lrla").nvec[:3]) == [5, 4, 3]  # the fifth level choice: keep
+    env.reset(seed=2)
+    keep = np.zeros(33, np.int64)
+    keep[0::3] = 4
+    thresholds = {"srla": np.full(3, -0.5, np.float32)}  # 1 to 2 packets: MLFQ demotes every long flow at once
+    for _ in range(4):
+        env.step({**thresholds, "lrla": keep})
+    flows = env.game.agents[0].flows
+    listed = flows[flows >= 0]
+    assert listed.size >= 2
+    env.step({**thresholds, "lrla": keep})
+    table = env.sim.active_flows_table()
+    still = np.isin(table["handle"], listed)
+    assert still.any() and not table["pinned"][still].any()
+    assert np.all(table["level"][still] == 3)  # MLFQ's last level: past the last threshold
+    pin = keep.copy()
+    pin[0::3] = 1  # level 1 pins the flows listed now, against MLFQ's thresholds
+    flows = env.game.agents[0].flows
+    env.step({**thresholds, "lrla": pin})
+    table = env.sim.active_flows_table()
+    still = np.isin(table["handle"], flows[flows >= 0])
+    assert table["pinned"][still].all() and np.all(table["level"][still] == 1)
+    with pytest.raises(
+        InvalidActionError, match=r"^lrla: action\[0\] = 5 is not a level index of long flow 0; allowed: 0 \.\. 4"
+    ):
+        env.step({**thresholds, "lrla": np.full(33, 5)})
+
+
 def test_observations_are_scaled_into_the_unit_box_and_padded_with_zeros():
     env = parallel_env(**SMALL)
     obs, _ = env.reset(seed=1)

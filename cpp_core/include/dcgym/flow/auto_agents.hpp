@@ -16,7 +16,11 @@
 //
 // lRLA (§4.2) chooses, for each of the n_l oldest active long flows, a
 // priority level, a rate cap and a path: three indices per flow. Level l is
-// level l (the flow is pinned there); cap c is cap_fractions[c] x link_gbps
+// level l (the flow is pinned there); with `keep_level` index `levels` (one
+// past the last level) leaves the flow's level alone: a flow never pinned
+// stays with MLFQ, whose thresholds demote it as it sends (PIAS's handling of
+// a flow no rule targets), a pinned one keeps its level; cap c is
+// cap_fractions[c] x link_gbps
 // (a fraction >= 1 removes the cap); path p is p modulo the flow's number of
 // paths (pairs in one rack have one).
 //
@@ -33,7 +37,10 @@
 // FlowSim::ObservePathCosts) over the largest of its paths' costs: in [0, 1],
 // the least-loaded path the smallest, 1 for paths its pair does not have,
 // 0 for all when no path carries anything. What a network applied to each
-// row alone (a row-wise lRLA) needs to balance paths as pathbal does.
+// row alone (a row-wise lRLA) needs to balance paths as pathbal does. With
+// `path_loads_last` the row then holds the same costs counted at the last
+// level (all the bytes on the links): what the paths cost a flow the action
+// pins there, as pathbal counts them for the flows it demotes.
 //
 // Rewards: sRLA's T_{t-1} / T_t, the ratio of the mean FCT of the flows
 // finished in two consecutive intervals (§4.1); lRLA's P_t / P_{t-1}, the
@@ -56,7 +63,9 @@ struct AutoSpec {
   std::vector<double> cap_fractions;                      // lRLA's rate caps, fractions of link_gbps, > 0
   double srla_reward_cap = 0;                             // > 0; +infinity: none
   double lrla_reward_cap = 0;
-  bool path_loads = false;  // lRLA's rows also hold their paths' relative loads
+  bool path_loads = false;       // lRLA's rows also hold their paths' relative loads
+  bool path_loads_last = false;  // and, after them, the same at the last level (the costs once pinned there)
+  bool keep_level = false;       // lRLA's level index has one more choice, `levels`: leave the flow's level alone
 
   // Throws std::invalid_argument naming the bad field.
   void Validate() const;
@@ -79,11 +88,15 @@ class AutoAgents {
   uint32_t SrlaActions() const { return levels_ - 1; }
   uint32_t SrlaObservations() const { return short_rows_ * kFinishedFeatures; }
   uint32_t LrlaFlows() const { return long_rows_; }
-  // Features of an active long flow's row: 6, and one per path with path_loads.
-  uint32_t LrlaRowWidth() const { return kActiveFeatures + (spec_.path_loads ? paths_ : 0); }
+  // Features of an active long flow's row: 6, and one per path with path_loads and with path_loads_last.
+  uint32_t LrlaRowWidth() const {
+    return kActiveFeatures + (spec_.path_loads ? paths_ : 0) + (spec_.path_loads_last ? paths_ : 0);
+  }
   uint32_t LrlaObservations() const { return long_rows_ * LrlaRowWidth() + long_finished_rows_ * kFinishedFeatures; }
-  // The number of choices of each of a long flow's three indices (MultiDiscrete's nvec).
   uint32_t Levels() const { return levels_; }
+  // The number of choices of each of a long flow's three indices (MultiDiscrete's nvec): levels (one more with
+  // keep_level), caps, paths.
+  uint32_t LevelChoices() const { return levels_ + (spec_.keep_level ? 1 : 0); }
   uint32_t Caps() const { return static_cast<uint32_t>(spec_.cap_fractions.size()); }
   uint32_t Paths() const { return paths_; }
   const AutoSpec& Spec() const { return spec_; }

@@ -109,9 +109,10 @@ class FlowSim {
   // of flows moved.
   uint64_t BalancePaths(double long_bytes, uint64_t max_flows, int32_t level);
   // pathbal's costs for listed flows (handles, -1: none): row i, column q is the unfinished bytes of the other
-  // active flows at flow i's level or above on the links of its q-th path; -1 for q past the pair's paths and
-  // for rows without a flow (a level-less discipline: all -1). `out` is rows x paths.
-  void ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t paths, double* out) const;
+  // active flows at flow i's level or above on the links of its q-th path (at `level` or above instead, given
+  // one >= 0: what the paths cost the flow once moved there); -1 for q past the pair's paths and for rows
+  // without a flow (a level-less discipline: all -1). `out` is rows x paths.
+  void ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t paths, double* out, int32_t level = -1) const;
 
   // Observations, row-major and zero-padded (flow handles -1). Finished
   // flows are those of the current interval, the most recent first.
