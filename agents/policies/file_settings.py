@@ -57,6 +57,7 @@ ENV_SETTINGS: dict[str, dict[str, Any]] = {
             "path_loads",
             "path_loads_last",
             "keep_level",
+            "move_check",
             "long_flow_bytes",
         ),
     ),
@@ -72,6 +73,7 @@ AGENT_SETTINGS: dict[str, dict[str, str]] = {
         "path_loads": "lrla",
         "path_loads_last": "lrla",
         "keep_level": "lrla",
+        "move_check": "lrla",
         "long_flow_bytes": "lrla",
     }
 }

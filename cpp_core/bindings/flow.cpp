@@ -559,11 +559,12 @@ void BindFlow(py::module_& m) {
                              "AuTO's two agents on a FlowSim (flow/auto_agents.hpp): scaled observations, the "
                              "maps of sRLA's thresholds and lRLA's per-flow choices, and the ratio rewards.")
       .def(py::init([](const PyFlowSim& s, double lo, double hi, std::vector<double> caps, double srla_cap,
-                       double lrla_cap, bool path_loads, bool keep_level, bool path_loads_last) {
+                       double lrla_cap, bool path_loads, bool keep_level, bool path_loads_last, bool move_check) {
              fl::AutoSpec spec;
              spec.path_loads = path_loads;
              spec.path_loads_last = path_loads_last;
              spec.keep_level = keep_level;
+             spec.move_check = move_check;
              spec.threshold_lo_bytes = lo;
              spec.threshold_hi_bytes = hi;
              spec.cap_fractions = std::move(caps);
@@ -573,7 +574,7 @@ void BindFlow(py::module_& m) {
            }),
            py::arg("sim"), py::arg("threshold_lo_bytes"), py::arg("threshold_hi_bytes"), py::arg("cap_fractions"),
            py::arg("srla_reward_cap"), py::arg("lrla_reward_cap"), py::arg("path_loads") = false,
-           py::arg("keep_level") = false, py::arg("path_loads_last") = false)
+           py::arg("keep_level") = false, py::arg("path_loads_last") = false, py::arg("move_check") = false)
       .def_property_readonly("srla_actions", &fl::AutoAgents::SrlaActions)
       .def_property_readonly("srla_observations", &fl::AutoAgents::SrlaObservations)
       .def_property_readonly("lrla_flows", &fl::AutoAgents::LrlaFlows)

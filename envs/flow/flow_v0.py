@@ -87,8 +87,10 @@ level alone: a flow never pinned stays with MLFQ's thresholds, which demote
 it as it sends, a pinned one keeps its level), 3i + 1 its rate cap
 (index into ``rate_caps``, fractions of link_gbps: 1 (no cap), 0.75, 0.5,
 0.25), 3i + 2 its path (modulo the flow's paths: pairs in one rack have
-one). Entries of rows without a flow are ignored. A MultiDiscrete rather
-than a Dict: RLlib's default modules and PPO handle it as it is (a
+one; with ``move_check`` the change is made only if, counted after the
+changes of the older listed flows, the new path costs the flow less than its
+current one, pathbal's cost at its level once moved). Entries of rows
+without a flow are ignored. A MultiDiscrete rather than a Dict: RLlib's default modules and PPO handle it as it is (a
 multi-categorical with K + C + P logits per flow), it flattens without
 bookkeeping, and its logits export as per-flow categorical heads.
 
@@ -150,6 +152,7 @@ links during the interval) and at the episode's last step
 | ``short_finished``, ``long_active``, ``long_finished`` | 100, 11, 10 | m_s, n_l, m_l (§5.1.1) |
 | ``path_loads`` | False | lRLA's active rows also hold their paths' relative loads (P more features each) |
 | ``path_loads_last`` | False | with ``path_loads``, the rows also hold the costs at the last level (P more features each) |
+| ``move_check`` | False | lRLA's path changes are made oldest flow first, each only if its new path, counted after the changes before it, costs the flow less than its current one |
 | ``keep_level`` | False | lRLA's level index has one more choice, K, that leaves the flow's level alone (to MLFQ if never pinned) |
 | ``long_flow_bytes`` | 0 | a flow is long (lRLA's) once it has sent this many bytes, over the scenario's own (0: the scenario's ``long_flow_bytes``, else its last threshold); policy files record it |
 | ``threshold_range_bytes`` | (1460, 1460 x 65536) | sRLA's range |

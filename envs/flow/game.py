@@ -90,6 +90,11 @@ class FlowEnvConfig(EpisodeLoads):
         description="lRLA's level index has one more choice, levels (one past the last level), which leaves the "
         "flow's level alone: a flow never pinned stays with MLFQ's thresholds, a pinned one keeps its level",
     )
+    move_check: bool = Field(
+        False,
+        description="lRLA's path changes are made oldest flow first, each only if its new path, counted after the "
+        "changes before it, costs the flow less than its current one (pathbal's one-at-a-time accounting)",
+    )
     threshold_range_bytes: tuple[float, float] = Field(
         (PACKET, PACKET * 2**16), description="sRLA's thresholds lie in [low, high] bytes (1 to 65536 packets)"
     )
@@ -210,6 +215,7 @@ class FlowGame:
             c.path_loads,
             c.keep_level,
             c.path_loads_last,
+            c.move_check,
         )
 
     def reset(self, k: int, engine_seed: int, load: float | None = None) -> dict[str, np.ndarray]:

@@ -137,6 +137,7 @@ void AutoAgents::Act(FlowSim& sim, const double* srla, const int64_t* lrla) cons
     a.path = static_cast<int32_t>(c[2] % pair_paths_[i]);
     actions.push_back(a);
   }
+  if (spec_.move_check) sim.CheckMoves(actions);
   sim.SetFlowActions(actions);
 }
 

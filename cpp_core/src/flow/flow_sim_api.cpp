@@ -178,6 +178,37 @@ uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t le
   return moved;
 }
 
+uint64_t FlowSim::CheckMoves(std::vector<FlowAction>& actions) const {
+  if (!LevelBased()) return 0;
+  const uint32_t levels = config_.levels;
+  std::vector<double> bytes = LinkLevelBytes();
+  const auto add = [&](const Path& p, uint32_t l, double b) {
+    for (uint32_t h = 0; h < p.hops; ++h) bytes[size_t{p.link[h]} * levels + l] += b;
+  };
+  uint64_t dropped = 0;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    FlowAction& a = actions[i];
+    const Flow& fl = flows_[SlotOf(a.flow, "actions[" + Str(i) + "].flow")];
+    const double left = fl.size - SentOf(static_cast<uint32_t>(a.flow & 0xffffffffu));
+    const uint32_t at =
+        a.level >= 0 && a.level < static_cast<int32_t>(levels) ? static_cast<uint32_t>(a.level) : fl.level;
+    add(fl.route, fl.level, -left);
+    Path route = fl.route;
+    if (a.path >= 0 && static_cast<uint32_t>(a.path) != fl.path &&
+        static_cast<uint32_t>(a.path) < topology_.NumPaths(fl.src, fl.dst)) {
+      const Path moved = topology_.Route(fl.src, fl.dst, static_cast<uint32_t>(a.path));
+      if (PathCost(bytes, moved, at) < PathCost(bytes, fl.route, at)) {
+        route = moved;
+      } else {
+        a.path = -1;
+        ++dropped;
+      }
+    }
+    add(route, at, left);
+  }
+  return dropped;
+}
+
 std::vector<double> FlowSim::LinkLevelBytes() const {
   // A flow at level L is held back by the bytes at levels 0..L on its links (strict priority), not by the larger
   // flows below it.

@@ -80,3 +80,71 @@ def test_path_loads_last_adds_the_costs_counted_at_the_last_level():
 def test_path_loads_last_needs_path_loads():
     with pytest.raises(InvalidConfigError, match=r"path_loads_last: got true; allowed: true only with path_loads"):
         env(path_loads_last=True)
+
+
+def checked_paths(table: dict, listed: np.ndarray, want: np.ndarray, levels: np.ndarray) -> dict[int, int]:
+    """flow_v0's ``move_check`` recomputed from the table of active flows: the listed flows in order, each moved to
+    its wanted path only if that path, with the other flows as the moves before it left them, costs it less than
+    its current one, both counted at its level after the action (pathbal's cost on AuTO's planes)."""
+    left = (table["size_bytes"] - table["sent_bytes"]).astype(float)
+    path, level = table["path"].astype(int).copy(), table["level"].astype(int).copy()
+    src, dst = table["src"], table["dst"]
+    result = {}
+    for handle, q_new, at in zip(listed, want, levels, strict=True):
+        k = int(np.flatnonzero(table["handle"] == handle)[0])
+        at = level[k] if at < 0 else int(at)
+        others = (level <= at) & (np.arange(len(left)) != k)
+
+        def cost(q, k=k, others=others):
+            on = others & (path == q)
+            return left[on & (src == src[k])].sum() + left[on & (dst == dst[k])].sum()
+
+        if q_new != path[k] and cost(q_new) < cost(path[k]):
+            path[k] = q_new
+        level[k] = at
+        result[int(handle)] = int(path[k])
+    return result
+
+
+def test_move_check_makes_a_path_change_only_if_it_still_lowers_the_flows_cost():
+    e = env(path_loads=True, keep_level=True, move_check=True)
+    e.reset(seed=3)
+    rng = np.random.default_rng(4)
+    dropped = kept = 0
+    for _ in range(3):
+        flows = np.asarray(e.game.agents[0].flows)
+        table = e.sim.active_flows_table()
+        current = table["path"][[int(np.flatnonzero(table["handle"] == h)[0]) for h in flows]].astype(int)
+        want = (current + rng.integers(1, PATHS, ROWS)) % PATHS  # every listed flow asks for another path
+        level = np.where(rng.random(ROWS) < 0.5, 4, 3)  # keep (index 4) or the last level
+        action = np.stack([level, np.zeros(ROWS, int), want], -1).reshape(-1)
+        expected = checked_paths(table, flows, want, np.where(level == 4, -1, level))
+        e.game.step(
+            None, e.game.check_lrla(action)[None], [0]
+        )  # no sRLA action: the thresholds, and so the levels, stay
+        after = e.sim.active_flows_table()
+        for handle, path in expected.items():
+            if (at := np.flatnonzero(after["handle"] == handle)).size:
+                assert after["path"][at[0]] == path, handle
+        moved = np.array([expected[int(h)] for h in flows]) == want
+        dropped, kept = dropped + int((~moved).sum()), kept + int(moved.sum())
+    assert dropped > 10 and kept > 10  # the check both let moves through and refused some
+
+
+def test_without_move_check_every_asked_move_is_made():
+    e = env(path_loads=True)
+    e.reset(seed=3)
+    flows = np.asarray(e.game.agents[0].flows)
+    table = e.sim.active_flows_table()
+    current = table["path"][[int(np.flatnonzero(table["handle"] == h)[0]) for h in flows]].astype(int)
+    want = (current + 1) % PATHS
+    e.step(
+        {
+            "srla": np.zeros(3, np.float32),
+            "lrla": np.stack([np.full(ROWS, 3), np.zeros(ROWS, int), want], -1).reshape(-1),
+        }
+    )
+    after = e.sim.active_flows_table()
+    for handle, path in zip(flows, want, strict=True):
+        if (at := np.flatnonzero(after["handle"] == handle)).size:
+            assert after["path"][at[0]] == path

@@ -22,7 +22,11 @@
 // a flow no rule targets), a pinned one keeps its level; cap c is
 // cap_fractions[c] x link_gbps
 // (a fraction >= 1 removes the cap); path p is p modulo the flow's number of
-// paths (pairs in one rack have one).
+// paths (pairs in one rack have one). With `move_check` a path change is
+// made only if, counted after the changes of the older listed flows, the new
+// path costs the flow less than its current one (FlowSim::CheckMoves):
+// pathbal's one-at-a-time accounting, which choices made for every flow from
+// one observation lack.
 //
 // Observations are AuTO's flow lists (§5.1.1), each feature scaled to about
 // [0, 1] so a network can take them as they are:
@@ -66,6 +70,7 @@ struct AutoSpec {
   bool path_loads = false;       // lRLA's rows also hold their paths' relative loads
   bool path_loads_last = false;  // and, after them, the same at the last level (the costs once pinned there)
   bool keep_level = false;       // lRLA's level index has one more choice, `levels`: leave the flow's level alone
+  bool move_check = false;       // lRLA's path changes go through FlowSim::CheckMoves (oldest flow first)
 
   // Throws std::invalid_argument naming the bad field.
   void Validate() const;

@@ -108,6 +108,11 @@ class FlowSim {
   // counted as they are made; `level` >= 0 also pins the flow there (-1 keeps its level). Returns the number
   // of flows moved.
   uint64_t BalancePaths(double long_bytes, uint64_t max_flows, int32_t level);
+  // lRLA's move check: goes through `actions` in order and drops (path -1) each path change whose new path,
+  // counted with the other flows' bytes as the actions before it leave them, does not cost the flow less than
+  // its current path, both at the level the action gives it (pathbal's cost). Changes nothing else; the
+  // actions' handles must be active flows (SetFlowActions' checks come after). Returns the moves dropped.
+  uint64_t CheckMoves(std::vector<FlowAction>& actions) const;
   // pathbal's costs for listed flows (handles, -1: none): row i, column q is the unfinished bytes of the other
   // active flows at flow i's level or above on the links of its q-th path (at `level` or above instead, given
   // one >= 0: what the paths cost the flow once moved there); -1 for q past the pair's paths and for rows
