@@ -9,12 +9,14 @@ confirms the answer against QLAS's preset on the evaluation's runs (20,000 flows
 Cases:
 
 - ``websearch``: ``auto_websearch`` at 0.8 (every port at 80%), from QLAS's ``pias_ws`` set;
+- ``datamining``: ``auto_datamining`` at 0.8, from QLAS's ``pias_dm`` set;
 - ``dynamic``: ``auto_dynamic`` at 0.8. The best set for each phase of the schedule is searched on that phase's
   traffic held stationary (the four clusters' sizes and loads of that period), and the reference row switches
   to it at each change (``FlowSim.set_thresholds`` at the phase boundaries); the row is compared with QLAS's
   web-search and data-mining sets held through the whole schedule (the paper's baselines).
 
     python benchmarks/auto_ceiling.py --case websearch --json out/auto_ceiling_ws.json
+    python benchmarks/auto_ceiling.py --case datamining --flows 5000 --fine-sweeps 1 --json out/auto_ceiling_dm.json
     python benchmarks/auto_ceiling.py --case dynamic --flows 5000 --fine-sweeps 0 --json out/auto_ceiling_dyn.json
     python benchmarks/auto_ceiling.py --quick                 # seconds: a coarse grid on small runs
 """
@@ -138,11 +140,12 @@ def phases(scenario: Any) -> list[tuple[float, list[dict[str, Any]]]]:
     return out
 
 
-def websearch(args) -> dict[str, Any]:
-    scenario = load_scenario("auto_websearch")
-    preset = list(preset_thresholds("pias_ws", "mlfq", 4).packets)
+def stationary(args, name: str, preset_name: str) -> dict[str, Any]:
+    """The best static set on scenario ``name``, searched from QLAS's ``preset_name`` set and confirmed against it."""
+    scenario = load_scenario(name)
+    preset = list(preset_thresholds(preset_name, "mlfq", 4).packets)
     found = search(scenario, preset, args)
-    rows = {"qlas (pias_ws)": lambda t: preset, "best static": lambda t: found["packets"]}
+    rows = {f"qlas ({preset_name})": lambda t: preset, "best static": lambda t: found["packets"]}
     return {"search": found, "confirm": confirm(rows, scenario, args.confirm_flows, args.confirm_seeds)}
 
 
@@ -184,7 +187,7 @@ def dynamic(args) -> dict[str, Any]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--case", choices=["websearch", "dynamic"], default="websearch")
+    ap.add_argument("--case", choices=["websearch", "datamining", "dynamic"], default="websearch")
     ap.add_argument("--flows", type=int, default=10_000, help="arrivals per search run and seed (10%% warm-up)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="the search's seeds")
     ap.add_argument("--whole-flows", type=int, default=12_000, help="dynamic: arrivals per whole-schedule search run")
@@ -198,7 +201,10 @@ def main() -> int:
         args.flows, args.seeds, args.confirm_flows, args.confirm_seeds = 1_000, [1], 1_000, [1]
         args.whole_flows = 1_000
     start = time.perf_counter()
-    result = (websearch if args.case == "websearch" else dynamic)(args)
+    if args.case == "dynamic":
+        result = dynamic(args)
+    else:
+        result = stationary(args, f"auto_{args.case}", {"websearch": "pias_ws", "datamining": "pias_dm"}[args.case])
     result.update(case=args.case, load=LOAD, flows=args.flows, seeds=args.seeds, wall_s=time.perf_counter() - start)
     result.update(confirm_flows=args.confirm_flows, confirm_seeds=args.confirm_seeds)
     print(json.dumps(result, indent=1))
