@@ -25,7 +25,11 @@ GYMNASIUM_IDS: dict[str, dict[str, object]] = {
         "max_episode_steps": 1000,
     },
     "dcgym/RackDispatch-v0": {"entry_point": "dcgym.envs.rack.wrappers:RackDispatchEnv", "max_episode_steps": 1000},
-    "dcgym/ColoCentral-v0": {"entry_point": "dcgym.envs.colo.wrappers:ColoCentralEnv", "max_episode_steps": 180},
+    "dcgym/ColoCentral-v0": {
+        "entry_point": "dcgym.envs.colo.wrappers:ColoCentralEnv",
+        "vector_entry_point": "dcgym.envs.colo.vector:ColoCentralVectorEnv",
+        "max_episode_steps": 180,
+    },
     "dcgym/FlowSrla-v0": {
         "entry_point": "dcgym.envs.flow.wrappers:FlowSrlaEnv",
         "vector_entry_point": "dcgym.envs.flow.vector:FlowSrlaVectorEnv",

@@ -190,7 +190,8 @@ class SingleAgentVectorEnv(VectorEnv):
         raise NotImplementedError
 
     def close_extras(self, **kwargs: Any) -> None:
-        self.batch.close()
+        if hasattr(self, "batch"):  # not when the constructor refused its arguments
+            self.batch.close()
 
     def _actions(self, actions: Any) -> Any:
         """The agent's batched actions as the game takes them."""

@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium.spaces import Box, MultiDiscrete
 
 from dcgym.cpp_core import step_colo_batch
 from dcgym.envs.colo.colo_v0 import (
@@ -45,6 +46,7 @@ from dcgym.envs.colo.colo_v0 import (
     _MASKS,
     _STATE,
     ACTIONS,
+    FLOAT32_MAX,
     MAX_DELTA,
     NO_CHANGE,
     OBSERVATION_FEATURES,
@@ -54,9 +56,9 @@ from dcgym.envs.colo.colo_v0 import (
 )
 from dcgym.envs.colo.server import COUNTERS, ENDED, RUNNING, WARMING
 from dcgym.envs.error import InvalidActionError
-from dcgym.envs.vector import BatchedEnv
+from dcgym.envs.vector import BatchedEnv, SingleAgentVectorEnv
 
-__all__ = ["ColoVectorEnv"]
+__all__ = ["ColoCentralVectorEnv", "ColoVectorEnv"]
 
 _DC = np.array([d[0] for d in _DECODED], dtype=np.int64)
 _DW = np.array([d[1] for d in _DECODED], dtype=np.int64)
@@ -237,3 +239,81 @@ class ColoVectorEnv(BatchedEnv):
         mask = _TABLE[low_c, high_c, low_w, high_w]
         mask[~self.present] = _ABSENT
         return {"action_mask": mask, "granted": granted, "cores": c.copy(), "ways": w.copy(), "idle": self.idle.copy()}
+
+
+class ColoCentralVectorEnv(SingleAgentVectorEnv):
+    """``dcgym/ColoCentral-v0`` batched: B copies, one central agent each, one engine call per step.
+
+    Observations (B, N, 9) and actions (B, N) are ColoCentral-v0's (see
+    :class:`dcgym.envs.colo.wrappers.ColoCentralEnv`); rewards (the sum of the
+    services' colo_v0 rewards, added in agent order as ColoCentral-v0 adds
+    them), terminations (every service ended) and truncations have shape (B,);
+    infos are each copy's ColoCentral-v0 info (``action_mask``, ``services``:
+    colo_v0's per-service infos, ``rewards``) merged as Gymnasium's sync vector
+    env merges them. Next-step autoreset, as :class:`ColoVectorEnv`.
+    """
+
+    def __init__(self, num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> None:
+        self.batch = self.colo = ColoVectorEnv(num_envs, **self.max_steps(kwargs, max_episode_steps))
+        n = self.colo.num_agents
+        self._spaces(
+            Box(0.0, FLOAT32_MAX, (n, len(OBSERVATION_FEATURES) + 1), np.float32), MultiDiscrete(np.full(n, ACTIONS))
+        )
+        self._resetting = np.zeros(self.num_envs, dtype=bool)
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None):
+        self._resetting[:] = True
+        return super().reset(seed=seed, options=options)
+
+    def _actions(self, actions: Any) -> np.ndarray:
+        a = np.asarray(actions)
+        if a.shape != self.action_space.shape or a.dtype.kind not in "iu":
+            raise InvalidActionError(
+                f"actions: got {a.dtype} of shape {a.shape}; expected integer indices of shape "
+                f"{self.action_space.shape}: for each copy, one per service ({', '.join(self.colo.possible_agents)})"
+            )
+        np.copyto(self._resetting, self.colo._autoreset)  # these copies reset at this step: their info is reset()'s
+        return a
+
+    def _agent(self, value: np.ndarray, what: str) -> np.ndarray:
+        if what == "obs":
+            return value
+        if what == "reward":
+            total = np.zeros(self.num_envs)
+            for i in range(self.colo.num_agents):  # ColoCentral-v0's sum, in agent order (absent services add 0)
+                total += value[:, i]
+            return total
+        truncated = self.colo._last[3].any(axis=1) if self.colo._last else np.zeros(self.num_envs, dtype=bool)
+        if what == "truncation":
+            return truncated & ~self._resetting
+        return self.colo._done() & ~truncated & ~self._resetting  # termination: every service ended
+
+    def _copy_info(self, k: int, episode_end: bool) -> dict[str, Any]:
+        """ColoCentral-v0's info for copy k: the masks of the services shown (present, or ending at this step),
+        colo_v0's infos for them, and their rewards (none at a reset)."""
+        colo, env = self.colo, self.colo.envs[k]
+        obs, rewards, _, _, info = colo._last if colo._last and not self._resetting[k] else (None,) * 5
+        if obs is None:
+            obs, info = colo._result(reset=True)
+        shown = obs[k, :, -1] > 0
+        cores, ways, (idle_c, idle_w) = info["cores"][k], info["ways"][k], info["idle"][k]
+        low_c = np.minimum(MAX_DELTA, cores - np.minimum(1, cores))
+        low_w = np.minimum(MAX_DELTA, ways - np.minimum(1, ways))
+        mask = _TABLE[low_c, min(MAX_DELTA, int(idle_c)), low_w, min(MAX_DELTA, int(idle_w))]
+        mask[~shown] = _ABSENT
+        latency, now = colo._latency[k], env.server.sim.now_s
+        services = {}
+        for i in np.flatnonzero(shown):
+            services[colo.possible_agents[i]] = {
+                "granted": (int(info["granted"][k, i, 0]), int(info["granted"][k, i, 1])),
+                "latency_ms": float(latency[i]),
+                "qos_ms": env._qos[i],
+                "qos_met": bool(latency[i] <= env._qos[i]),
+                "cores": int(cores[i]),
+                "ways": int(ways[i]),
+                "idle_cores": int(idle_c),
+                "idle_ways": int(idle_w),
+                "sim_time_s": now,
+            }
+        paid = {} if rewards is None else {colo.possible_agents[i]: float(rewards[k, i]) for i in np.flatnonzero(shown)}
+        return {"action_mask": mask, "services": services, "rewards": paid}

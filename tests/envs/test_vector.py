@@ -88,7 +88,8 @@ def test_copy_k_seeded_with_a_list_is_the_copy_seeded_with_s_plus_k(family):
 
 @pytest.mark.parametrize("env_id", [i for i, spec in GYMNASIUM_IDS.items() if "vector_entry_point" in spec])
 def test_batched_spaces_are_gymnasiums_batch_space(env_id):
-    kwargs = {"scenario": "malcolm_homog_exp"} if env_id.startswith("dcgym/Rack") else {"scenario": "auto_websearch"}
+    family = {"dcgym/Rack": "malcolm_homog_exp", "dcgym/Colo": "osml_case_a", "dcgym/Flow": "auto_websearch"}
+    kwargs = {"scenario": family[env_id[:10]]}
     native = gymnasium.make_vec(env_id, num_envs=3, vectorization_mode="vector_entry_point", **kwargs)
     synced = gymnasium.make_vec(env_id, num_envs=3, vectorization_mode="sync", **kwargs)
     assert native.observation_space == synced.observation_space
