@@ -24,7 +24,11 @@ GYMNASIUM_IDS: dict[str, dict[str, object]] = {
         "vector_entry_point": "dcgym.envs.rack.vector:RackCentralVectorEnv",
         "max_episode_steps": 1000,
     },
-    "dcgym/RackDispatch-v0": {"entry_point": "dcgym.envs.rack.wrappers:RackDispatchEnv", "max_episode_steps": 1000},
+    "dcgym/RackDispatch-v0": {
+        "entry_point": "dcgym.envs.rack.wrappers:RackDispatchEnv",
+        "vector_entry_point": "dcgym.envs.rack.vector:RackDispatchVectorEnv",
+        "max_episode_steps": 1000,
+    },
     "dcgym/ColoCentral-v0": {
         "entry_point": "dcgym.envs.colo.wrappers:ColoCentralEnv",
         "vector_entry_point": "dcgym.envs.colo.vector:ColoCentralVectorEnv",

@@ -36,7 +36,7 @@ from dcgym.envs.rack.wrappers import central_spaces, copy_info
 from dcgym.envs.validation import validate
 from dcgym.envs.vector import BatchedEnv, SingleAgentVectorEnv
 
-__all__ = ["INFO_KEYS", "RackCentralVectorEnv", "RackVectorEnv"]
+__all__ = ["INFO_KEYS", "RackCentralVectorEnv", "RackDispatchVectorEnv", "RackVectorEnv"]
 
 INFO_KEYS = (
     "migrate",
@@ -68,22 +68,24 @@ class RackVectorEnv(BatchedEnv):
 
     metadata = {"name": "rack_v0", **BatchedEnv.metadata}
 
-    def __init__(self, num_envs: int, copy: bool = True, **kwargs: Any) -> None:
+    def __init__(self, num_envs: int, copy: bool = True, *, dispatcher: bool = False, **kwargs: Any) -> None:
         super().__init__(num_envs, copy)
         self.config = validate(RackEnvConfig, kwargs)
         if self.config.action_type == "fill":
             raise InvalidConfigError("action_type", "fill", "logits or probabilities (fill actions are rack_v0's)")
-        self.game = RackGame(self.config, self.num_envs)
+        self.game = RackGame(self.config, self.num_envs, dispatcher=dispatcher)
         n, clip = self.game.num_nodes, self.config.obs_clip
         self.num_agents = n
         self.possible_agents = [f"node_{i}" for i in range(n)]
         self.single_observation_space = Box(0.0, clip, (self.game.obs_dim,), np.float32)
+        width = n if dispatcher else 2 * n  # dispatcher: RackDispatch-v0's game, one row of N weights per copy
         if self.config.action_type == "logits":
-            self.single_action_space = Box(-self.config.max_logit, self.config.max_logit, (2 * n,), np.float32)
+            self.single_action_space = Box(-self.config.max_logit, self.config.max_logit, (width,), np.float32)
         else:
-            self.single_action_space = Box(0.0, 1.0, (2 * n,), np.float32)
+            self.single_action_space = Box(0.0, 1.0, (width,), np.float32)
         self.observation_space = batch_space(batch_space(self.single_observation_space, n), self.num_envs)
-        self.action_space = batch_space(batch_space(self.single_action_space, n), self.num_envs)
+        actions = self.single_action_space if dispatcher else batch_space(self.single_action_space, n)
+        self.action_space = batch_space(actions, self.num_envs)
         shape = (self.num_envs, n)
         out = self.game.out
         self._rewards, self._truncations = np.zeros(shape), np.zeros(shape, dtype=bool)
@@ -100,9 +102,14 @@ class RackVectorEnv(BatchedEnv):
         actions = np.asarray(actions)
         if actions.shape != self.action_space.shape:
             n = self.num_agents
+            what = (
+                f"its dispatcher's {n} {self.game.unit}"
+                if self.game.dispatcher
+                else (f"{n} nodes x ({n} migration then {n} stealing {self.game.unit})")
+            )
             raise InvalidActionError(
                 f"actions: got shape {actions.shape}; expected {self.action_space.shape}: for each of the "
-                f"{self.num_envs} copies and {n} nodes, {n} migration then {n} stealing {self.game.unit}"
+                f"{self.num_envs} copies, {what}"
             )
         return actions
 
@@ -157,3 +164,43 @@ class RackCentralVectorEnv(SingleAgentVectorEnv):
 
     def _copy_info(self, k: int, episode_end: bool) -> dict[str, Any]:
         return copy_info(self.rack.game.out, k)  # RackCentral-v0's: the same at an episode's end
+
+
+class RackDispatchVectorEnv(SingleAgentVectorEnv):
+    """``dcgym/RackDispatch-v0`` batched: B copies of the dispatcher's game, one engine call per step.
+
+    Observations (B, N) and actions (B, N) are RackDispatch-v0's (see
+    :class:`dcgym.envs.rack.wrappers.RackDispatchEnv`: the loads the dispatcher
+    heard; dispatch logits over ``max_logit``, or weights); rewards and
+    truncations have shape (B,); infos are each copy's RackDispatch-v0 info
+    merged as Gymnasium's sync vector env merges them. Next-step autoreset, as
+    :class:`RackVectorEnv`.
+    """
+
+    def __init__(self, num_envs: int = 1, max_episode_steps: int | None = None, **kwargs: Any) -> None:
+        kwargs = self.max_steps(kwargs, max_episode_steps)
+        kwargs.setdefault("migration_cost", 0.0)  # RackDispatch-v0's: a forwarded task counts as a migration
+        if kwargs.get("obs_extras"):
+            raise InvalidConfigError(
+                "obs_extras", list(kwargs["obs_extras"]), "[] for RackDispatch-v0 (it observes the N loads only)"
+            )
+        self.batch = self.rack = RackVectorEnv(num_envs, dispatcher=True, **kwargs)
+        n, config = self.rack.num_agents, self.rack.config
+        low = -1.0 if config.action_type == "logits" else 0.0
+        self._spaces(Box(0.0, config.obs_clip, (n,), np.float32), Box(low, 1.0, (n,), np.float32))
+        self._scale = config.max_logit if config.action_type == "logits" else 1.0
+
+    def _actions(self, actions: Any) -> np.ndarray:
+        actions = np.asarray(actions, dtype=np.float64)
+        if actions.shape != self.action_space.shape:
+            raise InvalidActionError(
+                f"actions: got shape {actions.shape}; expected {self.action_space.shape}: for each copy, one "
+                f"dispatch {self.rack.game.unit[:-1]} per node"
+            )
+        return actions * self._scale
+
+    def _agent(self, value: np.ndarray, what: str) -> np.ndarray:
+        return value[:, 0, : self.rack.num_agents] if what == "obs" else value[:, 0]
+
+    def _copy_info(self, k: int, episode_end: bool) -> dict[str, Any]:
+        return copy_info(self.rack.game.out, k)  # RackDispatch-v0's: the same at an episode's end

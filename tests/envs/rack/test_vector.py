@@ -8,9 +8,9 @@ import pytest
 
 import dcgym.envs  # noqa: F401  (registers the ids)
 from dcgym.envs import rack_v0
-from dcgym.envs.error import InvalidActionError, ResetNeededError
-from dcgym.envs.rack.vector import INFO_KEYS, RackCentralVectorEnv, RackVectorEnv
-from dcgym.envs.rack.wrappers import RackCentralEnv
+from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
+from dcgym.envs.rack.vector import INFO_KEYS, RackCentralVectorEnv, RackDispatchVectorEnv, RackVectorEnv
+from dcgym.envs.rack.wrappers import RackCentralEnv, RackDispatchEnv
 
 B, STEPS, EPISODE = 3, 12, 5
 KWARGS = {"scenario": "malcolm_hetero_paper_exp", "max_steps": EPISODE, "obs_extras": ("arrival_rate", "rank")}
@@ -126,3 +126,33 @@ def test_central_vector_env_matches_the_single_central_env():
             np.testing.assert_array_equal(obs[k], o)
             assert rewards[k] == r and truncations[k] == trunc
     assert truncations.all()
+
+
+@pytest.mark.parametrize("action_type", ["logits", "probabilities"])
+def test_dispatch_vector_env_matches_the_single_dispatcher_env(action_type):
+    kwargs = {"scenario": "malcolm_homog_exp", "max_steps": 4, "action_type": action_type}
+    envs = gymnasium.make_vec("dcgym/RackDispatch-v0", num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
+    assert isinstance(envs.unwrapped, RackDispatchVectorEnv) and envs.single_action_space.shape == (10,)
+    singles = [RackDispatchEnv(**kwargs) for _ in range(2)]
+    obs, _ = envs.reset(seed=5)
+    for k, env in enumerate(singles):
+        np.testing.assert_array_equal(obs[k], env.reset(seed=5 + k)[0])
+    envs.action_space.seed(2)
+    for _ in range(4):
+        actions = envs.action_space.sample()
+        obs, rewards, _, truncations, infos = envs.step(actions)
+        for k, env in enumerate(singles):
+            o, r, _, trunc, info = env.step(actions[k])
+            np.testing.assert_array_equal(obs[k], o)
+            assert rewards[k] == r and truncations[k] == trunc
+            np.testing.assert_array_equal(infos["migrate"][k], info["migrate"])
+    assert truncations.all() and (rewards != 0).all()
+
+
+def test_dispatch_vector_env_refuses_node_tables_and_extras_by_name():
+    envs = RackDispatchVectorEnv(2, scenario="malcolm_homog_exp")
+    envs.reset(seed=1)
+    with pytest.raises(InvalidActionError, match=r"^actions: got shape \(2, 200\); expected \(2, 10\): for each copy"):
+        envs.step(np.zeros((2, 200)))
+    with pytest.raises(InvalidConfigError, match=r'^obs_extras: got \["rank"\]; allowed: \[\] for RackDispatch-v0'):
+        RackDispatchVectorEnv(2, scenario="malcolm_homog_exp", obs_extras=["rank"])
