@@ -63,6 +63,7 @@ from ray.rllib.utils.torch_utils import convert_to_torch_tensor
 
 from dcgym.agents.rl.apis import GroupActAPI
 from dcgym.agents.rl.apis.group_act_api import draw_actions
+from dcgym.agents.rl.batched_copies import batched_copies
 from dcgym.agents.rl.env_runner import CountingEnvRunner
 
 __all__ = ["BulkEnvRunner", "bulk_refusal"]
@@ -206,6 +207,13 @@ class BulkEnvRunner(CountingEnvRunner):
         self._squash = self._squash_function()
         self._squash_plans: dict[tuple, Any] = {}  # rows of a module's batch -> how its actions go to the env
         self._units: dict[tuple, list[list[str]]] = {}  # the modules of a step -> their acting units (_groups)
+
+    def make_env(self) -> None:
+        """RLlib's environments; rack_v0's copies then step in one engine call (:mod:`.batched_copies`)."""
+        super().make_env()
+        batched = batched_copies(self)
+        if batched is not None:
+            self.env = batched
 
     def _squash_function(self):
         """What NormalizeAndClipActions does to an action for the env (None: it does nothing)."""

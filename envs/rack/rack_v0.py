@@ -198,7 +198,7 @@ from dcgym.envs.rack.render import LoadHistory, render_rack
 from dcgym.envs.seeding import episode_seed
 from dcgym.envs.validation import validate
 
-__all__ = ["RackEnv", "env", "parallel_env", "raw_env"]
+__all__ = ["RackEnv", "agent_infos", "env", "parallel_env", "raw_env"]
 
 _INFO_COUNTS = ("migrations", "steals", "failed_steals", "dropped")
 FILL_GAIN_BOUND = 100.0
@@ -316,44 +316,7 @@ class RackEnv(ParallelEnv):
         return dict(zip(self.possible_agents, out["obs"][0].copy()))  # the game's arrays are overwritten next step
 
     def _infos(self, out: dict[str, np.ndarray], episode_end: bool = False) -> dict[str, dict[str, Any]]:
-        n = self.game.num_nodes
-        shared = {
-            "latency_mean_us": float(out["latency_mean_us"][0]),
-            "latency_p99_us": float(out["latency_p99_us"][0]),
-            "completed": int(out["completed"][0]),
-            "true_loads": out["true_loads"][0].copy(),
-            "sim_time_us": float(out["sim_time_us"][0]),
-            "metrics": {
-                "imbalance": float(out["imbalance"][0]) / (n * (n - 1)) if n > 1 else 0.0,
-                **{key: int(out[key][0].sum()) for key in ("migrations", "steals", "dropped")},
-            },
-        }
-        if episode_end:  # the episode's tasks: the engine's latency since the reset
-            latency = self.game.sims[0].results()["latency_us"]
-            if latency["count"]:
-                shared["episode_metrics"] = {"p99_us": latency["p99"], "mean_latency_us": latency["mean"]}
-        columns = zip(
-            self.possible_agents,
-            out["migrate"][0].copy(),
-            out["steal"][0].copy(),
-            *(out[key][0].tolist() for key in _INFO_COUNTS),
-        )
-        infos = {
-            agent: {
-                "migrate": migrate,
-                "steal": steal,
-                "migrations": migrations,
-                "steals": steals,
-                "failed_steals": failed,
-                "dropped": dropped,
-                **shared,
-            }
-            for agent, migrate, steal, migrations, steals, failed, dropped in columns
-        }
-        if self.game.fill:
-            for info, (dest, levels, arrivals) in zip(infos.values(), self.game.decisions[0], strict=True):
-                info["decisions"] = {"dest": dest, "levels": levels, "arrivals": arrivals}
-        return infos
+        return agent_infos(self.game, self.possible_agents, out, 0, episode_end)
 
     # ------------------------------------------------------- state, render
 
@@ -390,3 +353,48 @@ def parallel_env(**kwargs: Any) -> RackEnv:
 def env(**kwargs: Any):
     """The AEC form (agents act in turn, the heartbeat runs once all have acted), order-enforced."""
     return parallel_to_aec(RackEnv(**kwargs))
+
+
+def agent_infos(
+    game: RackGame, agents: list[str], out: dict[str, np.ndarray], k: int, episode_end: bool = False
+) -> dict[str, dict[str, Any]]:
+    """rack_v0's infos of copy ``k`` of ``game`` from its step arrays ``out`` (the Info section): what rack_v0
+    returns, and what a batch of its copies returns for each (``episode_end``: the step truncated the episode)."""
+    n = game.num_nodes
+    shared = {
+        "latency_mean_us": float(out["latency_mean_us"][k]),
+        "latency_p99_us": float(out["latency_p99_us"][k]),
+        "completed": int(out["completed"][k]),
+        "true_loads": out["true_loads"][k].copy(),
+        "sim_time_us": float(out["sim_time_us"][k]),
+        "metrics": {
+            "imbalance": float(out["imbalance"][k]) / (n * (n - 1)) if n > 1 else 0.0,
+            **{key: int(out[key][k].sum()) for key in ("migrations", "steals", "dropped")},
+        },
+    }
+    if episode_end:  # the episode's tasks: the engine's latency since the reset
+        latency = game.sims[k].results()["latency_us"]
+        if latency["count"]:
+            shared["episode_metrics"] = {"p99_us": latency["p99"], "mean_latency_us": latency["mean"]}
+    columns = zip(
+        agents,
+        out["migrate"][k].copy(),
+        out["steal"][k].copy(),
+        *(out[key][k].tolist() for key in _INFO_COUNTS),
+    )
+    infos = {
+        agent: {
+            "migrate": migrate,
+            "steal": steal,
+            "migrations": migrations,
+            "steals": steals,
+            "failed_steals": failed,
+            "dropped": dropped,
+            **shared,
+        }
+        for agent, migrate, steal, migrations, steals, failed, dropped in columns
+    }
+    if game.fill:
+        for info, (dest, levels, arrivals) in zip(infos.values(), game.decisions[k], strict=True):
+            info["decisions"] = {"dest": dest, "levels": levels, "arrivals": arrivals}
+    return infos
