@@ -1,22 +1,24 @@
-"""A runner's copies of rack_v0 stepped by one engine call, where RLlib steps them one after the other.
+"""A runner's copies of rack_v0 or colo_v0 stepped by one engine call, where RLlib steps them one after the other.
 
 RLlib's ``MultiAgentEnvRunner`` runs ``num_envs_per_env_runner`` copies of a
 multi-agent environment as its ``SyncVectorMultiAgentEnv``: each copy, a
 PettingZoo environment wrapped as an RLlib ``MultiAgentEnv``, is stepped in
-turn. :class:`RackCopies` is that vector environment for ``rack_v0``, with the
-copies held by one :class:`~dcgym.envs.rack.vector.RackVectorEnv` and
-advanced together (C++, GIL released). It returns what the sync vector env
-returns, bit for bit: per copy the agents' observations, rewards,
-terminations and truncations (with ``__all__``) and rack_v0's infos
-(:func:`~dcgym.envs.rack.rack_v0.agent_infos`); copy k reset with seed s is
+turn. :class:`RackCopies` and :class:`ColoCopies` are that vector environment
+for ``rack_v0`` and ``colo_v0``, with the copies held by one
+:class:`~dcgym.envs.rack.vector.RackVectorEnv` or
+:class:`~dcgym.envs.colo.vector.ColoVectorEnv` and advanced together (C++,
+GIL released). They return what the sync vector env returns, bit for bit: per
+copy the agents' observations, rewards, terminations and truncations (with
+``__all__``) and the environment's own infos; copy k reset with seed s is
 reset with ``s + k``, as RLlib's; and next-step autoreset, the step after a
-copy's truncation resetting it with zero rewards. It keeps the sync vector
+copy's episode ends resetting it with zero rewards. They keep the sync vector
 env's wrapped copies as ``envs`` for what RLlib reads of them (spaces,
-agents), and never steps them.
+agents), and never step them.
 
-:func:`batched_copies` gives it for a runner whose environment is rack_v0 with
-more than one copy and actions a batch takes (not the ``fill`` actions), and
-None otherwise (the sync vector env stays).
+:func:`batched_copies` gives one for a runner whose environment is rack_v0
+(actions a batch takes: not the ``fill`` actions) or colo_v0 with more than
+one copy, and None otherwise (the sync vector env stays: lb_v0 has no
+batched engine call).
 """
 
 from __future__ import annotations
@@ -28,19 +30,21 @@ import numpy as np
 from ray.rllib.env.vector.vector_multi_agent_env import VectorMultiAgentEnv
 
 from dcgym.agents.rl.envs import RLLIB_ENV_IDS
+from dcgym.envs.colo.colo_v0 import NO_CHANGE
+from dcgym.envs.colo.vector import ColoVectorEnv
 from dcgym.envs.rack.rack_v0 import agent_infos
 from dcgym.envs.rack.vector import RackVectorEnv
 
-__all__ = ["RackCopies", "batched_copies"]
+__all__ = ["ColoCopies", "RackCopies", "batched_copies"]
 
 
-class RackCopies(VectorMultiAgentEnv):
-    """``num_envs`` copies of rack_v0 with ``env_config``, as RLlib's sync vector env of them (module docstring);
-    ``synced`` is that sync vector env, whose copies this one stands in for."""
+class _Copies(VectorMultiAgentEnv):
+    """What both stand-ins share: the sync vector env's spaces and copies, closing."""
 
-    def __init__(self, synced: VectorMultiAgentEnv, env_config: Mapping[str, Any]) -> None:
+    batch: Any
+
+    def __init__(self, synced: VectorMultiAgentEnv) -> None:
         super().__init__()
-        self.batch = RackVectorEnv(synced.num_envs, copy=False, **env_config)
         self.num_envs = synced.num_envs
         self.envs = synced.envs
         self.metadata, self.render_mode = synced.metadata, synced.render_mode
@@ -49,8 +53,22 @@ class RackCopies(VectorMultiAgentEnv):
         self.single_observation_space = synced.single_observation_space
         self.single_action_space = synced.single_action_space
         self.observation_space, self.action_space = synced.observation_space, synced.action_space
-        self.agents = list(self.batch.possible_agents)
         self._resetting = np.zeros(self.num_envs, dtype=bool)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        self.batch.close()
+        for env in self.envs:
+            env.close()
+
+
+class RackCopies(_Copies):
+    """``num_envs`` copies of rack_v0 with ``env_config``, as RLlib's sync vector env of them (module docstring);
+    ``synced`` is that sync vector env, whose copies this one stands in for."""
+
+    def __init__(self, synced: VectorMultiAgentEnv, env_config: Mapping[str, Any]) -> None:
+        super().__init__(synced)
+        self.batch = RackVectorEnv(synced.num_envs, copy=False, **env_config)
+        self.agents = list(self.batch.possible_agents)
         self._actions = np.zeros(self.batch.action_space.shape, dtype=np.float64)
 
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None):
@@ -83,11 +101,6 @@ class RackCopies(VectorMultiAgentEnv):
         np.copyto(self._resetting, self.batch._done())
         return result
 
-    def close_extras(self, **kwargs: Any) -> None:
-        self.batch.close()
-        for env in self.envs:
-            env.close()
-
     def _obs(self, obs: np.ndarray, k: int) -> dict[str, np.ndarray]:
         return dict(zip(self.agents, obs[k].copy()))  # the batch's arrays are overwritten next step
 
@@ -95,11 +108,71 @@ class RackCopies(VectorMultiAgentEnv):
         return agent_infos(self.batch.game, self.agents, out, k, episode_end)
 
 
-def batched_copies(runner: Any) -> RackCopies | None:
-    """The batched stand-in for ``runner.env`` (its sync vector env of rack_v0 copies), or None where there is
-    none: another environment, one copy, or rack_v0's ``fill`` actions."""
+class ColoCopies(_Copies):
+    """``num_envs`` copies of colo_v0 with ``env_config``, as RLlib's sync vector env of them (module docstring):
+    services come and go, so each copy's dicts hold the services colo_v0 shows (present, or ending at this
+    step)."""
+
+    def __init__(self, synced: VectorMultiAgentEnv, env_config: Mapping[str, Any]) -> None:
+        super().__init__(synced)
+        self.batch = ColoVectorEnv(synced.num_envs, **env_config)
+        self.agents = list(self.batch.possible_agents)
+        self._actions = np.zeros((self.num_envs, len(self.agents)), dtype=np.int64)
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed, options=options)
+        obs, _ = self.batch.reset(seed=seed, options=options)
+        self._resetting[:] = False
+        views = [self.batch.copy_view(k, reset=True) for k in range(self.num_envs)]
+        return [self._obs(obs, k, v) for k, v in enumerate(views)], [v.infos for v in views]
+
+    def step(self, actions: list[dict[str, Any]]):
+        self._actions[:] = NO_CHANGE  # for the services without an action (absent, or their copy resetting)
+        for k, action in enumerate(actions):
+            for i, agent in enumerate(self.agents):
+                if agent in action and not self._resetting[k]:
+                    self._actions[k, i] = action[agent]
+        obs, _, terminations, truncations, _ = self.batch.step(self._actions)
+        result: tuple[list, list, list, list, list] = ([], [], [], [], [])
+        ends = np.zeros(self.num_envs, dtype=bool)
+        for k in range(self.num_envs):
+            view = self.batch.copy_view(k, reset=bool(self._resetting[k]))
+            result[0].append(self._obs(obs, k, view))
+            result[4].append(view.infos)
+            if self._resetting[k]:  # the sync vector env's autoreset step, over its copy's possible_agents (RLlib's
+                # PettingZoo wrapper takes them from the services present at its first reset)
+                agents = self.envs[k].unwrapped.possible_agents
+                zeros = dict.fromkeys(agents, False)
+                result[1].append(dict.fromkeys(agents, 0.0))
+                result[2].append({**zeros, "__all__": False})
+                result[3].append({**zeros, "__all__": False})
+                continue
+            shown = np.flatnonzero(view.shown)
+            ended = {self.agents[i]: bool(terminations[k, i]) for i in shown}
+            cut = {self.agents[i]: bool(truncations[k, i]) for i in shown}
+            result[1].append(view.rewards)
+            result[2].append({**ended, "__all__": all(ended.values())})  # RLlib's PettingZoo wrapper's
+            result[3].append({**cut, "__all__": all(cut.values())})
+            ends[k] = result[2][-1]["__all__"] or result[3][-1]["__all__"]
+        np.copyto(self._resetting, ends)
+        return result
+
+    def _obs(self, obs: np.ndarray, k: int, view: Any) -> dict[str, dict[str, np.ndarray]]:
+        return {
+            self.agents[i]: {"observation": obs[k, i, :-1].copy(), "action_mask": view.masks[i].copy()}
+            for i in np.flatnonzero(view.shown)
+        }
+
+
+def batched_copies(runner: Any) -> _Copies | None:
+    """The batched stand-in for ``runner.env`` (its sync vector env of rack_v0 or colo_v0 copies), or None where
+    there is none: another environment, one copy, or rack_v0's ``fill`` actions."""
     config = runner.config
     env_config = dict(config.env_config or {})
-    if config.env != RLLIB_ENV_IDS["rack_v0"] or runner.num_envs < 2 or env_config.get("action_type") == "fill":
+    if runner.num_envs < 2:
         return None
-    return RackCopies(runner.env, env_config)
+    if config.env == RLLIB_ENV_IDS["rack_v0"] and env_config.get("action_type") != "fill":
+        return RackCopies(runner.env, env_config)
+    if config.env == RLLIB_ENV_IDS["colo_v0"]:
+        return ColoCopies(runner.env, env_config)
+    return None

@@ -77,7 +77,10 @@ e^6 ms (400 ms): it trades QoS for resources (docs/results/osml.md).
 
 An agent is terminated at the step its service ends (``end_s``). Every
 agent is truncated after ``max_steps`` (default: the scenario's
-``horizon_s`` / ``interval_s``). When no service is present the simulation
+``horizon_s`` / ``interval_s``), one whose service ends at that step too
+(terminated and truncated), so that every agent of the last step is
+truncated: RLlib's PettingZoo wrapper ends an episode only when all its
+agents' flags of one kind are set. When no service is present the simulation
 runs on to the next launch within the same step.
 
 ## Info
@@ -210,10 +213,15 @@ def qos_rewards(latency_ms: np.ndarray, qos_ms: np.ndarray, added: np.ndarray) -
     return np.where(latency_ms > qos_ms, -QOS_WEIGHT * (1.0 + excess), 0.0) - added
 
 
+_LOG1P = np.frompyfunc(math.log1p, 1, 1)
+"""``math.log1p`` element by element: numpy's vectorised ``log1p`` may round differently in the last bit."""
+
+
 def osml_rewards(latency_ms: np.ndarray, previous_ms: np.ndarray, added: np.ndarray) -> np.ndarray:
-    """:func:`osml_reward` over arrays (``added``: dcores + dways), for the batched environment."""
+    """:func:`osml_reward` over arrays (``added``: dcores + dways), for the batched environment: the same bits."""
     d = latency_ms - previous_ms
-    return np.where(d < 0, np.log1p(np.abs(d)), np.where(d > 0, -np.log1p(np.abs(d)), 0.0)) - added
+    log = _LOG1P(np.abs(d)).astype(np.float64)
+    return np.where(d < 0, log, np.where(d > 0, -log, 0.0)) - added
 
 
 def osml_reward(latency_ms: float, previous_ms: float, dcores: int, dways: int) -> float:
@@ -387,7 +395,7 @@ class ColoEnv(ParallelEnv, EzPickle):
             else:
                 rewards[a] = qos_reward(latency[i], qos[i], dc, dw)
         terminations = {a: a in ended for a in self.agents}
-        truncations = {a: truncated and a not in ended for a in self.agents}
+        truncations = dict.fromkeys(self.agents, truncated)  # also those ending now (module docstring)
         obs, infos = self._observe(), self._infos(granted, latency, sim.now_s)
         self._latency = latency
         if truncated:

@@ -33,7 +33,7 @@ every step (``copy`` changes nothing).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from gymnasium.spaces import Box, MultiDiscrete
@@ -58,7 +58,7 @@ from dcgym.envs.colo.server import COUNTERS, ENDED, RUNNING, WARMING
 from dcgym.envs.error import InvalidActionError
 from dcgym.envs.vector import BatchedEnv, SingleAgentVectorEnv
 
-__all__ = ["ColoCentralVectorEnv", "ColoVectorEnv"]
+__all__ = ["ColoCentralVectorEnv", "ColoVectorEnv", "CopyView"]
 
 _DC = np.array([d[0] for d in _DECODED], dtype=np.int64)
 _DW = np.array([d[1] for d in _DECODED], dtype=np.int64)
@@ -67,6 +67,19 @@ for (_lc, _hc, _lw, _hw), _m in _MASKS.items():
     _TABLE[-_lc, _hc, -_lw, _hw] = _m
 _ABSENT = np.zeros(ACTIONS, dtype=np.int8)
 _ABSENT[NO_CHANGE] = 1
+
+
+class CopyView(NamedTuple):
+    """What colo_v0 itself returns for one copy of a :class:`ColoVectorEnv` after its last reset or step."""
+
+    shown: np.ndarray
+    """(N,) bool: the services in colo_v0's observations (present, or ending at this step)."""
+    masks: np.ndarray
+    """(N, 49) int8: their action masks; a service not shown: only no change."""
+    infos: dict[str, dict[str, Any]]
+    """colo_v0's infos of the services shown."""
+    rewards: dict[str, float]
+    """Their rewards (empty at a reset)."""
 
 
 class ColoVectorEnv(BatchedEnv):
@@ -148,7 +161,7 @@ class ColoVectorEnv(BatchedEnv):
         rewards = np.where(was & ~arrived & active[:, None], reward, 0.0)
         self._latency = np.where(active[:, None], latency, self._latency)
         truncated = (self._steps >= self.max_steps) & active
-        truncations = (self.present | ended) & truncated[:, None] & ~ended
+        truncations = (self.present | ended) & truncated[:, None]
         everyone_left = ~self.present.any(axis=1) & active
         self._ended = truncated | everyone_left
         obs = self._observe(counters, self.present | ended)
@@ -163,6 +176,36 @@ class ColoVectorEnv(BatchedEnv):
 
     def _done(self) -> np.ndarray:
         return self._ended
+
+    def copy_view(self, k: int, reset: bool = False) -> CopyView:
+        """Copy k as colo_v0 returns it after the last step (``reset``: after its reset, as the copies that reset
+        at this step are): which services it shows, their masks, infos and rewards."""
+        env = self.envs[k]
+        obs, rewards, _, _, info = self._last if self._last and not reset else (None,) * 5
+        if obs is None:
+            obs, info = self._result(reset=True)
+        shown = obs[k, :, -1] > 0
+        cores, ways, (idle_c, idle_w) = info["cores"][k], info["ways"][k], info["idle"][k]
+        low_c = np.minimum(MAX_DELTA, cores - np.minimum(1, cores))
+        low_w = np.minimum(MAX_DELTA, ways - np.minimum(1, ways))
+        masks = _TABLE[low_c, min(MAX_DELTA, int(idle_c)), low_w, min(MAX_DELTA, int(idle_w))]
+        masks[~shown] = _ABSENT
+        latency, now, qos = self._latency[k], env.server.sim.now_s, env._qos
+        infos = {}
+        for i in np.flatnonzero(shown):
+            infos[self.possible_agents[i]] = {
+                "granted": (int(info["granted"][k, i, 0]), int(info["granted"][k, i, 1])),
+                "latency_ms": float(latency[i]),
+                "qos_ms": qos[i],
+                "qos_met": bool(latency[i] <= qos[i]),
+                "cores": int(cores[i]),
+                "ways": int(ways[i]),
+                "idle_cores": int(idle_c),
+                "idle_ways": int(idle_w),
+                "sim_time_s": now,
+            }
+        paid = {} if rewards is None else {self.possible_agents[i]: float(rewards[k, i]) for i in np.flatnonzero(shown)}
+        return CopyView(shown, masks, infos, paid)
 
     # ------------------------------------------------------------------ internals
 
@@ -291,29 +334,5 @@ class ColoCentralVectorEnv(SingleAgentVectorEnv):
     def _copy_info(self, k: int, episode_end: bool) -> dict[str, Any]:
         """ColoCentral-v0's info for copy k: the masks of the services shown (present, or ending at this step),
         colo_v0's infos for them, and their rewards (none at a reset)."""
-        colo, env = self.colo, self.colo.envs[k]
-        obs, rewards, _, _, info = colo._last if colo._last and not self._resetting[k] else (None,) * 5
-        if obs is None:
-            obs, info = colo._result(reset=True)
-        shown = obs[k, :, -1] > 0
-        cores, ways, (idle_c, idle_w) = info["cores"][k], info["ways"][k], info["idle"][k]
-        low_c = np.minimum(MAX_DELTA, cores - np.minimum(1, cores))
-        low_w = np.minimum(MAX_DELTA, ways - np.minimum(1, ways))
-        mask = _TABLE[low_c, min(MAX_DELTA, int(idle_c)), low_w, min(MAX_DELTA, int(idle_w))]
-        mask[~shown] = _ABSENT
-        latency, now = colo._latency[k], env.server.sim.now_s
-        services = {}
-        for i in np.flatnonzero(shown):
-            services[colo.possible_agents[i]] = {
-                "granted": (int(info["granted"][k, i, 0]), int(info["granted"][k, i, 1])),
-                "latency_ms": float(latency[i]),
-                "qos_ms": env._qos[i],
-                "qos_met": bool(latency[i] <= env._qos[i]),
-                "cores": int(cores[i]),
-                "ways": int(ways[i]),
-                "idle_cores": int(idle_c),
-                "idle_ways": int(idle_w),
-                "sim_time_s": now,
-            }
-        paid = {} if rewards is None else {colo.possible_agents[i]: float(rewards[k, i]) for i in np.flatnonzero(shown)}
-        return {"action_mask": mask, "services": services, "rewards": paid}
+        view = self.colo.copy_view(k, reset=bool(self._resetting[k]))
+        return {"action_mask": view.masks, "services": view.infos, "rewards": view.rewards}
