@@ -111,29 +111,19 @@ def test_make_vec_builds_the_batched_central_env():
     envs.close()
 
 
-def test_central_vector_env_matches_the_single_central_env():
-    envs = RackCentralVectorEnv(2, scenario="malcolm_homog_exp", max_steps=4)
-    singles = [RackCentralEnv(scenario="malcolm_homog_exp", max_steps=4) for _ in range(2)]
-    obs, _ = envs.reset(seed=9)
-    for k, env in enumerate(singles):
-        np.testing.assert_array_equal(obs[k], env.reset(seed=9 + k)[0])
-    envs.action_space.seed(1)
-    for _ in range(4):
-        actions = envs.action_space.sample()
-        obs, rewards, _, truncations, _ = envs.step(actions)
-        for k, env in enumerate(singles):
-            o, r, _, trunc, _ = env.step(actions[k])
-            np.testing.assert_array_equal(obs[k], o)
-            assert rewards[k] == r and truncations[k] == trunc
-    assert truncations.all()
-
-
 @pytest.mark.parametrize("action_type", ["logits", "probabilities"])
-def test_dispatch_vector_env_matches_the_single_dispatcher_env(action_type):
+@pytest.mark.parametrize(
+    "env_id, vector, single, width",
+    [
+        ("dcgym/RackCentral-v0", RackCentralVectorEnv, RackCentralEnv, 200),
+        ("dcgym/RackDispatch-v0", RackDispatchVectorEnv, RackDispatchEnv, 10),
+    ],
+)
+def test_the_one_agent_vector_envs_match_their_single_envs(env_id, vector, single, width, action_type):
     kwargs = {"scenario": "malcolm_homog_exp", "max_steps": 4, "action_type": action_type}
-    envs = gymnasium.make_vec("dcgym/RackDispatch-v0", num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
-    assert isinstance(envs.unwrapped, RackDispatchVectorEnv) and envs.single_action_space.shape == (10,)
-    singles = [RackDispatchEnv(**kwargs) for _ in range(2)]
+    envs = gymnasium.make_vec(env_id, num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
+    assert isinstance(envs.unwrapped, vector) and envs.single_action_space.shape == (width,)
+    singles = [single(**kwargs) for _ in range(2)]
     obs, _ = envs.reset(seed=5)
     for k, env in enumerate(singles):
         np.testing.assert_array_equal(obs[k], env.reset(seed=5 + k)[0])
