@@ -38,6 +38,7 @@ from dcgym.cpp_core._engine import (
     step_auto_batch,
     step_colo_batch,
     step_flow_batch,
+    step_lb_batch,
     step_rack_batch,
     step_rack_game,
 )
@@ -85,6 +86,7 @@ __all__ = [
     "step_auto_batch",
     "step_colo_batch",
     "step_flow_batch",
+    "step_lb_batch",
     "step_rack_batch",
     "step_rack_game",
 ]

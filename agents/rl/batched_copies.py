@@ -1,4 +1,4 @@
-"""A runner's copies of rack_v0 or colo_v0 stepped by one engine call, where RLlib steps them one after the other.
+"""A runner's copies of a multi-agent game stepped by one engine call, where RLlib steps them one after the other.
 
 RLlib's ``MultiAgentEnvRunner`` runs ``num_envs_per_env_runner`` copies of a
 multi-agent environment as its ``SyncVectorMultiAgentEnv``: each copy, a
@@ -7,7 +7,10 @@ turn. :class:`RackCopies` and :class:`ColoCopies` are that vector environment
 for ``rack_v0`` and ``colo_v0``, with the copies held by one
 :class:`~dcgym.envs.rack.vector.RackVectorEnv` or
 :class:`~dcgym.envs.colo.vector.ColoVectorEnv` and advanced together (C++,
-GIL released). They return what the sync vector env returns, bit for bit: per
+GIL released); :class:`LbCopies` steps the sync vector env's own copies of
+``lb_v0`` or ``lb_central_v0``, each in its two phases (its Python before and
+after the engine), with their engines run in one call (``step_lb_batch``).
+They return what the sync vector env returns, bit for bit: per
 copy the agents' observations, rewards, terminations and truncations (with
 ``__all__``) and the environment's own infos; copy k reset with seed s is
 reset with ``s + k``, as RLlib's; and next-step autoreset, the step after a
@@ -16,9 +19,9 @@ env's wrapped copies as ``envs`` for what RLlib reads of them (spaces,
 agents), and never step them.
 
 :func:`batched_copies` gives one for a runner whose environment is rack_v0
-(actions a batch takes: not the ``fill`` actions) or colo_v0 with more than
-one copy, and None otherwise (the sync vector env stays: lb_v0 has no
-batched engine call).
+(actions a batch takes: not the ``fill`` actions), colo_v0, lb_v0 or
+lb_central_v0 with more than one copy, and None otherwise (the sync vector
+env stays).
 """
 
 from __future__ import annotations
@@ -32,10 +35,11 @@ from ray.rllib.env.vector.vector_multi_agent_env import VectorMultiAgentEnv
 from dcgym.agents.rl.envs import RLLIB_ENV_IDS
 from dcgym.envs.colo.colo_v0 import NO_CHANGE
 from dcgym.envs.colo.vector import ColoVectorEnv
+from dcgym.envs.lb.lb_v0 import step_copies
 from dcgym.envs.rack.rack_v0 import agent_infos
 from dcgym.envs.rack.vector import RackVectorEnv
 
-__all__ = ["ColoCopies", "RackCopies", "batched_copies"]
+__all__ = ["ColoCopies", "LbCopies", "RackCopies", "batched_copies"]
 
 
 class _Copies(VectorMultiAgentEnv):
@@ -164,9 +168,56 @@ class ColoCopies(_Copies):
         }
 
 
+class LbCopies(_Copies):
+    """The copies of lb_v0 or lb_central_v0 in RLlib's sync vector env, stepped with their engines run in one call:
+    each copy's own step (``step_phases``: its Python before and after the engine, the same code as ``step``),
+    so what each returns is what it returns stepped alone (module docstring)."""
+
+    def __init__(self, synced: VectorMultiAgentEnv) -> None:
+        super().__init__(synced)
+        self.batch = None
+
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed, options=options)
+        seeds = [None] * self.num_envs if seed is None else [seed + k for k in range(self.num_envs)]
+        self._resetting[:] = False
+        results = [env.reset(seed=s, options=options) for env, s in zip(self.envs, seeds, strict=True)]
+        return [obs for obs, _ in results], [infos for _, infos in results]
+
+    def step(self, actions: list[dict[str, Any]]):
+        result: list[tuple] = [()] * self.num_envs
+        stepping = []
+        for k in range(self.num_envs):
+            if self._resetting[k]:  # the sync vector env's autoreset step
+                obs, infos = self.envs[k].reset()
+                agents = self.envs[k].unwrapped.possible_agents
+                zeros = dict.fromkeys(agents, False)
+                result[k] = (
+                    obs,
+                    dict.fromkeys(agents, 0.0),
+                    {**zeros, "__all__": False},
+                    {**zeros, "__all__": False},
+                    infos,
+                )
+            else:
+                stepping.append(k)
+        steps = [self.envs[k].unwrapped.par_env.step_phases(actions[k]) for k in stepping]
+        for k, (obs, rewards, terminations, truncations, infos) in zip(stepping, step_copies(steps), strict=True):
+            terminations["__all__"] = all(terminations.values())  # as RLlib's PettingZoo wrapper adds them
+            truncations["__all__"] = all(truncations.values())
+            result[k] = (obs, rewards, terminations, truncations, infos)
+        for k in range(self.num_envs):
+            self._resetting[k] = result[k][2]["__all__"] or result[k][3]["__all__"]
+        return tuple([r[i] for r in result] for i in range(5))
+
+    def close_extras(self, **kwargs: Any) -> None:
+        for env in self.envs:
+            env.close()
+
+
 def batched_copies(runner: Any) -> _Copies | None:
-    """The batched stand-in for ``runner.env`` (its sync vector env of rack_v0 or colo_v0 copies), or None where
-    there is none: another environment, one copy, or rack_v0's ``fill`` actions."""
+    """The batched stand-in for ``runner.env`` (its sync vector env of rack_v0, colo_v0, lb_v0 or lb_central_v0
+    copies), or None where there is none: another environment, one copy, or rack_v0's ``fill`` actions."""
     config = runner.config
     env_config = dict(config.env_config or {})
     if runner.num_envs < 2:
@@ -175,4 +226,6 @@ def batched_copies(runner: Any) -> _Copies | None:
         return RackCopies(runner.env, env_config)
     if config.env == RLLIB_ENV_IDS["colo_v0"]:
         return ColoCopies(runner.env, env_config)
+    if config.env in (RLLIB_ENV_IDS["lb_v0"], RLLIB_ENV_IDS["lb_central_v0"]):
+        return LbCopies(runner.env)
     return None

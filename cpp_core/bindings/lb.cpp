@@ -149,6 +149,25 @@ void BindLb(py::module_& m) {
       "check_lb_config", [](const py::dict& d) { b::ParseLbConfig(d); }, py::arg("config"),
       "Validate an lb config dict in the engine; raises ValueError naming the bad field.");
 
+  m.def(
+      "step_lb_batch",
+      [](const std::vector<LbSim*>& sims, const std::vector<double>& time_us) {
+        if (sims.size() != time_us.size())
+          throw std::invalid_argument("time_us: needs one time per sim (" + std::to_string(sims.size()) + "), got " +
+                                      std::to_string(time_us.size()));
+        for (size_t i = 0; i < sims.size(); ++i) {  // every time checked before any sim runs
+          if (sims[i] == nullptr) throw std::invalid_argument("sims[" + std::to_string(i) + "]: got None");
+          if (!(time_us[i] >= sims[i]->Now()) || !std::isfinite(time_us[i]))
+            throw std::invalid_argument("time_us[" + std::to_string(i) + "]: must be finite and >= sims[" +
+                                        std::to_string(i) + "]'s current time " + std::to_string(sims[i]->Now()) +
+                                        ", got " + std::to_string(time_us[i]));
+        }
+        py::gil_scoped_release release;
+        for (size_t i = 0; i < sims.size(); ++i) sims[i]->RunUntil(time_us[i]);
+      },
+      py::arg("sims"), py::arg("time_us"),
+      "Run each sim until its time (LbSim.run_until for all of them in one call). Releases the GIL.");
+
   py::class_<LbSim>(m, "LbSim",
                     "The multi-stage server model of the multi-LB paper (Yao et al., CIKM 2022, App. C.1): M load "
                     "balancers over N servers with blocked-PS CPU and PS IO queues.")

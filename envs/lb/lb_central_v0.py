@@ -63,7 +63,7 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
 from dcgym.envs.error import InvalidActionError
-from dcgym.envs.lb.lb_v0 import LbEnv
+from dcgym.envs.lb.lb_v0 import LbEnv, StepPhases, drive
 
 __all__ = ["AGENT", "CentralLbEnv", "env", "parallel_env", "raw_env"]
 
@@ -136,6 +136,10 @@ class CentralLbEnv(ParallelEnv, EzPickle):
         return {AGENT: self.lb.state()}, {AGENT: self._info(infos)}
 
     def step(self, actions: Mapping[str, Any]):
+        return drive(self.step_phases(actions))
+
+    def step_phases(self, actions: Mapping[str, Any]) -> StepPhases:
+        """:meth:`step` in lb_v0's two phases (:meth:`dcgym.envs.lb.lb_v0.LbEnv.step_phases`)."""
         if not isinstance(actions, Mapping) or set(actions) != {AGENT}:
             given = sorted(map(str, actions)) if isinstance(actions, Mapping) else type(actions).__name__
             raise InvalidActionError(f"step() takes {{'{AGENT}': action}}, got {given}")
@@ -144,7 +148,7 @@ class CentralLbEnv(ParallelEnv, EzPickle):
         if action.shape != (m * n,):
             raise InvalidActionError(f"{AGENT}: action must have shape ({m * n},), one entry per LB and server")
         split = {agent: action[i * n : (i + 1) * n] for i, agent in enumerate(self.lb.agents)}
-        _, rewards, terminations, truncations, infos = self.lb.step(split)
+        _, rewards, terminations, truncations, infos = yield from self.lb.step_phases(split)
         done = not self.lb.agents
         if done:
             self.agents = []

@@ -170,7 +170,7 @@ other option keys are ignored.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -181,7 +181,7 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 from pydantic import ConfigDict, Field
 
-from dcgym.cpp_core import LbSim
+from dcgym.cpp_core import LbSim, step_lb_batch
 from dcgym.envs.error import InvalidActionError, InvalidConfigError, ResetNeededError
 from dcgym.envs.lb.scenario import LbScenario
 from dcgym.envs.scenario import scenario_for
@@ -191,6 +191,9 @@ from dcgym.envs.validation import one_of, validate
 
 __all__ = [
     "ACTION_TYPES",
+    "StepPhases",
+    "drive",
+    "step_copies",
     "LbEnvConfig",
     "DISPATCHES",
     "DEFAULT_LOAD_TARGET",
@@ -454,6 +457,12 @@ class LbEnv(ParallelEnv, EzPickle):
 
     def step(self, actions: Mapping[str, Any]):
         """Apply every LB's weights, run one decision period, observe."""
+        return drive(self.step_phases(actions))
+
+    def step_phases(self, actions: Mapping[str, Any]) -> StepPhases:
+        """:meth:`step` in two phases, so that a batch of copies can run their engines in one call
+        (:func:`step_copies`): apply the weights, yield the engine and the time to run it to, then (resumed once it
+        ran) observe and return what :meth:`step` returns."""
         if self._sim is None:
             raise ResetNeededError("Call reset() before step()")
         if not self.agents:
@@ -462,7 +471,7 @@ class LbEnv(ParallelEnv, EzPickle):
         for i, w in enumerate(weights):
             self._sim.set_weights(i, w)
         self._steps += 1
-        self._sim.run_until(self._steps * self.period_us)
+        yield self._sim, self._steps * self.period_us
         obs = self._observe()
         if self.reward_name == FCT_REWARD:
             rewards = {a: float(r) for a, r in zip(self.agents, self._fct_rewards(obs))}
@@ -635,3 +644,34 @@ def env(**kwargs: Any):
 
 MultiLbEnv = LbEnv
 """The class's name before the family was called ``lb`` (kept so old code imports; use :class:`LbEnv`)."""
+
+
+StepPhases = Generator[tuple[LbSim, float], None, tuple]
+"""A step in two phases (:meth:`LbEnv.step_phases`): it yields once, the engine and the time to run it to."""
+
+
+def drive(phases: StepPhases) -> tuple:
+    """Run a step's phases alone: its engine to the time it yields, then the rest; the step's result."""
+    sim, time_us = next(phases)
+    sim.run_until(time_us)
+    try:
+        next(phases)
+    except StopIteration as done:
+        return done.value
+    raise RuntimeError("a step's phases yield once")
+
+
+def step_copies(steps: list[StepPhases]) -> list[tuple]:
+    """The steps of several copies (each :meth:`LbEnv.step_phases`), their engines run in one call
+    (``step_lb_batch``, the GIL released): what each step returns, as if each had run alone."""
+    targets = [next(phases) for phases in steps]
+    step_lb_batch([sim for sim, _ in targets], [time for _, time in targets])
+    results = []
+    for phases in steps:
+        try:
+            next(phases)
+        except StopIteration as done:
+            results.append(done.value)
+            continue
+        raise RuntimeError("a step's phases yield once")
+    return results

@@ -40,8 +40,8 @@ CASES = {
     "osml_copies": ("osml_dqn_mixes", {"resources.num_envs_per_env_runner": 3, "env_args.max_steps": 20}, {}),
 }
 
-BATCHED = {"ppo_rack", "osml_copies"}
-"""Cases whose copies step in one engine call in the bulk runner (RackCopies, ColoCopies)."""
+BATCHED = {"ppo_rack", "osml_copies", "distr_lb", "distr_lb_episodes"}
+"""Cases whose copies step in one engine call in the bulk runner (RackCopies, ColoCopies, LbCopies)."""
 GROUPED = {"malcolm", "malcolm_fill"}
 """Cases whose modules act as a group in the bulk runner (the 14 nodes' modules in one computation)."""
 
@@ -55,7 +55,7 @@ def _runner(runner_cls, name: str, overrides: dict):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bulk_sampling_gives_rllibs_episodes(ray_session, storage, case):
-    from dcgym.agents.rl.batched_copies import ColoCopies, RackCopies
+    from dcgym.agents.rl.batched_copies import ColoCopies, LbCopies, RackCopies
     from dcgym.agents.rl.bulk_env_runner import BulkEnvRunner
     from dcgym.agents.rl.env_runner import CountingEnvRunner
 
@@ -67,7 +67,7 @@ def test_bulk_sampling_gives_rllibs_episodes(ray_session, storage, case):
             runner = algo.env_runner_group.local_env_runner
             if cls is BulkEnvRunner:
                 assert runner.bulk_refusal is None
-                assert isinstance(runner.env, (RackCopies, ColoCopies)) == (case in BATCHED)
+                assert isinstance(runner.env, (RackCopies, ColoCopies, LbCopies)) == (case in BATCHED)
             samples[cls] = [runner.sample(**kwargs) for _ in range(3)]
             if cls is BulkEnvRunner:
                 grouped = any(len(unit) > 1 for units in runner._units.values() for unit in units)
