@@ -143,7 +143,6 @@ uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t le
   if (level < -1 || level >= static_cast<int32_t>(config_.levels))
     Fail("level", "must be in [0, " + Str(config_.levels - 1) + "] or -1 (keep), got " + Str(level));
   if (!LevelBased()) Fail("pathbal", std::string("needs a level-based discipline, not ") + DisciplineName(discipline_));
-  const uint32_t levels = config_.levels;
   std::vector<double> bytes = LinkLevelBytes();
   std::vector<std::pair<double, uint32_t>> moving;  // (arrival, slot) of the long flows
   for (const uint32_t f : active_) {
@@ -159,17 +158,14 @@ uint64_t FlowSim::BalancePaths(double long_bytes, uint64_t max_flows, int32_t le
     const double left = fl.size - SentOf(f);
     const uint32_t at = level >= 0 ? static_cast<uint32_t>(level) : fl.level;  // its level once moved
     const auto cost = [&](const Path& p) { return PathCost(bytes, p, at); };
-    const auto add = [&](const Path& p, uint32_t l, double b) {
-      for (uint32_t h = 0; h < p.hops; ++h) bytes[size_t{p.link[h]} * levels + l] += b;
-    };
-    add(fl.route, fl.level, -left);
+    AddPathBytes(bytes, fl.route, fl.level, -left);
     uint32_t best = fl.path;
     double least = cost(fl.route);
     for (uint32_t q = 0; q < topology_.NumPaths(fl.src, fl.dst); ++q) {
       const double c = cost(topology_.Route(fl.src, fl.dst, q));
       if (c < least) least = c, best = q;
     }
-    add(topology_.Route(fl.src, fl.dst, best), at, left);
+    AddPathBytes(bytes, topology_.Route(fl.src, fl.dst, best), at, left);
     moved += best != fl.path;
     if (best != fl.path || level >= 0)
       actions.push_back({Handle(f), level, -1.0, best != fl.path ? static_cast<int32_t>(best) : -1});
@@ -182,17 +178,15 @@ uint64_t FlowSim::CheckMoves(std::vector<FlowAction>& actions) const {
   if (!LevelBased()) return 0;
   const uint32_t levels = config_.levels;
   std::vector<double> bytes = LinkLevelBytes();
-  const auto add = [&](const Path& p, uint32_t l, double b) {
-    for (uint32_t h = 0; h < p.hops; ++h) bytes[size_t{p.link[h]} * levels + l] += b;
-  };
   uint64_t dropped = 0;
   for (size_t i = 0; i < actions.size(); ++i) {
     FlowAction& a = actions[i];
-    const Flow& fl = flows_[SlotOf(a.flow, "actions[" + Str(i) + "].flow")];
-    const double left = fl.size - SentOf(static_cast<uint32_t>(a.flow & 0xffffffffu));
+    const uint32_t f = SlotOf(a.flow, "actions[" + Str(i) + "].flow");
+    const Flow& fl = flows_[f];
+    const double left = fl.size - SentOf(f);
     const uint32_t at =
         a.level >= 0 && a.level < static_cast<int32_t>(levels) ? static_cast<uint32_t>(a.level) : fl.level;
-    add(fl.route, fl.level, -left);
+    AddPathBytes(bytes, fl.route, fl.level, -left);
     Path route = fl.route;
     if (a.path >= 0 && static_cast<uint32_t>(a.path) != fl.path &&
         static_cast<uint32_t>(a.path) < topology_.NumPaths(fl.src, fl.dst)) {
@@ -204,7 +198,7 @@ uint64_t FlowSim::CheckMoves(std::vector<FlowAction>& actions) const {
         ++dropped;
       }
     }
-    add(route, at, left);
+    AddPathBytes(bytes, route, at, left);
   }
   return dropped;
 }
@@ -216,10 +210,13 @@ std::vector<double> FlowSim::LinkLevelBytes() const {
   std::vector<double> bytes(size_t{topology_.NumLinks()} * levels, 0.0);
   for (const uint32_t f : active_) {
     const Flow& fl = flows_[f];
-    const double left = fl.size - SentOf(f);
-    for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[size_t{fl.route.link[h]} * levels + fl.level] += left;
+    AddPathBytes(bytes, fl.route, fl.level, fl.size - SentOf(f));
   }
   return bytes;
+}
+
+void FlowSim::AddPathBytes(std::vector<double>& bytes, const Path& p, uint32_t level, double b) const {
+  for (uint32_t h = 0; h < p.hops; ++h) bytes[size_t{p.link[h]} * config_.levels + level] += b;
 }
 
 double FlowSim::PathCost(const std::vector<double>& bytes, const Path& p, uint32_t at) const {
@@ -240,15 +237,12 @@ void FlowSim::ObservePathCosts(const int64_t* flows, uint32_t rows, uint32_t pat
     const uint32_t f = SlotOf(static_cast<uint64_t>(flows[i]), "flows[" + Str(i) + "]");
     const Flow& fl = flows_[f];
     const double left = fl.size - SentOf(f);
-    const auto add = [&](double b) {
-      for (uint32_t h = 0; h < fl.route.hops; ++h) bytes[size_t{fl.route.link[h]} * config_.levels + fl.level] += b;
-    };
-    add(-left);  // the other flows' bytes, as pathbal counts them
+    AddPathBytes(bytes, fl.route, fl.level, -left);  // the other flows' bytes, as pathbal counts them
     const uint32_t n = std::min(paths, topology_.NumPaths(fl.src, fl.dst));
     for (uint32_t q = 0; q < n; ++q)
       out[size_t{i} * paths + q] =
           PathCost(bytes, topology_.Route(fl.src, fl.dst, q), level >= 0 ? static_cast<uint32_t>(level) : fl.level);
-    add(left);
+    AddPathBytes(bytes, fl.route, fl.level, left);
   }
 }
 

@@ -185,6 +185,8 @@ class FlowSim {
   // Unfinished bytes of the active flows per (link, level), link-major; a path's cost at level `at` from them.
   std::vector<double> LinkLevelBytes() const;
   double PathCost(const std::vector<double>& bytes, const Path& p, uint32_t at) const;
+  // Adds b bytes at `level` on each link of p in LinkLevelBytes' array (b < 0 takes them off).
+  void AddPathBytes(std::vector<double>& bytes, const Path& p, uint32_t level, double b) const;
 
   bool Step(double limit);  // one event at or before limit; false if none
   void Advance(double t);
