@@ -43,9 +43,9 @@ __all__ = ["ColoCopies", "LbCopies", "RackCopies", "batched_copies"]
 
 
 class _Copies(VectorMultiAgentEnv):
-    """What both stand-ins share: the sync vector env's spaces and copies, closing."""
+    """What the stand-ins share: the sync vector env's spaces and copies, its autoreset step's results, closing."""
 
-    batch: Any
+    batch: Any = None
 
     def __init__(self, synced: VectorMultiAgentEnv) -> None:
         super().__init__()
@@ -60,9 +60,22 @@ class _Copies(VectorMultiAgentEnv):
         self._resetting = np.zeros(self.num_envs, dtype=bool)
 
     def close_extras(self, **kwargs: Any) -> None:
-        self.batch.close()
+        if self.batch is not None:
+            self.batch.close()
         for env in self.envs:
             env.close()
+
+    def _restarted(self, k: int) -> tuple[dict, dict, dict]:
+        """The rewards, terminations and truncations of the sync vector env's autoreset step for copy k: zeros and
+        False over its copy's ``possible_agents`` (RLlib's PettingZoo wrapper takes them from the agents present at
+        its first reset)."""
+        agents = self.envs[k].unwrapped.possible_agents
+        return dict.fromkeys(agents, 0.0), *(_with_all(dict.fromkeys(agents, False)) for _ in range(2))
+
+
+def _with_all(flags: dict[str, bool]) -> dict[str, bool]:
+    """Per-agent flags with ``__all__``, as RLlib's PettingZoo wrapper adds it: whether every agent's is set."""
+    return {**flags, "__all__": all(flags.values())}
 
 
 class RackCopies(_Copies):
@@ -90,18 +103,17 @@ class RackCopies(_Copies):
         out = self.batch.game.out
         result: tuple[list, list, list, list, list] = ([], [], [], [], [])
         for k in range(self.num_envs):
-            if self._resetting[k]:  # the sync vector env's autoreset step: the reset's observation and infos
-                reward, ended = 0.0, False
-                infos = self._infos(out, k)
-            else:
-                reward, ended = float(rewards[k, 0]), bool(truncations[k, 0])
-                infos = self._infos(out, k, episode_end=ended)
-            flags = dict.fromkeys(self.agents, False)
             result[0].append(self._obs(obs, k))
-            result[1].append(dict.fromkeys(self.agents, reward))
-            result[2].append({**flags, "__all__": False})
-            result[3].append({**dict.fromkeys(self.agents, ended), "__all__": ended})
-            result[4].append(infos)
+            if self._resetting[k]:  # the sync vector env's autoreset step: the reset's observation and infos
+                for part, value in zip(result[1:4], self._restarted(k), strict=True):
+                    part.append(value)
+                result[4].append(self._infos(out, k))
+                continue
+            ended = bool(truncations[k, 0])
+            result[1].append(dict.fromkeys(self.agents, float(rewards[k, 0])))
+            result[2].append(_with_all(dict.fromkeys(self.agents, False)))
+            result[3].append(_with_all(dict.fromkeys(self.agents, ended)))
+            result[4].append(self._infos(out, k, episode_end=ended))
         np.copyto(self._resetting, self.batch._done())
         return result
 
@@ -143,20 +155,14 @@ class ColoCopies(_Copies):
             view = self.batch.copy_view(k, reset=bool(self._resetting[k]))
             result[0].append(self._obs(obs, k, view))
             result[4].append(view.infos)
-            if self._resetting[k]:  # the sync vector env's autoreset step, over its copy's possible_agents (RLlib's
-                # PettingZoo wrapper takes them from the services present at its first reset)
-                agents = self.envs[k].unwrapped.possible_agents
-                zeros = dict.fromkeys(agents, False)
-                result[1].append(dict.fromkeys(agents, 0.0))
-                result[2].append({**zeros, "__all__": False})
-                result[3].append({**zeros, "__all__": False})
+            if self._resetting[k]:  # the sync vector env's autoreset step
+                for part, value in zip(result[1:4], self._restarted(k), strict=True):
+                    part.append(value)
                 continue
             shown = np.flatnonzero(view.shown)
-            ended = {self.agents[i]: bool(terminations[k, i]) for i in shown}
-            cut = {self.agents[i]: bool(truncations[k, i]) for i in shown}
             result[1].append(view.rewards)
-            result[2].append({**ended, "__all__": all(ended.values())})  # RLlib's PettingZoo wrapper's
-            result[3].append({**cut, "__all__": all(cut.values())})
+            result[2].append(_with_all({self.agents[i]: bool(terminations[k, i]) for i in shown}))
+            result[3].append(_with_all({self.agents[i]: bool(truncations[k, i]) for i in shown}))
             ends[k] = result[2][-1]["__all__"] or result[3][-1]["__all__"]
         np.copyto(self._resetting, ends)
         return result
@@ -173,10 +179,6 @@ class LbCopies(_Copies):
     each copy's own step (``step_phases``: its Python before and after the engine, the same code as ``step``),
     so what each returns is what it returns stepped alone (module docstring)."""
 
-    def __init__(self, synced: VectorMultiAgentEnv) -> None:
-        super().__init__(synced)
-        self.batch = None
-
     def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed, options=options)
         seeds = [None] * self.num_envs if seed is None else [seed + k for k in range(self.num_envs)]
@@ -190,29 +192,15 @@ class LbCopies(_Copies):
         for k in range(self.num_envs):
             if self._resetting[k]:  # the sync vector env's autoreset step
                 obs, infos = self.envs[k].reset()
-                agents = self.envs[k].unwrapped.possible_agents
-                zeros = dict.fromkeys(agents, False)
-                result[k] = (
-                    obs,
-                    dict.fromkeys(agents, 0.0),
-                    {**zeros, "__all__": False},
-                    {**zeros, "__all__": False},
-                    infos,
-                )
+                result[k] = (obs, *self._restarted(k), infos)
             else:
                 stepping.append(k)
         steps = [self.envs[k].unwrapped.par_env.step_phases(actions[k]) for k in stepping]
         for k, (obs, rewards, terminations, truncations, infos) in zip(stepping, step_copies(steps), strict=True):
-            terminations["__all__"] = all(terminations.values())  # as RLlib's PettingZoo wrapper adds them
-            truncations["__all__"] = all(truncations.values())
-            result[k] = (obs, rewards, terminations, truncations, infos)
+            result[k] = (obs, rewards, _with_all(terminations), _with_all(truncations), infos)
         for k in range(self.num_envs):
             self._resetting[k] = result[k][2]["__all__"] or result[k][3]["__all__"]
         return tuple([r[i] for r in result] for i in range(5))
-
-    def close_extras(self, **kwargs: Any) -> None:
-        for env in self.envs:
-            env.close()
 
 
 def batched_copies(runner: Any) -> _Copies | None:
