@@ -308,6 +308,10 @@ class ColoCentralVectorEnv(SingleAgentVectorEnv):
         self._resetting[:] = True
         return super().reset(seed=seed, options=options)
 
+    def step(self, actions: Any):
+        np.copyto(self._resetting, self.colo._autoreset)  # these copies reset at this step: their info is reset()'s
+        return super().step(actions)
+
     def _actions(self, actions: Any) -> np.ndarray:
         a = np.asarray(actions)
         if a.shape != self.action_space.shape or a.dtype.kind not in "iu":
@@ -315,7 +319,6 @@ class ColoCentralVectorEnv(SingleAgentVectorEnv):
                 f"actions: got {a.dtype} of shape {a.shape}; expected integer indices of shape "
                 f"{self.action_space.shape}: for each copy, one per service ({', '.join(self.colo.possible_agents)})"
             )
-        np.copyto(self._resetting, self.colo._autoreset)  # these copies reset at this step: their info is reset()'s
         return a
 
     def _agent(self, value: np.ndarray, what: str) -> np.ndarray:
@@ -326,10 +329,8 @@ class ColoCentralVectorEnv(SingleAgentVectorEnv):
             for i in range(self.colo.num_agents):  # ColoCentral-v0's sum, in agent order (absent services add 0)
                 total += value[:, i]
             return total
-        truncated = self.colo._last[3].any(axis=1) if self.colo._last else np.zeros(self.num_envs, dtype=bool)
-        if what == "truncation":
-            return truncated & ~self._resetting
-        return self.colo._done() & ~truncated & ~self._resetting  # termination: every service ended
+        truncated = self.colo._last[3].any(axis=1)  # a copy reset at this step has neither flag (ColoVectorEnv)
+        return truncated if what == "truncation" else self.colo._done() & ~truncated  # termination: all ended
 
     def _copy_info(self, k: int, episode_end: bool) -> dict[str, Any]:
         """ColoCentral-v0's info for copy k: the masks of the services shown (present, or ending at this step),
