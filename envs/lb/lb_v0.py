@@ -652,13 +652,7 @@ StepPhases = Generator[tuple[LbSim, float], None, tuple]
 
 def drive(phases: StepPhases) -> tuple:
     """Run a step's phases alone: its engine to the time it yields, then the rest; the step's result."""
-    sim, time_us = next(phases)
-    sim.run_until(time_us)
-    try:
-        next(phases)
-    except StopIteration as done:
-        return done.value
-    raise RuntimeError("a step's phases yield once")
+    return step_copies([phases])[0]
 
 
 def step_copies(steps: list[StepPhases]) -> list[tuple]:
